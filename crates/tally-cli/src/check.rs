@@ -1,0 +1,213 @@
+//! `tally check`: validate profiles and summarise them, streaming.
+
+use crate::progress::Progress;
+use crate::{Outcome, report};
+use std::io::{self, Write};
+use std::path::PathBuf;
+use tally_formats::callgrind::ReadOutcome;
+use tally_formats::{Error, ParseErrorKind};
+use tally_model::{Cost, Format};
+
+/// Arguments of `tally check`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Profiles to check (`-` for standard input; `.gz` is decompressed).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Print only errors and warnings.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let mut outcome = Outcome::Ok;
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    for (i, path) in args.files.iter().enumerate() {
+        let size = std::fs::metadata(path).ok().map(|m| m.len());
+        let gz = path.extension().is_some_and(|e| e == "gz");
+        let mut progress = Progress::new(if gz { None } else { size });
+        let result = match scan::<u64>(path, &mut progress) {
+            Err(Error::Parse {
+                kind: ParseErrorKind::Negative(_),
+                ..
+            }) if path.as_os_str() != "-" => scan::<i64>(path, &mut progress).map(Summary::Signed),
+            r => r.map(Summary::Unsigned),
+        };
+        drop(progress);
+        match result {
+            Ok(s) => {
+                if i > 0 && !args.quiet {
+                    writeln!(out)?;
+                }
+                match &s {
+                    Summary::Unsigned(o) => print(&mut out, path, o, args.quiet)?,
+                    Summary::Signed(o) => print(&mut out, path, o, args.quiet)?,
+                }
+            }
+            Err(e) => {
+                out.flush()?;
+                report(&anyhow::Error::new(e));
+                outcome = Outcome::Invalid;
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+enum Summary {
+    Unsigned(ReadOutcome<u64>),
+    Signed(ReadOutcome<i64>),
+}
+
+fn scan<C: Cost>(path: &std::path::Path, progress: &mut Progress) -> Result<ReadOutcome<C>, Error> {
+    let mut update = |n| progress.update(n);
+    tally_formats::scan_file::<C>(path, Some(&mut update))
+}
+
+/// Formats a number with thousands separators.
+pub fn thousands<C: Cost>(v: C) -> String {
+    let s = v.to_string();
+    let (sign, digits) = match s.strip_prefix('-') {
+        Some(d) => ("-", d),
+        None => ("", s.as_str()),
+    };
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    out.push_str(sign);
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+fn print<C: Cost>(
+    out: &mut impl Write,
+    path: &std::path::Path,
+    o: &ReadOutcome<C>,
+    quiet: bool,
+) -> io::Result<()> {
+    let p = &o.profile;
+    let name = path.display();
+    for w in o.warnings.iter() {
+        eprintln!("{name}: warning: {w}");
+    }
+    if quiet {
+        return Ok(());
+    }
+    let format = match p.format {
+        Format::Callgrind => "Callgrind",
+        Format::Cachegrind => "Cachegrind",
+    };
+    let signed = if C::SIGNED {
+        ", signed costs (a difference)"
+    } else {
+        ""
+    };
+    writeln!(out, "{name}: valid {format} profile{signed}")?;
+    if let Some(c) = &p.creator {
+        writeln!(out, "  creator:    {}", String::from_utf8_lossy(c))?;
+    }
+    if let Some(cmd) = p.parts.iter().find_map(|x| x.info.cmd.as_deref()) {
+        writeln!(out, "  command:    {}", String::from_utf8_lossy(cmd).trim())?;
+    }
+    let events: Vec<String> = p
+        .events
+        .recorded()
+        .iter()
+        .map(|e| match &e.long_name {
+            Some(l) => format!("{} ({l})", e.name),
+            None => e.name.clone(),
+        })
+        .collect();
+    writeln!(out, "  events:     {}", events.join(" "))?;
+    for d in p.events.derived() {
+        writeln!(out, "  derived:    {} = {}", d.name, d.formula())?;
+    }
+    writeln!(out, "  positions:  {}", p.positions.names().join(" "))?;
+    writeln!(out, "  parts:      {}", p.parts.len())?;
+
+    let ne = p.events.len();
+    let mut totals = vec![C::ZERO; ne];
+    let (mut lines, mut calls, mut jumps) = (0u64, 0u64, 0u64);
+    for s in &o.stats {
+        for (a, &b) in totals.iter_mut().zip(&s.totals) {
+            *a = a.saturating_add(b);
+        }
+        lines += s.lines;
+        calls += s.calls;
+        jumps += s.jumps;
+    }
+    let width = p
+        .events
+        .recorded()
+        .iter()
+        .map(|e| e.name.len())
+        .chain(p.events.derived().iter().map(|d| d.name.len()))
+        .max()
+        .unwrap_or(0);
+    writeln!(out, "  totals:")?;
+    for (e, t) in p.events.recorded().iter().zip(&totals) {
+        writeln!(out, "    {:<width$} {:>20}", e.name, thousands(*t))?;
+    }
+    for d in p.events.derived() {
+        let v = d
+            .evaluate(&totals)
+            .map_or_else(|| "out of range".to_string(), thousands);
+        writeln!(out, "    {:<width$} {:>20}  (derived)", d.name, v)?;
+    }
+    if p.parts.len() > 1 {
+        for (i, (part, s)) in p.parts.iter().zip(&o.stats).enumerate() {
+            let mut label = format!("part {}", i + 1);
+            if let Some(n) = part.info.number {
+                label.push_str(&format!(" (part: {n})"));
+            }
+            if let Some(t) = part.info.thread {
+                label.push_str(&format!(" (thread: {t})"));
+            }
+            let v: Vec<String> = s.totals.iter().map(|&c| thousands(c)).collect();
+            writeln!(out, "  {label}: {}", v.join(" "))?;
+        }
+    }
+    let given = p
+        .parts
+        .iter()
+        .any(|x| x.info.summary.is_some() || x.info.totals.is_some());
+    if given {
+        let agree = !o.warnings.iter().any(|w| {
+            matches!(
+                w.kind,
+                tally_formats::WarningKind::SummaryAboveTotal
+                    | tally_formats::WarningKind::SummaryBelowTotal
+                    | tally_formats::WarningKind::TotalsMismatch
+            )
+        });
+        writeln!(
+            out,
+            "  summary/totals lines: {}",
+            if agree {
+                "agree with the cost lines"
+            } else {
+                "differ from the cost lines (see warnings)"
+            }
+        )?;
+    }
+    let n = &p.names;
+    writeln!(
+        out,
+        "  objects {}, files {}, functions {}, cost lines {}, call arcs {}, jumps {}",
+        thousands(n.objects.len() as u64 - 1),
+        thousands(n.files.len() as u64 - 1),
+        thousands(n.function_count() as u64),
+        thousands(lines),
+        thousands(calls),
+        thousands(jumps),
+    )?;
+    if !o.warnings.is_empty() {
+        writeln!(out, "  warnings:   {}", o.warnings.len())?;
+    }
+    writeln!(out, "  read:       {} bytes", thousands(o.bytes))?;
+    Ok(())
+}

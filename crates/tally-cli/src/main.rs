@@ -1,0 +1,75 @@
+//! `tally`: the command-line front end. Parsing of arguments, progress and
+//! printing live here; everything else is in the library crates.
+
+mod check;
+mod convert;
+mod progress;
+
+use clap::{Parser, Subcommand};
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+/// tally: read, check and convert program profiles (Callgrind, Cachegrind).
+#[derive(Parser)]
+#[command(name = "tally", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate profiles and print a short summary of each.
+    Check(check::Args),
+    /// Convert profiles between Callgrind, Cachegrind and JSON.
+    Convert(convert::Args),
+}
+
+/// What a command reports besides errors.
+pub enum Outcome {
+    /// Everything was fine.
+    Ok,
+    /// The command ran but found invalid input (already reported).
+    Invalid,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(a) => check::run(a),
+        Command::Convert(a) => convert::run(a),
+    };
+    match result {
+        Ok(Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(Outcome::Invalid) => ExitCode::from(1),
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            let _ = io::stdout().flush();
+            report(&e);
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Prints an error: parse errors as `FILE:LINE: message`, others with their
+/// chain of causes.
+pub fn report(e: &anyhow::Error) {
+    if let Some(f) = e.downcast_ref::<tally_formats::Error>() {
+        eprintln!("{f}");
+    } else {
+        eprintln!("tally: {e:#}");
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+            || matches!(
+                c.downcast_ref::<tally_formats::Error>(),
+                Some(tally_formats::Error::Io { source, .. }) if source.kind() == io::ErrorKind::BrokenPipe
+            )
+    })
+}

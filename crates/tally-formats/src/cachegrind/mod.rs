@@ -1,0 +1,145 @@
+//! The Cachegrind format.
+//!
+//! Cachegrind files are a subset of the Callgrind format (line positions,
+//! `fl=`/`fn=` and count lines, a trailing `summary:`, `.` for zero), so they
+//! are read by the Callgrind reader, which tells them apart (see
+//! [`tally_model::Format`]). This module writes them: self costs per file,
+//! function and line, from any profile.
+
+use rustc_hash::FxHashMap;
+use std::io::{self, Write};
+use tally_model::{Cost, FileId, Positions, Profile, SymbolId};
+
+/// Writes a profile as a Cachegrind file.
+///
+/// A single-part, line-level profile is written line for line in its own
+/// order, so Cachegrind files round-trip exactly. Anything else (instruction
+/// positions, several parts) is summed per file, function and line and
+/// written sorted by file, function and line, as Cachegrind sorts. Call arcs
+/// and jumps have no place in the format and are left out. Every count line
+/// carries all counts, as cg_merge requires.
+pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<()> {
+    let mut buf: Vec<u8> = Vec::with_capacity(1 << 17);
+    let ne = profile.events.len();
+    if let Some(first) = profile.parts.first() {
+        for (t, v) in &first.info.desc {
+            buf.extend_from_slice(b"desc: ");
+            buf.extend_from_slice(t);
+            buf.push(b':');
+            buf.extend_from_slice(v);
+            buf.push(b'\n');
+        }
+    }
+    let cmd = profile.parts.iter().find_map(|p| p.info.cmd.as_deref());
+    buf.extend_from_slice(b"cmd: ");
+    buf.extend_from_slice(cmd.unwrap_or(b""));
+    buf.push(b'\n');
+    buf.extend_from_slice(b"events:");
+    for e in profile.events.recorded() {
+        buf.push(b' ');
+        buf.extend_from_slice(e.name.as_bytes());
+    }
+    buf.push(b'\n');
+
+    let names = &profile.names;
+    let mut cur: Option<(FileId, SymbolId)> = None;
+    let mut emit = |buf: &mut Vec<u8>, file: FileId, sym: SymbolId, line: u64, costs: &[C]| {
+        if cur.map(|c| c.0) != Some(file) {
+            buf.extend_from_slice(b"fl=");
+            buf.extend_from_slice(name_or_unknown(names.files.get(file.0)));
+            buf.push(b'\n');
+        }
+        if cur != Some((file, sym)) {
+            buf.extend_from_slice(b"fn=");
+            buf.extend_from_slice(name_or_unknown(names.symbols.get(sym.0)));
+            buf.push(b'\n');
+        }
+        cur = Some((file, sym));
+        line.write_to(buf);
+        for i in 0..ne {
+            buf.push(b' ');
+            costs.get(i).copied().unwrap_or(C::ZERO).write_to(buf);
+        }
+        buf.push(b'\n');
+    };
+
+    let line_index = profile.positions.line();
+    let stream = profile.positions == Positions::LINE && profile.parts.len() == 1;
+    let mut error = None;
+    if stream {
+        profile.parts[0].lines.for_each(|l| {
+            let sym = names.key(l.function).name;
+            emit(&mut buf, l.file, sym, l.positions[0], l.costs);
+            if buf.len() >= 1 << 16 && error.is_none() {
+                error = out.write_all(&buf).err();
+                buf.clear();
+            }
+        });
+    } else {
+        let mut index: FxHashMap<(FileId, SymbolId, u64), usize> = FxHashMap::default();
+        let mut keys: Vec<(FileId, SymbolId, u64)> = Vec::new();
+        let mut costs: Vec<C> = Vec::new();
+        let mut overflow = false;
+        for part in &profile.parts {
+            part.lines.for_each(|l| {
+                let line = line_index.map_or(0, |i| l.positions[i]);
+                let key = (l.file, names.key(l.function).name, line);
+                let i = *index.entry(key).or_insert_with(|| {
+                    keys.push(key);
+                    costs.extend(std::iter::repeat_n(C::ZERO, ne));
+                    keys.len() - 1
+                });
+                for (a, &b) in costs[i * ne..(i + 1) * ne].iter_mut().zip(l.costs) {
+                    match a.checked_add(b) {
+                        Some(v) => *a = v,
+                        None => overflow = true,
+                    }
+                }
+            });
+        }
+        if overflow {
+            return Err(io::Error::other("a summed count overflows 64 bits"));
+        }
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (fa, sa, la) = keys[a];
+            let (fb, sb, lb) = keys[b];
+            (names.files.get(fa.0), names.symbols.get(sa.0), la).cmp(&(
+                names.files.get(fb.0),
+                names.symbols.get(sb.0),
+                lb,
+            ))
+        });
+        for i in order {
+            let (f, s, l) = keys[i];
+            emit(&mut buf, f, s, l, &costs[i * ne..(i + 1) * ne]);
+            if buf.len() >= 1 << 16 {
+                out.write_all(&buf)?;
+                buf.clear();
+            }
+        }
+    }
+    if let Some(e) = error {
+        return Err(e);
+    }
+
+    let totals = match (&profile.parts[..], stream) {
+        ([p], true) if p.info.totals.is_some() => p.info.totals.clone().unwrap_or_default(),
+        _ => profile
+            .totals()
+            .ok_or_else(|| io::Error::other("the total of a count overflows 64 bits"))?,
+    };
+    buf.extend_from_slice(b"summary:");
+    for i in 0..ne {
+        buf.push(b' ');
+        totals.get(i).copied().unwrap_or(C::ZERO).write_to(&mut buf);
+    }
+    buf.push(b'\n');
+    out.write_all(&buf)?;
+    out.flush()
+}
+
+/// Cachegrind writes `???` for unknown files and functions.
+fn name_or_unknown(n: &[u8]) -> &[u8] {
+    if n.is_empty() { b"???" } else { n }
+}

@@ -1,0 +1,1070 @@
+//! The reader of the Callgrind format, and of Cachegrind's subset of it.
+//!
+//! One streaming parser serves both formats: it keeps only the current
+//! context (object, file, function, call target, last position) and the
+//! name-compression tables, and hands every resolved record to a [`Sink`].
+//! [`ProfileSink`] builds a full [`Profile`]; other sinks (statistics for
+//! `tally check`) keep nothing per line, so their memory does not grow with
+//! the file.
+//!
+//! Semantics where the specification is silent follow what Valgrind 3.19
+//! writes and KCachegrind reads (see ARCHITECTURE.md, "Format notes"):
+//! relative subpositions are relative to the last plain cost line: call
+//! targets, call-site lines, jump targets and jump-source lines are written
+//! relative to it but do not become the new base (Valgrind's `dump.c`
+//! rule); `cob=` defaults to the current object and `cfi=` to the current
+//! (possibly inlined) file, both for one call only; `jfi=`/`jfn=` hold for
+//! one jump; `jcnd=` is `followed/executed`.
+
+use crate::error::{Error, ParseErrorKind, WarningKind, Warnings, excerpt};
+use crate::input::{Input, Lines};
+use tally_model::{
+    CallInfo, Calls, Cost, CostLines, Events, FileId, Format, FunctionId, FunctionKey, JumpInfo,
+    Jumps, NumberError, ObjectId, Part, PartInfo, Positions, Profile, SymbolId, parse_formula,
+};
+
+/// Receives the records of a profile as the parser resolves them.
+pub trait Sink<C: Cost> {
+    /// A new part begins (called before its first record).
+    fn start_part(&mut self, positions: Positions, events: usize);
+    /// A self-cost line.
+    fn line(&mut self, function: FunctionId, file: FileId, positions: &[u64], costs: &[C]);
+    /// A call arc.
+    fn call(&mut self, info: CallInfo<C>, site: &[u64], target: &[u64], inclusive: &[C]);
+    /// A jump.
+    fn jump(&mut self, info: JumpInfo<C>, source: &[u64], target: &[u64]);
+}
+
+/// A sink that keeps everything: the records become the parts of a profile.
+#[derive(Default)]
+pub struct ProfileSink<C: Cost> {
+    parts: Vec<(CostLines<C>, Calls<C>, Jumps<C>)>,
+}
+
+impl<C: Cost> Sink<C> for ProfileSink<C> {
+    fn start_part(&mut self, positions: Positions, events: usize) {
+        self.parts.push((
+            CostLines::new(positions, events),
+            Calls::new(positions, events),
+            Jumps::new(positions),
+        ));
+    }
+    #[inline]
+    fn line(&mut self, function: FunctionId, file: FileId, positions: &[u64], costs: &[C]) {
+        let p = self.parts.last_mut().expect("part started");
+        p.0.push(function, file, positions, costs);
+    }
+    fn call(&mut self, info: CallInfo<C>, site: &[u64], target: &[u64], inclusive: &[C]) {
+        let p = self.parts.last_mut().expect("part started");
+        p.1.push(info, site, target, inclusive);
+    }
+    fn jump(&mut self, info: JumpInfo<C>, source: &[u64], target: &[u64]) {
+        let p = self.parts.last_mut().expect("part started");
+        p.2.push(info, source, target);
+    }
+}
+
+/// Counts of what a read saw, per part; computed by every read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PartStats<C> {
+    /// Sum of the self costs.
+    pub totals: Vec<C>,
+    /// Cost lines.
+    pub lines: u64,
+    /// Call arcs.
+    pub calls: u64,
+    /// Jumps.
+    pub jumps: u64,
+    /// Line of the `summary:` line, 0 if none.
+    pub summary_line: u64,
+    /// Line of the `totals:` line (or Cachegrind's trailing `summary:`).
+    pub totals_line: u64,
+}
+
+/// The result of a read besides the records.
+#[derive(Debug)]
+pub struct ReadOutcome<C: Cost> {
+    /// The profile without records (header facts, events, names, parts'
+    /// infos); a [`ProfileSink`] supplies the records.
+    pub profile: Profile<C>,
+    /// Per-part counts and totals.
+    pub stats: Vec<PartStats<C>>,
+    /// Leniencies, each kind once.
+    pub warnings: Warnings,
+    /// Bytes of (decompressed) text read.
+    pub bytes: u64,
+}
+
+/// Options of a read.
+#[derive(Default)]
+pub struct ReadOptions<'a> {
+    /// Called now and then with the number of bytes consumed.
+    pub progress: Option<&'a mut dyn FnMut(u64)>,
+}
+
+/// Reads a whole profile into memory.
+pub fn read<C: Cost>(input: Input) -> Result<(Profile<C>, Warnings), Error> {
+    read_with(input, ReadOptions::default())
+}
+
+/// Reads a whole profile into memory, with options.
+pub fn read_with<C: Cost>(
+    input: Input,
+    options: ReadOptions<'_>,
+) -> Result<(Profile<C>, Warnings), Error> {
+    let mut sink = ProfileSink::default();
+    let out = parse(input, &mut sink, options)?;
+    let mut profile = out.profile;
+    for (part, (lines, calls, jumps)) in profile.parts.iter_mut().zip(sink.parts) {
+        part.lines = lines;
+        part.calls = calls;
+        part.jumps = jumps;
+    }
+    Ok((profile, out.warnings))
+}
+
+/// Parses an input, feeding records to `sink`.
+pub fn parse<C: Cost, S: Sink<C>>(
+    input: Input,
+    sink: &mut S,
+    options: ReadOptions<'_>,
+) -> Result<ReadOutcome<C>, Error> {
+    let mut lines = input.into_lines();
+    let mut p = Parser::new(sink);
+    p.progress = options.progress;
+    p.run(&mut lines)?;
+    let bytes = lines.consumed();
+    Ok(ReadOutcome {
+        profile: p.profile,
+        stats: p.stats,
+        warnings: p.warnings,
+        bytes,
+    })
+}
+
+/// Maps compressed ids `(n)` of one kind to interned indices.
+#[derive(Default)]
+struct IdMap {
+    dense: Vec<u32>,
+    sparse: rustc_hash::FxHashMap<u64, u32>,
+}
+
+impl IdMap {
+    const DENSE_LIMIT: u64 = 1 << 22;
+    const UNSET: u32 = u32::MAX;
+
+    fn get(&self, id: u64) -> Option<u32> {
+        if id < Self::DENSE_LIMIT {
+            self.dense
+                .get(id as usize)
+                .copied()
+                .filter(|&v| v != Self::UNSET)
+        } else {
+            self.sparse.get(&id).copied()
+        }
+    }
+
+    /// Sets a mapping; returns the previous value if it differs.
+    fn set(&mut self, id: u64, value: u32) -> Option<u32> {
+        let old = if id < Self::DENSE_LIMIT {
+            let i = id as usize;
+            if i >= self.dense.len() {
+                self.dense.resize(i + 1, Self::UNSET);
+            }
+            std::mem::replace(&mut self.dense[i], value)
+        } else {
+            self.sparse.insert(id, value).unwrap_or(Self::UNSET)
+        };
+        (old != Self::UNSET && old != value).then_some(old)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Space {
+    Object,
+    File,
+    Symbol,
+}
+
+/// What the line after the current one must be.
+enum Pending<C> {
+    None,
+    /// After `calls=`: the call-site cost line.
+    Call {
+        line: u64,
+        count: C,
+        callee: FunctionId,
+        target: [u64; 3],
+    },
+    /// After `jump=`/`jcnd=`: the jump's source position.
+    Jump {
+        line: u64,
+        kind: &'static str,
+        info: JumpInfo<C>,
+        target: [u64; 3],
+    },
+}
+
+struct Parser<'s, 'o, C: Cost, S> {
+    sink: &'s mut S,
+    progress: Option<&'o mut dyn FnMut(u64)>,
+    profile: Profile<C>,
+    stats: Vec<PartStats<C>>,
+    warnings: Warnings,
+    /// Line number of the line being parsed.
+    line_no: u64,
+
+    ids: [IdMap; 3],
+    events_seen: bool,
+    positions_seen: bool,
+    /// The current part has a header or body open (a part exists for it).
+    open: bool,
+    /// The sink was told about the current part.
+    started: bool,
+    /// The current part has records; a header line now begins a new part.
+    in_body: bool,
+    callgrind_evidence: bool,
+
+    np: usize,
+    ne: usize,
+    ob: ObjectId,
+    fl: FileId,
+    fi: FileId,
+    symbol: Option<SymbolId>,
+    function: Option<FunctionId>,
+    cob: Option<ObjectId>,
+    cfi: Option<FileId>,
+    cfn: Option<SymbolId>,
+    jfi: Option<FileId>,
+    jfn: Option<SymbolId>,
+    last: [u64; 3],
+    costs: Vec<C>,
+    pending: Pending<C>,
+    seq: u64,
+}
+
+impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
+    fn new(sink: &'s mut S) -> Self {
+        Parser {
+            sink,
+            progress: None,
+            profile: Profile::new(Format::Cachegrind, Events::default(), Positions::LINE),
+            stats: Vec::new(),
+            warnings: Warnings::default(),
+            line_no: 0,
+            ids: Default::default(),
+            events_seen: false,
+            positions_seen: false,
+            open: false,
+            started: false,
+            in_body: false,
+            callgrind_evidence: false,
+            np: 1,
+            ne: 0,
+            ob: ObjectId::NONE,
+            fl: FileId::NONE,
+            fi: FileId::NONE,
+            symbol: None,
+            function: None,
+            cob: None,
+            cfi: None,
+            cfn: None,
+            jfi: None,
+            jfn: None,
+            last: [0; 3],
+            costs: Vec::new(),
+            pending: Pending::None,
+            seq: 0,
+        }
+    }
+
+    fn run(&mut self, lines: &mut Lines) -> Result<(), Error> {
+        let mut next_progress = 1u64 << 24;
+        while let Some((no, line)) = lines.next_line()? {
+            self.line_no = no;
+            if let Err(kind) = self.line(line) {
+                return Err(self.error(&lines.path, self.line_no, kind));
+            }
+            if lines.consumed() >= next_progress {
+                next_progress = lines.consumed() + (1 << 24);
+                if let Some(p) = self.progress.as_mut() {
+                    p(lines.consumed());
+                }
+            }
+        }
+        if lines.line == 0 {
+            return Err(self.error(&lines.path, 1, ParseErrorKind::Empty));
+        }
+        self.finish()
+            .map_err(|kind| self.error(&lines.path, lines.line, kind))
+    }
+
+    fn error(&self, path: &std::path::Path, line: u64, kind: ParseErrorKind) -> Error {
+        Error::Parse {
+            path: path.to_path_buf(),
+            line,
+            kind,
+        }
+    }
+
+    fn finish(&mut self) -> R<()> {
+        self.blank()?;
+        if !self.events_seen {
+            return Err(ParseErrorKind::MissingEvents);
+        }
+        self.body_part();
+        self.profile.format = if self.callgrind_evidence {
+            Format::Callgrind
+        } else {
+            Format::Cachegrind
+        };
+        self.profile
+            .events
+            .resolve()
+            .map_err(|e| ParseErrorKind::BadEventDef(e.to_string()))?;
+        // Summary and totals lines may give fewer values than events.
+        for part in &mut self.profile.parts {
+            for v in [&mut part.info.summary, &mut part.info.totals]
+                .into_iter()
+                .flatten()
+            {
+                v.resize(self.ne, C::ZERO);
+            }
+        }
+        self.check_totals();
+        Ok(())
+    }
+
+    /// Compares `summary:`/`totals:` with the sums of the cost lines.
+    fn check_totals(&mut self) {
+        for (part, stats) in self.profile.parts.iter().zip(&self.stats) {
+            if let Some(s) = &part.info.summary {
+                let s = padded(s, self.ne);
+                if s != stats.totals {
+                    let below = s.iter().zip(&stats.totals).any(|(a, b)| a < b);
+                    let kind = if below {
+                        WarningKind::SummaryBelowTotal
+                    } else {
+                        WarningKind::SummaryAboveTotal
+                    };
+                    self.warnings.add(kind, stats.summary_line, || {
+                        let how = if below {
+                            "is smaller than"
+                        } else {
+                            "is larger than (the format allows this)"
+                        };
+                        format!(
+                            "`summary:` {} {how} the sum of the cost lines {}",
+                            join(&s),
+                            join(&stats.totals)
+                        )
+                    });
+                }
+            }
+            if let Some(t) = &part.info.totals {
+                let t = padded(t, self.ne);
+                if t != stats.totals {
+                    self.warnings
+                        .add(WarningKind::TotalsMismatch, stats.totals_line, || {
+                            format!(
+                                "`totals:` {} differs from the sum of the cost lines {}",
+                                join(&t),
+                                join(&stats.totals)
+                            )
+                        });
+                }
+            }
+        }
+    }
+
+    /// The part that header facts go to: the open one, or a new one when
+    /// the current part already has records.
+    fn header_part(&mut self) -> &mut PartInfo<C> {
+        if self.in_body {
+            self.in_body = false;
+            self.open = false;
+            self.ob = ObjectId::NONE;
+            self.fl = FileId::NONE;
+            self.fi = FileId::NONE;
+            self.symbol = None;
+            self.function = None;
+            self.cob = None;
+            self.cfi = None;
+            self.cfn = None;
+            self.jfi = None;
+            self.jfn = None;
+        }
+        if !self.open {
+            self.open_part();
+        }
+        &mut self.profile.parts.last_mut().expect("open part").info
+    }
+
+    fn open_part(&mut self) {
+        self.profile
+            .parts
+            .push(Part::new(self.profile.positions, self.ne));
+        self.stats.push(PartStats::default());
+        self.open = true;
+        self.started = false;
+    }
+
+    /// Makes sure the sink knows the current part before a record.
+    #[inline]
+    fn body_part(&mut self) {
+        if !self.started {
+            if !self.open {
+                self.open_part();
+            }
+            self.started = true;
+            self.sink.start_part(self.profile.positions, self.ne);
+            self.stats.last_mut().expect("part").totals = vec![C::ZERO; self.ne];
+            self.seq = 0;
+            self.last = [0; 3];
+        }
+    }
+
+    fn line(&mut self, line: &[u8]) -> R<()> {
+        let line = match line.last() {
+            Some(b'\r') => {
+                self.warnings
+                    .add(WarningKind::CarriageReturn, self.line_no, || {
+                        "line ends in a carriage return (CRLF line endings)".into()
+                    });
+                &line[..line.len() - 1]
+            }
+            _ => line,
+        };
+        // Empty lines and comments may stand anywhere, even between
+        // `calls=` and its cost line, as KCachegrind and callgrind_annotate
+        // skip them.
+        let Some(&first) = line.first() else {
+            return Ok(());
+        };
+        match first {
+            b'0'..=b'9' | b'+' | b'-' | b'*' => self.cost_line(line),
+            b'#' => {
+                if line.starts_with(b"# callgrind format") {
+                    self.callgrind_evidence = true;
+                }
+                Ok(())
+            }
+            _ => self.keyed(line),
+        }
+    }
+
+    /// Called before a line that is not a position line: fails if a
+    /// `calls=` still waits for its cost line; a jump without its source line
+    /// takes the last position as its source, with a warning.
+    fn blank(&mut self) -> R<()> {
+        match std::mem::replace(&mut self.pending, Pending::None) {
+            Pending::None => Ok(()),
+            Pending::Call { line, .. } => Err(ParseErrorKind::CallWithoutCost(line)),
+            Pending::Jump {
+                line,
+                kind,
+                info,
+                target,
+            } => {
+                self.warnings.add(WarningKind::JumpWithoutSource, line, || {
+                    format!(
+                        "`{kind}=` is not followed by its source position line; the last position is used"
+                    )
+                });
+                let last = self.last;
+                self.emit_jump(info, &last, &target);
+                Ok(())
+            }
+        }
+    }
+
+    fn emit_jump(&mut self, info: JumpInfo<C>, source: &[u64; 3], target: &[u64; 3]) {
+        self.jfi = None;
+        self.jfn = None;
+        let info = JumpInfo {
+            seq: self.seq,
+            ..info
+        };
+        self.seq += 1;
+        self.stats.last_mut().expect("part").jumps += 1;
+        let np = self.np;
+        self.sink.jump(info, &source[..np], &target[..np]);
+    }
+
+    fn keyed(&mut self, line: &[u8]) -> R<()> {
+        self.blank()?;
+        let Some(sep) = memchr::memchr2(b'=', b':', line) else {
+            if let Some(&b) = line.iter().find(|&&b| b < 0x20 && b != b'\t') {
+                return Err(ParseErrorKind::Binary(b));
+            }
+            return Err(ParseErrorKind::Unrecognised(excerpt(line)));
+        };
+        let key = &line[..sep];
+        let value = &line[sep + 1..];
+        if line[sep] == b'=' {
+            self.body_spec(key, value, line)
+        } else {
+            self.header(key, value, line)
+        }
+    }
+
+    /// Resolves `(id) name`, `(id)` or `name` in one id space.
+    fn name(&mut self, space: Space, key: &[u8], value: &[u8]) -> R<u32> {
+        let v = &value[skip_spaces(value, 0)..];
+        let intern = |p: &mut Profile<C>, name: &[u8]| match space {
+            Space::Object => p.names.objects.intern(name),
+            Space::File => p.names.files.intern(name),
+            Space::Symbol => p.names.symbols.intern(name),
+        };
+        if v.len() >= 2 && v[0] == b'(' && v[1].is_ascii_digit() {
+            let close = memchr::memchr(b')', v)
+                .ok_or_else(|| ParseErrorKind::BadCompressedName(excerpt(value)))?;
+            let id = tally_model::parse_u64(&v[1..close])
+                .map_err(|_| ParseErrorKind::BadCompressedName(excerpt(value)))?;
+            let rest = &v[close + 1..];
+            let map = &mut self.ids[space as usize];
+            if rest.is_empty() {
+                return map.get(id).ok_or_else(|| ParseErrorKind::UndefinedId {
+                    key: String::from_utf8_lossy(key).into_owned(),
+                    id,
+                });
+            }
+            if !is_space(rest[0]) {
+                return Err(ParseErrorKind::BadCompressedName(excerpt(value)));
+            }
+            let name = &rest[skip_spaces(rest, 0)..];
+            let index = intern(&mut self.profile, name);
+            if self.ids[space as usize].set(id, index).is_some() {
+                let line = self.line_no;
+                self.warnings.add(WarningKind::IdRedefined, line, || {
+                    format!(
+                        "`{}=({id})` defined again with another name; the new name is used from here on",
+                        String::from_utf8_lossy(key)
+                    )
+                });
+            }
+            Ok(index)
+        } else {
+            Ok(intern(&mut self.profile, v))
+        }
+    }
+
+    fn body_spec(&mut self, key: &[u8], value: &[u8], line: &[u8]) -> R<()> {
+        match key {
+            b"fn" => {
+                self.symbol = Some(SymbolId(self.name(Space::Symbol, key, value)?));
+                self.function = None;
+                self.fi = self.fl;
+            }
+            b"fl" => {
+                self.fl = FileId(self.name(Space::File, key, value)?);
+                self.fi = self.fl;
+                self.function = None;
+            }
+            b"fi" | b"fe" => {
+                self.callgrind_evidence = true;
+                self.fi = FileId(self.name(Space::File, key, value)?);
+            }
+            b"ob" => {
+                self.callgrind_evidence = true;
+                self.ob = ObjectId(self.name(Space::Object, key, value)?);
+                self.function = None;
+            }
+            b"cfn" => {
+                self.callgrind_evidence = true;
+                self.cfn = Some(SymbolId(self.name(Space::Symbol, key, value)?));
+            }
+            b"cfi" | b"cfl" => {
+                self.callgrind_evidence = true;
+                self.cfi = Some(FileId(self.name(Space::File, key, value)?));
+            }
+            b"cob" => {
+                self.callgrind_evidence = true;
+                self.cob = Some(ObjectId(self.name(Space::Object, key, value)?));
+            }
+            b"jfi" => {
+                self.callgrind_evidence = true;
+                self.jfi = Some(FileId(self.name(Space::File, key, value)?));
+            }
+            b"jfn" => {
+                self.callgrind_evidence = true;
+                self.jfn = Some(SymbolId(self.name(Space::Symbol, key, value)?));
+            }
+            b"calls" => {
+                self.callgrind_evidence = true;
+                return self.calls(value);
+            }
+            b"jump" | b"jcnd" => {
+                self.callgrind_evidence = true;
+                return self.jump(key == b"jcnd", value);
+            }
+            _ => {
+                let l = self.line_no;
+                self.warnings.add(WarningKind::UnknownBodyLine, l, || {
+                    format!("unknown line `{}` skipped", excerpt(line))
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn current_function(&mut self) -> R<FunctionId> {
+        if let Some(f) = self.function {
+            return Ok(f);
+        }
+        let name = self.symbol.ok_or(ParseErrorKind::CostBeforeFunction)?;
+        let f = self.profile.names.function(FunctionKey {
+            object: self.ob,
+            file: self.fl,
+            name,
+        });
+        self.function = Some(f);
+        Ok(f)
+    }
+
+    fn need_events(&self) -> R<()> {
+        if self.events_seen {
+            Ok(())
+        } else {
+            Err(ParseErrorKind::MissingEvents)
+        }
+    }
+
+    /// Parses `np` subpositions from `s` starting at `i`, relative to
+    /// `self.last`; returns them and the index after them.
+    #[inline]
+    fn positions(&self, s: &[u8], mut i: usize) -> R<([u64; 3], usize)> {
+        let mut out = [0u64; 3];
+        for (k, slot) in out.iter_mut().enumerate().take(self.np) {
+            i = skip_spaces(s, i);
+            let end = token_end(s, i);
+            if end == i {
+                return Err(ParseErrorKind::MissingPosition {
+                    expected: self.np,
+                    names: self.profile.positions.names().join(" "),
+                    found: k,
+                });
+            }
+            *slot = subposition(&s[i..end], self.last[k])?;
+            i = end;
+        }
+        Ok((out, i))
+    }
+
+    /// Parses the counts after the positions into `self.costs`; returns how
+    /// many there were.
+    #[inline]
+    fn counts(&mut self, s: &[u8], mut i: usize) -> R<usize> {
+        let mut n = 0;
+        loop {
+            i = skip_spaces(s, i);
+            if i >= s.len() {
+                return Ok(n);
+            }
+            let end = token_end(s, i);
+            if n == self.ne {
+                let extra = s[i..].split(|&b| is_space(b)).filter(|t| !t.is_empty());
+                return Err(ParseErrorKind::TooManyCosts {
+                    found: n + extra.count(),
+                    events: self.ne,
+                });
+            }
+            self.costs[n] = parse_cost(&s[i..end])?;
+            n += 1;
+            i = end;
+        }
+    }
+
+    fn cost_line(&mut self, s: &[u8]) -> R<()> {
+        self.need_events()?;
+        self.body_part();
+        self.in_body = true;
+        let (pos, i) = self.positions(s, 0)?;
+        let np = self.np;
+        match std::mem::replace(&mut self.pending, Pending::None) {
+            Pending::None => {
+                let n = self.counts(s, i)?;
+                let function = self.current_function()?;
+                self.last = pos;
+                let stats = self.stats.last_mut().expect("part");
+                for (t, &c) in stats.totals.iter_mut().zip(&self.costs[..n]) {
+                    *t = t.checked_add(c).ok_or(ParseErrorKind::SumOverflow)?;
+                }
+                stats.lines += 1;
+                self.sink
+                    .line(function, self.fi, &pos[..np], &self.costs[..n]);
+            }
+            Pending::Call {
+                count,
+                callee,
+                target,
+                ..
+            } => {
+                let n = self.counts(s, i)?;
+                let caller = self.current_function()?;
+                self.cob = None;
+                self.cfi = None;
+                self.costs[n..].fill(C::ZERO);
+                let info = CallInfo {
+                    caller,
+                    site_file: self.fi,
+                    callee,
+                    count,
+                    seq: self.seq,
+                };
+                self.stats.last_mut().expect("part").calls += 1;
+                self.sink
+                    .call(info, &pos[..np], &target[..np], &self.costs[..n]);
+            }
+            Pending::Jump { info, target, .. } => {
+                if skip_spaces(s, i) < s.len() {
+                    let l = self.line_no;
+                    self.warnings.add(WarningKind::JumpLineCosts, l, || {
+                        "costs on the source line of a jump are ignored".into()
+                    });
+                }
+                self.emit_jump(info, &pos, &target);
+                return Ok(());
+            }
+        }
+        self.seq += 1;
+        Ok(())
+    }
+
+    fn calls(&mut self, value: &[u8]) -> R<()> {
+        self.need_events()?;
+        self.body_part();
+        let i = skip_spaces(value, 0);
+        let end = token_end(value, i);
+        let count: C = parse_cost(&value[i..end])?;
+        let (target, rest) = self.positions(value, end)?;
+        if skip_spaces(value, rest) < value.len() {
+            let l = self.line_no;
+            self.warnings.add(WarningKind::ExtraCallNumbers, l, || {
+                "numbers after the target position of `calls=` are ignored".into()
+            });
+        }
+        self.current_function()?;
+        let name = self.cfn.ok_or(ParseErrorKind::CallWithoutCallee)?;
+        let callee = self.profile.names.function(FunctionKey {
+            object: self.cob.unwrap_or(self.ob),
+            file: self.cfi.unwrap_or(self.fi),
+            name,
+        });
+        self.pending = Pending::Call {
+            line: self.line_no,
+            count,
+            callee,
+            target,
+        };
+        Ok(())
+    }
+
+    fn jump(&mut self, conditional: bool, value: &[u8]) -> R<()> {
+        self.need_events()?;
+        self.body_part();
+        let kind = if conditional { "jcnd" } else { "jump" };
+        let i = skip_spaces(value, 0);
+        let end = token_end(value, i);
+        let first = &value[i..end];
+        let (executed, taken, rest): (C, C, usize) = if conditional {
+            // Valgrind writes `followed/executed`; the specification's text
+            // gives `executed followed` separated by a space.
+            if let Some(slash) = memchr::memchr(b'/', first) {
+                (
+                    parse_cost(&first[slash + 1..])?,
+                    parse_cost(&first[..slash])?,
+                    end,
+                )
+            } else {
+                let j = skip_spaces(value, end);
+                let e2 = token_end(value, j);
+                (parse_cost(first)?, parse_cost(&value[j..e2])?, e2)
+            }
+        } else {
+            let c = parse_cost(first)?;
+            (c, c, end)
+        };
+        let (target, _) = self.positions(value, rest)?;
+        let function = self.current_function()?;
+        let target_file = self.jfi.unwrap_or(self.fi);
+        let target_function = match self.jfn {
+            Some(name) => self.profile.names.function(FunctionKey {
+                object: self.ob,
+                file: target_file,
+                name,
+            }),
+            None => function,
+        };
+        let info = JumpInfo {
+            function,
+            file: self.fi,
+            target_function,
+            target_file,
+            conditional,
+            executed,
+            taken,
+            seq: 0,
+        };
+        self.pending = Pending::Jump {
+            line: self.line_no,
+            kind,
+            info,
+            target,
+        };
+        Ok(())
+    }
+
+    fn counts_line(&self, value: &[u8], key: &'static str) -> R<Vec<C>> {
+        let mut v = Vec::new();
+        for tok in value.split(|&b| is_space(b)).filter(|t| !t.is_empty()) {
+            v.push(parse_cost(tok)?);
+        }
+        if self.events_seen && v.len() > self.ne {
+            return Err(ParseErrorKind::TooManyTotals {
+                key,
+                found: v.len(),
+                events: self.ne,
+            });
+        }
+        Ok(v)
+    }
+
+    fn header(&mut self, key: &[u8], value: &[u8], line: &[u8]) -> R<()> {
+        let v = &value[skip_spaces(value, 0)..];
+        let number = |v: &[u8]| -> R<u64> {
+            let t = &v[..token_end(v, 0)];
+            tally_model::parse_u64(t).map_err(|e| number_error(e, t))
+        };
+        match key {
+            b"version" => {
+                self.callgrind_evidence = true;
+                let n = number(v).map_err(|_| ParseErrorKind::Version(excerpt(v)))?;
+                if n > 1 {
+                    return Err(ParseErrorKind::Version(excerpt(v)));
+                }
+                self.profile.version = Some(n);
+            }
+            b"creator" => {
+                self.callgrind_evidence = true;
+                self.profile.creator = Some(one_space(value).to_vec());
+            }
+            b"pid" | b"thread" | b"part" => {
+                self.callgrind_evidence = true;
+                let n = number(v)?;
+                let info = self.header_part();
+                match key {
+                    b"pid" => info.pid = Some(n),
+                    b"thread" => info.thread = Some(n),
+                    _ => info.number = Some(n),
+                }
+            }
+            b"cmd" => self.header_part().cmd = Some(one_space(value).to_vec()),
+            b"desc" => {
+                // Kept exactly: `desc: TYPE:VALUE` with VALUE's spacing.
+                let (t, val) = match memchr::memchr(b':', v) {
+                    Some(c) => (v[..c].to_vec(), v[c + 1..].to_vec()),
+                    None => (v.to_vec(), Vec::new()),
+                };
+                self.header_part().desc.push((t, val));
+            }
+            b"positions" => {
+                self.callgrind_evidence = true;
+                let p =
+                    Positions::parse(v).ok_or_else(|| ParseErrorKind::BadPositions(excerpt(v)))?;
+                self.header_part();
+                if self.positions_seen || self.events_seen && self.profile.parts.len() > 1 {
+                    if p != self.profile.positions {
+                        return Err(ParseErrorKind::PositionsDiffer);
+                    }
+                } else {
+                    self.profile.positions = p;
+                    self.np = p.len();
+                    self.positions_seen = true;
+                }
+            }
+            b"events" => {
+                let names: Vec<String> = v
+                    .split(|&b| is_space(b))
+                    .filter(|t| !t.is_empty())
+                    .map(|t| String::from_utf8_lossy(t).into_owned())
+                    .collect();
+                if names.is_empty() {
+                    return Err(ParseErrorKind::BadEvents("no event names".into()));
+                }
+                self.header_part();
+                if self.events_seen {
+                    let old: Vec<&str> = self
+                        .profile
+                        .events
+                        .recorded()
+                        .iter()
+                        .map(|e| e.name.as_str())
+                        .collect();
+                    if old != names {
+                        return Err(ParseErrorKind::EventsDiffer {
+                            expected: old.join(" "),
+                            found: names.join(" "),
+                        });
+                    }
+                } else {
+                    self.profile
+                        .events
+                        .set_recorded(names)
+                        .map_err(|e| ParseErrorKind::BadEvents(e.to_string()))?;
+                    self.ne = self.profile.events.len();
+                    self.costs = vec![C::ZERO; self.ne];
+                    self.events_seen = true;
+                }
+            }
+            b"event" => {
+                self.callgrind_evidence = true;
+                self.event_def(v)?;
+            }
+            b"summary" => {
+                let c = self.counts_line(v, "summary")?;
+                let line = self.line_no;
+                if self.in_body && !self.callgrind_evidence {
+                    // Cachegrind's trailing summary is the part's total.
+                    self.profile.parts.last_mut().expect("part").info.totals = Some(c);
+                    self.stats.last_mut().expect("part").totals_line = line;
+                } else if self.in_body {
+                    // Some writers (Xdebug) put `summary:` at the end.
+                    self.profile.parts.last_mut().expect("part").info.summary = Some(c);
+                    self.stats.last_mut().expect("part").summary_line = line;
+                } else {
+                    self.callgrind_evidence = true;
+                    self.header_part().summary = Some(c);
+                    self.stats.last_mut().expect("part").summary_line = line;
+                }
+            }
+            b"totals" => {
+                self.callgrind_evidence = true;
+                let c = self.counts_line(v, "totals")?;
+                if !self.open {
+                    self.open_part();
+                }
+                self.profile.parts.last_mut().expect("part").info.totals = Some(c);
+                self.stats.last_mut().expect("part").totals_line = self.line_no;
+            }
+            _ => {
+                if key.is_empty() || key.iter().any(|&b| is_space(b) || b < 0x20) {
+                    if let Some(&b) = line.iter().find(|&&b| b < 0x20 && b != b'\t') {
+                        return Err(ParseErrorKind::Binary(b));
+                    }
+                    return Err(ParseErrorKind::Unrecognised(excerpt(line)));
+                }
+                self.header_part().other.push(line.to_vec());
+            }
+        }
+        Ok(())
+    }
+
+    /// `event: NAME [= FORMULA] [: LONG NAME]`.
+    fn event_def(&mut self, v: &[u8]) -> R<()> {
+        let text = String::from_utf8_lossy(v).into_owned();
+        let (head, long) = match text.find(':') {
+            Some(c) => (&text[..c], Some(text[c + 1..].trim().to_string())),
+            None => (text.as_str(), None),
+        };
+        let (name, formula) = match head.find('=') {
+            Some(e) => (head[..e].trim(), Some(&head[e + 1..])),
+            None => (head.trim(), None),
+        };
+        if name.is_empty() || name.contains(char::is_whitespace) {
+            return Err(ParseErrorKind::BadEventDef(excerpt(v)));
+        }
+        match formula {
+            Some(f) => {
+                let terms =
+                    parse_formula(f).map_err(|e| ParseErrorKind::BadEventDef(e.to_string()))?;
+                self.profile
+                    .events
+                    .add_derived(name.to_string(), long, terms);
+            }
+            None => {
+                if let Some(l) = long {
+                    self.profile.events.set_long_name(name, l);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn padded<C: Cost>(v: &[C], n: usize) -> Vec<C> {
+    let mut v = v.to_vec();
+    v.resize(n, C::ZERO);
+    v
+}
+
+fn join<C: Cost>(v: &[C]) -> String {
+    v.iter()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+type R<T> = Result<T, ParseErrorKind>;
+
+#[inline]
+fn is_space(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+#[inline]
+fn skip_spaces(s: &[u8], mut i: usize) -> usize {
+    while i < s.len() && is_space(s[i]) {
+        i += 1;
+    }
+    i
+}
+
+#[inline]
+fn token_end(s: &[u8], mut i: usize) -> usize {
+    while i < s.len() && !is_space(s[i]) {
+        i += 1;
+    }
+    i
+}
+
+fn number_error(e: NumberError, token: &[u8]) -> ParseErrorKind {
+    let t = excerpt(token);
+    match e {
+        NumberError::Invalid => ParseErrorKind::BadNumber(t),
+        NumberError::Overflow => ParseErrorKind::Overflow(t),
+        NumberError::Negative => ParseErrorKind::Negative(t),
+    }
+}
+
+/// Parses one subposition token relative to `base`.
+#[inline]
+fn subposition(tok: &[u8], base: u64) -> R<u64> {
+    match tok[0] {
+        b'*' if tok.len() == 1 => Ok(base),
+        b'+' => {
+            let d = tally_model::parse_u64(&tok[1..]).map_err(|e| number_error(e, tok))?;
+            base.checked_add(d)
+                .ok_or_else(|| ParseErrorKind::Overflow(excerpt(tok)))
+        }
+        b'-' => {
+            let d = tally_model::parse_u64(&tok[1..]).map_err(|e| number_error(e, tok))?;
+            base.checked_sub(d)
+                .ok_or_else(|| ParseErrorKind::PositionUnderflow(excerpt(tok)))
+        }
+        _ => tally_model::parse_u64(tok).map_err(|e| number_error(e, tok)),
+    }
+}
+
+#[inline]
+fn parse_cost<C: Cost>(tok: &[u8]) -> R<C> {
+    if tok == b"." {
+        return Ok(C::ZERO);
+    }
+    C::parse(tok).map_err(|e| number_error(e, tok))
+}
+
+/// A header value without the one space that follows the colon.
+fn one_space(v: &[u8]) -> &[u8] {
+    v.strip_prefix(b" ").unwrap_or(v)
+}

@@ -1,0 +1,393 @@
+//! The writer of the Callgrind format.
+//!
+//! By default names are compressed (`(id) name` on first use, `(id)` after)
+//! and positions are written relative to the previous cost line, as Valgrind
+//! does; [`WriteOptions::compress`] turns both off. The writer mirrors the
+//! reader's context rules exactly, so `read(write(p)) == p`.
+
+use std::io::{self, Write};
+use tally_model::{
+    CallRef, Cost, FileId, FunctionId, JumpRef, LineRef, Names, ObjectId, PartVisitor, Positions,
+    Profile,
+};
+
+/// How to write.
+#[derive(Clone, Copy, Debug)]
+pub struct WriteOptions {
+    /// Compress names and positions (the default); `false` writes plain
+    /// names and absolute positions.
+    pub compress: bool,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions { compress: true }
+    }
+}
+
+/// Writes a profile in the Callgrind format.
+pub fn write<C: Cost>(
+    profile: &Profile<C>,
+    out: &mut dyn Write,
+    options: WriteOptions,
+) -> io::Result<()> {
+    let mut w = Writer {
+        out,
+        buf: Vec::with_capacity(1 << 17),
+        names: &profile.names,
+        positions: profile.positions,
+        compress: options.compress,
+        ids: [Vec::new(), Vec::new(), Vec::new()],
+        next_id: [1, 1, 1],
+        ctx: Context::start(),
+        last: [0; 3],
+        error: None,
+    };
+    w.header(profile)?;
+    for (i, part) in profile.parts.iter().enumerate() {
+        w.part_header(profile, i)?;
+        w.ctx = Context::start();
+        w.last = [0; 3];
+        part.visit(&mut w);
+        if let Some(e) = w.error.take() {
+            return Err(e);
+        }
+        if let Some(t) = &part.info.totals {
+            w.buf.extend_from_slice(b"\ntotals:");
+            for &c in t {
+                w.buf.push(b' ');
+                c.write_to(&mut w.buf);
+            }
+            w.buf.push(b'\n');
+        }
+        w.flush_if_full()?;
+    }
+    w.flush()?;
+    w.out.flush()
+}
+
+/// The reader's context, mirrored.
+#[derive(Default, Clone, Copy)]
+struct Context {
+    ob: Option<ObjectId>,
+    fl: Option<FileId>,
+    fi: Option<FileId>,
+    function: Option<FunctionId>,
+}
+
+impl Context {
+    /// Before any `ob=`/`fl=` the reader's object and file are "none".
+    fn start() -> Self {
+        Context {
+            ob: Some(ObjectId::NONE),
+            fl: Some(FileId::NONE),
+            fi: Some(FileId::NONE),
+            function: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Space {
+    Object = 0,
+    File = 1,
+    Symbol = 2,
+}
+
+struct Writer<'a> {
+    out: &'a mut dyn Write,
+    buf: Vec<u8>,
+    names: &'a Names,
+    positions: Positions,
+    compress: bool,
+    /// Assigned compressed id per interned index (0 = none yet).
+    ids: [Vec<u32>; 3],
+    next_id: [u32; 3],
+    ctx: Context,
+    last: [u64; 3],
+    error: Option<io::Error>,
+}
+
+impl Writer<'_> {
+    fn flush_if_full(&mut self) -> io::Result<()> {
+        if self.buf.len() >= 1 << 16 {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
+        Ok(())
+    }
+
+    fn header<C: Cost>(&mut self, p: &Profile<C>) -> io::Result<()> {
+        self.buf.extend_from_slice(b"# callgrind format\n");
+        if let Some(v) = p.version {
+            self.buf.extend_from_slice(b"version: ");
+            v.write_to(&mut self.buf);
+            self.buf.push(b'\n');
+        }
+        if let Some(c) = &p.creator {
+            self.line(b"creator: ", c);
+        }
+        Ok(())
+    }
+
+    fn line(&mut self, key: &[u8], value: &[u8]) {
+        self.buf.extend_from_slice(key);
+        self.buf.extend_from_slice(value);
+        self.buf.push(b'\n');
+    }
+
+    fn part_header<C: Cost>(&mut self, p: &Profile<C>, index: usize) -> io::Result<()> {
+        let info = &p.parts[index].info;
+        if index > 0 {
+            self.buf.push(b'\n');
+        }
+        let num = |w: &mut Self, key: &[u8], v: Option<u64>| {
+            if let Some(v) = v {
+                w.buf.extend_from_slice(key);
+                v.write_to(&mut w.buf);
+                w.buf.push(b'\n');
+            }
+        };
+        num(self, b"pid: ", info.pid);
+        if let Some(c) = &info.cmd {
+            self.line(b"cmd: ", c);
+        }
+        num(self, b"part: ", info.number);
+        num(self, b"thread: ", info.thread);
+        for (t, v) in &info.desc {
+            self.buf.extend_from_slice(b"desc: ");
+            self.buf.extend_from_slice(t);
+            self.buf.push(b':');
+            self.buf.extend_from_slice(v);
+            self.buf.push(b'\n');
+        }
+        for o in &info.other {
+            self.buf.extend_from_slice(o);
+            self.buf.push(b'\n');
+        }
+        self.buf.extend_from_slice(b"positions:");
+        for n in p.positions.names() {
+            self.buf.push(b' ');
+            self.buf.extend_from_slice(n.as_bytes());
+        }
+        self.buf.push(b'\n');
+        self.buf.extend_from_slice(b"events:");
+        for e in p.events.recorded() {
+            self.buf.push(b' ');
+            self.buf.extend_from_slice(e.name.as_bytes());
+        }
+        self.buf.push(b'\n');
+        if index == 0 {
+            for e in p.events.recorded() {
+                if let Some(l) = &e.long_name {
+                    self.line(b"event: ", format!("{} : {}", e.name, l).as_bytes());
+                }
+            }
+            for (name, l) in p.events.extra_long_names() {
+                self.line(b"event: ", format!("{name} : {l}").as_bytes());
+            }
+            for d in p.events.derived() {
+                let mut s = format!("{} = {}", d.name, d.formula());
+                if let Some(l) = &d.long_name {
+                    s.push_str(" : ");
+                    s.push_str(l);
+                }
+                self.line(b"event: ", s.as_bytes());
+            }
+        }
+        if let Some(s) = &info.summary {
+            self.buf.extend_from_slice(b"summary:");
+            for &c in s {
+                self.buf.push(b' ');
+                c.write_to(&mut self.buf);
+            }
+            self.buf.push(b'\n');
+        }
+        self.buf.push(b'\n');
+        self.flush_if_full()
+    }
+
+    /// Writes `key=` and a name, compressed or not.
+    fn name(&mut self, key: &[u8], space: Space, index: u32) {
+        self.buf.extend_from_slice(key);
+        self.buf.push(b'=');
+        let bytes = match space {
+            Space::Object => self.names.objects.get(index),
+            Space::File => self.names.files.get(index),
+            Space::Symbol => self.names.symbols.get(index),
+        };
+        // A plain name that looks like `(digit` would be read as an id.
+        let looks_compressed = bytes.len() >= 2 && bytes[0] == b'(' && bytes[1].is_ascii_digit();
+        if self.compress || looks_compressed {
+            let s = space as usize;
+            let i = index as usize;
+            if self.ids[s].len() <= i {
+                self.ids[s].resize(i + 1, 0);
+            }
+            let id = self.ids[s][i];
+            self.buf.push(b'(');
+            if id != 0 {
+                id.write_to_buf(&mut self.buf);
+                self.buf.extend_from_slice(b")\n");
+                return;
+            }
+            let id = self.next_id[s];
+            self.next_id[s] += 1;
+            self.ids[s][i] = id;
+            id.write_to_buf(&mut self.buf);
+            self.buf.extend_from_slice(b") ");
+        }
+        self.buf.extend_from_slice(bytes);
+        self.buf.push(b'\n');
+    }
+
+    /// Sets the context to `function` with source file `file`.
+    fn context(&mut self, function: FunctionId, file: FileId) {
+        if self.ctx.function != Some(function) {
+            // Return to the function's file before leaving it, as Valgrind
+            // does: callgrind_annotate does not reset the file on `fn=`.
+            if let (Some(fi), Some(fl)) = (self.ctx.fi, self.ctx.fl)
+                && fi != fl
+            {
+                self.name(b"fe", Space::File, fl.0);
+                self.ctx.fi = Some(fl);
+            }
+            let key = self.names.key(function);
+            if self.ctx.ob != Some(key.object) {
+                self.name(b"ob", Space::Object, key.object.0);
+                self.ctx.ob = Some(key.object);
+            }
+            if self.ctx.fl != Some(key.file) {
+                self.name(b"fl", Space::File, key.file.0);
+                self.ctx.fl = Some(key.file);
+            }
+            self.name(b"fn", Space::Symbol, key.name.0);
+            self.ctx.function = Some(function);
+            self.ctx.fi = Some(key.file);
+        }
+        if self.ctx.fi != Some(file) {
+            let key = if Some(file) == self.ctx.fl {
+                b"fe"
+            } else {
+                b"fi"
+            };
+            self.name(key, Space::File, file.0);
+            self.ctx.fi = Some(file);
+        }
+    }
+
+    /// Writes positions; `update` makes them the base of the next ones.
+    fn positions(&mut self, pos: &[u64], update: bool) {
+        let instr = self.positions.instr();
+        for (k, &v) in pos.iter().enumerate() {
+            if k > 0 {
+                self.buf.push(b' ');
+            }
+            let hex = instr == Some(k);
+            let base = self.last[k];
+            if self.compress && v == base {
+                self.buf.push(b'*');
+            } else if self.compress && v > base && v - base < (1 << 20) && v - base < v / 2 {
+                self.buf.push(b'+');
+                (v - base).write_to(&mut self.buf);
+            } else if self.compress && v < base && base - v < (1 << 20) && base - v < v / 2 {
+                self.buf.push(b'-');
+                (base - v).write_to(&mut self.buf);
+            } else if hex {
+                write!(self.buf, "0x{v:x}").expect("write to Vec");
+            } else {
+                v.write_to(&mut self.buf);
+            }
+            if update {
+                self.last[k] = v;
+            }
+        }
+    }
+
+    fn costs<C: Cost>(&mut self, costs: &[C]) {
+        let n = costs
+            .iter()
+            .rposition(|c| !c.is_zero())
+            .map_or(0, |i| i + 1);
+        for &c in &costs[..n] {
+            self.buf.push(b' ');
+            c.write_to(&mut self.buf);
+        }
+        self.buf.push(b'\n');
+    }
+}
+
+trait WriteU32 {
+    fn write_to_buf(self, buf: &mut Vec<u8>);
+}
+
+impl WriteU32 for u32 {
+    fn write_to_buf(self, buf: &mut Vec<u8>) {
+        buf.extend_from_slice(itoa::Buffer::new().format(self).as_bytes());
+    }
+}
+
+impl<C: Cost> PartVisitor<C> for Writer<'_> {
+    fn line(&mut self, line: LineRef<'_, C>) {
+        self.context(line.function, line.file);
+        self.positions(line.positions, true);
+        self.costs(line.costs);
+        if let Err(e) = self.flush_if_full() {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    fn call(&mut self, call: CallRef<'_, C>) {
+        let i = call.info;
+        self.context(i.caller, i.site_file);
+        let caller = self.names.key(i.caller);
+        let callee = self.names.key(i.callee);
+        // `cob=` and `cfi=` hold for one call; their defaults are the
+        // current object and the current (possibly inlined) file.
+        if callee.object != caller.object {
+            self.name(b"cob", Space::Object, callee.object.0);
+        }
+        if callee.file != i.site_file {
+            self.name(b"cfi", Space::File, callee.file.0);
+        }
+        self.name(b"cfn", Space::Symbol, callee.name.0);
+        self.buf.extend_from_slice(b"calls=");
+        i.count.write_to(&mut self.buf);
+        self.buf.push(b' ');
+        self.positions(call.target, false);
+        self.buf.push(b'\n');
+        self.positions(call.site, false);
+        self.costs(call.inclusive);
+    }
+
+    fn jump(&mut self, jump: JumpRef<'_, C>) {
+        let i = jump.info;
+        self.context(i.function, i.file);
+        if i.target_file != i.file {
+            self.name(b"jfi", Space::File, i.target_file.0);
+        }
+        if i.target_function != i.function {
+            let name = self.names.key(i.target_function).name;
+            self.name(b"jfn", Space::Symbol, name.0);
+        }
+        if i.conditional {
+            self.buf.extend_from_slice(b"jcnd=");
+            i.taken.write_to(&mut self.buf);
+            self.buf.push(b'/');
+            i.executed.write_to(&mut self.buf);
+        } else {
+            self.buf.extend_from_slice(b"jump=");
+            i.executed.write_to(&mut self.buf);
+        }
+        self.buf.push(b' ');
+        self.positions(jump.target, false);
+        self.buf.push(b'\n');
+        self.positions(jump.source, false);
+        self.buf.push(b'\n');
+    }
+}

@@ -1,0 +1,194 @@
+//! Opening inputs: files, gzip-compressed files and standard input, read in
+//! chunks and split into lines without copying.
+
+use crate::error::Error;
+use flate2::read::MultiGzDecoder;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+/// An opened input: a byte stream and what is known about it.
+pub struct Input {
+    /// The name used in messages (`-` shows as `<stdin>`).
+    pub path: PathBuf,
+    /// Size on disk, when known (for progress).
+    pub size: Option<u64>,
+    /// Whether the stream is gzip-compressed (detected from its magic bytes).
+    pub gzip: bool,
+    reader: Box<dyn Read + Send>,
+}
+
+impl Input {
+    /// Opens a file, or standard input for `-`, decompressing gzip
+    /// transparently.
+    pub fn open(path: &Path) -> Result<Input, Error> {
+        if path.as_os_str() == "-" {
+            return Input::from_reader(PathBuf::from("<stdin>"), None, Box::new(io::stdin()));
+        }
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let size = file.metadata().ok().map(|m| m.len());
+        Input::from_reader(path.to_path_buf(), size, Box::new(file))
+    }
+
+    /// Wraps any reader, detecting gzip.
+    pub fn from_reader(
+        path: PathBuf,
+        size: Option<u64>,
+        reader: Box<dyn Read + Send>,
+    ) -> Result<Input, Error> {
+        let mut buf = BufReader::with_capacity(1 << 16, reader);
+        let head = buf.fill_buf().map_err(|e| Error::io(&path, e))?;
+        let gzip = head.starts_with(&[0x1f, 0x8b]);
+        let reader: Box<dyn Read + Send> = if gzip {
+            Box::new(MultiGzDecoder::new(buf))
+        } else {
+            Box::new(buf)
+        };
+        Ok(Input {
+            path,
+            size,
+            gzip,
+            reader,
+        })
+    }
+
+    /// Reads from memory (tests, benchmarks).
+    pub fn from_bytes(path: impl Into<PathBuf>, bytes: Vec<u8>) -> Result<Input, Error> {
+        let size = Some(bytes.len() as u64);
+        Input::from_reader(path.into(), size, Box::new(io::Cursor::new(bytes)))
+    }
+
+    pub(crate) fn into_lines(self) -> Lines {
+        Lines {
+            path: self.path,
+            reader: self.reader,
+            buf: vec![0; 1 << 20],
+            start: 0,
+            end: 0,
+            eof: false,
+            line: 0,
+            consumed: 0,
+        }
+    }
+}
+
+/// Splits a stream into lines, reusing one buffer.
+pub(crate) struct Lines {
+    pub(crate) path: PathBuf,
+    reader: Box<dyn Read + Send>,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    eof: bool,
+    /// 1-based number of the line last returned.
+    pub(crate) line: u64,
+    consumed: u64,
+}
+
+impl Lines {
+    /// Bytes of (decompressed) input consumed so far.
+    pub(crate) fn consumed(&self) -> u64 {
+        self.consumed
+    }
+
+    /// The next line without its `\n`, or `None` at the end.
+    #[inline]
+    pub(crate) fn next_line(&mut self) -> Result<Option<(u64, &[u8])>, Error> {
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.start..self.end]) {
+                let s = self.start;
+                self.start += i + 1;
+                self.consumed += i as u64 + 1;
+                self.line += 1;
+                return Ok(Some((self.line, &self.buf[s..s + i])));
+            }
+            if self.eof {
+                if self.start < self.end {
+                    let s = self.start;
+                    let n = self.end - s;
+                    self.start = self.end;
+                    self.consumed += n as u64;
+                    self.line += 1;
+                    return Ok(Some((self.line, &self.buf[s..s + n])));
+                }
+                return Ok(None);
+            }
+            self.fill()?;
+        }
+    }
+
+    #[cold]
+    fn fill(&mut self) -> Result<(), Error> {
+        // Move the partial line to the front; grow if a line fills the buffer.
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.buf.len() {
+            let n = self.buf.len() * 2;
+            self.buf.resize(n, 0);
+        }
+        loop {
+            match self.reader.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(());
+                }
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::io(&self.path, e)),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(bytes: &[u8]) -> Vec<Vec<u8>> {
+        let mut l = Input::from_bytes("t", bytes.to_vec()).unwrap().into_lines();
+        let mut v = Vec::new();
+        while let Some((_, x)) = l.next_line().unwrap() {
+            v.push(x.to_vec());
+        }
+        v
+    }
+
+    #[test]
+    fn splits_lines_with_and_without_final_newline() {
+        assert_eq!(collect(b"a\nbb\n"), vec![b"a".to_vec(), b"bb".to_vec()]);
+        assert_eq!(
+            collect(b"a\n\nc"),
+            vec![b"a".to_vec(), b"".to_vec(), b"c".to_vec()]
+        );
+        assert!(collect(b"").is_empty());
+    }
+
+    #[test]
+    fn long_lines_grow_the_buffer() {
+        let mut s = vec![b'x'; 3 << 20];
+        s.push(b'\n');
+        s.extend_from_slice(b"y\n");
+        let v = collect(&s);
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[0].len(), 3 << 20);
+    }
+
+    #[test]
+    fn gzip_is_detected() {
+        use flate2::{Compression, write::GzEncoder};
+        use std::io::Write;
+        let mut e = GzEncoder::new(Vec::new(), Compression::fast());
+        e.write_all(b"events: Ir\nfn=a\n1 2\n").unwrap();
+        let gz = e.finish().unwrap();
+        let input = Input::from_bytes("t.gz", gz).unwrap();
+        assert!(input.gzip);
+        let mut l = input.into_lines();
+        assert_eq!(l.next_line().unwrap(), Some((1, &b"events: Ir"[..])));
+    }
+}
