@@ -1,0 +1,157 @@
+//! Bad input never panics: mutated and truncated real profiles give a
+//! profile or an error, and errors point at a line of the input.
+
+use proptest::prelude::*;
+use std::path::Path;
+use tally_formats::{Error, Input, callgrind};
+
+fn fixture(rel: &str) -> Vec<u8> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data")
+        .join(rel);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Reads as unsigned and as signed; any outcome but a panic is fine, and an
+/// error names a line that exists (or the line just past the end).
+fn exercise(bytes: &[u8]) {
+    let lines = bytes.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+    for signed in [false, true] {
+        let input = Input::from_bytes("mutated", bytes.to_vec()).unwrap();
+        let r = if signed {
+            callgrind::read::<i64>(input).map(|(p, _)| {
+                let mut out = Vec::new();
+                callgrind::write(&p, &mut out, Default::default()).unwrap();
+            })
+        } else {
+            callgrind::read::<u64>(input).map(|(p, _)| {
+                let mut out = Vec::new();
+                callgrind::write(&p, &mut out, Default::default()).unwrap();
+                tally_formats::cachegrind::write(&p, &mut Vec::new()).ok();
+                tally_formats::json::write(&p, &mut Vec::new()).unwrap();
+            })
+        };
+        if let Err(Error::Parse { line, .. }) = r {
+            assert!(line >= 1 && line <= lines + 1, "line {line} of {lines}");
+        }
+    }
+}
+
+const SOURCES: &[&str] = &[
+    "callgrind/recursion.jumps.out",
+    "callgrind/inline.nocompress.out",
+    "callgrind/mutual.dumpevery.out.1",
+    "cachegrind/recursion.out",
+    "other/xdebug.callgrind",
+    "spec/two-parts.callgrind",
+];
+
+#[derive(Debug, Clone)]
+enum Mutation {
+    Flip(usize, u8),
+    Delete(usize, usize),
+    Insert(usize, Vec<u8>),
+    Truncate(usize),
+    SwapLines(usize, usize),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Mutation::Flip(i, b)),
+        (any::<usize>(), 1usize..40).prop_map(|(i, n)| Mutation::Delete(i, n)),
+        (
+            any::<usize>(),
+            prop::collection::vec(
+                prop_oneof![
+                    Just(b'\n'),
+                    Just(b' '),
+                    Just(b'='),
+                    Just(b'('),
+                    Just(b')'),
+                    Just(b'+'),
+                    Just(b'-'),
+                    Just(b'*'),
+                    Just(b'/'),
+                    Just(b'9'),
+                    any::<u8>()
+                ],
+                1..12
+            )
+        )
+            .prop_map(|(i, v)| Mutation::Insert(i, v)),
+        any::<usize>().prop_map(Mutation::Truncate),
+        (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Mutation::SwapLines(a, b)),
+    ]
+}
+
+fn apply(mut data: Vec<u8>, muts: &[Mutation]) -> Vec<u8> {
+    for m in muts {
+        if data.is_empty() {
+            break;
+        }
+        let n = data.len();
+        match m {
+            Mutation::Flip(i, b) => data[i % n] = *b,
+            Mutation::Delete(i, k) => {
+                let s = i % n;
+                data.drain(s..(s + k).min(n));
+            }
+            Mutation::Insert(i, v) => {
+                let s = i % n;
+                data.splice(s..s, v.iter().copied());
+            }
+            Mutation::Truncate(i) => data.truncate(i % n),
+            Mutation::SwapLines(a, b) => {
+                let mut lines: Vec<Vec<u8>> =
+                    data.split(|&c| c == b'\n').map(<[u8]>::to_vec).collect();
+                let k = lines.len();
+                lines.swap(a % k, b % k);
+                data = lines.join(&b'\n');
+            }
+        }
+    }
+    data
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mutated_real_files_never_panic(
+        src in 0..SOURCES.len(),
+        muts in prop::collection::vec(mutation(), 1..6),
+    ) {
+        // Work on the first 400 lines so that each case is fast.
+        let full = fixture(SOURCES[src]);
+        let cut = full
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .nth(400)
+            .map_or(full.len(), |(i, _)| i + 1);
+        exercise(&apply(full[..cut].to_vec(), &muts));
+    }
+}
+
+#[test]
+fn every_truncation_of_a_small_profile_is_handled() {
+    for src in [
+        "spec/jumps.callgrind",
+        "spec/two-parts.callgrind",
+        "spec/misc.callgrind",
+    ] {
+        let data = fixture(src);
+        for n in 0..data.len() {
+            exercise(&data[..n]);
+        }
+    }
+}
+
+#[test]
+fn truncated_gzip_is_an_io_error() {
+    let data = fixture("spec/gzipped.callgrind.gz");
+    for n in [10, data.len() / 2, data.len() - 4] {
+        let r = callgrind::read::<u64>(Input::from_bytes("t.gz", data[..n].to_vec()).unwrap());
+        assert!(matches!(r, Err(Error::Io { .. })), "cut at {n}: {r:?}");
+    }
+}
