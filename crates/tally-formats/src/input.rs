@@ -62,15 +62,18 @@ impl Input {
         Lines {
             path: self.path,
             reader: self.reader,
-            buf: vec![0; 1 << 20],
+            buf: vec![0; (1 << 20) + PAD],
             start: 0,
             end: 0,
             eof: false,
-            line: 0,
             consumed: 0,
         }
     }
 }
+
+/// Bytes after the data of a chunk that may always be read (zero past the
+/// end of the input), so that parsers can load 8 bytes at a time.
+pub(crate) const PAD: usize = 8;
 
 /// Splits a stream into lines, reusing one buffer.
 pub(crate) struct Lines {
@@ -80,8 +83,6 @@ pub(crate) struct Lines {
     start: usize,
     end: usize,
     eof: bool,
-    /// 1-based number of the line last returned.
-    pub(crate) line: u64,
     consumed: u64,
 }
 
@@ -91,25 +92,25 @@ impl Lines {
         self.consumed
     }
 
-    /// The next line without its `\n`, or `None` at the end.
-    #[inline]
-    pub(crate) fn next_line(&mut self) -> Result<Option<(u64, &[u8])>, Error> {
+    /// The next run of whole lines, as `(data, len)`: `data[..len]` are
+    /// complete lines (the last one may lack its `\n` at the end of the
+    /// input) and `data` extends at least [`PAD`] bytes further.
+    pub(crate) fn next_chunk(&mut self) -> Result<Option<(&[u8], usize)>, Error> {
         loop {
-            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.start..self.end]) {
+            if let Some(k) = memchr::memrchr(b'\n', &self.buf[self.start..self.end]) {
                 let s = self.start;
-                self.start += i + 1;
-                self.consumed += i as u64 + 1;
-                self.line += 1;
-                return Ok(Some((self.line, &self.buf[s..s + i])));
+                let len = k + 1;
+                self.start += len;
+                self.consumed += len as u64;
+                return Ok(Some((&self.buf[s..], len)));
             }
             if self.eof {
                 if self.start < self.end {
                     let s = self.start;
-                    let n = self.end - s;
+                    let len = self.end - s;
                     self.start = self.end;
-                    self.consumed += n as u64;
-                    self.line += 1;
-                    return Ok(Some((self.line, &self.buf[s..s + n])));
+                    self.consumed += len as u64;
+                    return Ok(Some((&self.buf[s..], len)));
                 }
                 return Ok(None);
             }
@@ -125,18 +126,20 @@ impl Lines {
             self.end -= self.start;
             self.start = 0;
         }
-        if self.end == self.buf.len() {
+        if self.end + PAD >= self.buf.len() {
             let n = self.buf.len() * 2;
             self.buf.resize(n, 0);
         }
+        let limit = self.buf.len() - PAD;
         loop {
-            match self.reader.read(&mut self.buf[self.end..]) {
+            match self.reader.read(&mut self.buf[self.end..limit]) {
                 Ok(0) => {
                     self.eof = true;
                     return Ok(());
                 }
                 Ok(n) => {
                     self.end += n;
+                    self.buf[self.end..self.end + PAD].fill(0);
                     return Ok(());
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -152,9 +155,16 @@ mod tests {
 
     fn collect(bytes: &[u8]) -> Vec<Vec<u8>> {
         let mut l = Input::from_bytes("t", bytes.to_vec()).unwrap().into_lines();
-        let mut v = Vec::new();
-        while let Some((_, x)) = l.next_line().unwrap() {
-            v.push(x.to_vec());
+        let mut all = Vec::new();
+        while let Some((data, len)) = l.next_chunk().unwrap() {
+            all.extend_from_slice(&data[..len]);
+        }
+        if all.is_empty() {
+            return Vec::new();
+        }
+        let mut v: Vec<Vec<u8>> = all.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+        if all.ends_with(b"\n") {
+            v.pop();
         }
         v
     }
@@ -180,6 +190,18 @@ mod tests {
     }
 
     #[test]
+    fn chunks_are_whole_lines_with_padding() {
+        let text = b"a 1\nbb 22\nccc".repeat(100_000);
+        let mut l = Input::from_bytes("t", text.clone()).unwrap().into_lines();
+        let mut all = Vec::new();
+        while let Some((data, len)) = l.next_chunk().unwrap() {
+            assert!(data.len() >= len + PAD);
+            all.extend_from_slice(&data[..len]);
+        }
+        assert_eq!(all, text);
+    }
+
+    #[test]
     fn gzip_is_detected() {
         use flate2::{Compression, write::GzEncoder};
         use std::io::Write;
@@ -189,6 +211,7 @@ mod tests {
         let input = Input::from_bytes("t.gz", gz).unwrap();
         assert!(input.gzip);
         let mut l = input.into_lines();
-        assert_eq!(l.next_line().unwrap(), Some((1, &b"events: Ir"[..])));
+        let (data, len) = l.next_chunk().unwrap().unwrap();
+        assert!(data[..len].starts_with(b"events: Ir\nfn=a\n"));
     }
 }

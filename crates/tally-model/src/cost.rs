@@ -38,6 +38,8 @@ pub trait Cost:
     fn to_i128(self) -> i128;
     /// Conversion back from `i128`; `None` if out of range.
     fn from_i128(v: i128) -> Option<Self>;
+    /// Conversion from `u64`; `None` if out of range.
+    fn from_u64(v: u64) -> Option<Self>;
     /// Parses a decimal or `0x` hexadecimal number, with a leading `-` for
     /// signed types.
     fn parse(bytes: &[u8]) -> Result<Self, NumberError>;
@@ -132,6 +134,10 @@ impl Cost for u64 {
     fn from_i128(v: i128) -> Option<Self> {
         u64::try_from(v).ok()
     }
+    #[inline(always)]
+    fn from_u64(v: u64) -> Option<Self> {
+        Some(v)
+    }
     #[inline]
     fn parse(bytes: &[u8]) -> Result<Self, NumberError> {
         if bytes.first() == Some(&b'-') {
@@ -179,6 +185,10 @@ impl Cost for i64 {
     }
     #[inline]
     fn from_i128(v: i128) -> Option<Self> {
+        i64::try_from(v).ok()
+    }
+    #[inline(always)]
+    fn from_u64(v: u64) -> Option<Self> {
         i64::try_from(v).ok()
     }
     #[inline]

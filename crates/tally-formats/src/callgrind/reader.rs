@@ -211,7 +211,7 @@ struct Parser<'s, 'o, C: Cost, S> {
     profile: Profile<C>,
     stats: Vec<PartStats<C>>,
     warnings: Warnings,
-    /// Line number of the line being parsed.
+    /// Line number of the line being parsed (lines read so far).
     line_no: u64,
 
     ids: [IdMap; 3],
@@ -280,10 +280,19 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
 
     fn run(&mut self, lines: &mut Lines) -> Result<(), Error> {
         let mut next_progress = 1u64 << 24;
-        while let Some((no, line)) = lines.next_line()? {
-            self.line_no = no;
-            if let Err(kind) = self.line(line) {
-                return Err(self.error(&lines.path, self.line_no, kind));
+        while let Some((data, len)) = lines.next_chunk()? {
+            let mut p = 0;
+            while p < len {
+                if let Some(next) = self.fast_line(data, p, len) {
+                    p = next;
+                    continue;
+                }
+                let end = memchr::memchr(b'\n', &data[p..len]).map_or(len, |k| p + k);
+                self.line_no += 1;
+                if let Err(kind) = self.line(&data[p..end]) {
+                    return Err(self.error(&lines.path, self.line_no, kind));
+                }
+                p = end + 1;
             }
             if lines.consumed() >= next_progress {
                 next_progress = lines.consumed() + (1 << 24);
@@ -292,11 +301,11 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                 }
             }
         }
-        if lines.line == 0 {
+        if self.line_no == 0 {
             return Err(self.error(&lines.path, 1, ParseErrorKind::Empty));
         }
         self.finish()
-            .map_err(|kind| self.error(&lines.path, lines.line, kind))
+            .map_err(|kind| self.error(&lines.path, self.line_no, kind))
     }
 
     fn error(&self, path: &std::path::Path, line: u64, kind: ParseErrorKind) -> Error {
@@ -637,6 +646,23 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         let mut out = [0u64; 3];
         for (k, slot) in out.iter_mut().enumerate().take(self.np) {
             i = skip_spaces(s, i);
+            let base = self.last[k];
+            // Fast paths for `*`, `+n`, `-n` and `n` in decimal.
+            let fast =
+                match s.get(i) {
+                    Some(b'*') if s.get(i + 1).is_none_or(|&b| is_space(b)) => Some((base, i + 1)),
+                    Some(b'+') => fast_decimal(s, i + 1)
+                        .and_then(|(d, j)| base.checked_add(d).map(|v| (v, j))),
+                    Some(b'-') => fast_decimal(s, i + 1)
+                        .and_then(|(d, j)| base.checked_sub(d).map(|v| (v, j))),
+                    Some(_) => fast_decimal(s, i),
+                    None => None,
+                };
+            if let Some((v, j)) = fast {
+                *slot = v;
+                i = j;
+                continue;
+            }
             let end = token_end(s, i);
             if end == i {
                 return Err(ParseErrorKind::MissingPosition {
@@ -645,7 +671,7 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                     found: k,
                 });
             }
-            *slot = subposition(&s[i..end], self.last[k])?;
+            *slot = subposition(&s[i..end], base)?;
             i = end;
         }
         Ok((out, i))
@@ -661,7 +687,6 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             if i >= s.len() {
                 return Ok(n);
             }
-            let end = token_end(s, i);
             if n == self.ne {
                 let extra = s[i..].split(|&b| is_space(b)).filter(|t| !t.is_empty());
                 return Err(ParseErrorKind::TooManyCosts {
@@ -669,10 +694,99 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                     events: self.ne,
                 });
             }
+            if let Some((v, j)) = fast_decimal(s, i)
+                && let Some(c) = C::from_u64(v)
+            {
+                self.costs[n] = c;
+                n += 1;
+                i = j;
+                continue;
+            }
+            let end = token_end(s, i);
             self.costs[n] = parse_cost(&s[i..end])?;
             n += 1;
             i = end;
         }
+    }
+
+    /// The common case of a plain cost line, read straight from the chunk
+    /// (`data[p..]`, line ends at `\n` or `len`, `data` padded) without error
+    /// reporting. Returns the index after the line, or `None` for anything
+    /// unusual (other line kinds, the first line of a part, a pending call or
+    /// jump, hex, `.`, signs, `\r`, too many counts, overflow), which the
+    /// careful path then reads and reports.
+    #[inline(always)]
+    fn fast_line(&mut self, data: &[u8], p: usize, len: usize) -> Option<usize> {
+        if !matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*')
+            || !self.started
+            || !matches!(self.pending, Pending::None)
+        {
+            return None;
+        }
+        let function = self.function?;
+        let at_end = |i: usize| i >= len || data[i] == b'\n';
+        let mut pos = [0u64; 3];
+        let mut i = p;
+        for (k, slot) in pos.iter_mut().enumerate().take(self.np) {
+            while data[i] == b' ' || data[i] == b'\t' {
+                i += 1;
+            }
+            if i >= len {
+                return None;
+            }
+            let base = self.last[k];
+            let (v, j) = match data[i] {
+                b'*' => (base, i + 1),
+                b'+' => {
+                    let (d, j) = swar_decimal(data, i + 1)?;
+                    (base.checked_add(d)?, j)
+                }
+                b'-' => {
+                    let (d, j) = swar_decimal(data, i + 1)?;
+                    (base.checked_sub(d)?, j)
+                }
+                _ => swar_decimal(data, i)?,
+            };
+            if !(at_end(j) || data[j] == b' ' || data[j] == b'\t') {
+                return None;
+            }
+            *slot = v;
+            i = j;
+        }
+        let mut n = 0;
+        loop {
+            while i < len && (data[i] == b' ' || data[i] == b'\t') {
+                i += 1;
+            }
+            if at_end(i) {
+                break;
+            }
+            if n == self.ne {
+                return None;
+            }
+            let (v, j) = swar_decimal(data, i)?;
+            if !(at_end(j) || data[j] == b' ' || data[j] == b'\t') {
+                return None;
+            }
+            self.costs[n] = C::from_u64(v)?;
+            n += 1;
+            i = j;
+        }
+        let stats = self.stats.last_mut().expect("part");
+        if (0..n).any(|k| stats.totals[k].checked_add(self.costs[k]).is_none()) {
+            return None;
+        }
+        for k in 0..n {
+            stats.totals[k] = stats.totals[k].saturating_add(self.costs[k]);
+        }
+        stats.lines += 1;
+        self.line_no += 1;
+        self.in_body = true;
+        self.last = pos;
+        self.seq += 1;
+        self.sink
+            .line(function, self.fi, &pos[..self.np], &self.costs[..n]);
+        Some(i + 1)
     }
 
     fn cost_line(&mut self, s: &[u8]) -> R<()> {
@@ -1054,6 +1168,91 @@ fn subposition(tok: &[u8], base: u64) -> R<u64> {
         }
         _ => tally_model::parse_u64(tok).map_err(|e| number_error(e, tok)),
     }
+}
+
+/// The common case of a number: up to 19 decimal digits (which cannot
+/// overflow) followed by a space or the end. Anything else (hex, `.`, a sign,
+/// more digits, garbage) takes the careful path.
+#[inline(always)]
+fn fast_decimal(s: &[u8], i: usize) -> Option<(u64, usize)> {
+    let mut j = i;
+    let mut v = 0u64;
+    while j < s.len() {
+        let d = s[j].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+        j += 1;
+    }
+    let n = j - i;
+    if n == 0 || n > 19 || (j < s.len() && !is_space(s[j])) {
+        return None;
+    }
+    Some((v, j))
+}
+
+/// Reads up to 19 decimal digits at `data[i..]` (which has 8 readable bytes
+/// past any digit, see `input::PAD`), eight at a time. `None` if there is no
+/// digit or more than 19 (the careful path then checks for overflow).
+#[inline(always)]
+fn swar_decimal(data: &[u8], i: usize) -> Option<(u64, usize)> {
+    let (v, n) = eight_digits(data, i);
+    if n == 0 {
+        return None;
+    }
+    if n < 8 {
+        return Some((v, i + n));
+    }
+    // Long numbers (addresses, large counts): continue byte by byte.
+    let mut v = v;
+    let mut j = i + 8;
+    while let Some(d) = data
+        .get(j)
+        .map(|b| b.wrapping_sub(b'0'))
+        .filter(|d| *d <= 9)
+    {
+        v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+        j += 1;
+    }
+    if j - i > 19 {
+        return None;
+    }
+    Some((v, j))
+}
+
+/// The value and count of the leading decimal digits of `data[i..i + 8]`
+/// (at most 8), without a branch per digit.
+#[inline(always)]
+fn eight_digits(data: &[u8], i: usize) -> (u64, usize) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let chunk: [u8; 8] = match data.get(i..i + 8) {
+        Some(c) => c.try_into().expect("8 bytes"),
+        None => {
+            let mut c = [0u8; 8];
+            let rest = &data[i.min(data.len())..];
+            c[..rest.len()].copy_from_slice(rest);
+            c
+        }
+    };
+    let x = u64::from_le_bytes(chunk);
+    // A byte is a digit if its high nibble is 3 and its low nibble is < 10.
+    let high = (x & (0xF0 * ONES)) ^ (0x30 * ONES);
+    let low = ((x & (0x0F * ONES)) + (0x06 * ONES)) & (0xF0 * ONES);
+    let bad = high | low;
+    // Set the top bit of every non-zero byte of `bad`.
+    let flags = (((bad & (0x7F * ONES)) + (0x7F * ONES)) | bad) & (0x80 * ONES);
+    let n = (flags.trailing_zeros() / 8) as usize;
+    if n == 0 {
+        return (0, 0);
+    }
+    // Right-align the n digits in the 8 bytes (leading zeros) and combine
+    // them pairwise: 8 digits to 4 two-digit, 2 four-digit, 1 value.
+    let mut d = (x & (0x0F * ONES)) << (8 * (8 - n));
+    d = (d * 10 + (d >> 8)) & 0x00FF_00FF_00FF_00FF;
+    d = (d * 100 + (d >> 16)) & 0x0000_FFFF_0000_FFFF;
+    d = (d * 10000 + (d >> 32)) & 0xFFFF_FFFF;
+    (d, n)
 }
 
 #[inline]
