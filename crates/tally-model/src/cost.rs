@@ -32,6 +32,8 @@ pub trait Cost:
     fn checked_sub(self, other: Self) -> Option<Self>;
     /// Addition that saturates; for totals that must not fail.
     fn saturating_add(self, other: Self) -> Self;
+    /// Wrapping addition and whether it overflowed (branch-free sums).
+    fn overflowing_add(self, other: Self) -> (Self, bool);
     /// Lossy conversion for percentages and ratios.
     fn to_f64(self) -> f64;
     /// Conversion into the widest signed type, for formula evaluation.
@@ -122,6 +124,10 @@ impl Cost for u64 {
     fn saturating_add(self, other: Self) -> Self {
         u64::saturating_add(self, other)
     }
+    #[inline(always)]
+    fn overflowing_add(self, other: Self) -> (Self, bool) {
+        u64::overflowing_add(self, other)
+    }
     #[inline]
     fn to_f64(self) -> f64 {
         self as f64
@@ -174,6 +180,10 @@ impl Cost for i64 {
     #[inline]
     fn saturating_add(self, other: Self) -> Self {
         i64::saturating_add(self, other)
+    }
+    #[inline(always)]
+    fn overflowing_add(self, other: Self) -> (Self, bool) {
+        i64::overflowing_add(self, other)
     }
     #[inline]
     fn to_f64(self) -> f64 {

@@ -753,31 +753,67 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             *slot = v;
             i = j;
         }
+        let ne = self.ne;
+        let costs = &mut self.costs[..ne];
         let mut n = 0;
+        // `i` is at a separator or the end of the line (checked above or
+        // below); data[len..] is readable padding.
         loop {
-            while i < len && (data[i] == b' ' || data[i] == b'\t') {
-                i += 1;
-            }
-            if at_end(i) {
+            if i >= len || data[i] == b'\n' {
                 break;
             }
-            if n == self.ne {
+            i += 1;
+            if data[i] == b' ' || data[i] == b'\t' {
+                while data[i] == b' ' || data[i] == b'\t' {
+                    i += 1;
+                }
+            }
+            if i >= len || data[i] == b'\n' {
+                break;
+            }
+            if n == ne {
                 return None;
             }
-            let (v, j) = swar_decimal(data, i)?;
-            if !(at_end(j) || data[j] == b' ' || data[j] == b'\t') {
+            // Single digits (most counts, `0` above all) first.
+            let d = data[i].wrapping_sub(b'0');
+            let next = data[i + 1];
+            let (v, j) = if d <= 9 && (next == b' ' || next == b'\n') {
+                (u64::from(d), i + 1)
+            } else {
+                swar_decimal(data, i)?
+            };
+            if !(j >= len || matches!(data[j], b' ' | b'\t' | b'\n')) {
                 return None;
             }
-            self.costs[n] = C::from_u64(v)?;
+            costs[n] = C::from_u64(v)?;
             n += 1;
             i = j;
         }
         let stats = self.stats.last_mut().expect("part");
-        if (0..n).any(|k| stats.totals[k].checked_add(self.costs[k]).is_none()) {
-            return None;
-        }
-        for k in 0..n {
-            stats.totals[k] = stats.totals[k].saturating_add(self.costs[k]);
+        let totals = &mut stats.totals[..n];
+        let mut sums = [C::ZERO; 16];
+        if n <= sums.len() {
+            let mut overflow = false;
+            for ((s, t), &c) in sums.iter_mut().zip(totals.iter()).zip(&costs[..n]) {
+                let (v, o) = t.overflowing_add(c);
+                *s = v;
+                overflow |= o;
+            }
+            if overflow {
+                return None;
+            }
+            totals.copy_from_slice(&sums[..n]);
+        } else {
+            if totals
+                .iter()
+                .zip(&costs[..n])
+                .any(|(t, &c)| t.checked_add(c).is_none())
+            {
+                return None;
+            }
+            for (t, &c) in totals.iter_mut().zip(&costs[..n]) {
+                *t = t.saturating_add(c);
+            }
         }
         stats.lines += 1;
         self.line_no += 1;
