@@ -90,7 +90,11 @@ fn print<C: Cost>(
     quiet: bool,
 ) -> io::Result<()> {
     let p = &o.profile;
-    let name = path.display();
+    let name = if path.as_os_str() == "-" {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    };
     for w in o.warnings.iter() {
         eprintln!("{name}: warning: {w}");
     }
