@@ -465,7 +465,16 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
     /// Called before a line that is not a position line: fails if a
     /// `calls=` still waits for its cost line; a jump without its source line
     /// takes the last position as its source, with a warning.
+    #[inline]
     fn blank(&mut self) -> R<()> {
+        if matches!(self.pending, Pending::None) {
+            return Ok(());
+        }
+        self.pending_not_met()
+    }
+
+    #[cold]
+    fn pending_not_met(&mut self) -> R<()> {
         match std::mem::replace(&mut self.pending, Pending::None) {
             Pending::None => Ok(()),
             Pending::Call { line, .. } => Err(ParseErrorKind::CallWithoutCost(line)),
@@ -485,6 +494,34 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                 Ok(())
             }
         }
+    }
+
+    /// Emits the pending call with its site position and the `n` costs in
+    /// `self.costs`.
+    fn emit_call(&mut self, caller: FunctionId, site: &[u64; 3], n: usize) {
+        let Pending::Call {
+            count,
+            callee,
+            target,
+            ..
+        } = std::mem::replace(&mut self.pending, Pending::None)
+        else {
+            return;
+        };
+        self.cob = None;
+        self.cfi = None;
+        let info = CallInfo {
+            caller,
+            site_file: self.fi,
+            callee,
+            count,
+            seq: self.seq,
+        };
+        self.seq += 1;
+        self.stats.last_mut().expect("part").calls += 1;
+        let np = self.np;
+        self.sink
+            .call(info, &site[..np], &target[..np], &self.costs[..n]);
     }
 
     fn emit_jump(&mut self, info: JumpInfo<C>, source: &[u64; 3], target: &[u64; 3]) {
@@ -717,10 +754,7 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
     /// careful path then reads and reports.
     #[inline(always)]
     fn fast_line(&mut self, data: &[u8], p: usize, len: usize) -> Option<usize> {
-        if !matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*')
-            || !self.started
-            || !matches!(self.pending, Pending::None)
-        {
+        if !matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*') || !self.started {
             return None;
         }
         let function = self.function?;
@@ -789,6 +823,27 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             n += 1;
             i = j;
         }
+        match self.pending {
+            Pending::None => {}
+            Pending::Call { .. } => {
+                self.line_no += 1;
+                self.in_body = true;
+                self.emit_call(function, &pos, n);
+                return Some(i + 1);
+            }
+            Pending::Jump { .. } if n == 0 => {
+                let Pending::Jump { info, target, .. } =
+                    std::mem::replace(&mut self.pending, Pending::None)
+                else {
+                    unreachable!("matched above")
+                };
+                self.line_no += 1;
+                self.in_body = true;
+                self.emit_jump(info, &pos, &target);
+                return Some(i + 1);
+            }
+            Pending::Jump { .. } => return None,
+        }
         let stats = self.stats.last_mut().expect("part");
         let totals = &mut stats.totals[..n];
         let mut sums = [C::ZERO; 16];
@@ -831,7 +886,8 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         self.in_body = true;
         let (pos, i) = self.positions(s, 0)?;
         let np = self.np;
-        match std::mem::replace(&mut self.pending, Pending::None) {
+        let pending = std::mem::replace(&mut self.pending, Pending::None);
+        match pending {
             Pending::None => {
                 let n = self.counts(s, i)?;
                 let function = self.current_function()?;
@@ -844,27 +900,12 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                 self.sink
                     .line(function, self.fi, &pos[..np], &self.costs[..n]);
             }
-            Pending::Call {
-                count,
-                callee,
-                target,
-                ..
-            } => {
+            Pending::Call { .. } => {
                 let n = self.counts(s, i)?;
                 let caller = self.current_function()?;
-                self.cob = None;
-                self.cfi = None;
-                self.costs[n..].fill(C::ZERO);
-                let info = CallInfo {
-                    caller,
-                    site_file: self.fi,
-                    callee,
-                    count,
-                    seq: self.seq,
-                };
-                self.stats.last_mut().expect("part").calls += 1;
-                self.sink
-                    .call(info, &pos[..np], &target[..np], &self.costs[..n]);
+                self.pending = pending;
+                self.emit_call(caller, &pos, n);
+                return Ok(());
             }
             Pending::Jump { info, target, .. } => {
                 if skip_spaces(s, i) < s.len() {
