@@ -539,7 +539,8 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
 
     fn keyed(&mut self, line: &[u8]) -> R<()> {
         self.blank()?;
-        let Some(sep) = memchr::memchr2(b'=', b':', line) else {
+        // Keys are short: a plain scan beats memchr's setup.
+        let Some(sep) = line.iter().position(|&b| b == b'=' || b == b':') else {
             if let Some(&b) = line.iter().find(|&&b| b < 0x20 && b != b'\t') {
                 return Err(ParseErrorKind::Binary(b));
             }
@@ -563,7 +564,9 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             Space::Symbol => p.names.symbols.intern(name),
         };
         if v.len() >= 2 && v[0] == b'(' && v[1].is_ascii_digit() {
-            let close = memchr::memchr(b')', v)
+            let close = v
+                .iter()
+                .position(|&b| b == b')')
                 .ok_or_else(|| ParseErrorKind::BadCompressedName(excerpt(value)))?;
             let id = tally_model::parse_u64(&v[1..close])
                 .map_err(|_| ParseErrorKind::BadCompressedName(excerpt(value)))?;
@@ -679,7 +682,50 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
     /// Parses `np` subpositions from `s` starting at `i`, relative to
     /// `self.last`; returns them and the index after them.
     #[inline]
-    fn positions(&self, s: &[u8], mut i: usize) -> R<([u64; 3], usize)> {
+    fn positions(&self, s: &[u8], i: usize) -> R<([u64; 3], usize)> {
+        match self.quick_positions(s, i) {
+            Some(r) => Ok(r),
+            None => self.careful_positions(s, i),
+        }
+    }
+
+    /// Positions in the forms Valgrind writes, or `None`.
+    #[inline(always)]
+    fn quick_positions(&self, s: &[u8], mut i: usize) -> Option<([u64; 3], usize)> {
+        let mut out = self.last;
+        for slot in out.iter_mut().take(self.np) {
+            while i < s.len() && s[i] == b' ' {
+                i += 1;
+            }
+            match *s.get(i)? {
+                b'*' => {
+                    i += 1;
+                    if i < s.len() && !is_space(s[i]) {
+                        return None;
+                    }
+                }
+                b'+' => {
+                    let (d, j) = fast_decimal(s, i + 1)?;
+                    *slot = slot.checked_add(d)?;
+                    i = j;
+                }
+                b'-' => {
+                    let (d, j) = fast_decimal(s, i + 1)?;
+                    *slot = slot.checked_sub(d)?;
+                    i = j;
+                }
+                _ => {
+                    let (v, j) = fast_decimal(s, i)?;
+                    *slot = v;
+                    i = j;
+                }
+            }
+        }
+        Some((out, i))
+    }
+
+    #[cold]
+    fn careful_positions(&self, s: &[u8], mut i: usize) -> R<([u64; 3], usize)> {
         let mut out = [0u64; 3];
         for (k, slot) in out.iter_mut().enumerate().take(self.np) {
             i = skip_spaces(s, i);
@@ -746,82 +792,64 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         }
     }
 
-    /// The common case of a plain cost line, read straight from the chunk
-    /// (`data[p..]`, line ends at `\n` or `len`, `data` padded) without error
-    /// reporting. Returns the index after the line, or `None` for anything
-    /// unusual (other line kinds, the first line of a part, a pending call or
-    /// jump, hex, `.`, signs, `\r`, too many counts, overflow), which the
-    /// careful path then reads and reports.
+    /// The common case of a cost line, read straight from the chunk
+    /// (`data[p..]`, the line ends at `\n` or `len`, `data` is padded) without
+    /// error reporting. Returns the index after the line, or `None` for
+    /// anything unusual (other line kinds, the first line of a part or of a
+    /// function, tabs or several spaces, hex, `.`, signs, `\r`, too many
+    /// counts, overflow), which the careful path then reads and reports.
     #[inline(always)]
     fn fast_line(&mut self, data: &[u8], p: usize, len: usize) -> Option<usize> {
         if !matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*') || !self.started {
             return None;
         }
         let function = self.function?;
-        let at_end = |i: usize| i >= len || data[i] == b'\n';
-        let mut pos = [0u64; 3];
+        let mut pos = self.last;
         let mut i = p;
         for (k, slot) in pos.iter_mut().enumerate().take(self.np) {
-            while data[i] == b' ' || data[i] == b'\t' {
+            if k > 0 {
+                if data[i] != b' ' {
+                    return None;
+                }
                 i += 1;
             }
-            if i >= len {
-                return None;
-            }
-            let base = self.last[k];
-            let (v, j) = match data[i] {
-                b'*' => (base, i + 1),
+            match data[i] {
+                b'*' => i += 1,
                 b'+' => {
-                    let (d, j) = swar_decimal(data, i + 1)?;
-                    (base.checked_add(d)?, j)
+                    let (d, j) = number(data, i + 1)?;
+                    *slot = slot.checked_add(d)?;
+                    i = j;
                 }
                 b'-' => {
-                    let (d, j) = swar_decimal(data, i + 1)?;
-                    (base.checked_sub(d)?, j)
+                    let (d, j) = number(data, i + 1)?;
+                    *slot = slot.checked_sub(d)?;
+                    i = j;
                 }
-                _ => swar_decimal(data, i)?,
-            };
-            if !(at_end(j) || data[j] == b' ' || data[j] == b'\t') {
-                return None;
+                _ => {
+                    let (v, j) = number(data, i)?;
+                    *slot = v;
+                    i = j;
+                }
             }
-            *slot = v;
-            i = j;
         }
         let ne = self.ne;
         let costs = &mut self.costs[..ne];
         let mut n = 0;
-        // `i` is at a separator or the end of the line (checked above or
-        // below); data[len..] is readable padding.
-        loop {
-            if i >= len || data[i] == b'\n' {
-                break;
-            }
+        while data[i] == b' ' {
             i += 1;
-            if data[i] == b' ' || data[i] == b'\t' {
-                while data[i] == b' ' || data[i] == b'\t' {
-                    i += 1;
-                }
-            }
-            if i >= len || data[i] == b'\n' {
+            if data[i] == b'\n' {
                 break;
             }
             if n == ne {
                 return None;
             }
-            // Single digits (most counts, `0` above all) first.
-            let d = data[i].wrapping_sub(b'0');
-            let next = data[i + 1];
-            let (v, j) = if d <= 9 && (next == b' ' || next == b'\n') {
-                (u64::from(d), i + 1)
-            } else {
-                swar_decimal(data, i)?
-            };
-            if !(j >= len || matches!(data[j], b' ' | b'\t' | b'\n')) {
-                return None;
-            }
+            let (v, j) = number(data, i)?;
             costs[n] = C::from_u64(v)?;
             n += 1;
             i = j;
+        }
+        if i < len && data[i] != b'\n' {
+            return None;
         }
         match self.pending {
             Pending::None => {}
@@ -846,28 +874,16 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         }
         let stats = self.stats.last_mut().expect("part");
         let totals = &mut stats.totals[..n];
-        let mut sums = [C::ZERO; 16];
-        if n <= sums.len() {
-            let mut overflow = false;
-            for ((s, t), &c) in sums.iter_mut().zip(totals.iter()).zip(&costs[..n]) {
-                let (v, o) = t.overflowing_add(c);
-                *s = v;
-                overflow |= o;
-            }
-            if overflow {
-                return None;
-            }
-            totals.copy_from_slice(&sums[..n]);
-        } else {
-            if totals
-                .iter()
-                .zip(&costs[..n])
-                .any(|(t, &c)| t.checked_add(c).is_none())
-            {
-                return None;
-            }
-            for (t, &c) in totals.iter_mut().zip(&costs[..n]) {
-                *t = t.saturating_add(c);
+        for k in 0..n {
+            match totals[k].checked_add(costs[k]) {
+                Some(v) => totals[k] = v,
+                None => {
+                    // Undo, so that the careful path reports the overflow.
+                    for j in 0..k {
+                        totals[j] = totals[j].checked_sub(costs[j]).expect("just added");
+                    }
+                    return None;
+                }
             }
         }
         stats.lines += 1;
@@ -876,7 +892,7 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         self.last = pos;
         self.seq += 1;
         self.sink
-            .line(function, self.fi, &pos[..self.np], &self.costs[..n]);
+            .line(function, self.fi, &pos[..self.np], &costs[..n]);
         Some(i + 1)
     }
 
@@ -1252,6 +1268,9 @@ fn subposition(tok: &[u8], base: u64) -> R<u64> {
 /// more digits, garbage) takes the careful path.
 #[inline(always)]
 fn fast_decimal(s: &[u8], i: usize) -> Option<(u64, usize)> {
+    if s.get(i) == Some(&b'0') && s.get(i + 1) == Some(&b'x') {
+        return fast_hex(s, i + 2);
+    }
     let mut j = i;
     let mut v = 0u64;
     while j < s.len() {
@@ -1267,6 +1286,49 @@ fn fast_decimal(s: &[u8], i: usize) -> Option<(u64, usize)> {
         return None;
     }
     Some((v, j))
+}
+
+/// Up to 16 hexadecimal digits at `s[i..]` (after `0x`), ending at a space or
+/// the end.
+#[inline]
+fn fast_hex(s: &[u8], i: usize) -> Option<(u64, usize)> {
+    let mut j = i;
+    let mut v = 0u64;
+    while j < s.len() {
+        let d = match s[j] {
+            b @ b'0'..=b'9' => b - b'0',
+            b @ b'a'..=b'f' => b - b'a' + 10,
+            b @ b'A'..=b'F' => b - b'A' + 10,
+            _ => break,
+        };
+        v = (v << 4) | u64::from(d);
+        j += 1;
+    }
+    let n = j - i;
+    if n == 0 || n > 16 || (j < s.len() && !is_space(s[j])) {
+        return None;
+    }
+    Some((v, j))
+}
+
+/// A decimal number at `data[i..]` that ends at a space or a newline (or
+/// the padding): one digit directly, longer ones eight digits at a time.
+#[inline(always)]
+fn number(data: &[u8], i: usize) -> Option<(u64, usize)> {
+    let d = data[i].wrapping_sub(b'0');
+    let next = data[i + 1];
+    let (v, j) = if d <= 9 && (next == b' ' || next == b'\n') {
+        (u64::from(d), i + 1)
+    } else if d == 0 && next == b'x' {
+        let end = memchr::memchr2(b' ', b'\n', &data[i..]).map_or(data.len(), |k| i + k);
+        fast_hex(&data[..end], i + 2)?
+    } else {
+        swar_decimal(data, i)?
+    };
+    match data[j] {
+        b' ' | b'\n' | 0 => Some((v, j)),
+        _ => None,
+    }
 }
 
 /// Reads up to 19 decimal digits at `data[i..]` (which has 8 readable bytes
