@@ -283,6 +283,10 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         while let Some((data, len)) = lines.next_chunk()? {
             let mut p = 0;
             while p < len {
+                p = self.fast_run(data, p, len);
+                if p >= len {
+                    break;
+                }
                 if let Some(next) = self.fast_line(data, p, len) {
                     p = next;
                     continue;
@@ -790,6 +794,97 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             n += 1;
             i = end;
         }
+    }
+
+    /// Reads a run of plain cost lines of one function straight from the
+    /// chunk, keeping the context in locals; stops at the first line that is
+    /// anything else or unusual (see [`Self::fast_line`]) and returns where.
+    #[inline(never)]
+    fn fast_run(&mut self, data: &[u8], mut p: usize, len: usize) -> usize {
+        if !self.started || !matches!(self.pending, Pending::None) {
+            return p;
+        }
+        let Some(function) = self.function else {
+            return p;
+        };
+        let (np, ne, fi) = (self.np, self.ne, self.fi);
+        let mut last = self.last;
+        let Parser {
+            stats, costs, sink, ..
+        } = self;
+        let stats = stats.last_mut().expect("part");
+        let totals = &mut stats.totals[..ne];
+        let costs = &mut costs[..ne];
+        let mut lines = 0u64;
+        'lines: while p < len {
+            if !matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*') {
+                break;
+            }
+            let mut pos = last;
+            let mut i = p;
+            for (k, slot) in pos.iter_mut().enumerate().take(np) {
+                if k > 0 {
+                    if data[i] != b' ' {
+                        break 'lines;
+                    }
+                    i += 1;
+                }
+                let step = match data[i] {
+                    b'*' => Some(((*slot), i + 1)),
+                    b'+' => number(data, i + 1).and_then(|(d, j)| Some((slot.checked_add(d)?, j))),
+                    b'-' => number(data, i + 1).and_then(|(d, j)| Some((slot.checked_sub(d)?, j))),
+                    _ => number(data, i),
+                };
+                let Some((v, j)) = step else { break 'lines };
+                *slot = v;
+                i = j;
+            }
+            let mut n = 0;
+            while data[i] == b' ' {
+                i += 1;
+                if data[i] == b'\n' {
+                    break;
+                }
+                if n == ne {
+                    break 'lines;
+                }
+                let Some((v, j)) = number(data, i) else {
+                    break 'lines;
+                };
+                let Some(c) = C::from_u64(v) else {
+                    break 'lines;
+                };
+                costs[n] = c;
+                n += 1;
+                i = j;
+            }
+            if i < len && data[i] != b'\n' {
+                break;
+            }
+            for k in 0..n {
+                match totals[k].checked_add(costs[k]) {
+                    Some(v) => totals[k] = v,
+                    None => {
+                        for j in 0..k {
+                            totals[j] = totals[j].checked_sub(costs[j]).expect("just added");
+                        }
+                        break 'lines;
+                    }
+                }
+            }
+            sink.line(function, fi, &pos[..np], &costs[..n]);
+            last = pos;
+            lines += 1;
+            p = i + 1;
+        }
+        if lines > 0 {
+            stats.lines += lines;
+            self.last = last;
+            self.line_no += lines;
+            self.seq += lines;
+            self.in_body = true;
+        }
+        p
     }
 
     /// The common case of a cost line, read straight from the chunk
