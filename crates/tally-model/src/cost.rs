@@ -108,38 +108,45 @@ pub fn parse_u64(bytes: &[u8]) -> Result<u64, NumberError> {
     Ok(v)
 }
 
+/// The methods that `u64` and `i64` implement alike.
+macro_rules! common_cost_methods {
+    ($t:ty) => {
+        #[inline]
+        fn checked_add(self, other: Self) -> Option<Self> {
+            <$t>::checked_add(self, other)
+        }
+        #[inline]
+        fn checked_sub(self, other: Self) -> Option<Self> {
+            <$t>::checked_sub(self, other)
+        }
+        #[inline]
+        fn saturating_add(self, other: Self) -> Self {
+            <$t>::saturating_add(self, other)
+        }
+        #[inline(always)]
+        fn overflowing_add(self, other: Self) -> (Self, bool) {
+            <$t>::overflowing_add(self, other)
+        }
+        #[inline]
+        fn to_f64(self) -> f64 {
+            self as f64
+        }
+        #[inline]
+        fn to_i128(self) -> i128 {
+            i128::from(self)
+        }
+        #[inline]
+        fn from_i128(v: i128) -> Option<Self> {
+            <$t>::try_from(v).ok()
+        }
+    };
+}
+
 impl Cost for u64 {
     const ZERO: Self = 0;
     const SIGNED: bool = false;
 
-    #[inline]
-    fn checked_add(self, other: Self) -> Option<Self> {
-        u64::checked_add(self, other)
-    }
-    #[inline]
-    fn checked_sub(self, other: Self) -> Option<Self> {
-        u64::checked_sub(self, other)
-    }
-    #[inline]
-    fn saturating_add(self, other: Self) -> Self {
-        u64::saturating_add(self, other)
-    }
-    #[inline(always)]
-    fn overflowing_add(self, other: Self) -> (Self, bool) {
-        u64::overflowing_add(self, other)
-    }
-    #[inline]
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-    #[inline]
-    fn to_i128(self) -> i128 {
-        i128::from(self)
-    }
-    #[inline]
-    fn from_i128(v: i128) -> Option<Self> {
-        u64::try_from(v).ok()
-    }
+    common_cost_methods!(u64);
     #[inline(always)]
     fn from_u64(v: u64) -> Option<Self> {
         Some(v)
@@ -169,34 +176,7 @@ impl Cost for i64 {
     const ZERO: Self = 0;
     const SIGNED: bool = true;
 
-    #[inline]
-    fn checked_add(self, other: Self) -> Option<Self> {
-        i64::checked_add(self, other)
-    }
-    #[inline]
-    fn checked_sub(self, other: Self) -> Option<Self> {
-        i64::checked_sub(self, other)
-    }
-    #[inline]
-    fn saturating_add(self, other: Self) -> Self {
-        i64::saturating_add(self, other)
-    }
-    #[inline(always)]
-    fn overflowing_add(self, other: Self) -> (Self, bool) {
-        i64::overflowing_add(self, other)
-    }
-    #[inline]
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-    #[inline]
-    fn to_i128(self) -> i128 {
-        i128::from(self)
-    }
-    #[inline]
-    fn from_i128(v: i128) -> Option<Self> {
-        i64::try_from(v).ok()
-    }
+    common_cost_methods!(i64);
     #[inline(always)]
     fn from_u64(v: u64) -> Option<Self> {
         i64::try_from(v).ok()

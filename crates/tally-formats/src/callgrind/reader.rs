@@ -287,7 +287,7 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                 if p >= len {
                     break;
                 }
-                if let Some(next) = self.fast_line(data, p, len) {
+                if let Some(next) = self.fast_pending_line(data, p, len) {
                     p = next;
                     continue;
                 }
@@ -798,7 +798,7 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
 
     /// Reads a run of plain cost lines of one function straight from the
     /// chunk, keeping the context in locals; stops at the first line that is
-    /// anything else or unusual (see [`Self::fast_line`]) and returns where.
+    /// anything else or unusual (see [`scan_cost_line`]) and returns where.
     #[inline(never)]
     fn fast_run(&mut self, data: &[u8], mut p: usize, len: usize) -> usize {
         if !self.started || !matches!(self.pending, Pending::None) {
@@ -807,75 +807,24 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         let Some(function) = self.function else {
             return p;
         };
-        let (np, ne, fi) = (self.np, self.ne, self.fi);
+        let (np, fi) = (self.np, self.fi);
         let mut last = self.last;
         let Parser {
             stats, costs, sink, ..
         } = self;
         let stats = stats.last_mut().expect("part");
-        let totals = &mut stats.totals[..ne];
-        let costs = &mut costs[..ne];
         let mut lines = 0u64;
-        'lines: while p < len {
-            if !matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*') {
+        while p < len {
+            let Some((pos, n, end)) = scan_cost_line(data, p, len, np, last, costs) else {
                 break;
-            }
-            let mut pos = last;
-            let mut i = p;
-            for (k, slot) in pos.iter_mut().enumerate().take(np) {
-                if k > 0 {
-                    if data[i] != b' ' {
-                        break 'lines;
-                    }
-                    i += 1;
-                }
-                let step = match data[i] {
-                    b'*' => Some(((*slot), i + 1)),
-                    b'+' => number(data, i + 1).and_then(|(d, j)| Some((slot.checked_add(d)?, j))),
-                    b'-' => number(data, i + 1).and_then(|(d, j)| Some((slot.checked_sub(d)?, j))),
-                    _ => number(data, i),
-                };
-                let Some((v, j)) = step else { break 'lines };
-                *slot = v;
-                i = j;
-            }
-            let mut n = 0;
-            while data[i] == b' ' {
-                i += 1;
-                if data[i] == b'\n' {
-                    break;
-                }
-                if n == ne {
-                    break 'lines;
-                }
-                let Some((v, j)) = number(data, i) else {
-                    break 'lines;
-                };
-                let Some(c) = C::from_u64(v) else {
-                    break 'lines;
-                };
-                costs[n] = c;
-                n += 1;
-                i = j;
-            }
-            if i < len && data[i] != b'\n' {
+            };
+            if !add_totals(&mut stats.totals, &costs[..n]) {
                 break;
-            }
-            for k in 0..n {
-                match totals[k].checked_add(costs[k]) {
-                    Some(v) => totals[k] = v,
-                    None => {
-                        for j in 0..k {
-                            totals[j] = totals[j].checked_sub(costs[j]).expect("just added");
-                        }
-                        break 'lines;
-                    }
-                }
             }
             sink.line(function, fi, &pos[..np], &costs[..n]);
             last = pos;
             lines += 1;
-            p = i + 1;
+            p = end + 1;
         }
         if lines > 0 {
             stats.lines += lines;
@@ -887,72 +836,20 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         p
     }
 
-    /// The common case of a cost line, read straight from the chunk
-    /// (`data[p..]`, the line ends at `\n` or `len`, `data` is padded) without
-    /// error reporting. Returns the index after the line, or `None` for
-    /// anything unusual (other line kinds, the first line of a part or of a
-    /// function, tabs or several spaces, hex, `.`, signs, `\r`, too many
-    /// counts, overflow), which the careful path then reads and reports.
-    #[inline(always)]
-    fn fast_line(&mut self, data: &[u8], p: usize, len: usize) -> Option<usize> {
-        if !matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*') || !self.started {
+    /// The line after `calls=` or a jump line, when it is in the usual form;
+    /// `None` sends it to the careful path.
+    #[inline]
+    fn fast_pending_line(&mut self, data: &[u8], p: usize, len: usize) -> Option<usize> {
+        if matches!(self.pending, Pending::None) || !self.started {
             return None;
         }
         let function = self.function?;
-        let mut pos = self.last;
-        let mut i = p;
-        for (k, slot) in pos.iter_mut().enumerate().take(self.np) {
-            if k > 0 {
-                if data[i] != b' ' {
-                    return None;
-                }
-                i += 1;
-            }
-            match data[i] {
-                b'*' => i += 1,
-                b'+' => {
-                    let (d, j) = number(data, i + 1)?;
-                    *slot = slot.checked_add(d)?;
-                    i = j;
-                }
-                b'-' => {
-                    let (d, j) = number(data, i + 1)?;
-                    *slot = slot.checked_sub(d)?;
-                    i = j;
-                }
-                _ => {
-                    let (v, j) = number(data, i)?;
-                    *slot = v;
-                    i = j;
-                }
-            }
-        }
-        let ne = self.ne;
-        let costs = &mut self.costs[..ne];
-        let mut n = 0;
-        while data[i] == b' ' {
-            i += 1;
-            if data[i] == b'\n' {
-                break;
-            }
-            if n == ne {
-                return None;
-            }
-            let (v, j) = number(data, i)?;
-            costs[n] = C::from_u64(v)?;
-            n += 1;
-            i = j;
-        }
-        if i < len && data[i] != b'\n' {
-            return None;
-        }
+        let (pos, n, end) = scan_cost_line(data, p, len, self.np, self.last, &mut self.costs)?;
         match self.pending {
-            Pending::None => {}
             Pending::Call { .. } => {
                 self.line_no += 1;
                 self.in_body = true;
                 self.emit_call(function, &pos, n);
-                return Some(i + 1);
             }
             Pending::Jump { .. } if n == 0 => {
                 let Pending::Jump { info, target, .. } =
@@ -963,32 +860,10 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                 self.line_no += 1;
                 self.in_body = true;
                 self.emit_jump(info, &pos, &target);
-                return Some(i + 1);
             }
-            Pending::Jump { .. } => return None,
+            _ => return None,
         }
-        let stats = self.stats.last_mut().expect("part");
-        let totals = &mut stats.totals[..n];
-        for k in 0..n {
-            match totals[k].checked_add(costs[k]) {
-                Some(v) => totals[k] = v,
-                None => {
-                    // Undo, so that the careful path reports the overflow.
-                    for j in 0..k {
-                        totals[j] = totals[j].checked_sub(costs[j]).expect("just added");
-                    }
-                    return None;
-                }
-            }
-        }
-        stats.lines += 1;
-        self.line_no += 1;
-        self.in_body = true;
-        self.last = pos;
-        self.seq += 1;
-        self.sink
-            .line(function, self.fi, &pos[..self.np], &costs[..n]);
-        Some(i + 1)
+        Some(end + 1)
     }
 
     fn cost_line(&mut self, s: &[u8]) -> R<()> {
@@ -1404,6 +1279,85 @@ fn fast_hex(s: &[u8], i: usize) -> Option<(u64, usize)> {
         return None;
     }
     Some((v, j))
+}
+
+/// Reads the positions and counts of a cost line at `data[p..]` in the forms
+/// Valgrind writes (single spaces, decimal or `0x` numbers, `+n`, `-n`, `*`),
+/// straight from the chunk (the line ends at `\n` or `len`; `data` is
+/// padded). Returns the positions, the number of counts put in `costs`, and
+/// the index of the line's end; `None` for anything else (other line kinds,
+/// tabs or several spaces, `.`, signs, `\r`, too many counts, numbers too
+/// large), which the careful path then reads and reports.
+#[inline(always)]
+fn scan_cost_line<C: Cost>(
+    data: &[u8],
+    p: usize,
+    len: usize,
+    np: usize,
+    last: [u64; 3],
+    costs: &mut [C],
+) -> Option<([u64; 3], usize, usize)> {
+    if !matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*') {
+        return None;
+    }
+    let mut pos = last;
+    let mut i = p;
+    for (k, slot) in pos.iter_mut().enumerate().take(np) {
+        if k > 0 {
+            if data[i] != b' ' {
+                return None;
+            }
+            i += 1;
+        }
+        let (v, j) = match data[i] {
+            b'*' => (*slot, i + 1),
+            b'+' => {
+                let (d, j) = number(data, i + 1)?;
+                (slot.checked_add(d)?, j)
+            }
+            b'-' => {
+                let (d, j) = number(data, i + 1)?;
+                (slot.checked_sub(d)?, j)
+            }
+            _ => number(data, i)?,
+        };
+        *slot = v;
+        i = j;
+    }
+    let mut n = 0;
+    while data[i] == b' ' {
+        i += 1;
+        if data[i] == b'\n' {
+            break;
+        }
+        let slot = costs.get_mut(n)?;
+        let (v, j) = number(data, i)?;
+        *slot = C::from_u64(v)?;
+        n += 1;
+        i = j;
+    }
+    if i < len && data[i] != b'\n' {
+        return None;
+    }
+    Some((pos, n, i))
+}
+
+/// Adds a line's costs to the totals; on overflow undoes what it added and
+/// returns false, so that the careful path can report it.
+#[inline(always)]
+fn add_totals<C: Cost>(totals: &mut [C], costs: &[C]) -> bool {
+    for (k, &c) in costs.iter().enumerate() {
+        match totals[k].checked_add(c) {
+            Some(v) => totals[k] = v,
+            None => {
+                for (t, &c) in totals.iter_mut().zip(&costs[..k]) {
+                    *t = t.checked_sub(c).expect("just added");
+                }
+                return false;
+            }
+        }
+    }
+    true
 }
 
 /// A decimal number at `data[i..]` that ends at a space or a newline (or
