@@ -813,12 +813,13 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             stats, costs, sink, ..
         } = self;
         let stats = stats.last_mut().expect("part");
+        let totals = &mut stats.totals[..];
         let mut lines = 0u64;
         while p < len {
             let Some((pos, n, end)) = scan_cost_line(data, p, len, np, last, costs) else {
                 break;
             };
-            if !add_totals(&mut stats.totals, &costs[..n]) {
+            if !add_totals(totals, &costs[..n]) {
                 break;
             }
             sink.line(function, fi, &pos[..np], &costs[..n]);
@@ -1300,29 +1301,26 @@ fn scan_cost_line<C: Cost>(
     if !matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*') {
         return None;
     }
-    let mut pos = last;
-    let mut i = p;
-    for (k, slot) in pos.iter_mut().enumerate().take(np) {
-        if k > 0 {
+    // Unrolled over the (at most three) positions so that they stay in
+    // registers: partial writes to an array on the stack followed by a
+    // whole-array copy stall store forwarding.
+    let (p0, mut i) = subposition_at(data, p, last[0])?;
+    let mut pos = [p0, last[1], last[2]];
+    if np > 1 {
+        if data[i] != b' ' {
+            return None;
+        }
+        let (p1, j) = subposition_at(data, i + 1, last[1])?;
+        pos[1] = p1;
+        i = j;
+        if np > 2 {
             if data[i] != b' ' {
                 return None;
             }
-            i += 1;
+            let (p2, j) = subposition_at(data, i + 1, last[2])?;
+            pos[2] = p2;
+            i = j;
         }
-        let (v, j) = match data[i] {
-            b'*' => (*slot, i + 1),
-            b'+' => {
-                let (d, j) = number(data, i + 1)?;
-                (slot.checked_add(d)?, j)
-            }
-            b'-' => {
-                let (d, j) = number(data, i + 1)?;
-                (slot.checked_sub(d)?, j)
-            }
-            _ => number(data, i)?,
-        };
-        *slot = v;
-        i = j;
     }
     let mut n = 0;
     while data[i] == b' ' {
@@ -1340,6 +1338,24 @@ fn scan_cost_line<C: Cost>(
         return None;
     }
     Some((pos, n, i))
+}
+
+/// One subposition (`*`, `+n`, `-n`, `n`, `0xn`) at `data[i..]` relative to
+/// `base`, in the fast forms only.
+#[inline(always)]
+fn subposition_at(data: &[u8], i: usize, base: u64) -> Option<(u64, usize)> {
+    match data[i] {
+        b'*' => Some((base, i + 1)),
+        b'+' => {
+            let (d, j) = number(data, i + 1)?;
+            Some((base.checked_add(d)?, j))
+        }
+        b'-' => {
+            let (d, j) = number(data, i + 1)?;
+            Some((base.checked_sub(d)?, j))
+        }
+        _ => number(data, i),
+    }
 }
 
 /// Adds a line's costs to the totals; on overflow undoes what it added and
