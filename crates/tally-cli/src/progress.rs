@@ -37,20 +37,33 @@ impl Progress {
                 Some(t) => ProgressBar::with_draw_target(Some(t), ProgressDrawTarget::stderr())
                     .with_style(
                         ProgressStyle::with_template(
-                            "{spinner} reading {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+                            "{spinner} reading {bytes}/{total_bytes} {msg}",
                         )
                         .expect("valid template"),
                     ),
                 None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
                     .with_style(
-                        ProgressStyle::with_template("{spinner} reading {bytes} ({bytes_per_sec})")
+                        ProgressStyle::with_template("{spinner} reading {bytes} {msg}")
                             .expect("valid template"),
                     ),
             };
             self.bar = Some(bar);
         }
         if let Some(b) = &self.bar {
+            // The rate over the whole load: indicatif's estimate would start
+            // only when the bar appears, a second and many bytes late.
+            let secs = self.start.elapsed().as_secs_f64();
+            let rate = bytes as f64 / secs.max(1e-3);
+            let mut msg = format!("({}/s", indicatif::HumanBytes(rate as u64));
+            if let Some(t) = self.total.filter(|&t| t > bytes) {
+                msg.push_str(&format!(
+                    ", {:.0}s left",
+                    (t - bytes) as f64 / rate.max(1.0)
+                ));
+            }
+            msg.push(')');
             b.set_position(bytes);
+            b.set_message(msg);
         }
     }
 }
