@@ -161,6 +161,38 @@ fn round_trip<C: Cost>(path: &Path) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The fast path (single spaces) and the careful path (here forced by
+/// tabs between the numbers of every cost line) read the same profile.
+fn fast_and_careful_paths_agree(path: &Path) -> Result<(), Failed> {
+    let text = std::fs::read(path)?;
+    let mut tabbed = Vec::with_capacity(text.len());
+    for line in text.split_inclusive(|&b| b == b'\n') {
+        if matches!(line.first(), Some(b'0'..=b'9' | b'+' | b'-' | b'*')) {
+            tabbed.extend(line.iter().map(|&b| if b == b' ' { b'\t' } else { b }));
+        } else {
+            tabbed.extend_from_slice(line);
+        }
+    }
+    let fast = callgrind::read::<u64>(Input::from_bytes("fast", text).unwrap());
+    let careful = callgrind::read::<u64>(Input::from_bytes("careful", tabbed).unwrap());
+    match (fast, careful) {
+        (Ok((a, wa)), Ok((b, wb))) => {
+            if a != b {
+                return Err(describe_difference(&a, &b, false).into());
+            }
+            let kinds = |w: &tally_formats::Warnings| -> Vec<_> {
+                w.iter().map(|x| (x.kind, x.count, x.first_line)).collect()
+            };
+            if kinds(&wa) != kinds(&wb) {
+                return Err(format!("warnings differ: {wa:?} vs {wb:?}").into());
+            }
+            Ok(())
+        }
+        (Err(Error::Parse { line: a, .. }), Err(Error::Parse { line: b, .. })) if a == b => Ok(()),
+        (a, b) => Err(format!("paths disagree: {:?} vs {:?}", a.err(), b.err()).into()),
+    }
+}
+
 fn describe_difference<C: Cost>(p: &Profile<C>, q: &Profile<C>, compress: bool) -> String {
     let what = if (p.version, &p.creator, p.positions) != (q.version, &q.creator, q.positions) {
         "version, creator or positions"
@@ -385,6 +417,12 @@ fn main() {
                 round_trip::<u64>(&q)
             }
         }));
+        let q = p.clone();
+        if !signed {
+            tests.push(Trial::test(format!("paths/{n}"), move || {
+                fast_and_careful_paths_agree(&q)
+            }));
+        }
         let cachegrind = n.starts_with("cachegrind/");
         let q = p.clone();
         if cachegrind {
