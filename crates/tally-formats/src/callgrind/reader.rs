@@ -734,22 +734,6 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         for (k, slot) in out.iter_mut().enumerate().take(self.np) {
             i = skip_spaces(s, i);
             let base = self.last[k];
-            // Fast paths for `*`, `+n`, `-n` and `n` in decimal.
-            let fast =
-                match s.get(i) {
-                    Some(b'*') if s.get(i + 1).is_none_or(|&b| is_space(b)) => Some((base, i + 1)),
-                    Some(b'+') => fast_decimal(s, i + 1)
-                        .and_then(|(d, j)| base.checked_add(d).map(|v| (v, j))),
-                    Some(b'-') => fast_decimal(s, i + 1)
-                        .and_then(|(d, j)| base.checked_sub(d).map(|v| (v, j))),
-                    Some(_) => fast_decimal(s, i),
-                    None => None,
-                };
-            if let Some((v, j)) = fast {
-                *slot = v;
-                i = j;
-                continue;
-            }
             let end = token_end(s, i);
             if end == i {
                 return Err(ParseErrorKind::MissingPosition {
