@@ -133,6 +133,8 @@ run_dumpevery() {
         rm -f "$tmp" "$tmp".[0-9]*
         if ((count >= 3 && count <= 5)); then
             run_callgrind "$prog" dumpevery --dump-every-bb="$n"
+            # The same dumps as the parts of one file.
+            run_callgrind "$prog" combined --dump-every-bb="$n" --combine-dumps=yes
             return
         fi
     done
