@@ -3,6 +3,8 @@
 //! themselves and with what the real tools (callgrind_annotate, cg_annotate)
 //! print for the original and for our rewrite.
 
+mod common;
+
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -165,14 +167,7 @@ fn round_trip<C: Cost>(path: &Path) -> Result<(), Failed> {
 /// tabs between the numbers of every cost line) read the same profile.
 fn fast_and_careful_paths_agree(path: &Path) -> Result<(), Failed> {
     let text = std::fs::read(path)?;
-    let mut tabbed = Vec::with_capacity(text.len());
-    for line in text.split_inclusive(|&b| b == b'\n') {
-        if matches!(line.first(), Some(b'0'..=b'9' | b'+' | b'-' | b'*')) {
-            tabbed.extend(line.iter().map(|&b| if b == b' ' { b'\t' } else { b }));
-        } else {
-            tabbed.extend_from_slice(line);
-        }
-    }
+    let tabbed = common::tabbed(&text);
     let fast = callgrind::read::<u64>(Input::from_bytes("fast", text).unwrap());
     let careful = callgrind::read::<u64>(Input::from_bytes("careful", tabbed).unwrap());
     match (fast, careful) {

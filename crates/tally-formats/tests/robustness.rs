@@ -1,6 +1,9 @@
 //! Bad input never panics: mutated and truncated real profiles give a
 //! profile or an error, and errors point at a line of the input.
 
+mod common;
+
+use common::tabbed;
 use proptest::prelude::*;
 use std::path::Path;
 use tally_formats::{Error, Input, callgrind};
@@ -10,20 +13,6 @@ fn fixture(rel: &str) -> Vec<u8> {
         .join("../../tests/data")
         .join(rel);
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-/// Tabs instead of spaces in every line that starts like a cost line: the
-/// reader's fast path declines such lines, so the careful path reads them.
-fn tabbed(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len());
-    for line in bytes.split_inclusive(|&b| b == b'\n') {
-        if matches!(line.first(), Some(b'0'..=b'9' | b'+' | b'-' | b'*')) {
-            out.extend(line.iter().map(|&b| if b == b' ' { b'\t' } else { b }));
-        } else {
-            out.extend_from_slice(line);
-        }
-    }
-    out
 }
 
 /// The fast and the careful path agree: the same profile, or an error at
