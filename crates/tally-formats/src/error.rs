@@ -130,6 +130,18 @@ pub enum Error {
         /// What is wrong.
         kind: ParseErrorKind,
     },
+    /// Reading failed part way (a broken gzip stream, an I/O error):
+    /// `line` is the first line not read.
+    #[error("{}:{line}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The first line that could not be read.
+        line: u64,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
     /// Profiles that cannot be combined or written as asked.
     #[error("{0}")]
     Incompatible(String),
@@ -143,10 +155,10 @@ impl Error {
         }
     }
 
-    /// The line number for parse errors.
+    /// The line number for parse and read errors.
     pub fn line(&self) -> Option<u64> {
         match self {
-            Error::Parse { line, .. } => Some(*line),
+            Error::Parse { line, .. } | Error::Read { line, .. } => Some(*line),
             _ => None,
         }
     }

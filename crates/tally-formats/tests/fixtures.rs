@@ -353,7 +353,7 @@ fn bad_input(path: &Path) -> Result<(), Failed> {
         match r {
             Ok(()) => return Err("bad input was accepted".into()),
             Err(Error::Parse { line, .. }) if line == want_line => {}
-            Err(Error::Io { .. }) if want_line == 0 => {}
+            Err(Error::Read { line, .. }) if line == want_line => {}
             Err(e) => return Err(format!("expected an error at line {want_line}, got: {e}").into()),
         }
     }

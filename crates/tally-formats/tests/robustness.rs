@@ -25,7 +25,9 @@ fn paths_agree(bytes: &[u8]) {
         (Err(Error::Parse { line: x, .. }), Err(Error::Parse { line: y, .. })) => {
             assert_eq!(x, y, "errors at different lines")
         }
-        (Err(Error::Io { .. }), Err(Error::Io { .. })) => {}
+        (Err(Error::Read { line: x, .. }), Err(Error::Read { line: y, .. })) => {
+            assert_eq!(x, y, "read errors at different lines")
+        }
         (x, y) => panic!("paths disagree: {:?} / {:?}", x.err(), y.err()),
     }
 }
@@ -167,10 +169,10 @@ fn every_truncation_of_a_small_profile_is_handled() {
 }
 
 #[test]
-fn truncated_gzip_is_an_io_error() {
+fn truncated_gzip_is_a_read_error_at_a_line() {
     let data = fixture("spec/gzipped.callgrind.gz");
     for n in [10, data.len() / 2, data.len() - 4] {
         let r = callgrind::read::<u64>(Input::from_bytes("t.gz", data[..n].to_vec()).unwrap());
-        assert!(matches!(r, Err(Error::Io { .. })), "cut at {n}: {r:?}");
+        assert!(matches!(r, Err(Error::Read { .. })), "cut at {n}: {r:?}");
     }
 }

@@ -280,7 +280,19 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
 
     fn run(&mut self, lines: &mut Lines) -> Result<(), Error> {
         let mut next_progress = 1u64 << 24;
-        while let Some((data, len)) = lines.next_chunk()? {
+        loop {
+            let (data, len) = match lines.next_chunk() {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
+                Err(Error::Io { path, source }) => {
+                    return Err(Error::Read {
+                        path,
+                        line: self.line_no + 1,
+                        source,
+                    });
+                }
+                Err(e) => return Err(e),
+            };
             let mut p = 0;
             while p < len {
                 p = self.fast_run(data, p, len);
