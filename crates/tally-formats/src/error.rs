@@ -99,6 +99,9 @@ pub enum ParseErrorKind {
     /// A `version:` other than 0 or 1.
     #[error("unsupported format version `{0}`")]
     Version(String),
+    /// More than 4 GiB of names or 2^32 functions.
+    #[error("more names than tally can hold (4 GiB of names or 2^32 functions)")]
+    TooManyNames,
     /// The input is empty.
     #[error("empty input")]
     Empty,

@@ -207,6 +207,9 @@ pub enum CombineError {
     /// Different positions kinds.
     #[error("positions differ: `{0}` vs `{1}`")]
     Positions(String, String),
+    /// Together the profiles have more names than the tables hold.
+    #[error("too many names (4 GiB of names or 2^32 functions)")]
+    TooManyNames,
 }
 
 impl<C: Cost> Profile<C> {
@@ -234,24 +237,32 @@ impl<C: Cost> Profile<C> {
         // Resolving cannot fail: the terms resolved in `other` over the same
         // recorded events.
         let _ = self.events.resolve();
+        let names = &mut self.names;
         let files: Vec<FileId> = other
             .names
             .files
             .iter()
-            .map(|n| self.names.file(n))
-            .collect();
+            .map(|n| names.files.try_intern(n).map(FileId))
+            .collect::<Option<_>>()
+            .ok_or(CombineError::TooManyNames)?;
         let functions: Vec<FunctionId> = other
             .names
             .functions()
             .map(|(_, k)| {
-                let key = FunctionKey {
-                    object: self.names.object(other.names.objects.get(k.object.0)),
+                let object = names
+                    .objects
+                    .try_intern(other.names.objects.get(k.object.0))?;
+                let name = names
+                    .symbols
+                    .try_intern(other.names.symbols.get(k.name.0))?;
+                names.try_function(FunctionKey {
+                    object: ObjectId(object),
                     file: files[k.file.index()],
-                    name: self.names.symbol(other.names.symbols.get(k.name.0)),
-                };
-                self.names.function(key)
+                    name: SymbolId(name),
+                })
             })
-            .collect();
+            .collect::<Option<_>>()
+            .ok_or(CombineError::TooManyNames)?;
         let f = |id: FunctionId| functions[id.index()];
         let fl = |id: FileId| files[id.index()];
         for part in other.parts {

@@ -111,7 +111,16 @@ impl Interner {
     }
 
     /// The index of `s`, adding it if new.
+    ///
+    /// # Panics
+    /// Past 4 GiB of name bytes; readers use [`Interner::try_intern`].
     pub fn intern(&mut self, s: &[u8]) -> u32 {
+        self.try_intern(s).expect("name table exceeds 4 GiB")
+    }
+
+    /// The index of `s`, adding it if new; `None` if the table would pass
+    /// 4 GiB of name bytes.
+    pub fn try_intern(&mut self, s: &[u8]) -> Option<u32> {
         let h = hash(s);
         let Self {
             offsets,
@@ -120,17 +129,17 @@ impl Interner {
         } = self;
         let get = |i: u32| &bytes[offsets[i as usize] as usize..offsets[i as usize + 1] as usize];
         if let Some(&i) = table.find(h, |&i| get(i) == s) {
-            return i;
+            return Some(i);
         }
-        let index = (offsets.len() - 1) as u32;
+        let index = u32::try_from(offsets.len() - 1).ok()?;
+        let end = u32::try_from(bytes.len() + s.len()).ok()?;
         bytes.extend_from_slice(s);
-        let end = u32::try_from(bytes.len()).expect("name table exceeds 4 GiB");
         offsets.push(end);
         let (offsets, bytes) = (&*offsets, &*bytes);
         table.insert_unique(h, index, |&i| {
             hash(&bytes[offsets[i as usize] as usize..offsets[i as usize + 1] as usize])
         });
-        index
+        Some(index)
     }
 
     /// The index of `s` if it is present.
@@ -201,7 +210,15 @@ impl Names {
     }
 
     /// Interns a function.
+    ///
+    /// # Panics
+    /// Past 2^32 functions; readers use [`Names::try_function`].
     pub fn function(&mut self, key: FunctionKey) -> FunctionId {
+        self.try_function(key).expect("more than 2^32 functions")
+    }
+
+    /// Interns a function; `None` past 2^32 functions.
+    pub fn try_function(&mut self, key: FunctionKey) -> Option<FunctionId> {
         let h = FxBuildHasher.hash_one(key);
         let Self {
             functions,
@@ -209,15 +226,15 @@ impl Names {
             ..
         } = self;
         if let Some(&i) = function_table.0.find(h, |&i| functions[i as usize] == key) {
-            return FunctionId(i);
+            return Some(FunctionId(i));
         }
-        let id = u32::try_from(functions.len()).expect("more than 2^32 functions");
+        let id = u32::try_from(functions.len()).ok()?;
         functions.push(key);
         let functions = &*functions;
         function_table
             .0
             .insert_unique(h, id, |&i| FxBuildHasher.hash_one(functions[i as usize]));
-        FunctionId(id)
+        Some(FunctionId(id))
     }
 
     /// Looks a function up without adding it.

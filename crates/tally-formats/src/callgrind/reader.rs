@@ -575,9 +575,9 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
     fn name(&mut self, space: Space, key: &[u8], value: &[u8]) -> R<u32> {
         let v = &value[skip_spaces(value, 0)..];
         let intern = |p: &mut Profile<C>, name: &[u8]| match space {
-            Space::Object => p.names.objects.intern(name),
-            Space::File => p.names.files.intern(name),
-            Space::Symbol => p.names.symbols.intern(name),
+            Space::Object => p.names.objects.try_intern(name),
+            Space::File => p.names.files.try_intern(name),
+            Space::Symbol => p.names.symbols.try_intern(name),
         };
         if v.len() >= 2 && v[0] == b'(' && v[1].is_ascii_digit() {
             let close = v
@@ -598,7 +598,7 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                 return Err(ParseErrorKind::BadCompressedName(excerpt(value)));
             }
             let name = &rest[skip_spaces(rest, 0)..];
-            let index = intern(&mut self.profile, name);
+            let index = intern(&mut self.profile, name).ok_or(ParseErrorKind::TooManyNames)?;
             if self.ids[space as usize].set(id, index).is_some() {
                 let line = self.line_no;
                 self.warnings.add(WarningKind::IdRedefined, line, || {
@@ -610,7 +610,7 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             }
             Ok(index)
         } else {
-            Ok(intern(&mut self.profile, v))
+            intern(&mut self.profile, v).ok_or(ParseErrorKind::TooManyNames)
         }
     }
 
@@ -678,11 +678,15 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             return Ok(f);
         }
         let name = self.symbol.ok_or(ParseErrorKind::CostBeforeFunction)?;
-        let f = self.profile.names.function(FunctionKey {
-            object: self.ob,
-            file: self.fl,
-            name,
-        });
+        let f = self
+            .profile
+            .names
+            .try_function(FunctionKey {
+                object: self.ob,
+                file: self.fl,
+                name,
+            })
+            .ok_or(ParseErrorKind::TooManyNames)?;
         self.function = Some(f);
         Ok(f)
     }
@@ -920,11 +924,15 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         }
         self.current_function()?;
         let name = self.cfn.ok_or(ParseErrorKind::CallWithoutCallee)?;
-        let callee = self.profile.names.function(FunctionKey {
-            object: self.cob.unwrap_or(self.ob),
-            file: self.cfi.unwrap_or(self.fi),
-            name,
-        });
+        let callee = self
+            .profile
+            .names
+            .try_function(FunctionKey {
+                object: self.cob.unwrap_or(self.ob),
+                file: self.cfi.unwrap_or(self.fi),
+                name,
+            })
+            .ok_or(ParseErrorKind::TooManyNames)?;
         self.pending = Pending::Call {
             line: self.line_no,
             count,
@@ -963,11 +971,15 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         let function = self.current_function()?;
         let target_file = self.jfi.unwrap_or(self.fi);
         let target_function = match self.jfn {
-            Some(name) => self.profile.names.function(FunctionKey {
-                object: self.ob,
-                file: target_file,
-                name,
-            }),
+            Some(name) => self
+                .profile
+                .names
+                .try_function(FunctionKey {
+                    object: self.ob,
+                    file: target_file,
+                    name,
+                })
+                .ok_or(ParseErrorKind::TooManyNames)?,
             None => function,
         };
         let info = JumpInfo {
