@@ -295,9 +295,11 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             };
             let mut p = 0;
             while p < len {
-                p = self.fast_run(data, p, len);
-                if p >= len {
-                    break;
+                if matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*') {
+                    p = self.fast_run(data, p, len);
+                    if p >= len {
+                        break;
+                    }
                 }
                 if let Some(next) = self.fast_pending_line(data, p, len) {
                     p = next;
