@@ -257,11 +257,18 @@ fn positions_follow_valgrinds_rule() {
 /// Skipped (passes, with a note) where Valgrind is not installed.
 #[test]
 fn callgrind_annotate_agrees() {
+    // `callgrind_annotate --version` exits with 255 even when it works:
+    // only whether it runs at all tells.
     let found = Command::new("callgrind_annotate")
         .arg("--version")
         .output()
-        .is_ok_and(|o| o.status.success());
+        .is_ok();
     if !found {
+        // CI installs Valgrind (.ci/run): there, a missing tool is a failure.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "callgrind_annotate is required in CI"
+        );
         eprintln!("callgrind_annotate not installed: test skipped");
         return;
     }
