@@ -170,8 +170,6 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
         j.opt_costs(info.summary.as_deref())?;
         j.raw(",\"totals\":")?;
         j.opt_costs(info.totals.as_deref())?;
-        j.raw(",\"self_totals\":")?;
-        j.opt_costs(part.lines.totals().as_deref())?;
 
         // Functions with self costs, in order of first appearance, each
         // with its lines (blocks of one function are gathered).
@@ -186,6 +184,9 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
         }
         j.raw(",\"functions\":[")?;
         let mut self_cost = vec![C::ZERO; ne];
+        // Summed on the way, so the lines are decoded once; `None` on
+        // overflow (written as null).
+        let mut self_totals = Some(vec![C::ZERO; ne]);
         let mut text: Vec<u8> = Vec::new();
         for (fi, f) in order.iter().enumerate() {
             if fi > 0 {
@@ -226,6 +227,17 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
                     text.extend_from_slice(b"]}");
                 });
             }
+            if let Some(t) = self_totals.as_mut() {
+                for (a, &b) in t.iter_mut().zip(&self_cost) {
+                    match a.checked_add(b) {
+                        Some(v) => *a = v,
+                        None => {
+                            self_totals = None;
+                            break;
+                        }
+                    }
+                }
+            }
             j.raw("\n{\"function\":")?;
             j.num(f.0)?;
             j.raw(",\"self\":")?;
@@ -234,7 +246,9 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
             j.out.write_all(&text)?;
             j.raw("]}")?;
         }
-        j.raw("],\"calls\":[")?;
+        j.raw("],\"self_totals\":")?;
+        j.opt_costs(self_totals.as_deref())?;
+        j.raw(",\"calls\":[")?;
         for (i, c) in part.calls.iter().enumerate() {
             if i > 0 {
                 j.raw(",")?;

@@ -362,44 +362,43 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         Ok(())
     }
 
-    /// Compares `summary:`/`totals:` with the sums of the cost lines.
+    /// Compares `summary:`/`totals:` (already padded to the events) with the
+    /// sums of the cost lines.
     fn check_totals(&mut self) {
         for (part, stats) in self.profile.parts.iter().zip(&self.stats) {
-            if let Some(s) = &part.info.summary {
-                let s = padded(s, self.ne);
-                if s != stats.totals {
-                    let below = s.iter().zip(&stats.totals).any(|(a, b)| a < b);
-                    let kind = if below {
-                        WarningKind::SummaryBelowTotal
+            if let Some(s) = &part.info.summary
+                && *s != stats.totals
+            {
+                let below = s.iter().zip(&stats.totals).any(|(a, b)| a < b);
+                let kind = if below {
+                    WarningKind::SummaryBelowTotal
+                } else {
+                    WarningKind::SummaryAboveTotal
+                };
+                self.warnings.add(kind, stats.summary_line, || {
+                    let how = if below {
+                        "is smaller than"
                     } else {
-                        WarningKind::SummaryAboveTotal
+                        "is larger than (the format allows this)"
                     };
-                    self.warnings.add(kind, stats.summary_line, || {
-                        let how = if below {
-                            "is smaller than"
-                        } else {
-                            "is larger than (the format allows this)"
-                        };
+                    format!(
+                        "`summary:` {} {how} the sum of the cost lines {}",
+                        join(s),
+                        join(&stats.totals)
+                    )
+                });
+            }
+            if let Some(t) = &part.info.totals
+                && *t != stats.totals
+            {
+                self.warnings
+                    .add(WarningKind::TotalsMismatch, stats.totals_line, || {
                         format!(
-                            "`summary:` {} {how} the sum of the cost lines {}",
-                            join(&s),
+                            "`totals:` {} differs from the sum of the cost lines {}",
+                            join(t),
                             join(&stats.totals)
                         )
                     });
-                }
-            }
-            if let Some(t) = &part.info.totals {
-                let t = padded(t, self.ne);
-                if t != stats.totals {
-                    self.warnings
-                        .add(WarningKind::TotalsMismatch, stats.totals_line, || {
-                            format!(
-                                "`totals:` {} differs from the sum of the cost lines {}",
-                                join(&t),
-                                join(&stats.totals)
-                            )
-                        });
-                }
             }
         }
     }
@@ -1178,12 +1177,6 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         }
         Ok(())
     }
-}
-
-fn padded<C: Cost>(v: &[C], n: usize) -> Vec<C> {
-    let mut v = v.to_vec();
-    v.resize(n, C::ZERO);
-    v
 }
 
 fn join<C: Cost>(v: &[C]) -> String {
