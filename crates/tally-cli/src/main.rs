@@ -1,6 +1,7 @@
 //! `tally`: the command-line front end. Parsing of arguments, progress and
 //! printing live here; everything else is in the library crates.
 
+mod annotate;
 mod check;
 mod convert;
 mod progress;
@@ -9,7 +10,7 @@ use clap::{Parser, Subcommand};
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-/// tally: read, check and convert program profiles (Callgrind, Cachegrind).
+/// tally: read, check, convert and annotate program profiles (Callgrind, Cachegrind).
 #[derive(Parser)]
 #[command(name = "tally", version, about, long_about = None)]
 struct Cli {
@@ -23,6 +24,9 @@ enum Command {
     Check(check::Args),
     /// Convert profiles between Callgrind, Cachegrind and JSON.
     Convert(convert::Args),
+    /// Annotate profiles: function tables, inclusive costs, call trees,
+    /// source, assembly and jumps.
+    Annotate(annotate::Args),
 }
 
 /// What a command reports besides errors.
@@ -38,6 +42,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(a) => check::run(a),
         Command::Convert(a) => convert::run(a),
+        Command::Annotate(a) => annotate::run(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

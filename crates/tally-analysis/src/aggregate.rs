@@ -1,0 +1,362 @@
+//! Self costs and call arcs summed over the chosen parts of a profile.
+//!
+//! Two groupings of self cost are kept because inlining splits a function
+//! over several source files: per (function, source file), which is what
+//! callgrind_annotate shows as `file:function`, and per function, which is
+//! the function's whole cost whatever file its lines came from.
+
+use rustc_hash::FxHashMap;
+use tally_model::{Cost, FileId, FunctionId, Profile};
+
+/// A flat table of cost vectors, all of one length.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CostTable<C> {
+    width: usize,
+    data: Vec<C>,
+}
+
+impl<C: Cost> CostTable<C> {
+    /// An empty table of vectors of `width` events.
+    pub fn new(width: usize) -> Self {
+        CostTable {
+            width,
+            data: Vec::new(),
+        }
+    }
+
+    /// A table of `rows` zero vectors.
+    pub fn zeroed(width: usize, rows: usize) -> Self {
+        CostTable {
+            width,
+            data: vec![C::ZERO; width * rows],
+        }
+    }
+
+    /// Number of events per vector.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Number of vectors.
+    pub fn len(&self) -> usize {
+        self.data.len().checked_div(self.width).unwrap_or(0)
+    }
+
+    /// True when there are no vectors.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// Appends a zero vector and returns its index.
+    pub fn push_zero(&mut self) -> usize {
+        let i = self.len();
+        self.data.resize(self.data.len() + self.width, C::ZERO);
+        i
+    }
+
+    /// Vector `i`.
+    pub fn get(&self, i: usize) -> &[C] {
+        &self.data[i * self.width..(i + 1) * self.width]
+    }
+
+    /// Vector `i`, mutably.
+    pub fn get_mut(&mut self, i: usize) -> &mut [C] {
+        &mut self.data[i * self.width..(i + 1) * self.width]
+    }
+
+    /// Adds `costs` to vector `i`, saturating.
+    pub fn add(&mut self, i: usize, costs: &[C]) {
+        add_into(self.get_mut(i), costs);
+    }
+}
+
+/// `acc += costs`, saturating: sums shown in a report must not fail.
+pub fn add_into<C: Cost>(acc: &mut [C], costs: &[C]) {
+    for (a, &c) in acc.iter_mut().zip(costs) {
+        *a = a.saturating_add(c);
+    }
+}
+
+/// A `file:function` row: a function's lines from one source file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RowKey {
+    /// The function.
+    pub function: FunctionId,
+    /// The source file the lines came from (`fl=`, or `fi=`/`fe=`).
+    pub file: FileId,
+}
+
+/// A call arc summed over parts, keyed by caller, call-site file and callee.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Arc<C> {
+    /// The calling function.
+    pub caller: FunctionId,
+    /// Source file of the call sites (the caller's row).
+    pub site_file: FileId,
+    /// The called function.
+    pub callee: FunctionId,
+    /// Number of calls.
+    pub count: C,
+    /// Inclusive cost of the calls.
+    pub inclusive: Vec<C>,
+    /// True when some of the calls had `calls=0`: calls still running when
+    /// the counters were dumped.
+    pub has_zero_count: bool,
+}
+
+/// Self costs and arcs of the chosen parts.
+#[derive(Clone, Debug)]
+pub struct Aggregate<C> {
+    /// Number of recorded events.
+    pub events: usize,
+    /// Sum of all self costs.
+    pub totals: Vec<C>,
+    /// The `file:function` rows, in order of first appearance.
+    pub rows: Vec<RowKey>,
+    /// Self cost of every row.
+    pub row_self: CostTable<C>,
+    /// Self cost of every function, indexed by `FunctionId`.
+    pub function_self: CostTable<C>,
+    /// Whether the function has any line, call or jump in the chosen parts.
+    pub function_present: Vec<bool>,
+    /// Call arcs.
+    pub arcs: Vec<Arc<C>>,
+    row_index: FxHashMap<RowKey, u32>,
+}
+
+impl<C: Cost> Aggregate<C> {
+    /// Sums the parts for which `chosen(index)` is true.
+    pub fn new(profile: &Profile<C>, chosen: impl Fn(usize) -> bool) -> Self {
+        let events = profile.events.len();
+        let mut b = AggregateBuilder::new(events);
+        let mut sum = vec![C::ZERO; events];
+        for (pi, part) in profile.parts.iter().enumerate() {
+            b.start_part();
+            if !chosen(pi) {
+                continue;
+            }
+            for (bi, block) in part.lines.blocks().iter().enumerate() {
+                sum.iter_mut().for_each(|c| *c = C::ZERO);
+                part.lines
+                    .for_each_in_block(bi, |l| add_into(&mut sum, l.costs));
+                b.line(block.function, block.file, &sum);
+            }
+            for call in part.calls.iter() {
+                b.call(&call.info, call.inclusive);
+            }
+            for j in part.jumps.iter() {
+                b.jump(j.info.function);
+            }
+        }
+        b.finish(profile.names.function_count(), chosen)
+    }
+
+    /// Index of a row, if the chosen parts have it.
+    pub fn row_of(&self, key: RowKey) -> Option<usize> {
+        self.row_index.get(&key).map(|&r| r as usize)
+    }
+}
+
+/// Sums of one part, built while the part is read.
+struct PartSums<C> {
+    rows: FxHashMap<RowKey, u32>,
+    keys: Vec<RowKey>,
+    sums: CostTable<C>,
+    arcs: FxHashMap<(FunctionId, FileId, FunctionId), u32>,
+    arc_list: Vec<Arc<C>>,
+    present: Vec<FunctionId>,
+    last: Option<(RowKey, u32)>,
+}
+
+/// Builds an [`Aggregate`] record by record, so that a profile can be
+/// summed while it is read, without keeping its lines: a report that shows
+/// no source or assembly needs nothing else.
+pub struct AggregateBuilder<C> {
+    events: usize,
+    parts: Vec<PartSums<C>>,
+}
+
+impl<C: Cost> AggregateBuilder<C> {
+    /// A builder for `events` recorded events.
+    pub fn new(events: usize) -> Self {
+        AggregateBuilder {
+            events,
+            parts: Vec::new(),
+        }
+    }
+
+    /// The next part begins.
+    pub fn start_part(&mut self) {
+        self.parts.push(PartSums {
+            rows: FxHashMap::default(),
+            keys: Vec::new(),
+            sums: CostTable::new(self.events),
+            arcs: FxHashMap::default(),
+            arc_list: Vec::new(),
+            present: Vec::new(),
+            last: None,
+        });
+    }
+
+    fn part(&mut self) -> &mut PartSums<C> {
+        if self.parts.is_empty() {
+            self.start_part();
+        }
+        self.parts.last_mut().expect("a part")
+    }
+
+    fn row(p: &mut PartSums<C>, key: RowKey) -> usize {
+        if let Some((k, r)) = p.last
+            && k == key
+        {
+            return r as usize;
+        }
+        let r = match p.rows.get(&key) {
+            Some(&r) => r,
+            None => {
+                let r = p.keys.len() as u32;
+                p.keys.push(key);
+                p.sums.push_zero();
+                p.rows.insert(key, r);
+                r
+            }
+        };
+        p.last = Some((key, r));
+        r as usize
+    }
+
+    /// Self cost of a line (or of a run of lines) of `function` in `file`.
+    #[inline]
+    pub fn line(&mut self, function: FunctionId, file: FileId, costs: &[C]) {
+        let p = self.part();
+        let r = Self::row(p, RowKey { function, file });
+        p.sums.add(r, costs);
+    }
+
+    /// A call arc.
+    pub fn call(&mut self, info: &tally_model::CallInfo<C>, inclusive: &[C]) {
+        let events = self.events;
+        let p = self.part();
+        let k = (info.caller, info.site_file, info.callee);
+        let idx = match p.arcs.get(&k) {
+            Some(&i) => i as usize,
+            None => {
+                p.arc_list.push(Arc {
+                    caller: info.caller,
+                    site_file: info.site_file,
+                    callee: info.callee,
+                    count: C::ZERO,
+                    inclusive: vec![C::ZERO; events],
+                    has_zero_count: false,
+                });
+                p.arcs.insert(k, (p.arc_list.len() - 1) as u32);
+                p.arc_list.len() - 1
+            }
+        };
+        let arc = &mut p.arc_list[idx];
+        arc.count = arc.count.saturating_add(info.count);
+        arc.has_zero_count |= info.count.is_zero();
+        add_into(&mut arc.inclusive, inclusive);
+        // A caller's site row exists even without self cost there.
+        Self::row(
+            p,
+            RowKey {
+                function: info.caller,
+                file: info.site_file,
+            },
+        );
+    }
+
+    /// A jump in `function` (it makes the function present).
+    pub fn jump(&mut self, function: FunctionId) {
+        self.part().present.push(function);
+    }
+
+    /// The self-cost sum of each part, in order.
+    pub fn part_totals(&self) -> Vec<Vec<C>> {
+        self.parts
+            .iter()
+            .map(|p| {
+                let mut t = vec![C::ZERO; self.events];
+                for r in 0..p.keys.len() {
+                    add_into(&mut t, p.sums.get(r));
+                }
+                t
+            })
+            .collect()
+    }
+
+    /// Sums the chosen parts; `functions` is the profile's function count.
+    pub fn finish(self, functions: usize, chosen: impl Fn(usize) -> bool) -> Aggregate<C> {
+        let events = self.events;
+        let mut a = Aggregate {
+            events,
+            totals: vec![C::ZERO; events],
+            rows: Vec::new(),
+            row_self: CostTable::new(events),
+            function_self: CostTable::zeroed(events, functions),
+            function_present: vec![false; functions],
+            arcs: Vec::new(),
+            row_index: FxHashMap::default(),
+        };
+        let mut arc_index: FxHashMap<(FunctionId, FileId, FunctionId), u32> = FxHashMap::default();
+        let single = self
+            .parts
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| chosen(*i))
+            .count()
+            == 1;
+        for (pi, p) in self.parts.into_iter().enumerate() {
+            if !chosen(pi) {
+                continue;
+            }
+            for (r, key) in p.keys.iter().enumerate() {
+                let costs = p.sums.get(r);
+                let row = match a.row_index.get(key) {
+                    Some(&x) => x as usize,
+                    None => {
+                        let x = a.rows.len();
+                        a.rows.push(*key);
+                        a.row_self.push_zero();
+                        a.row_index.insert(*key, x as u32);
+                        x
+                    }
+                };
+                a.row_self.add(row, costs);
+                a.function_self.add(key.function.index(), costs);
+                a.function_present[key.function.index()] = true;
+                add_into(&mut a.totals, costs);
+            }
+            for f in p.present {
+                a.function_present[f.index()] = true;
+            }
+            if single {
+                for arc in &p.arc_list {
+                    a.function_present[arc.caller.index()] = true;
+                    a.function_present[arc.callee.index()] = true;
+                }
+                a.arcs = p.arc_list;
+                continue;
+            }
+            for arc in p.arc_list {
+                a.function_present[arc.caller.index()] = true;
+                a.function_present[arc.callee.index()] = true;
+                let k = (arc.caller, arc.site_file, arc.callee);
+                match arc_index.get(&k) {
+                    Some(&i) => {
+                        let x = &mut a.arcs[i as usize];
+                        x.count = x.count.saturating_add(arc.count);
+                        x.has_zero_count |= arc.has_zero_count;
+                        add_into(&mut x.inclusive, &arc.inclusive);
+                    }
+                    None => {
+                        arc_index.insert(k, a.arcs.len() as u32);
+                        a.arcs.push(arc);
+                    }
+                }
+            }
+        }
+        a
+    }
+}

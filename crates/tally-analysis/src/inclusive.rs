@@ -1,0 +1,230 @@
+//! Inclusive costs that stay right under recursion.
+//!
+//! An arc's recorded cost includes every call nested inside it, so adding up
+//! arcs along a recursion counts the same work again at every level: that is
+//! how callgrind_annotate reaches several hundred percent. Here, as in gprof,
+//! mutually recursive functions form a cycle (a strongly connected component
+//! of the call graph). A function outside any cycle costs its self cost plus
+//! its arcs to other functions, which for a function that is called equals
+//! the sum of the calls to it from other functions (that sum is used, as it
+//! is what the callers see); a self call adds nothing, since that work is
+//! already inside the function. A cycle costs its members' self costs plus
+//! the arcs that leave it; its members get no inclusive cost of their own.
+//! Arcs leaving a cycle can never nest inside one another (the callee would
+//! otherwise call back into the cycle and belong to it), so no work is
+//! counted twice.
+
+use crate::aggregate::{Aggregate, CostTable, add_into};
+use crate::scc::{Graph, strongly_connected};
+use tally_model::{Cost, FunctionId, Names};
+
+/// A cycle of mutually recursive functions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cycle<C> {
+    /// 1-based number, in order of decreasing inclusive cost of the first
+    /// event.
+    pub number: u32,
+    /// The member functions, by decreasing self cost of the first event.
+    pub members: Vec<FunctionId>,
+    /// Sum of the members' self costs.
+    pub self_cost: Vec<C>,
+    /// Self costs plus the arcs that leave the cycle.
+    pub inclusive: Vec<C>,
+    /// Calls into the cycle from outside.
+    pub calls_in: C,
+    /// Calls between members (including members' self calls).
+    pub calls_within: C,
+}
+
+/// Inclusive cost of every function, and the cycles.
+#[derive(Clone, Debug)]
+pub struct Inclusive<C> {
+    /// Inclusive cost per `FunctionId`; meaningful only where `cycle_of` is
+    /// `None` (zeros for cycle members).
+    pub function: CostTable<C>,
+    /// The cycle number of each function, if it is in one.
+    pub cycle_of: Vec<Option<u32>>,
+    /// Whether the function calls itself directly.
+    pub self_call: Vec<bool>,
+    /// The cycles, numbered 1.. in this order.
+    pub cycles: Vec<Cycle<C>>,
+}
+
+impl<C: Cost> Inclusive<C> {
+    /// Computes inclusive costs from aggregated self costs and arcs.
+    pub fn new(agg: &Aggregate<C>) -> Self {
+        let nf = agg.function_self.len();
+        let graph = Graph::from_edges(
+            nf,
+            agg.arcs
+                .iter()
+                .filter(|a| a.caller != a.callee)
+                .map(|a| (a.caller.0, a.callee.0)),
+        );
+        let comps = strongly_connected(&graph);
+        let ev = agg.events;
+
+        // Cycles: components with more than one member.
+        let mut cycle_slot: Vec<Option<usize>> = vec![None; comps.sizes.len()];
+        let mut raw: Vec<Cycle<C>> = Vec::new();
+        for f in 0..nf {
+            let c = comps.component[f] as usize;
+            if comps.sizes[c] < 2 {
+                continue;
+            }
+            let slot = *cycle_slot[c].get_or_insert_with(|| {
+                raw.push(Cycle {
+                    number: 0,
+                    members: Vec::new(),
+                    self_cost: vec![C::ZERO; ev],
+                    inclusive: vec![C::ZERO; ev],
+                    calls_in: C::ZERO,
+                    calls_within: C::ZERO,
+                });
+                raw.len() - 1
+            });
+            let cy = &mut raw[slot];
+            cy.members.push(FunctionId(f as u32));
+            add_into(&mut cy.self_cost, agg.function_self.get(f));
+            add_into(&mut cy.inclusive, agg.function_self.get(f));
+        }
+        let slot_of = |f: FunctionId| cycle_slot[comps.component[f.index()] as usize];
+
+        // Outside cycles: what the calls to a function cost (the sum of its
+        // incoming arcs from other functions), which is what its callers
+        // see; a function nobody calls (a root, a thread's entry) costs its
+        // self cost plus its calls to others.
+        let mut function = agg.function_self.clone();
+        let mut incoming = CostTable::zeroed(ev, nf);
+        let mut called = vec![false; nf];
+        let mut self_call = vec![false; nf];
+        for arc in &agg.arcs {
+            if arc.caller == arc.callee {
+                self_call[arc.caller.index()] = true;
+                continue;
+            }
+            incoming.add(arc.callee.index(), &arc.inclusive);
+            called[arc.callee.index()] = true;
+            let (from, to) = (slot_of(arc.caller), slot_of(arc.callee));
+            match (from, to) {
+                (Some(a), Some(b)) if a == b => {}
+                _ => {
+                    if let Some(a) = from {
+                        add_into(&mut raw[a].inclusive, &arc.inclusive);
+                    } else {
+                        function.add(arc.caller.index(), &arc.inclusive);
+                    }
+                    if let Some(b) = to {
+                        raw[b].calls_in = raw[b].calls_in.saturating_add(arc.count);
+                    }
+                }
+            }
+        }
+        for arc in &agg.arcs {
+            if let Some(a) = slot_of(arc.caller)
+                && (arc.caller == arc.callee || slot_of(arc.callee) == Some(a))
+            {
+                raw[a].calls_within = raw[a].calls_within.saturating_add(arc.count);
+            }
+        }
+        for (f, &was_called) in called.iter().enumerate() {
+            if was_called && slot_of(FunctionId(f as u32)).is_none() {
+                function.get_mut(f).copy_from_slice(incoming.get(f));
+            }
+        }
+
+        // Number cycles by decreasing inclusive cost (first event), ties by
+        // their first member, so that numbers do not depend on hash order.
+        for cy in &mut raw {
+            cy.members.sort_by(|&a, &b| {
+                let (x, y) = (
+                    agg.function_self.get(a.index()),
+                    agg.function_self.get(b.index()),
+                );
+                y.first().cmp(&x.first()).then(a.cmp(&b))
+            });
+        }
+        let mut order: Vec<usize> = (0..raw.len()).collect();
+        order.sort_by(|&a, &b| {
+            raw[b]
+                .inclusive
+                .first()
+                .cmp(&raw[a].inclusive.first())
+                .then(raw[a].members[0].cmp(&raw[b].members[0]))
+        });
+        let mut cycles = Vec::with_capacity(raw.len());
+        let mut number_of_slot = vec![0u32; raw.len()];
+        for (n, &slot) in order.iter().enumerate() {
+            number_of_slot[slot] = n as u32 + 1;
+        }
+        let mut raw: Vec<Option<Cycle<C>>> = raw.into_iter().map(Some).collect();
+        for &slot in &order {
+            let mut cy = raw[slot].take().expect("each slot once");
+            cy.number = number_of_slot[slot];
+            cycles.push(cy);
+        }
+        let mut cycle_of = vec![None; nf];
+        for (f, c) in cycle_of.iter_mut().enumerate() {
+            *c = cycle_slot[comps.component[f] as usize].map(|s| number_of_slot[s]);
+            if c.is_some() {
+                function.get_mut(f).iter_mut().for_each(|x| *x = C::ZERO);
+            }
+        }
+        Inclusive {
+            function,
+            cycle_of,
+            self_call,
+            cycles,
+        }
+    }
+
+    /// Inclusive cost of `f`, or `None` for a cycle member.
+    pub fn of(&self, f: FunctionId) -> Option<&[C]> {
+        match self.cycle_of[f.index()] {
+            None => Some(self.function.get(f.index())),
+            Some(_) => None,
+        }
+    }
+
+    /// The cycle with number `n`.
+    pub fn cycle(&self, n: u32) -> &Cycle<C> {
+        &self.cycles[n as usize - 1]
+    }
+
+    /// Inclusive cost of every `file:function` row of `agg`: the row of the
+    /// function's own file gets the whole function's inclusive cost (what a
+    /// caller sees); a row of inlined code gets its self cost plus the calls
+    /// made from it. `None` for rows of cycle members.
+    pub fn rows(&self, agg: &Aggregate<C>, names: &Names) -> Vec<Option<Vec<C>>> {
+        let mut out: Vec<Option<Vec<C>>> = agg
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(r, key)| {
+                if self.cycle_of[key.function.index()].is_some() {
+                    None
+                } else if names.key(key.function).file == key.file {
+                    Some(self.function.get(key.function.index()).to_vec())
+                } else {
+                    Some(agg.row_self.get(r).to_vec())
+                }
+            })
+            .collect();
+        for arc in &agg.arcs {
+            if arc.caller == arc.callee || self.cycle_of[arc.caller.index()].is_some() {
+                continue;
+            }
+            if names.key(arc.caller).file == arc.site_file {
+                continue;
+            }
+            let key = crate::aggregate::RowKey {
+                function: arc.caller,
+                file: arc.site_file,
+            };
+            if let Some(Some(v)) = agg.row_of(key).map(|r| out[r].as_mut()) {
+                add_into(v, &arc.inclusive);
+            }
+        }
+        out
+    }
+}

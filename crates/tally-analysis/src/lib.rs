@@ -1,0 +1,15 @@
+//! Analyses over the profile model: self costs and arcs summed over parts,
+//! the call graph's strongly connected components, inclusive costs that stay
+//! right under recursion, and costs per source line or instruction.
+//!
+//! Everything here is pure and deterministic: the same profile gives the
+//! same numbers and the same order, whatever the hash seeds.
+
+pub mod aggregate;
+pub mod inclusive;
+pub mod positions;
+pub mod scc;
+
+pub use aggregate::{Aggregate, AggregateBuilder, Arc, CostTable, RowKey, add_into};
+pub use inclusive::{Cycle, Inclusive};
+pub use positions::{CallSite, JumpSite, PositionCosts, by_instr, by_line};

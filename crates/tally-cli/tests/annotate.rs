@@ -1,0 +1,334 @@
+//! `tally annotate` as a user runs it: source annotation (snapshot), JSON
+//! content, parts and threads, derived events, jumps, and the messages for
+//! bad options and missing files.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data")
+        .join(rel)
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tally"))
+        .arg("annotate")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("run tally")
+}
+
+fn run(args: &[&str]) -> Output {
+    run_in(&data(""), args)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn json(args: &[&str]) -> Value {
+    let mut a = vec!["--json"];
+    a.extend_from_slice(args);
+    let out = run(&a);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+fn n(v: &Value) -> i64 {
+    v.as_i64().expect("a number")
+}
+
+/// Copies a profile into a fresh directory, so that it is newer than the
+/// sources whatever the checkout's file times.
+fn fresh_copy(rel: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().join(Path::new(rel).file_name().unwrap());
+    std::fs::copy(data(rel), &to).unwrap();
+    (dir, to)
+}
+
+#[test]
+fn source_annotation_snapshot() {
+    let (dir, _) = fresh_copy("callgrind/inline.default.out");
+    let inc = data("");
+    let out = run_in(
+        dir.path(),
+        &[
+            "--auto=yes",
+            "--context=3",
+            "--threshold=99",
+            "-I",
+            inc.to_str().unwrap(),
+            "inline.default.out",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stderr).contains("newer"),
+        "{}",
+        text(&out.stderr)
+    );
+    let got = text(&out.stdout).replace(inc.to_str().unwrap(), "DATA/");
+    let snap = data("annotate/inline.default.auto.txt");
+    if std::env::var_os("TALLY_BLESS").is_some() {
+        std::fs::create_dir_all(snap.parent().unwrap()).unwrap();
+        std::fs::write(&snap, &got).unwrap();
+    }
+    let want = std::fs::read_to_string(&snap).expect("snapshot (TALLY_BLESS=1 writes it)");
+    if got != want {
+        let diff: Vec<String> = got
+            .lines()
+            .zip(want.lines())
+            .enumerate()
+            .filter(|(_, (a, b))| a != b)
+            .take(5)
+            .map(|(i, (a, b))| format!("line {}:\n  got  {a}\n  want {b}", i + 1))
+            .collect();
+        panic!(
+            "source annotation differs from {} ({} vs {} lines):\n{}",
+            snap.display(),
+            got.lines().count(),
+            want.lines().count(),
+            diff.join("\n")
+        );
+    }
+}
+
+#[test]
+fn source_lines_agree_with_the_profile() {
+    // Every line count shown in the JSON source annotation adds up to the
+    // file's self cost in the function table.
+    let j = json(&[
+        "--auto=yes",
+        "--threshold=100",
+        "callgrind/workload.default.out",
+    ]);
+    let files = j["source"]["files"].as_array().unwrap();
+    assert!(files.iter().any(|f| f["file"] == "./src/workload.c"));
+    for f in files {
+        let lines: i64 = f["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| n(&l["self"]["Ir"]))
+            .sum();
+        let rows: i64 = j["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["file"] == f["file"])
+            .map(|r| n(&r["self"]["Ir"]))
+            .sum();
+        assert_eq!(lines, rows, "{}", f["file"]);
+    }
+}
+
+#[test]
+fn source_newer_than_profile_and_lines_past_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    // A source cut short, written after the profile.
+    let src = std::fs::read_to_string(data("src/inline.c")).unwrap();
+    let short: String = src.lines().take(20).map(|l| format!("{l}\n")).collect();
+    let prof = dir.path().join("p.out");
+    std::fs::copy(data("callgrind/inline.default.out"), &prof).unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&prof)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    std::fs::write(dir.path().join("src/inline.c"), short).unwrap();
+    let out = run_in(dir.path(), &["p.out", "src/inline.c"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (o, e) = (text(&out.stdout), text(&out.stderr));
+    assert!(e.contains("newer than the profile"), "{e}");
+    assert!(e.contains("past the end of the file (20 lines)"), "{e}");
+    assert!(
+        o.contains("-- User-annotated source: ./src/inline.c"),
+        "{o}"
+    );
+    assert!(
+        o.contains("counts on lines past the end of the file (20 lines)"),
+        "{o}"
+    );
+    assert!(
+        o.contains("<line 43 past the end>") || o.contains("past the end>"),
+        "{o}"
+    );
+}
+
+#[test]
+fn missing_sources_are_summarised() {
+    let (dir, _) = fresh_copy("callgrind/inline.default.out");
+    let out = run_in(dir.path(), &["--auto=yes", "inline.default.out"]);
+    assert!(out.status.success());
+    let o = text(&out.stdout);
+    assert!(o.contains("not found: ./src/inline.c"), "{o}");
+    assert!(o.contains("unannotated: files known, not found"), "{o}");
+}
+
+#[test]
+fn json_has_rows_inclusive_costs_and_cycles() {
+    let j = json(&[
+        "--inclusive=yes",
+        "--threshold=100",
+        "callgrind/mutual.default.out",
+    ]);
+    let total = n(&j["totals"]["Ir"]);
+    assert_eq!(total, 145_054);
+    let rows = j["functions"].as_array().unwrap();
+    let row = |f: &str| rows.iter().find(|r| r["function"] == f).unwrap();
+    // is_even'2 and is_odd'2 call each other: a cycle, no inclusive cost.
+    let even = row("is_even'2");
+    assert!(even.get("inclusive").is_none());
+    let c = n(&even["cycle"]);
+    let cycle = j["cycles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| n(&x["number"]) == c)
+        .unwrap();
+    let names: Vec<&str> = cycle["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["function"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"is_even'2") && names.contains(&"is_odd'2"),
+        "{names:?}"
+    );
+    assert!(n(&cycle["inclusive"]["Ir"]) <= total);
+    // No row above the total (callgrind_annotate shows 298 % here).
+    for r in rows {
+        if let Some(i) = r.get("inclusive") {
+            assert!(n(&i["Ir"]) <= total, "{r}");
+        }
+        assert!(r["object"].is_string() && r["file"].is_string());
+    }
+    assert_eq!(n(&row("main")["inclusive"]["Ir"]), 39_644);
+    // The by-function grouping is there too.
+    assert!(j["functions_by_name"].as_array().unwrap().len() <= rows.len());
+}
+
+#[test]
+fn parts_and_threads_are_selected_and_summed() {
+    let all = json(&[
+        "--threshold=100",
+        "callgrind/threads.threads.out-01",
+        "callgrind/threads.threads.out-02",
+        "callgrind/threads.threads.out-03",
+        "callgrind/threads.threads.out-04",
+    ]);
+    let mut sum = 0;
+    for t in 1..=4 {
+        let one = json(&[&format!("callgrind/threads.threads.out-0{t}")]);
+        sum += n(&one["totals"]["Ir"]);
+        let sel = json(&[
+            &format!("--thread={t}"),
+            "callgrind/threads.threads.out-01",
+            "callgrind/threads.threads.out-02",
+            "callgrind/threads.threads.out-03",
+            "callgrind/threads.threads.out-04",
+        ]);
+        assert_eq!(sel["totals"], one["totals"], "thread {t}");
+    }
+    assert_eq!(n(&all["totals"]["Ir"]), sum);
+    assert_eq!(all["parts"].as_array().unwrap().len(), 4);
+    // A multi-part file: the total is the sum of the parts, not the last.
+    let combined = json(&["callgrind/mutual.combined.out"]);
+    let parts = combined["parts"].as_array().unwrap().len();
+    assert!(parts > 1);
+    let mut s = 0;
+    for p in 1..=parts {
+        s += n(&json(&[&format!("--part={p}"), "callgrind/mutual.combined.out"])["totals"]["Ir"]);
+    }
+    assert_eq!(n(&combined["totals"]["Ir"]), s);
+}
+
+#[test]
+fn derived_and_ad_hoc_events() {
+    let j = json(&["--show=CEst,W", "spec/event-derived-factors.callgrind"]);
+    let t = &j["totals"];
+    assert_eq!(
+        n(&t["CEst"]),
+        n(&t["Ir"]) + 10 * n(&t["Bm"]) + 100 * n(&t["LLm"])
+    );
+    assert_eq!(n(&t["W"]), 2 * n(&t["Ir"]) + n(&t["Bm"]));
+    let j = json(&["--event=Mem=Dr+Dw", "--show=Mem", "cachegrind/workload.out"]);
+    let t = &j["totals"];
+    assert_eq!(n(&t["Mem"]), n(&t["Dr"]) + n(&t["Dw"]));
+    for r in j["functions"].as_array().unwrap() {
+        assert_eq!(
+            n(&r["self"]["Mem"]),
+            n(&r["self"]["Dr"]) + n(&r["self"]["Dw"])
+        );
+    }
+}
+
+#[test]
+fn jumps_are_listed_hottest_first() {
+    let j = json(&["--jumps=10", "callgrind/workload.jumps.out"]);
+    let jumps = j["jumps"].as_array().unwrap();
+    assert_eq!(jumps.len(), 10);
+    for w in jumps.windows(2) {
+        assert!(n(&w[0]["executed"]) >= n(&w[1]["executed"]));
+    }
+    for x in jumps {
+        assert!(n(&x["taken"]) <= n(&x["executed"]));
+    }
+    let out = run(&["--jumps=5", "callgrind/workload.jumps.out"]);
+    let o = text(&out.stdout);
+    assert!(o.contains("jcnd ") || o.contains("jump "), "{o}");
+}
+
+#[test]
+fn bad_options_and_inputs_get_clear_messages() {
+    let out = run(&["--show=Nope", "callgrind/mutual.default.out"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("unknown event `Nope` (the profile has: Ir)"));
+
+    let out = run(&["--part=9", "callgrind/mutual.default.out"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("no part 9"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = run(&["--threshold=150", "callgrind/mutual.default.out"]);
+    assert_eq!(out.status.code(), Some(2));
+
+    let out = run(&["--event=Ir=Dr", "cachegrind/workload.out"]);
+    assert_eq!(out.status.code(), Some(1));
+
+    // A Cachegrind profile has no calls to draw trees from.
+    let out = run(&["--tree=both", "cachegrind/workload.out"]);
+    assert!(out.status.success());
+    assert!(
+        text(&out.stderr).contains("no calls"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = run(&["callgrind/no-such-file.out"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("no-such-file.out"));
+
+    let out = run(&["bad/garbage-line.callgrind"]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn colour_only_when_asked_or_on_a_terminal() {
+    let out = run(&["callgrind/mutual.default.out"]);
+    assert!(!text(&out.stdout).contains('\x1b'));
+    let out = run(&["--color=always", "callgrind/mutual.default.out"]);
+    assert!(text(&out.stdout).contains("\x1b[1m"));
+}

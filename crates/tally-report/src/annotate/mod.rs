@@ -1,0 +1,694 @@
+//! `tally annotate`: the function table, inclusive costs with cycles, call
+//! trees, source, assembly and jump annotation, as text or JSON.
+//!
+//! The work is split in two: [`Analysis`] computes everything a report may
+//! show (sums over the chosen parts, inclusive costs, the rows above the
+//! threshold); the text and JSON writers only lay it out.
+
+mod asm;
+mod json;
+mod source;
+mod text;
+
+use crate::ReportError;
+use std::io::Write;
+use std::path::PathBuf;
+use tally_analysis::{Aggregate, AggregateBuilder, Inclusive, RowKey};
+use tally_model::{Cost, FunctionId, Profile};
+
+/// Which call trees to print.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Tree {
+    /// None.
+    #[default]
+    None,
+    /// Callers of each function.
+    Caller,
+    /// Functions each function calls.
+    Calling,
+    /// Both.
+    Both,
+}
+
+impl Tree {
+    /// Callers are shown.
+    pub fn callers(self) -> bool {
+        matches!(self, Tree::Caller | Tree::Both)
+    }
+    /// Callees are shown.
+    pub fn callees(self) -> bool {
+        matches!(self, Tree::Calling | Tree::Both)
+    }
+}
+
+/// Which parts of a profile to sum.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum PartFilter {
+    /// All parts.
+    #[default]
+    All,
+    /// Parts with these numbers (`part:`, else their 1-based position).
+    Parts(Vec<u64>),
+    /// Parts of these threads (`thread:`).
+    Threads(Vec<u64>),
+}
+
+/// What the user asked for.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The input files, for the header and source age checks.
+    pub inputs: Vec<PathBuf>,
+    /// Events to show (names); empty for all.
+    pub show: Vec<String>,
+    /// Sort events with optional per-event thresholds; empty for the shown
+    /// order.
+    pub sort: Vec<(String, Option<f64>)>,
+    /// Cumulative threshold in percent; 100 shows everything.
+    pub threshold: f64,
+    /// Show and sort by inclusive costs.
+    pub inclusive: bool,
+    /// Call trees.
+    pub tree: Tree,
+    /// Annotate the source files of every function above the threshold.
+    pub auto: bool,
+    /// Source files to annotate whatever their cost.
+    pub files: Vec<PathBuf>,
+    /// Lines of context around annotated lines.
+    pub context: usize,
+    /// Directories to look for sources in.
+    pub include: Vec<PathBuf>,
+    /// Annotate disassembly.
+    pub asm: bool,
+    /// Print this many hottest jumps.
+    pub jumps: Option<usize>,
+    /// Percentages after the counts.
+    pub show_percs: bool,
+    /// ANSI colour.
+    pub color: bool,
+    /// Which parts to sum.
+    pub parts: PartFilter,
+    /// JSON instead of text.
+    pub json: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            inputs: Vec::new(),
+            show: Vec::new(),
+            sort: Vec::new(),
+            threshold: 99.0,
+            inclusive: false,
+            tree: Tree::None,
+            auto: false,
+            files: Vec::new(),
+            context: 8,
+            include: Vec::new(),
+            asm: false,
+            jumps: None,
+            show_percs: false,
+            color: false,
+            parts: PartFilter::All,
+            json: false,
+        }
+    }
+}
+
+/// Everything a report shows, computed once.
+pub struct Analysis<'p, C> {
+    /// The profile.
+    pub profile: &'p Profile<C>,
+    /// The options.
+    pub opts: &'p Options,
+    /// Parts summed.
+    pub chosen: Vec<bool>,
+    /// Names of all events: recorded, then derived.
+    pub event_names: Vec<String>,
+    /// Events shown, as indices into `event_names`.
+    pub shown: Vec<usize>,
+    /// Sort events (indices) with their thresholds.
+    pub sort: Vec<(usize, f64)>,
+    /// No threshold: every row is shown.
+    pub show_all: bool,
+    /// Self costs and arcs.
+    pub agg: Aggregate<C>,
+    /// Inclusive costs, when `--inclusive` or a tree asks for them.
+    pub incl: Option<Inclusive<C>>,
+    /// Inclusive cost per `file:function` row.
+    pub row_incl: Vec<Option<Vec<C>>>,
+    /// `file:function` rows above the threshold, sorted.
+    pub rows: Vec<usize>,
+    /// Functions above the threshold, sorted (function:file grouping).
+    pub functions: Vec<FunctionId>,
+    /// Program totals over the chosen parts.
+    pub totals: Vec<C>,
+    /// Notes for the user (printed on stderr by the CLI).
+    pub warnings: Vec<String>,
+    callers_of: rustc_hash::FxHashMap<FunctionId, Vec<u32>>,
+    callees_of: rustc_hash::FxHashMap<RowKey, Vec<u32>>,
+}
+
+impl<'p, C: Cost> Analysis<'p, C> {
+    /// Runs the analyses the options need.
+    pub fn new(profile: &'p Profile<C>, opts: &'p Options) -> Result<Self, ReportError> {
+        Self::build(profile, opts, None)
+    }
+
+    /// The same, from sums made while reading (`profile` then has no lines).
+    pub fn from_sums(
+        profile: &'p Profile<C>,
+        opts: &'p Options,
+        sums: AggregateBuilder<C>,
+    ) -> Result<Self, ReportError> {
+        Self::build(profile, opts, Some(sums))
+    }
+
+    fn build(
+        profile: &'p Profile<C>,
+        opts: &'p Options,
+        sums: Option<AggregateBuilder<C>>,
+    ) -> Result<Self, ReportError> {
+        let chosen = choose_parts(profile, &opts.parts)?;
+        let mut event_names: Vec<String> = profile
+            .events
+            .recorded()
+            .iter()
+            .map(|e| e.name.clone())
+            .collect();
+        event_names.extend(profile.events.derived().iter().map(|d| d.name.clone()));
+        let find = |name: &str| -> Result<usize, ReportError> {
+            event_names
+                .iter()
+                .position(|e| e == name)
+                .ok_or_else(|| ReportError::UnknownEvent {
+                    name: name.to_string(),
+                    known: event_names.join(" "),
+                })
+        };
+        let shown: Vec<usize> = if opts.show.is_empty() {
+            (0..event_names.len()).collect()
+        } else {
+            opts.show
+                .iter()
+                .map(|n| find(n))
+                .collect::<Result<_, _>>()?
+        };
+        // As callgrind_annotate: without --sort, all recorded events in file
+        // order; the single threshold applies to the first sort event, the
+        // others get 0 unless --sort gives per-event thresholds.
+        let any_own = opts.sort.iter().any(|(_, t)| t.is_some());
+        let sort: Vec<(usize, f64)> = if opts.sort.is_empty() {
+            (0..profile
+                .events
+                .recorded()
+                .len()
+                .max(1)
+                .min(event_names.len()))
+                .map(|e| (e, if e == 0 { opts.threshold } else { 0.0 }))
+                .collect()
+        } else {
+            opts.sort
+                .iter()
+                .enumerate()
+                .map(|(i, (n, t))| {
+                    let th = match (any_own, t) {
+                        (_, Some(t)) => *t,
+                        (true, None) => 0.0,
+                        (false, None) if i == 0 => opts.threshold,
+                        (false, None) => 0.0,
+                    };
+                    find(n).map(|e| (e, th))
+                })
+                .collect::<Result<_, _>>()?
+        };
+        let show_all = !any_own && opts.threshold >= 100.0;
+
+        let (agg, part_sums) = match sums {
+            Some(b) => {
+                let t = b.part_totals();
+                (
+                    b.finish(profile.names.function_count(), |i| chosen[i]),
+                    Some(t),
+                )
+            }
+            None => (Aggregate::new(profile, |i| chosen[i]), None),
+        };
+        let mut warnings = Vec::new();
+        let need_incl = opts.inclusive || opts.tree != Tree::None;
+        let incl = need_incl.then(|| Inclusive::new(&agg));
+        let row_incl = match &incl {
+            Some(i) => i.rows(&agg, &profile.names),
+            None => Vec::new(),
+        };
+        if opts.tree != Tree::None && agg.arcs.is_empty() {
+            warnings.push(
+                "the profile has no calls (Cachegrind files never do; Callgrind records them): no call trees to show".to_string(),
+            );
+        }
+        let totals = program_totals(profile, &chosen, &agg, part_sums.as_deref());
+        let mut a = Analysis {
+            profile,
+            opts,
+            chosen,
+            event_names,
+            shown,
+            sort,
+            show_all,
+            agg,
+            incl,
+            row_incl,
+            rows: Vec::new(),
+            functions: Vec::new(),
+            totals,
+            warnings,
+            callers_of: Default::default(),
+            callees_of: Default::default(),
+        };
+        if opts.tree != Tree::None {
+            a.index_arcs();
+        }
+        a.rows = a.select_rows();
+        a.functions = a.select_functions();
+        Ok(a)
+    }
+
+    /// Value of event `e` (recorded or derived) for a cost vector.
+    pub fn value(&self, costs: &[C], e: usize) -> i128 {
+        let rec = self.profile.events.recorded().len();
+        if e < rec {
+            costs[e].to_i128()
+        } else {
+            let d = &self.profile.events.derived()[e - rec];
+            d.coefficients().iter().zip(costs).fold(0i128, |s, (c, v)| {
+                s.saturating_add(c.saturating_mul(v.to_i128()))
+            })
+        }
+    }
+
+    /// Values of all shown events.
+    pub fn shown_values(&self, costs: &[C]) -> Vec<i128> {
+        self.shown.iter().map(|&e| self.value(costs, e)).collect()
+    }
+
+    /// Cost of a row used for sorting and thresholds: inclusive when asked
+    /// (a cycle member sorts by its self cost).
+    fn row_rank(&self, r: usize) -> &[C] {
+        if self.opts.inclusive
+            && let Some(Some(v)) = self.row_incl.get(r)
+        {
+            return v;
+        }
+        self.agg.row_self.get(r)
+    }
+
+    fn function_rank(&self, f: FunctionId) -> &[C] {
+        if self.opts.inclusive
+            && let Some(i) = &self.incl
+            && let Some(v) = i.of(f)
+        {
+            return v;
+        }
+        self.agg.function_self.get(f.index())
+    }
+
+    /// `file:function` as shown.
+    pub fn row_name(&self, key: RowKey) -> String {
+        let n = &self.profile.names;
+        format!(
+            "{}:{}",
+            String::from_utf8_lossy(n.file_name(key.file)),
+            String::from_utf8_lossy(n.function_name(key.function))
+        )
+    }
+
+    /// The object of a function, if it has one.
+    pub fn object(&self, f: FunctionId) -> Option<String> {
+        let o = self.profile.names.function_object(f);
+        (!o.is_empty()).then(|| String::from_utf8_lossy(o).into_owned())
+    }
+
+    fn select<K: Copy>(
+        &self,
+        mut keys: Vec<K>,
+        rank: impl Fn(K) -> Vec<i128>,
+        name: impl Fn(K) -> String,
+    ) -> Vec<K> {
+        let sort_ev: Vec<usize> = self.sort.iter().map(|s| s.0).collect();
+        let mut ranked: Vec<(Vec<i128>, String, K)> = keys
+            .drain(..)
+            .map(|k| {
+                let r = rank(k);
+                (sort_ev.iter().map(|&e| r[e]).collect(), name(k), k)
+            })
+            .collect();
+        ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        let all = self.show_all;
+        let totals: Vec<i128> = sort_ev
+            .iter()
+            .map(|&e| self.value(&self.totals, e))
+            .collect();
+        let mut cum = vec![0i128; sort_ev.len()];
+        let mut out = Vec::new();
+        for (vals, _, k) in ranked {
+            if !all {
+                let reached = self.sort.iter().enumerate().all(|(i, s)| {
+                    let prop = if totals[i] > 0 {
+                        cum[i] as f64 * 100.0 / totals[i] as f64
+                    } else {
+                        cum[i] as f64 * 100.0
+                    };
+                    prop >= s.1
+                });
+                if reached {
+                    break;
+                }
+            }
+            for i in 0..cum.len() {
+                // Inclusive costs overlap, so what counts is how much of the
+                // total the last row shown leaves out.
+                if self.opts.inclusive {
+                    cum[i] = totals[i] - vals[i];
+                } else {
+                    cum[i] += vals[i];
+                }
+            }
+            out.push(k);
+        }
+        out
+    }
+
+    fn all_values(&self, costs: &[C]) -> Vec<i128> {
+        (0..self.event_names.len())
+            .map(|e| self.value(costs, e))
+            .collect()
+    }
+
+    fn select_rows(&self) -> Vec<usize> {
+        let keys: Vec<usize> = (0..self.agg.rows.len()).collect();
+        self.select(
+            keys,
+            |r| self.all_values(self.row_rank(r)),
+            |r| self.row_name(self.agg.rows[r]),
+        )
+    }
+
+    fn select_functions(&self) -> Vec<FunctionId> {
+        let keys: Vec<FunctionId> = (0..self.agg.function_present.len())
+            .filter(|&f| self.agg.function_present[f])
+            .map(|f| FunctionId(f as u32))
+            .collect();
+        self.select(
+            keys,
+            |f| self.all_values(self.function_rank(f)),
+            |f| self.function_name(f),
+        )
+    }
+
+    /// `function:file` as shown in the by-function table.
+    pub fn function_name(&self, f: FunctionId) -> String {
+        let n = &self.profile.names;
+        format!(
+            "{}:{}",
+            String::from_utf8_lossy(n.function_name(f)),
+            String::from_utf8_lossy(n.function_file(f))
+        )
+    }
+
+    /// The row that stands for a function as a callee: the one of its own
+    /// file.
+    pub fn callee_row(&self, f: FunctionId) -> RowKey {
+        RowKey {
+            function: f,
+            file: self.profile.names.key(f).file,
+        }
+    }
+
+    fn index_arcs(&mut self) {
+        let mut callers: rustc_hash::FxHashMap<FunctionId, Vec<u32>> = Default::default();
+        let mut callees: rustc_hash::FxHashMap<RowKey, Vec<u32>> = Default::default();
+        for (i, arc) in self.agg.arcs.iter().enumerate() {
+            callers.entry(arc.callee).or_default().push(i as u32);
+            callees
+                .entry(RowKey {
+                    function: arc.caller,
+                    file: arc.site_file,
+                })
+                .or_default()
+                .push(i as u32);
+        }
+        self.callers_of = callers;
+        self.callees_of = callees;
+    }
+
+    /// Arcs into `f`, costliest first (needs a tree to be asked for).
+    pub fn callers(&self, f: FunctionId) -> Vec<&tally_analysis::Arc<C>> {
+        self.sorted_arcs(self.callers_of.get(&f), |arc| {
+            self.row_name(RowKey {
+                function: arc.caller,
+                file: arc.site_file,
+            })
+        })
+    }
+
+    /// Arcs made from the row `key`, costliest first.
+    pub fn callees(&self, key: RowKey) -> Vec<&tally_analysis::Arc<C>> {
+        self.sorted_arcs(self.callees_of.get(&key), |arc| {
+            self.row_name(self.callee_row(arc.callee))
+        })
+    }
+
+    /// Arcs by decreasing cost of the sort events, then by name; sorted when
+    /// asked, since only the rows shown need it.
+    fn sorted_arcs(
+        &self,
+        arcs: Option<&Vec<u32>>,
+        name: impl Fn(&tally_analysis::Arc<C>) -> String,
+    ) -> Vec<&tally_analysis::Arc<C>> {
+        let mut v: Vec<(Vec<i128>, &tally_analysis::Arc<C>)> = arcs
+            .into_iter()
+            .flatten()
+            .map(|&i| {
+                let arc = &self.agg.arcs[i as usize];
+                let k = self
+                    .sort
+                    .iter()
+                    .map(|&(e, _)| self.value(&arc.inclusive, e))
+                    .collect();
+                (k, arc)
+            })
+            .collect();
+        v.sort_by(|x, y| y.0.cmp(&x.0).then_with(|| name(x.1).cmp(&name(y.1))));
+        v.into_iter().map(|x| x.1).collect()
+    }
+
+    /// The cycle of a function, if any.
+    pub fn cycle_of(&self, f: FunctionId) -> Option<u32> {
+        self.incl.as_ref().and_then(|i| i.cycle_of[f.index()])
+    }
+}
+
+/// The program total: the sum of the chosen parts' own totals (`summary:`,
+/// else `totals:`, as callgrind_annotate reads them), so that a multi-part
+/// file is not reduced to its last part. A part that states neither counts
+/// the sum of its costs.
+fn program_totals<C: Cost>(
+    profile: &Profile<C>,
+    chosen: &[bool],
+    agg: &Aggregate<C>,
+    part_sums: Option<&[Vec<C>]>,
+) -> Vec<C> {
+    let n = agg.events;
+    let stated = |p: &tally_model::Part<C>| -> Option<Vec<C>> {
+        let v = p.info.summary.as_ref().or(p.info.totals.as_ref())?;
+        (v.len() == n && v.iter().any(|c| !c.is_zero())).then(|| v.clone())
+    };
+    let mut t = vec![C::ZERO; n];
+    for (i, p) in profile.parts.iter().enumerate() {
+        if !chosen[i] {
+            continue;
+        }
+        let own = stated(p)
+            .or_else(|| match part_sums {
+                Some(s) => s.get(i).cloned(),
+                None => p.lines.totals(),
+            })
+            .unwrap_or_else(|| vec![C::ZERO; n]);
+        tally_analysis::add_into(&mut t, &own);
+    }
+    t
+}
+
+fn choose_parts<C: Cost>(
+    profile: &Profile<C>,
+    filter: &PartFilter,
+) -> Result<Vec<bool>, ReportError> {
+    let parts = &profile.parts;
+    let chosen: Vec<bool> = match filter {
+        PartFilter::All => vec![true; parts.len()],
+        PartFilter::Parts(ns) => {
+            for &n in ns {
+                let found = parts
+                    .iter()
+                    .enumerate()
+                    .any(|(i, p)| p.info.number.unwrap_or(i as u64 + 1) == n);
+                if !found {
+                    let have: Vec<String> = parts
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| p.info.number.unwrap_or(i as u64 + 1).to_string())
+                        .collect();
+                    return Err(ReportError::NoSuchPart(format!(
+                        "no part {n} (the input has parts {})",
+                        have.join(", ")
+                    )));
+                }
+            }
+            parts
+                .iter()
+                .enumerate()
+                .map(|(i, p)| ns.contains(&p.info.number.unwrap_or(i as u64 + 1)))
+                .collect()
+        }
+        PartFilter::Threads(ts) => {
+            for &t in ts {
+                if !parts.iter().any(|p| p.info.thread.unwrap_or(1) == t) {
+                    let mut have: Vec<u64> =
+                        parts.iter().map(|p| p.info.thread.unwrap_or(1)).collect();
+                    have.sort_unstable();
+                    have.dedup();
+                    let have: Vec<String> = have.iter().map(|t| t.to_string()).collect();
+                    return Err(ReportError::NoSuchPart(format!(
+                        "no thread {t} (the input has threads {})",
+                        have.join(", ")
+                    )));
+                }
+            }
+            parts
+                .iter()
+                .map(|p| ts.contains(&p.info.thread.unwrap_or(1)))
+                .collect()
+        }
+    };
+    Ok(chosen)
+}
+
+/// Writes the report for `profile` to `out`; returns warnings for the user.
+pub fn annotate<C: Cost>(
+    profile: &Profile<C>,
+    opts: &Options,
+    out: &mut dyn Write,
+) -> Result<Vec<String>, ReportError> {
+    write(Analysis::new(profile, opts)?, out)
+}
+
+/// Whether a report needs the profile's lines (source or assembly
+/// annotation); otherwise sums made while reading are enough.
+pub fn needs_lines(opts: &Options) -> bool {
+    opts.auto || !opts.files.is_empty() || opts.asm
+}
+
+/// Writes the report from sums made while reading; see [`needs_lines`].
+pub fn annotate_sums<C: Cost>(
+    profile: &Profile<C>,
+    sums: AggregateBuilder<C>,
+    opts: &Options,
+    out: &mut dyn Write,
+) -> Result<Vec<String>, ReportError> {
+    write(Analysis::from_sums(profile, opts, sums)?, out)
+}
+
+fn write<C: Cost>(a: Analysis<'_, C>, out: &mut dyn Write) -> Result<Vec<String>, ReportError> {
+    let opts = a.opts;
+    let mut warnings = a.warnings.clone();
+    if opts.json {
+        json::write(&a, out, &mut warnings)?;
+    } else {
+        text::write(&a, out, &mut warnings)?;
+    }
+    Ok(warnings)
+}
+
+/// A jump edge summed over the chosen parts.
+#[derive(Clone, Debug)]
+pub struct JumpRow<C> {
+    /// Function the jump is in.
+    pub function: FunctionId,
+    /// Source file of the jump.
+    pub file: tally_model::FileId,
+    /// Position of the jump (in `positions:` order).
+    pub source: Vec<u64>,
+    /// Function jumped to.
+    pub target_function: FunctionId,
+    /// File jumped to.
+    pub target_file: tally_model::FileId,
+    /// Position jumped to.
+    pub target: Vec<u64>,
+    /// `jcnd=` rather than `jump=`.
+    pub conditional: bool,
+    /// Times executed.
+    pub executed: C,
+    /// Times taken.
+    pub taken: C,
+}
+
+impl<C: Cost> Analysis<'_, C> {
+    /// The `n` hottest jumps, by executed count, then taken count.
+    pub fn hot_jumps(&self, n: usize) -> Vec<JumpRow<C>> {
+        type Key = (FunctionId, Vec<u64>, FunctionId, Vec<u64>, bool);
+        let mut index: rustc_hash::FxHashMap<Key, usize> = Default::default();
+        let mut rows: Vec<JumpRow<C>> = Vec::new();
+        for (pi, part) in self.profile.parts.iter().enumerate() {
+            if !self.chosen[pi] {
+                continue;
+            }
+            for j in part.jumps.iter() {
+                let i = j.info;
+                let key = (
+                    i.function,
+                    j.source.to_vec(),
+                    i.target_function,
+                    j.target.to_vec(),
+                    i.conditional,
+                );
+                let idx = *index.entry(key).or_insert_with(|| {
+                    rows.push(JumpRow {
+                        function: i.function,
+                        file: i.file,
+                        source: j.source.to_vec(),
+                        target_function: i.target_function,
+                        target_file: i.target_file,
+                        target: j.target.to_vec(),
+                        conditional: i.conditional,
+                        executed: C::ZERO,
+                        taken: C::ZERO,
+                    });
+                    rows.len() - 1
+                });
+                let r = &mut rows[idx];
+                r.executed = r.executed.saturating_add(i.executed);
+                r.taken = r.taken.saturating_add(i.taken);
+            }
+        }
+        rows.sort_by(|a, b| {
+            b.executed
+                .cmp(&a.executed)
+                .then(b.taken.cmp(&a.taken))
+                .then(a.function.cmp(&b.function))
+                .then(a.source.cmp(&b.source))
+        });
+        rows.truncate(n);
+        rows
+    }
+
+    /// A position as text: `0xADDR`, `file:line` or both.
+    pub fn position_text(&self, file: tally_model::FileId, pos: &[u64]) -> String {
+        let p = self.profile.positions;
+        let file = String::from_utf8_lossy(self.profile.names.file_name(file));
+        match (p.instr(), p.line()) {
+            (Some(i), Some(l)) => format!("0x{:x} ({file}:{})", pos[i], pos[l]),
+            (Some(i), None) => format!("0x{:x}", pos[i]),
+            (None, Some(l)) => format!("{file}:{}", pos[l]),
+            (None, None) => file.into_owned(),
+        }
+    }
+}

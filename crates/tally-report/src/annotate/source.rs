@@ -1,0 +1,440 @@
+//! Source annotation: each chosen file printed with the cost of every line
+//! and the calls made there, with context around costly lines.
+
+use super::Analysis;
+use super::text::{RULE, Table, cells};
+use crate::format::Style;
+use rustc_hash::FxHashMap;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use tally_analysis::{PositionCosts, add_into};
+use tally_model::{Cost, FileId};
+
+/// Why a file's costs were not annotated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Skip {
+    /// Annotated.
+    Annotated,
+    /// The source could not be found.
+    NotFound,
+    /// The profile does not know the file (`???` or empty).
+    Unknown,
+    /// No function of the file reached the threshold, and it was not asked for.
+    BelowThreshold,
+}
+
+/// A source file to annotate.
+pub(super) struct SourceFile<C> {
+    pub name: String,
+    pub path: Option<PathBuf>,
+    pub text: Vec<String>,
+    pub costs: PositionCosts<C>,
+    pub newer_than_profile: bool,
+    pub user: bool,
+}
+
+/// What source annotation will show.
+pub(super) struct Plan<C> {
+    pub files: Vec<SourceFile<C>>,
+    /// Cost per file outcome.
+    pub summary: Vec<(Skip, Vec<C>)>,
+    /// Cost on line 0 (no line information) within annotated files.
+    pub no_line: Vec<C>,
+    /// Cost on lines past the end of their file.
+    pub past_end: Vec<C>,
+    /// Files not found, with their costs, for the summary.
+    pub not_found: Vec<(String, Vec<C>)>,
+}
+
+fn is_unknown(name: &[u8]) -> bool {
+    name.is_empty() || name == b"???"
+}
+
+/// Finds the source of `name` as the profile gives it: as is, then under
+/// each include directory, then next to each input file.
+fn locate(name: &str, include: &[PathBuf], inputs: &[PathBuf]) -> Option<PathBuf> {
+    let p = Path::new(name);
+    if p.is_file() {
+        return Some(p.to_path_buf());
+    }
+    let rel = p.strip_prefix("/").unwrap_or(p);
+    let dirs = include.iter().cloned().chain(
+        inputs
+            .iter()
+            .filter_map(|i| i.parent().map(Path::to_path_buf)),
+    );
+    for d in dirs {
+        let c = d.join(rel);
+        if c.is_file() {
+            return Some(c);
+        }
+    }
+    None
+}
+
+pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> Plan<C> {
+    let o = a.opts;
+    let names = &a.profile.names;
+    let events = a.agg.events;
+    // Cost of each file over all rows.
+    let mut file_cost: FxHashMap<FileId, Vec<C>> = FxHashMap::default();
+    for (r, key) in a.agg.rows.iter().enumerate() {
+        add_into(
+            file_cost
+                .entry(key.file)
+                .or_insert_with(|| vec![C::ZERO; events]),
+            a.agg.row_self.get(r),
+        );
+    }
+    let mut wanted: Vec<(FileId, bool)> = Vec::new();
+    for p in &o.files {
+        let found = file_cost
+            .keys()
+            .copied()
+            .find(|&f| same_file(names.file_name(f), p, o));
+        match found {
+            Some(f) => {
+                if !wanted.iter().any(|w| w.0 == f) {
+                    wanted.push((f, true))
+                }
+            }
+            None => warnings.push(format!(
+                "{}: the profile has no costs for this file",
+                p.display()
+            )),
+        }
+    }
+    if o.auto {
+        for &r in &a.rows {
+            let f = a.agg.rows[r].file;
+            if !is_unknown(names.file_name(f)) && !wanted.iter().any(|w| w.0 == f) {
+                wanted.push((f, false));
+            }
+        }
+    }
+    let ids: Vec<FileId> = wanted.iter().map(|w| w.0).collect();
+    let mut by_file = tally_analysis::by_line(a.profile, |i| a.chosen[i], |f| ids.contains(&f));
+    let profile_time = o
+        .inputs
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .max();
+
+    let mut files = Vec::new();
+    let mut summary: Vec<(Skip, Vec<C>)> = [
+        Skip::Annotated,
+        Skip::NotFound,
+        Skip::Unknown,
+        Skip::BelowThreshold,
+    ]
+    .into_iter()
+    .map(|s| (s, vec![C::ZERO; events]))
+    .collect();
+    let mut not_found = Vec::new();
+    let mut no_line = vec![C::ZERO; events];
+    let mut past_end = vec![C::ZERO; events];
+    for (&f, cost) in &file_cost {
+        let name = names.file_name(f);
+        let slot = if is_unknown(name) {
+            Skip::Unknown
+        } else if ids.contains(&f) {
+            continue;
+        } else {
+            Skip::BelowThreshold
+        };
+        add_into(
+            &mut summary.iter_mut().find(|s| s.0 == slot).unwrap().1,
+            cost,
+        );
+    }
+    for (f, user) in wanted {
+        let name = String::from_utf8_lossy(names.file_name(f)).into_owned();
+        let costs = by_file.remove(&f).unwrap_or_default();
+        let path = locate(&name, &o.include, &o.inputs);
+        let Some(path) = path else {
+            let c = file_cost
+                .get(&f)
+                .cloned()
+                .unwrap_or_else(|| vec![C::ZERO; events]);
+            add_into(&mut summary[1].1, &c);
+            not_found.push((name, c));
+            continue;
+        };
+        let text = match std::fs::read(&path) {
+            Ok(b) => String::from_utf8_lossy(&b)
+                .lines()
+                .map(|l| l.replace('\t', "    "))
+                .collect::<Vec<_>>(),
+            Err(e) => {
+                warnings.push(format!("{}: {e}", path.display()));
+                let c = file_cost
+                    .get(&f)
+                    .cloned()
+                    .unwrap_or_else(|| vec![C::ZERO; events]);
+                add_into(&mut summary[1].1, &c);
+                not_found.push((name, c));
+                continue;
+            }
+        };
+        let newer = match (
+            profile_time,
+            std::fs::metadata(&path).and_then(|m| m.modified()).ok(),
+        ) {
+            (Some(p), Some(s)) => s > p,
+            _ => false,
+        };
+        if newer {
+            warnings.push(format!(
+                "{}: the source is newer than the profile; its annotation may be wrong",
+                path.display()
+            ));
+        }
+        for (&line, c) in &costs.costs {
+            if line == 0 {
+                add_into(&mut no_line, c);
+            } else if line as usize > text.len() {
+                add_into(&mut past_end, c);
+            }
+        }
+        if costs
+            .costs
+            .keys()
+            .chain(costs.calls.keys())
+            .any(|&l| l as usize > text.len())
+        {
+            warnings.push(format!(
+                "{}: the profile has counts for lines past the end of the file ({} lines); they are shown at the end, marked",
+                path.display(),
+                text.len()
+            ));
+        }
+        add_into(
+            &mut summary[0].1,
+            file_cost.get(&f).map(|v| v.as_slice()).unwrap_or(&[]),
+        );
+        files.push(SourceFile {
+            name,
+            path: Some(path),
+            text,
+            costs,
+            newer_than_profile: newer,
+            user,
+        });
+    }
+    Plan {
+        files,
+        summary,
+        no_line,
+        past_end,
+        not_found,
+    }
+}
+
+/// Whether the profile's file name `name` is the file the user named.
+fn same_file(name: &[u8], user: &Path, o: &super::Options) -> bool {
+    let name = String::from_utf8_lossy(name);
+    if Path::new(name.as_ref()) == user {
+        return true;
+    }
+    match (
+        locate(&name, &o.include, &o.inputs).and_then(|p| p.canonicalize().ok()),
+        user.canonicalize().ok(),
+    ) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Which lines to print: those with costs or calls, with `context` lines
+/// around them, as sorted, merged ranges (1-based, inclusive).
+pub(super) fn ranges<C: Cost>(
+    costs: &PositionCosts<C>,
+    len: usize,
+    context: usize,
+) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    let hot = costs
+        .costs
+        .iter()
+        .filter(|(_, v)| v.iter().any(|c| !c.is_zero()))
+        .map(|(&l, _)| l)
+        .chain(costs.calls.keys().copied())
+        .filter(|&l| l > 0 && (l as usize) <= len);
+    let mut hot: Vec<u64> = hot.collect();
+    hot.sort_unstable();
+    hot.dedup();
+    for l in hot {
+        let l = l as usize;
+        let lo = l.saturating_sub(context).max(1);
+        let hi = (l + context).min(len);
+        match out.last_mut() {
+            Some(last) if lo <= last.1 + 1 => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
+
+pub(super) fn write_text<C: Cost>(
+    a: &Analysis<'_, C>,
+    out: &mut dyn Write,
+    style: Style,
+    warnings: &mut Vec<String>,
+) -> io::Result<()> {
+    if !a.opts.auto && a.opts.files.is_empty() {
+        return Ok(());
+    }
+    if a.profile.positions.line().is_none() {
+        warnings.push("the profile has no line positions: no source to annotate".into());
+        return Ok(());
+    }
+    let plan = plan(a, warnings);
+    let zero = vec![C::ZERO; a.agg.events];
+    let labels: Vec<String> = a.shown.iter().map(|&e| a.event_names[e].clone()).collect();
+    for f in &plan.files {
+        let mut t = Table::new(labels.clone());
+        let kind = if f.user { "User" } else { "Auto" };
+        let path = f
+            .path
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let title = if path == f.name {
+            format!("-- {kind}-annotated source: {}", f.name)
+        } else {
+            format!("-- {kind}-annotated source: {} ({path})", f.name)
+        };
+        if f.newer_than_profile {
+            t.text(style.hot("@@ WARNING: the source is newer than the profile; the counts may not match its lines"));
+        }
+        let len = f.text.len();
+        let ranges = ranges(&f.costs, len, a.opts.context);
+        if ranges.is_empty() {
+            t.text("  (no costs on any line of this file)".into());
+        }
+        let mut prev_end = 0usize;
+        for (lo, hi) in ranges {
+            if lo > prev_end + 1 || prev_end == 0 {
+                t.text(style.dim(&format!("-- line {lo} {}", "-".repeat(40))));
+            }
+            for l in lo..=hi {
+                let c = f.costs.costs.get(&(l as u64));
+                t.row(
+                    cells(a, Some(c.map(|v| v.as_slice()).unwrap_or(&zero)), true),
+                    f.text[l - 1].clone(),
+                );
+                call_lines(a, &mut t, f.costs.calls.get(&(l as u64)));
+            }
+            prev_end = hi;
+        }
+        if prev_end > 0 && prev_end < len {
+            t.text(style.dim(&format!("-- line {} {}", prev_end + 1, "-".repeat(40))));
+        }
+        // Lines the file does not have.
+        let past: Vec<u64> = f
+            .costs
+            .costs
+            .keys()
+            .chain(f.costs.calls.keys())
+            .copied()
+            .filter(|&l| l as usize > len)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if !past.is_empty() {
+            t.text(style.hot(&format!(
+                "@@ counts on lines past the end of the file ({len} lines):"
+            )));
+            for l in past {
+                let c = f.costs.costs.get(&l);
+                t.row(
+                    cells(a, Some(c.map(|v| v.as_slice()).unwrap_or(&zero)), true),
+                    format!("<line {l} past the end>"),
+                );
+                call_lines(a, &mut t, f.costs.calls.get(&l));
+            }
+        }
+        writeln!(out, "{RULE}")?;
+        writeln!(out, "{}", style.bold(&title))?;
+        t.print(out, "", style)?;
+        writeln!(out)?;
+    }
+    // What could not be annotated.
+    let mut t = Table::new(labels.clone());
+    let words = [
+        (
+            super::source::Skip::Annotated,
+            "annotated: files known, found and annotated",
+        ),
+        (
+            super::source::Skip::NotFound,
+            "unannotated: files known, not found",
+        ),
+        (
+            super::source::Skip::Unknown,
+            "unannotated: unknown file (???)",
+        ),
+        (
+            super::source::Skip::BelowThreshold,
+            "unannotated: files below the threshold and not named",
+        ),
+    ];
+    for (skip, text) in words {
+        let c = &plan.summary.iter().find(|s| s.0 == skip).unwrap().1;
+        t.row(cells(a, Some(c), false), text.to_string());
+    }
+    if plan.no_line.iter().any(|c| !c.is_zero()) {
+        t.row(
+            cells(a, Some(&plan.no_line), false),
+            "  of which on line 0 (no line information)".into(),
+        );
+    }
+    if plan.past_end.iter().any(|c| !c.is_zero()) {
+        t.row(
+            cells(a, Some(&plan.past_end), false),
+            "  of which past the end of their file".into(),
+        );
+    }
+    let primary = a.sort.first().map(|s| s.0).unwrap_or(0);
+    let mut missing: Vec<&(String, Vec<C>)> = plan.not_found.iter().collect();
+    missing.sort_by(|x, y| {
+        a.value(&y.1, primary)
+            .cmp(&a.value(&x.1, primary))
+            .then(x.0.cmp(&y.0))
+    });
+    const LISTED: usize = 15;
+    for (name, c) in missing.iter().take(LISTED) {
+        t.row(cells(a, Some(c), false), format!("  not found: {name}"));
+    }
+    if missing.len() > LISTED {
+        t.text(format!(
+            "  ... and {} more files not found (use -I DIR to say where sources are)",
+            missing.len() - LISTED
+        ));
+    }
+    writeln!(out, "{RULE}")?;
+    writeln!(out, "{}", style.bold("-- Annotation summary"))?;
+    t.print(out, "", style)?;
+    writeln!(out)
+}
+
+fn call_lines<C: Cost>(
+    a: &Analysis<'_, C>,
+    t: &mut Table,
+    calls: Option<&Vec<tally_analysis::CallSite<C>>>,
+) {
+    let Some(calls) = calls else { return };
+    for c in calls {
+        let mut name = a.row_name(a.callee_row(c.callee));
+        if let Some(o) = a.object(c.callee) {
+            name.push_str(&format!(" [{o}]"));
+        }
+        t.row(
+            cells(a, Some(&c.inclusive), true),
+            format!(
+                "  => {name} ({}x)",
+                crate::format::thousands(c.count.to_i128())
+            ),
+        );
+    }
+}

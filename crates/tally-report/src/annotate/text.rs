@@ -1,0 +1,437 @@
+//! The annotate report as aligned text.
+
+use super::{Analysis, source};
+use crate::format::{Style, cell};
+use std::io::{self, Write};
+use tally_analysis::RowKey;
+use tally_model::{Cost, FunctionId};
+
+pub(super) const RULE: &str =
+    "--------------------------------------------------------------------------------";
+
+/// Lines of cells and a text, aligned when printed.
+pub(super) struct Table {
+    labels: Vec<String>,
+    lines: Vec<Line>,
+}
+
+pub(super) enum Line {
+    Row(Vec<String>, String),
+    Text(String),
+}
+
+impl Table {
+    pub(super) fn new(labels: Vec<String>) -> Table {
+        Table {
+            labels,
+            lines: Vec::new(),
+        }
+    }
+
+    pub(super) fn row(&mut self, cells: Vec<String>, text: String) {
+        self.lines.push(Line::Row(cells, text));
+    }
+
+    pub(super) fn text(&mut self, text: String) {
+        self.lines.push(Line::Text(text));
+    }
+
+    fn widths(&self) -> Vec<usize> {
+        let mut w: Vec<usize> = self.labels.iter().map(|l| l.chars().count()).collect();
+        for l in &self.lines {
+            if let Line::Row(cells, _) = l {
+                for (i, c) in cells.iter().enumerate() {
+                    w[i] = w[i].max(c.chars().count());
+                }
+            }
+        }
+        w
+    }
+
+    /// Prints the header (labels and `title`) between rules, then the lines.
+    pub(super) fn print(&self, out: &mut dyn Write, title: &str, style: Style) -> io::Result<()> {
+        let w = self.widths();
+        writeln!(out, "{RULE}")?;
+        let mut head = String::new();
+        for (l, &w) in self.labels.iter().zip(&w) {
+            head.push_str(&format!("{l:<w$} "));
+        }
+        writeln!(out, "{}", style.bold(format!("{head} {title}").trim_end()))?;
+        writeln!(out, "{RULE}")?;
+        self.print_lines(out, &w)
+    }
+
+    /// Prints the lines only, with the widths of this table.
+    pub(super) fn print_lines(&self, out: &mut dyn Write, w: &[usize]) -> io::Result<()> {
+        for l in &self.lines {
+            match l {
+                Line::Row(cells, text) => {
+                    let mut s = String::new();
+                    for (c, &w) in cells.iter().zip(w) {
+                        s.push_str(&format!("{c:>w$} "));
+                    }
+                    writeln!(out, "{s} {text}")?;
+                }
+                Line::Text(t) => writeln!(out, "{t}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+pub(super) fn write<C: Cost>(
+    a: &Analysis<'_, C>,
+    out: &mut dyn Write,
+    warnings: &mut Vec<String>,
+) -> io::Result<()> {
+    let style = Style { on: a.opts.color };
+    header(a, out)?;
+    totals(a, out, style)?;
+    file_function_table(a, out, style)?;
+    function_file_table(a, out, style)?;
+    if let Some(n) = a.opts.jumps {
+        jumps(a, out, n, style, warnings)?;
+    }
+    source::write_text(a, out, style, warnings)?;
+    if a.opts.asm {
+        super::asm::write_text(a, out, style, warnings)?;
+    }
+    Ok(())
+}
+
+fn header<C: Cost>(a: &Analysis<'_, C>, out: &mut dyn Write) -> io::Result<()> {
+    let p = a.profile;
+    let o = a.opts;
+    writeln!(out, "{RULE}")?;
+    let inputs: Vec<String> = o.inputs.iter().map(|p| p.display().to_string()).collect();
+    let creator = p
+        .creator
+        .as_ref()
+        .map(|c| format!(" (creator: {})", String::from_utf8_lossy(c)))
+        .unwrap_or_default();
+    writeln!(out, "Profile data:     {}{creator}", inputs.join(", "))?;
+    writeln!(out, "{RULE}")?;
+    let mut cmds: Vec<String> = Vec::new();
+    let mut descs: Vec<String> = Vec::new();
+    for (i, part) in p.parts.iter().enumerate() {
+        if !a.chosen[i] {
+            continue;
+        }
+        if let Some(c) = &part.info.cmd {
+            let c = String::from_utf8_lossy(c).trim().to_string();
+            if !cmds.contains(&c) {
+                cmds.push(c);
+            }
+        }
+        for (k, v) in &part.info.desc {
+            let d = format!(
+                "{}: {}",
+                String::from_utf8_lossy(k),
+                String::from_utf8_lossy(v).trim()
+            );
+            if !descs.contains(&d) {
+                descs.push(d);
+            }
+        }
+    }
+    for c in &cmds {
+        writeln!(out, "Command:          {c}")?;
+    }
+    for d in &descs {
+        writeln!(out, "Description:      {d}")?;
+    }
+    writeln!(out, "Parts:            {}", parts_text(a))?;
+    let rec: Vec<&str> = p
+        .events
+        .recorded()
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    writeln!(out, "Events recorded:  {}", rec.join(" "))?;
+    for d in p.events.derived() {
+        writeln!(out, "Event derived:    {} = {}", d.name, d.formula())?;
+    }
+    let shown: Vec<&str> = a.shown.iter().map(|&e| a.event_names[e].as_str()).collect();
+    writeln!(out, "Events shown:     {}", shown.join(" "))?;
+    let sort: Vec<&str> = a
+        .sort
+        .iter()
+        .map(|&(e, _)| a.event_names[e].as_str())
+        .collect();
+    writeln!(out, "Event sort order: {}", sort.join(" "))?;
+    let th: Vec<String> = a.sort.iter().map(|s| format!("{}", s.1)).collect();
+    writeln!(out, "Thresholds:       {}", th.join(" "))?;
+    writeln!(
+        out,
+        "Inclusive:        {}",
+        if o.inclusive { "yes" } else { "no" }
+    )?;
+    let inc: Vec<String> = o.include.iter().map(|p| p.display().to_string()).collect();
+    writeln!(out, "Include dirs:     {}", inc.join(" "))?;
+    let user: Vec<String> = o.files.iter().map(|p| p.display().to_string()).collect();
+    writeln!(out, "User annotated:   {}", user.join(" "))?;
+    writeln!(
+        out,
+        "Auto-annotation:  {}",
+        if o.auto { "on" } else { "off" }
+    )?;
+    writeln!(out)
+}
+
+/// Which parts were summed, in words.
+pub(super) fn parts_text<C: Cost>(a: &Analysis<'_, C>) -> String {
+    let parts = &a.profile.parts;
+    let n = parts.len();
+    let chosen: Vec<usize> = (0..n).filter(|&i| a.chosen[i]).collect();
+    let describe = |i: usize| {
+        let p = &parts[i].info;
+        let mut s = format!("{}", p.number.unwrap_or(i as u64 + 1));
+        let mut extra = Vec::new();
+        if let Some(t) = p.thread {
+            extra.push(format!("thread {t}"));
+        }
+        if let Some(pid) = p.pid {
+            extra.push(format!("pid {pid}"));
+        }
+        if !extra.is_empty() {
+            s.push_str(&format!(" ({})", extra.join(", ")));
+        }
+        s
+    };
+    let list: Vec<String> = chosen.iter().map(|&i| describe(i)).collect();
+    if chosen.len() == n && n > 1 {
+        format!("all {n} summed: {}", list.join("; "))
+    } else if n == 1 {
+        list.join("")
+    } else {
+        format!("{} of {n}: {}", chosen.len(), list.join("; "))
+    }
+}
+
+fn totals<C: Cost>(a: &Analysis<'_, C>, out: &mut dyn Write, style: Style) -> io::Result<()> {
+    let labels = a.shown.iter().map(|&e| a.event_names[e].clone()).collect();
+    let mut t = Table::new(labels);
+    let cells = a
+        .shown
+        .iter()
+        .map(|&e| {
+            let v = a.value(&a.totals, e);
+            cell(Some(v), v, a.opts.show_percs, false)
+        })
+        .collect();
+    t.row(cells, "PROGRAM TOTALS".to_string());
+    t.print(out, "", style)?;
+    writeln!(out)
+}
+
+/// Cells of a cost vector for the shown events.
+pub(super) fn cells<C: Cost>(a: &Analysis<'_, C>, v: Option<&[C]>, dot: bool) -> Vec<String> {
+    a.shown
+        .iter()
+        .map(|&e| {
+            let total = a.value(&a.totals, e);
+            cell(v.map(|v| a.value(v, e)), total, a.opts.show_percs, dot)
+        })
+        .collect()
+}
+
+fn labels<C: Cost>(a: &Analysis<'_, C>) -> Vec<String> {
+    let names = a.shown.iter().map(|&e| a.event_names[e].clone());
+    if a.opts.inclusive {
+        names
+            .clone()
+            .map(|n| format!("{n} incl"))
+            .chain(names.map(|n| format!("{n} self")))
+            .collect()
+    } else {
+        names.collect()
+    }
+}
+
+fn suffix<C: Cost>(a: &Analysis<'_, C>, f: FunctionId, with_object: bool, style: Style) -> String {
+    let mut s = String::new();
+    if let Some(c) = a.cycle_of(f) {
+        s.push_str(&style.hot(&format!(" <cycle {c}>")));
+    }
+    if with_object && let Some(o) = a.object(f) {
+        s.push_str(&style.dim(&format!(" [{o}]")));
+    }
+    s
+}
+
+fn file_function_table<C: Cost>(
+    a: &Analysis<'_, C>,
+    out: &mut dyn Write,
+    style: Style,
+) -> io::Result<()> {
+    let mut t = Table::new(labels(a));
+    let tree = a.opts.tree;
+    let mut cycles_done = vec![false; a.incl.as_ref().map_or(0, |i| i.cycles.len())];
+    let primary = a.sort.first().map(|s| s.0).unwrap_or(0);
+    for &r in &a.rows {
+        let key = a.agg.rows[r];
+        let own = a.row_incl.get(r).and_then(|v| v.as_deref());
+        let rank = if a.opts.inclusive {
+            own.unwrap_or(a.agg.row_self.get(r))
+        } else {
+            a.agg.row_self.get(r)
+        };
+        // Cycle entries stand where their inclusive cost sorts them.
+        if a.opts.inclusive
+            && let Some(incl) = &a.incl
+        {
+            for cy in &incl.cycles {
+                let done = &mut cycles_done[cy.number as usize - 1];
+                if !*done && a.value(&cy.inclusive, primary) >= a.value(rank, primary) {
+                    *done = true;
+                    cycle_entry(a, &mut t, cy, style);
+                }
+            }
+        }
+        if tree.callers() || tree.callees() {
+            t.text(String::new());
+        }
+        if tree.callers() && a.callee_row(key.function) == key {
+            for arc in a.callers(key.function) {
+                let name = a.row_name(RowKey {
+                    function: arc.caller,
+                    file: arc.site_file,
+                });
+                t.row(
+                    arc_cells(a, arc),
+                    format!(
+                        "<  {name} ({}x){}",
+                        crate::format::thousands(arc.count.to_i128()),
+                        suffix(a, arc.caller, true, style)
+                    ),
+                );
+            }
+        }
+        let mut c = Vec::new();
+        if a.opts.inclusive {
+            c.extend(cells(a, own, false));
+        }
+        c.extend(cells(a, Some(a.agg.row_self.get(r)), false));
+        let mark = if tree != super::Tree::None { "*  " } else { "" };
+        t.row(
+            c,
+            format!(
+                "{mark}{}{}",
+                a.row_name(key),
+                suffix(a, key.function, true, style)
+            ),
+        );
+        if tree.callees() {
+            for arc in a.callees(key) {
+                t.row(
+                    arc_cells(a, arc),
+                    format!(
+                        ">    {} ({}x){}",
+                        a.row_name(a.callee_row(arc.callee)),
+                        crate::format::thousands(arc.count.to_i128()),
+                        suffix(a, arc.callee, true, style)
+                    ),
+                );
+            }
+        }
+    }
+    t.print(out, "file:function", style)?;
+    writeln!(out)
+}
+
+fn cycle_entry<C: Cost>(
+    a: &Analysis<'_, C>,
+    t: &mut Table,
+    cy: &tally_analysis::Cycle<C>,
+    style: Style,
+) {
+    let mut c = cells(a, Some(&cy.inclusive), false);
+    c.extend(cells(a, Some(&cy.self_cost), false));
+    let members: Vec<String> = cy
+        .members
+        .iter()
+        .map(|&f| String::from_utf8_lossy(a.profile.names.function_name(f)).into_owned())
+        .collect();
+    t.row(
+        c,
+        style.hot(&format!(
+            "<cycle {}> as a whole ({} calls in, {} within): {}",
+            cy.number,
+            crate::format::thousands(cy.calls_in.to_i128()),
+            crate::format::thousands(cy.calls_within.to_i128()),
+            members.join(" ")
+        )),
+    );
+}
+
+/// Cells for an arc: its inclusive cost, in both column groups when the
+/// table has inclusive and self columns (the self column stays empty).
+fn arc_cells<C: Cost>(a: &Analysis<'_, C>, arc: &tally_analysis::Arc<C>) -> Vec<String> {
+    let mut c = cells(a, Some(&arc.inclusive), false);
+    if a.opts.inclusive {
+        c.extend(a.shown.iter().map(|_| String::new()));
+    }
+    c
+}
+
+fn function_file_table<C: Cost>(
+    a: &Analysis<'_, C>,
+    out: &mut dyn Write,
+    style: Style,
+) -> io::Result<()> {
+    let mut t = Table::new(labels(a));
+    for &f in &a.functions {
+        let mut c = Vec::new();
+        if a.opts.inclusive {
+            let incl = a.incl.as_ref().and_then(|i| i.of(f));
+            c.extend(cells(a, incl, false));
+        }
+        c.extend(cells(a, Some(a.agg.function_self.get(f.index())), false));
+        t.row(
+            c,
+            format!("{}{}", a.function_name(f), suffix(a, f, true, style)),
+        );
+    }
+    t.print(out, "function:file", style)?;
+    writeln!(out)
+}
+
+fn jumps<C: Cost>(
+    a: &Analysis<'_, C>,
+    out: &mut dyn Write,
+    n: usize,
+    style: Style,
+    warnings: &mut Vec<String>,
+) -> io::Result<()> {
+    let rows = a.hot_jumps(n);
+    if rows.is_empty() {
+        warnings.push(
+            "the profile has no jumps (Callgrind records them with --collect-jumps=yes)".into(),
+        );
+        return Ok(());
+    }
+    let mut t = Table::new(vec!["executed".into(), "taken".into()]);
+    for j in rows {
+        let kind = if j.conditional { "jcnd" } else { "jump" };
+        let from = a.position_text(j.file, &j.source);
+        let to = a.position_text(j.target_file, &j.target);
+        let fname = String::from_utf8_lossy(a.profile.names.function_name(j.function));
+        let target = if j.target_function != j.function {
+            format!(
+                " in {}",
+                String::from_utf8_lossy(a.profile.names.function_name(j.target_function))
+            )
+        } else {
+            String::new()
+        };
+        t.row(
+            vec![
+                crate::format::thousands(j.executed.to_i128()),
+                crate::format::thousands(j.taken.to_i128()),
+            ],
+            format!("{kind} {fname}: {from} -> {to}{target}"),
+        );
+    }
+    t.print(out, "jump", style)?;
+    writeln!(out)
+}

@@ -1,0 +1,108 @@
+//! Number formatting and aligned columns.
+
+/// A number with thousands separators: `1234567` → `1,234,567`.
+pub fn thousands(v: i128) -> String {
+    let digits = v.unsigned_abs().to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+    if v < 0 {
+        out.push('-');
+    }
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// A percentage in a fixed width of 9: ` (12.34%)`, ` (100.0%)`, or blanks
+/// for zero. Wide values keep one decimal so that columns stay aligned as
+/// long as possible.
+pub fn percent(v: i128, total: i128) -> String {
+    if v == 0 {
+        return " ".repeat(9);
+    }
+    if total == 0 {
+        return " (  n/a )".to_string();
+    }
+    let p = v as f64 * 100.0 / total as f64;
+    if p > -9.995 && p < 99.995 {
+        format!(" ({p:5.2}%)")
+    } else {
+        format!(" ({p:5.1}%)")
+    }
+}
+
+/// A value cell: the number (or `.` for zero when `dot_for_zero`), with its
+/// percentage of `total` when asked.
+pub fn cell(v: Option<i128>, total: i128, percs: bool, dot_for_zero: bool) -> String {
+    match v {
+        None => "-".to_string() + if percs { "         " } else { "" },
+        Some(0) if dot_for_zero => ".".to_string() + if percs { "         " } else { "" },
+        Some(v) => {
+            let mut s = thousands(v);
+            if percs {
+                s.push_str(&percent(v, total));
+            }
+            s
+        }
+    }
+}
+
+/// ANSI styles, or nothing when colour is off.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Style {
+    /// Colour is on.
+    pub on: bool,
+}
+
+impl Style {
+    /// Bold text (section titles).
+    pub fn bold(self, s: &str) -> String {
+        if self.on {
+            format!("\x1b[1m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+
+    /// Dimmed text (objects, markers).
+    pub fn dim(self, s: &str) -> String {
+        if self.on {
+            format!("\x1b[2m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+
+    /// Highlighted text (cycles, warnings).
+    pub fn hot(self, s: &str) -> String {
+        if self.on {
+            format!("\x1b[33m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(-1234567), "-1,234,567");
+    }
+
+    #[test]
+    fn percents_keep_width() {
+        assert_eq!(percent(1, 3), " (33.33%)");
+        assert_eq!(percent(3, 3), " (100.0%)");
+        assert_eq!(percent(0, 3), "         ");
+        assert_eq!(percent(-1, 3), " (-33.3%)");
+    }
+}

@@ -1,0 +1,27 @@
+//! Reports: the annotate report (function tables, inclusive costs with
+//! cycles, call trees, source, assembly and jumps) as text or JSON, and the
+//! number formatting they share. Reports read the model and the analyses;
+//! they never parse profiles.
+
+pub mod annotate;
+pub mod format;
+
+/// Why a report could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportError {
+    /// An event name the profile does not have.
+    #[error("unknown event `{name}` (the profile has: {known})")]
+    UnknownEvent {
+        /// The name given.
+        name: String,
+        /// The events the profile has.
+        known: String,
+    },
+    /// A part or thread the profile does not have.
+    #[error("{0}")]
+    NoSuchPart(String),
+    /// Writing the report failed.
+    #[error("writing the report: {0}")]
+    Io(#[from] std::io::Error),
+}
