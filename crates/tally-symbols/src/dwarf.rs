@@ -1,0 +1,133 @@
+//! Source lines from DWARF, through addr2line.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use object::read::elf::{ElfFile, FileHeader};
+use object::{Endianness, Object, ObjectSection, elf};
+
+/// Owned section data, so the context can live inside `ObjectFile` without
+/// borrowing from it.
+type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
+
+/// A lazily parsed DWARF context. addr2line parses units on demand through
+/// interior mutability, so it sits behind a mutex to keep `ObjectFile`
+/// `Sync`.
+pub(crate) struct LineTable {
+    context: Mutex<addr2line::Context<Reader>>,
+}
+
+impl std::fmt::Debug for LineTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LineTable")
+    }
+}
+
+impl LineTable {
+    /// File and line of `addr`, as `addr2line -e` prints them.
+    pub(crate) fn find(&self, addr: u64) -> Option<(String, u32)> {
+        let context = self.context.lock().unwrap_or_else(|e| e.into_inner());
+        let location = context.find_location(addr).ok()??;
+        let line = location.line.filter(|&l| l != 0)?;
+        Some((location.file?.to_owned(), line))
+    }
+}
+
+/// Loads the DWARF of an ELF file's bytes; `None` when it has none or it
+/// cannot be read (source lines are an extra, never a reason to fail).
+pub(crate) fn load(data: &[u8]) -> Option<LineTable> {
+    match *data.get(crate::EI_CLASS)? {
+        crate::ELFCLASS32 => load_elf::<elf::FileHeader32<Endianness>>(data),
+        crate::ELFCLASS64 => load_elf::<elf::FileHeader64<Endianness>>(data),
+        _ => None,
+    }
+}
+
+fn load_elf<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Option<LineTable> {
+    let file = ElfFile::<Elf>::parse(data).ok()?;
+    // `section_by_name` also finds the old `.zdebug_info` spelling.
+    file.section_by_name(".debug_info")?;
+    let endian = if file.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let dwarf = gimli::Dwarf::load(|id| -> Result<Reader, gimli::Error> {
+        let bytes: Cow<'_, [u8]> = file
+            .section_by_name(id.name())
+            .and_then(|s| s.uncompressed_data().ok())
+            .unwrap_or(Cow::Borrowed(&[]));
+        Ok(Reader::new(Arc::from(&*bytes), endian))
+    })
+    .ok()?;
+    let context = addr2line::Context::from_dwarf(dwarf).ok()?;
+    Some(LineTable {
+        context: Mutex::new(context),
+    })
+}
+
+/// Where a separate debug file for `path` may be, in the order GDB looks:
+/// by build ID under `/usr/lib/debug/.build-id`, then by `.gnu_debuglink`
+/// name beside the file, in its `.debug` folder, and under
+/// `/usr/lib/debug`. Distributions strip their libraries this way.
+pub(crate) fn debug_file_candidates(
+    path: &Path,
+    build_id: Option<&[u8]>,
+    debuglink: Option<&str>,
+) -> Vec<PathBuf> {
+    const GLOBAL: &str = "/usr/lib/debug";
+    let mut out = Vec::new();
+    if let Some(id) = build_id.filter(|id| id.len() >= 2) {
+        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        out.push(
+            Path::new(GLOBAL)
+                .join(".build-id")
+                .join(&hex[..2])
+                .join(format!("{}.debug", &hex[2..])),
+        );
+    }
+    if let Some(link) = debuglink.filter(|l| !l.is_empty() && !l.contains('/')) {
+        let dir = path.parent().unwrap_or(Path::new(""));
+        let beside = dir.join(link);
+        if beside != path {
+            out.push(beside);
+        }
+        out.push(dir.join(".debug").join(link));
+        if let Ok(abs) = std::path::absolute(dir) {
+            let relative = abs.strip_prefix("/").unwrap_or(&abs);
+            out.push(Path::new(GLOBAL).join(relative).join(link));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidates_follow_gdb() {
+        let c = debug_file_candidates(
+            Path::new("/usr/lib/libfoo.so.1"),
+            Some(&[0xab, 0xcd, 0xef]),
+            Some("libfoo.so.1.debug"),
+        );
+        let c: Vec<_> = c.iter().map(|p| p.to_str().unwrap()).collect();
+        assert_eq!(
+            c,
+            [
+                "/usr/lib/debug/.build-id/ab/cdef.debug",
+                "/usr/lib/libfoo.so.1.debug",
+                "/usr/lib/.debug/libfoo.so.1.debug",
+                "/usr/lib/debug/usr/lib/libfoo.so.1.debug",
+            ]
+        );
+    }
+
+    #[test]
+    fn garbage_has_no_lines() {
+        assert!(load(b"").is_none());
+        assert!(load(b"\x7fELF\x02\x01\x01").is_none());
+    }
+}
