@@ -332,3 +332,109 @@ fn colour_only_when_asked_or_on_a_terminal() {
     let out = run(&["--color=always", "callgrind/mutual.default.out"]);
     assert!(text(&out.stdout).contains("\x1b[1m"));
 }
+
+fn have(tool: &str) -> bool {
+    Command::new(tool).arg("--version").output().is_ok()
+}
+
+/// Compiles a small program, profiles it with Callgrind at instruction
+/// level, and checks `--asm` against the program itself: every costly
+/// address of `main` and `work` is an instruction objdump also decodes, and
+/// the instructions' costs add up to the functions' self costs.
+#[test]
+fn assembly_annotation_of_a_fresh_profile() {
+    if !(have("gcc") && have("valgrind") && have("objdump")) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "gcc, valgrind and objdump are needed"
+        );
+        eprintln!("skipped: gcc, valgrind or objdump missing");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("p.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n\
+         __attribute__((noinline)) static long work(int n) {\n\
+           long s = 0;\n\
+           for (int i = 0; i < n; i++) s += (i % 3) ? i : -i;\n\
+           return s;\n\
+         }\n\
+         int main(void) { printf(\"%ld\\n\", work(1000)); return 0; }\n",
+    )
+    .unwrap();
+    let bin = dir.path().join("p");
+    let ok = Command::new("gcc")
+        .args(["-g", "-O1", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let prof = dir.path().join("callgrind.out");
+    let out = Command::new("valgrind")
+        .args([
+            "--tool=callgrind",
+            "--dump-instr=yes",
+            "--collect-jumps=yes",
+        ])
+        .arg(format!("--callgrind-out-file={}", prof.display()))
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let j = json(&["--asm", "--threshold=100", prof.to_str().unwrap()]);
+    let objdump = Command::new("objdump")
+        .arg("-d")
+        .arg(&bin)
+        .output()
+        .unwrap();
+    let dump = text(&objdump.stdout);
+    for name in ["main", "work"] {
+        let f = j["asm"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["function"] == name && f["object"] == bin.to_str().unwrap())
+            .unwrap_or_else(|| panic!("no assembly for {name}"));
+        assert!(f["problem"].is_null(), "{}", f["problem"]);
+        let ins = f["instructions"].as_array().unwrap();
+        assert!(!ins.is_empty());
+        let mut sum = 0;
+        for i in ins {
+            let addr = i["address"].as_u64().unwrap();
+            // objdump prints "    1139:\tinsn" for every instruction.
+            assert!(
+                dump.contains(&format!("\n    {addr:x}:\t"))
+                    || dump.contains(&format!("\n  {addr:x}:\t")),
+                "0x{addr:x} of {name} is not an instruction start in objdump -d"
+            );
+            if let Some(c) = i.get("self") {
+                sum += n(&c["Ir"]);
+            }
+        }
+        let row: i64 = j["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["function"] == name && r["object"] == bin.to_str().unwrap())
+            .map(|r| n(&r["self"]["Ir"]))
+            .sum();
+        assert!(row > 0);
+        assert_eq!(sum, row, "{name}: instruction costs vs self cost");
+    }
+    // The loop's conditional jump was recorded and is shown.
+    let text_out = run(&["--asm", "--threshold=100", prof.to_str().unwrap()]);
+    assert!(text(&text_out.stdout).contains("jcnd: executed"));
+
+    // A missing object file is said, not fatal.
+    std::fs::remove_file(&bin).unwrap();
+    let out = run(&["--asm", prof.to_str().unwrap()]);
+    assert!(out.status.success());
+    assert!(
+        text(&out.stderr).contains("object files not available"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -1,8 +1,304 @@
-pub(super) fn write_text<C: tally_model::Cost>(
-    _: &super::Analysis<'_, C>,
-    _: &mut dyn std::io::Write,
-    _: crate::format::Style,
-    _: &mut Vec<String>,
-) -> std::io::Result<()> {
+//! Assembly annotation: the disassembly of each function shown, read from
+//! the object file the profile names, with costs, calls and jump counts per
+//! instruction.
+
+use super::Analysis;
+use super::text::{RULE, Table, cells};
+use crate::format::{Style, thousands};
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::path::Path;
+use tally_analysis::PositionCosts;
+use tally_model::{Cost, FunctionId};
+use tally_symbols::{InstrKind, Instruction, ObjectFile};
+
+/// One function's annotated disassembly.
+pub(super) struct AsmFunction<C> {
+    pub function: FunctionId,
+    pub object: String,
+    /// The symbol disassembled: name, start, end.
+    pub symbol: Option<(String, u64, u64)>,
+    pub instructions: Vec<Instruction>,
+    pub costs: PositionCosts<C>,
+    /// Why there is no disassembly.
+    pub problem: Option<String>,
+}
+
+pub(super) fn plan<C: Cost>(
+    a: &Analysis<'_, C>,
+    warnings: &mut Vec<String>,
+) -> Vec<AsmFunction<C>> {
+    if a.profile.positions.instr().is_none() {
+        warnings.push(
+            "--asm: the profile has no instruction addresses (Callgrind writes them with --dump-instr=yes)"
+                .into(),
+        );
+        return Vec::new();
+    }
+    let names = &a.profile.names;
+    let mut functions: Vec<FunctionId> = Vec::new();
+    for &r in &a.rows {
+        let f = a.agg.rows[r].function;
+        if !functions.contains(&f) {
+            functions.push(f);
+        }
+    }
+    let mut by = tally_analysis::by_instr(a.profile, |i| a.chosen[i], |f| functions.contains(&f));
+    let mut objects: BTreeMap<String, Result<ObjectFile, String>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for f in functions {
+        let costs = by.remove(&f).unwrap_or_default();
+        let object = String::from_utf8_lossy(names.function_object(f)).into_owned();
+        let mut item = AsmFunction {
+            function: f,
+            object: object.clone(),
+            symbol: None,
+            instructions: Vec::new(),
+            costs,
+            problem: None,
+        };
+        let addrs: Vec<u64> = item
+            .costs
+            .costs
+            .keys()
+            .chain(item.costs.calls.keys())
+            .chain(item.costs.jumps.keys())
+            .copied()
+            .collect();
+        let (Some(&lo), Some(&hi)) = (addrs.iter().min(), addrs.iter().max()) else {
+            continue;
+        };
+        if object.is_empty() {
+            item.problem = Some("the profile names no object file".into());
+            out.push(item);
+            continue;
+        }
+        let obj = objects
+            .entry(object.clone())
+            .or_insert_with(|| ObjectFile::open(Path::new(&object)).map_err(|e| e.to_string()));
+        let obj = match obj {
+            Ok(o) => o,
+            Err(e) => {
+                item.problem = Some(format!("object file not available: {e}"));
+                out.push(item);
+                continue;
+            }
+        };
+        if !obj.is_x86_64() {
+            item.problem = Some(format!(
+                "{object}: not an x86-64 object ({})",
+                obj.machine()
+            ));
+            out.push(item);
+            continue;
+        }
+        let result = match obj.symbol_at(lo) {
+            Some(s) if s.contains(hi) => {
+                item.symbol = Some((s.display_name().to_string(), s.address, s.end));
+                obj.disassemble_function(s)
+            }
+            _ => {
+                // No symbol covers the addresses (stripped object, or code
+                // split over symbols): decode just the range the profile has.
+                obj.disassemble(lo, hi.saturating_add(16))
+            }
+        };
+        match result {
+            Ok(ins) => item.instructions = ins,
+            Err(e) => item.problem = Some(e.to_string()),
+        }
+        out.push(item);
+    }
+    let missing: Vec<&str> = objects
+        .iter()
+        .filter(|(_, o)| o.is_err())
+        .map(|(n, _)| n.as_str())
+        .collect();
+    if !missing.is_empty() {
+        warnings.push(format!(
+            "--asm: object files not available, their functions have no assembly: {}",
+            missing.join(", ")
+        ));
+    }
+    out
+}
+
+pub(super) fn write_text<C: Cost>(
+    a: &Analysis<'_, C>,
+    out: &mut dyn Write,
+    style: Style,
+    warnings: &mut Vec<String>,
+) -> io::Result<()> {
+    let plan = plan(a, warnings);
+    let labels: Vec<String> = a.shown.iter().map(|&e| a.event_names[e].clone()).collect();
+    let names = &a.profile.names;
+    let zero = vec![C::ZERO; a.agg.events];
+    for f in &plan {
+        let fname = String::from_utf8_lossy(names.function_name(f.function));
+        writeln!(out, "{RULE}")?;
+        let sym = match &f.symbol {
+            Some((s, lo, hi)) => format!(" (symbol {s}, 0x{lo:x}-0x{hi:x})"),
+            None => String::new(),
+        };
+        writeln!(
+            out,
+            "{}",
+            style.bold(&format!("-- Assembly: {fname} [{}]{sym}", f.object))
+        )?;
+        let mut t = Table::new(labels.clone());
+        if let Some(p) = &f.problem {
+            t.text(style.hot(&format!("  no disassembly: {p}")));
+        }
+        let mut shown = std::collections::BTreeSet::new();
+        for ins in &f.instructions {
+            shown.insert(ins.address);
+            let c = f.costs.costs.get(&ins.address);
+            t.row(
+                cells(a, Some(c.map(|v| v.as_slice()).unwrap_or(&zero)), true),
+                format!("0x{:x}:  {}", ins.address, ins.text),
+            );
+            extras(a, &mut t, f, ins.address, Some(ins));
+        }
+        // Costs at addresses no decoded instruction starts at.
+        let stray: Vec<u64> = f
+            .costs
+            .costs
+            .keys()
+            .chain(f.costs.calls.keys())
+            .chain(f.costs.jumps.keys())
+            .copied()
+            .filter(|x| !shown.contains(x))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if !stray.is_empty() && f.problem.is_none() {
+            t.text(style.hot("@@ costs at addresses outside the disassembly:"));
+        }
+        for x in stray {
+            let c = f.costs.costs.get(&x);
+            t.row(
+                cells(a, Some(c.map(|v| v.as_slice()).unwrap_or(&zero)), true),
+                format!("0x{x:x}"),
+            );
+            extras(a, &mut t, f, x, None);
+        }
+        t.print(out, "", style)?;
+        writeln!(out)?;
+    }
     Ok(())
+}
+
+/// Call and jump lines under an instruction.
+fn extras<C: Cost>(
+    a: &Analysis<'_, C>,
+    t: &mut Table,
+    f: &AsmFunction<C>,
+    at: u64,
+    ins: Option<&Instruction>,
+) {
+    let names = &a.profile.names;
+    if let Some(calls) = f.costs.calls.get(&at) {
+        for c in calls {
+            let name = a.row_name(a.callee_row(c.callee));
+            t.row(
+                cells(a, Some(&c.inclusive), true),
+                format!("  => {name} ({}x)", thousands(c.count.to_i128())),
+            );
+        }
+    }
+    if let Some(jumps) = f.costs.jumps.get(&at) {
+        let empty: Vec<String> = a.shown.iter().map(|_| String::new()).collect();
+        for j in jumps {
+            let target = if j.target_function != f.function {
+                format!(
+                    "0x{:x} in {}",
+                    j.target,
+                    String::from_utf8_lossy(names.function_name(j.target_function))
+                )
+            } else {
+                format!("0x{:x}", j.target)
+            };
+            let what = if j.conditional {
+                let fall = ins
+                    .map(|i| i.kind == InstrKind::ConditionalJump)
+                    .unwrap_or(true);
+                format!(
+                    "  jcnd: executed {}, taken {} to {target}{}",
+                    thousands(j.executed.to_i128()),
+                    thousands(j.taken.to_i128()),
+                    if fall {
+                        ""
+                    } else {
+                        " (not a conditional jump here?)"
+                    }
+                )
+            } else {
+                format!("  jump: {} to {target}", thousands(j.taken.to_i128()))
+            };
+            t.row(empty.clone(), what);
+        }
+    }
+}
+
+/// The plan as JSON.
+pub(super) fn json<C: Cost>(
+    a: &Analysis<'_, C>,
+    warnings: &mut Vec<String>,
+    costs: impl Fn(&[C]) -> serde_json::Value,
+) -> serde_json::Value {
+    let names = &a.profile.names;
+    let plan = plan(a, warnings);
+    let v: Vec<serde_json::Value> = plan
+        .iter()
+        .map(|f| {
+            let ins: Vec<serde_json::Value> = f
+                .instructions
+                .iter()
+                .map(|i| {
+                    let mut m = serde_json::json!({
+                        "address": i.address,
+                        "text": i.text,
+                    });
+                    if let Some(c) = f.costs.costs.get(&i.address) {
+                        m["self"] = costs(c);
+                    }
+                    if let Some(calls) = f.costs.calls.get(&i.address) {
+                        m["calls"] = calls
+                            .iter()
+                            .map(|c| {
+                                serde_json::json!({
+                                    "function": String::from_utf8_lossy(names.function_name(c.callee)),
+                                    "count": c.count.to_i128() as i64,
+                                    "inclusive": costs(&c.inclusive),
+                                })
+                            })
+                            .collect();
+                    }
+                    if let Some(jumps) = f.costs.jumps.get(&i.address) {
+                        m["jumps"] = jumps
+                            .iter()
+                            .map(|j| {
+                                serde_json::json!({
+                                    "target": j.target,
+                                    "target_function": String::from_utf8_lossy(names.function_name(j.target_function)),
+                                    "conditional": j.conditional,
+                                    "executed": j.executed.to_i128() as i64,
+                                    "taken": j.taken.to_i128() as i64,
+                                })
+                            })
+                            .collect();
+                    }
+                    m
+                })
+                .collect();
+            serde_json::json!({
+                "function": String::from_utf8_lossy(names.function_name(f.function)),
+                "object": f.object,
+                "symbol": f.symbol.as_ref().map(|s| s.0.clone()),
+                "problem": f.problem,
+                "instructions": ins,
+            })
+        })
+        .collect();
+    serde_json::Value::Array(v)
 }

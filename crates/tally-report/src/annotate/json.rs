@@ -246,6 +246,10 @@ pub(super) fn write<C: Cost>(
                                     .map(|c| {
                                         let RowKey { function, file } = a.callee_row(c.callee);
                                         let mut m = function_ref(a, function, file);
+                                        m.insert(
+                                            "caller".into(),
+                                            text(p.names.function_name(c.caller)),
+                                        );
                                         m.insert("count".into(), count(c.count));
                                         m.insert("inclusive".into(), costs(a, &c.inclusive));
                                         Value::Object(m)
@@ -279,6 +283,10 @@ pub(super) fn write<C: Cost>(
                 "below_threshold": costs(a, &plan.summary[3].1),
             }),
         );
+    }
+    if a.opts.asm {
+        let asm = super::asm::json(a, warnings, |v| costs(a, v));
+        root.insert("asm".into(), asm);
     }
     root.insert("warnings".into(), json!(warnings));
     serde_json::to_writer_pretty(&mut *out, &Value::Object(root)).map_err(io::Error::other)?;
