@@ -10,6 +10,9 @@ use tally_model::{Cost, FileId, FunctionId, Profile};
 /// Calls made from one place (a source line or an instruction).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallSite<C> {
+    /// The calling function (several may share a line: inlining, or
+    /// Callgrind's separate recursion levels such as `f'2`).
+    pub caller: FunctionId,
     /// The called function.
     pub callee: FunctionId,
     /// Number of calls.
@@ -65,14 +68,25 @@ impl<C: Cost> PositionCosts<C> {
         add_into(v, costs);
     }
 
-    fn add_call(&mut self, at: u64, callee: FunctionId, count: C, inclusive: &[C]) {
+    fn add_call(
+        &mut self,
+        at: u64,
+        caller: FunctionId,
+        callee: FunctionId,
+        count: C,
+        inclusive: &[C],
+    ) {
         let v = self.calls.entry(at).or_default();
-        match v.iter_mut().find(|c| c.callee == callee) {
+        match v
+            .iter_mut()
+            .find(|c| c.callee == callee && c.caller == caller)
+        {
             Some(c) => {
                 c.count = c.count.saturating_add(count);
                 add_into(&mut c.inclusive, inclusive);
             }
             None => v.push(CallSite {
+                caller,
                 callee,
                 count,
                 inclusive: inclusive.to_vec(),
@@ -152,6 +166,7 @@ fn collect<C: Cost>(
             if let Some(k) = key(i.caller, i.site_file) {
                 out.entry(k).or_default().add_call(
                     call.site[pos],
+                    i.caller,
                     i.callee,
                     i.count,
                     call.inclusive,

@@ -587,6 +587,131 @@ fn compare_tree(path: &Path, live: bool) -> Result<(), Failed> {
     report(errors)
 }
 
+/// Per source file: line → (self costs, calls `name (Nx)` → costs).
+type SourceLines = BTreeMap<String, BTreeMap<u64, (Vec<i128>, BTreeMap<String, Vec<i128>>)>>;
+
+fn parse_source(text: &str, n: usize) -> SourceLines {
+    let mut out = SourceLines::new();
+    let mut file: Option<String> = None;
+    let mut line = 0u64;
+    let mut header = 0;
+    for l in text.lines() {
+        if let Some(f) = l.strip_prefix("-- Auto-annotated source: ") {
+            file = Some(f.trim().to_string());
+            line = 0;
+            header = 3; // rule, events, blank
+            continue;
+        }
+        let Some(f) = file.clone() else { continue };
+        if header > 0 {
+            header -= 1;
+            continue;
+        }
+        if l.starts_with("----") {
+            file = None;
+            continue;
+        }
+        if let Some(rest) = l.strip_prefix("-- line ") {
+            line = rest
+                .split_whitespace()
+                .next()
+                .and_then(|x| x.parse().ok())
+                .unwrap_or(1)
+                - 1;
+            continue;
+        }
+        let Some(p) = split_counts(l, n) else {
+            continue;
+        };
+        let counts: Vec<i128> = p.counts.iter().map(|c| c.unwrap_or(0)).collect();
+        if let Some(call) = p.text.strip_prefix("=> ") {
+            let e = out.entry(f).or_default().entry(line).or_default();
+            let (name, count, _) = split_name(call.trim());
+            let call = format!("{name} ({}x)", count.unwrap_or(0));
+            let slot = e.1.entry(call).or_insert_with(|| vec![0; n]);
+            slot.iter_mut().zip(&counts).for_each(|(a, b)| *a += b);
+            continue;
+        }
+        line += 1;
+        if counts.iter().any(|&c| c != 0) {
+            let e = out.entry(f).or_default().entry(line).or_default();
+            e.0 = counts;
+        }
+    }
+    out
+}
+
+/// Source annotation: every line's self cost and calls equal
+/// callgrind_annotate's `--auto=yes` (live only: no reports are committed).
+fn compare_source(path: &Path) -> Result<(), Failed> {
+    let text = reference(
+        "callgrind_annotate",
+        &["--auto=yes", "--threshold=100", "--context=1000000"],
+        path,
+        "",
+        true,
+    )?;
+    let r = parse_report(&text)?;
+    let events = &r.events;
+    let want = parse_source(&text, events.len());
+    let inc = data_dir();
+    let j = ours(path, &["--auto=yes", "-I", inc.to_str().unwrap_or(".")])?;
+    let mut got = SourceLines::new();
+    for f in j["source"]["files"].as_array().into_iter().flatten() {
+        let name = f["file"].as_str().unwrap_or("").to_string();
+        let m = got.entry(name).or_default();
+        for l in f["lines"].as_array().into_iter().flatten() {
+            let e = m.entry(num(&l["line"]) as u64).or_default();
+            let c = costs_of(&l["self"], events);
+            if c.iter().any(|&x| x != 0) {
+                e.0 = c;
+            }
+            // callgrind_annotate shows the calls of only one function per
+            // line (the first it met there); compare where there is one.
+            let calls = l["calls"].as_array().cloned().unwrap_or_default();
+            let callers: std::collections::BTreeSet<&str> =
+                calls.iter().filter_map(|c| c["caller"].as_str()).collect();
+            if callers.len() > 1 {
+                e.1.insert("(several callers)".into(), vec![]);
+                continue;
+            }
+            for c in &calls {
+                e.1.insert(
+                    format!("{} ({}x)", key(c), num(&c["count"])),
+                    costs_of(&c["inclusive"], events),
+                );
+            }
+        }
+        m.retain(|_, v| !v.0.is_empty() || !v.1.is_empty());
+    }
+    let mut errors = Vec::new();
+    let mut lines = 0;
+    for (f, w) in &want {
+        let Some(g) = got.get(f) else {
+            errors.push(format!("{f}: annotated by the reference, not by ours"));
+            continue;
+        };
+        for (l, wv) in w {
+            lines += 1;
+            match g.get(l) {
+                Some(gv) if gv == wv => {}
+                Some(gv) if gv.0 == wv.0 && gv.1.contains_key("(several callers)") => {}
+                gv => errors.push(format!("{f}:{l}: ours {gv:?}, reference {wv:?}")),
+            }
+        }
+        for l in g.keys() {
+            if !w.contains_key(l) {
+                errors.push(format!("{f}:{l}: ours {:?}, reference nothing", g[l]));
+            }
+        }
+    }
+    let got_lines: usize = got.values().map(|m| m.len()).sum();
+    if lines == 0 && got_lines > 0 {
+        errors.push("the reference annotated nothing, ours did".into());
+    }
+    report(errors)
+}
+
 fn main() {
     let args = Arguments::from_args();
     let have_cga = tool_available("callgrind_annotate");
@@ -618,6 +743,16 @@ fn main() {
         tests.push(Trial::test(format!("tree/callgrind/{n}"), move || {
             compare_tree(&q, have_cga)
         }));
+        // Source lines (not for files with `calls=0`, whose cost
+        // callgrind_annotate books on the call's line as self cost).
+        let calls0 = std::fs::read_to_string(&p).is_ok_and(|t| t.contains("\ncalls=0 "));
+        if !calls0 {
+            let q = p.clone();
+            tests.push(
+                Trial::test(format!("source/callgrind/{n}"), move || compare_source(&q))
+                    .with_ignored_flag(!have_cga),
+            );
+        }
     }
     for p in fixtures("cachegrind", ".cg_annotate") {
         let n = p.file_name().unwrap().to_string_lossy().to_string();

@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use tally_analysis::{PositionCosts, add_into};
-use tally_model::{Cost, FileId};
+use tally_model::{Cost, FileId, FunctionId};
 
 /// Why a file's costs were not annotated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -418,22 +418,40 @@ pub(super) fn write_text<C: Cost>(
     writeln!(out)
 }
 
+/// The calls made from a line, one line per callee (summed over the
+/// functions that call it from there), costliest first.
 fn call_lines<C: Cost>(
     a: &Analysis<'_, C>,
     t: &mut Table,
     calls: Option<&Vec<tally_analysis::CallSite<C>>>,
 ) {
     let Some(calls) = calls else { return };
+    let mut merged: Vec<(FunctionId, C, Vec<C>)> = Vec::new();
     for c in calls {
-        let mut name = a.row_name(a.callee_row(c.callee));
-        if let Some(o) = a.object(c.callee) {
+        match merged.iter_mut().find(|m| m.0 == c.callee) {
+            Some(m) => {
+                m.1 = m.1.saturating_add(c.count);
+                add_into(&mut m.2, &c.inclusive);
+            }
+            None => merged.push((c.callee, c.count, c.inclusive.clone())),
+        }
+    }
+    let primary = a.sort.first().map(|s| s.0).unwrap_or(0);
+    merged.sort_by(|x, y| {
+        a.value(&y.2, primary)
+            .cmp(&a.value(&x.2, primary))
+            .then(x.0.cmp(&y.0))
+    });
+    for (callee, count, inclusive) in merged {
+        let mut name = a.row_name(a.callee_row(callee));
+        if let Some(o) = a.object(callee) {
             name.push_str(&format!(" [{o}]"));
         }
         t.row(
-            cells(a, Some(&c.inclusive), true),
+            cells(a, Some(&inclusive), true),
             format!(
                 "  => {name} ({}x)",
-                crate::format::thousands(c.count.to_i128())
+                crate::format::thousands(count.to_i128())
             ),
         );
     }
