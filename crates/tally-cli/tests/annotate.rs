@@ -438,3 +438,31 @@ fn assembly_annotation_of_a_fresh_profile() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn thresholds_cut_where_callgrind_annotate_cuts() {
+    // --sort with per-event thresholds: rows are shown until every listed
+    // event reaches its share of the total, and not one row more.
+    let j = json(&["--sort=Dr:40,Dw:60", "cachegrind/workload.out"]);
+    let rows = j["functions"].as_array().unwrap();
+    assert!(share(rows, &j, "Dr") >= 40.0 && share(rows, &j, "Dw") >= 60.0);
+    let fewer = &rows[..rows.len() - 1];
+    assert!(share(fewer, &j, "Dr") < 40.0 || share(fewer, &j, "Dw") < 60.0);
+    // Sorted by Dr, then Dw.
+    for w in rows.windows(2) {
+        let k = |r: &Value| (n(&r["self"]["Dr"]), n(&r["self"]["Dw"]));
+        assert!(k(&w[0]) >= k(&w[1]));
+    }
+    // The default: 99 % of the first event.
+    let j = json(&["callgrind/workload.default.out"]);
+    let all = json(&["--threshold=100", "callgrind/workload.default.out"]);
+    let shown = j["functions"].as_array().unwrap().len();
+    assert!(shown < all["functions"].as_array().unwrap().len());
+    assert!(share(&j["functions"].as_array().unwrap()[..], &j, "Ir") >= 99.0);
+}
+
+/// Percentage of event `e`'s total that `rows` cover.
+fn share(rows: &[Value], report: &Value, e: &str) -> f64 {
+    rows.iter().map(|r| n(&r["self"][e])).sum::<i64>() as f64 * 100.0
+        / n(&report["totals"][e]) as f64
+}

@@ -1,0 +1,43 @@
+//! Speed of the analyses behind `tally annotate` on a large generated
+//! profile (`tally-gen`, 64 MB, what Valgrind writes with `--dump-instr=yes
+//! --collect-jumps=yes`): summing self costs and arcs, the call graph's
+//! strongly connected components with inclusive costs, and costs per
+//! instruction for every function (what `--asm` needs).
+//!
+//! Run with `cargo bench -p tally-analysis --bench analysis`.
+
+use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
+use std::hint::black_box;
+use std::time::Duration;
+use tally_analysis::{Aggregate, Inclusive};
+use tally_gen::{Config, EventSet};
+
+fn bench(c: &mut Criterion) {
+    let config = Config {
+        seed: 1,
+        size: 64 << 20,
+        events: EventSet::Ir,
+        compress: true,
+        blocks: None,
+    };
+    let mut text = Vec::new();
+    tally_gen::generate(&config, &mut text).expect("generating into memory");
+    let input = tally_formats::Input::from_bytes("bench.out", text).expect("input");
+    let (profile, _) = tally_formats::callgrind::read::<u64>(input).expect("reading");
+    let mut g = c.benchmark_group("annotate-analysis-64MB");
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10));
+    g.bench_function("aggregate", |b| {
+        b.iter(|| black_box(Aggregate::new(&profile, |_| true)))
+    });
+    let agg = Aggregate::new(&profile, |_| true);
+    g.bench_function("inclusive", |b| b.iter(|| black_box(Inclusive::new(&agg))));
+    g.bench_function("by_instr_all", |b| {
+        b.iter(|| black_box(tally_analysis::by_instr(&profile, |_| true, |_| true)))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
