@@ -150,8 +150,16 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
     for (f, user) in wanted {
         let name = String::from_utf8_lossy(names.file_name(f)).into_owned();
         let costs = by_file.remove(&f).unwrap_or_default();
-        let path = locate(&name, &o.include, &o.inputs);
-        let Some(path) = path else {
+        // A file that cannot be found or read counts as not found.
+        let found =
+            locate(&name, &o.include, &o.inputs).and_then(|path| match std::fs::read(&path) {
+                Ok(b) => Some((path, b)),
+                Err(e) => {
+                    warnings.push(format!("{}: {e}", path.display()));
+                    None
+                }
+            });
+        let Some((path, bytes)) = found else {
             let c = file_cost
                 .get(&f)
                 .cloned()
@@ -160,22 +168,10 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
             not_found.push((name, c));
             continue;
         };
-        let text = match std::fs::read(&path) {
-            Ok(b) => String::from_utf8_lossy(&b)
-                .lines()
-                .map(|l| l.replace('\t', "    "))
-                .collect::<Vec<_>>(),
-            Err(e) => {
-                warnings.push(format!("{}: {e}", path.display()));
-                let c = file_cost
-                    .get(&f)
-                    .cloned()
-                    .unwrap_or_else(|| vec![C::ZERO; events]);
-                add_into(&mut summary[1].1, &c);
-                not_found.push((name, c));
-                continue;
-            }
-        };
+        let text: Vec<String> = String::from_utf8_lossy(&bytes)
+            .lines()
+            .map(|l| l.replace('\t', "    "))
+            .collect();
         let newer = match (
             profile_time,
             std::fs::metadata(&path).and_then(|m| m.modified()).ok(),
