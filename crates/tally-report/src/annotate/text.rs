@@ -66,11 +66,17 @@ impl Table {
         for l in &self.lines {
             match l {
                 Line::Row(cells, text) => {
-                    let mut s = String::new();
+                    let mut s = String::with_capacity(128);
                     for (c, &w) in cells.iter().zip(w) {
-                        s.push_str(&format!("{c:>w$} "));
+                        let len = c.chars().count();
+                        s.extend(std::iter::repeat_n(' ', w.saturating_sub(len)));
+                        s.push_str(c);
+                        s.push(' ');
                     }
-                    writeln!(out, "{s} {text}")?;
+                    s.push(' ');
+                    s.push_str(text);
+                    s.push('\n');
+                    out.write_all(s.as_bytes())?;
                 }
                 Line::Text(t) => writeln!(out, "{t}")?,
             }
