@@ -99,9 +99,6 @@ pub struct Arc<C> {
     pub count: C,
     /// Inclusive cost of the calls.
     pub inclusive: Vec<C>,
-    /// True when some of the calls had `calls=0`: calls still running when
-    /// the counters were dumped.
-    pub has_zero_count: bool,
 }
 
 /// Self costs and arcs of the chosen parts.
@@ -247,7 +244,6 @@ impl<C: Cost> AggregateBuilder<C> {
                     callee: info.callee,
                     count: C::ZERO,
                     inclusive: vec![C::ZERO; events],
-                    has_zero_count: false,
                 });
                 p.arcs.insert(k, (p.arc_list.len() - 1) as u32);
                 p.arc_list.len() - 1
@@ -255,7 +251,6 @@ impl<C: Cost> AggregateBuilder<C> {
         };
         let arc = &mut p.arc_list[idx];
         arc.count = arc.count.saturating_add(info.count);
-        arc.has_zero_count |= info.count.is_zero();
         add_into(&mut arc.inclusive, inclusive);
         // A caller's site row exists even without self cost there.
         Self::row(
@@ -347,7 +342,6 @@ impl<C: Cost> AggregateBuilder<C> {
                     Some(&i) => {
                         let x = &mut a.arcs[i as usize];
                         x.count = x.count.saturating_add(arc.count);
-                        x.has_zero_count |= arc.has_zero_count;
                         add_into(&mut x.inclusive, &arc.inclusive);
                     }
                     None => {

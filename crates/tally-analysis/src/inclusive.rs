@@ -44,8 +44,6 @@ pub struct Inclusive<C> {
     pub function: CostTable<C>,
     /// The cycle number of each function, if it is in one.
     pub cycle_of: Vec<Option<u32>>,
-    /// Whether the function calls itself directly.
-    pub self_call: Vec<bool>,
     /// The cycles, numbered 1.. in this order.
     pub cycles: Vec<Cycle<C>>,
 }
@@ -97,10 +95,8 @@ impl<C: Cost> Inclusive<C> {
         let mut function = agg.function_self.clone();
         let mut incoming = CostTable::zeroed(ev, nf);
         let mut called = vec![false; nf];
-        let mut self_call = vec![false; nf];
         for arc in &agg.arcs {
             if arc.caller == arc.callee {
-                self_call[arc.caller.index()] = true;
                 continue;
             }
             incoming.add(arc.callee.index(), &arc.inclusive);
@@ -173,7 +169,6 @@ impl<C: Cost> Inclusive<C> {
         Inclusive {
             function,
             cycle_of,
-            self_call,
             cycles,
         }
     }
@@ -184,11 +179,6 @@ impl<C: Cost> Inclusive<C> {
             None => Some(self.function.get(f.index())),
             Some(_) => None,
         }
-    }
-
-    /// The cycle with number `n`.
-    pub fn cycle(&self, n: u32) -> &Cycle<C> {
-        &self.cycles[n as usize - 1]
     }
 
     /// Inclusive cost of every `file:function` row of `agg`: the row of the

@@ -32,13 +32,13 @@ pub struct Args {
     #[arg(long, default_value = "99", value_parser = parse_percent)]
     threshold: f64,
     /// Show and sort by inclusive costs, correct under recursion.
-    #[arg(long, num_args = 0..=1, default_missing_value = "yes", default_value = "no", value_parser = yes_no)]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "yes", default_value = "no", value_parser = yes_no)]
     inclusive: bool,
     /// Call trees: callers, callees, or both.
     #[arg(long, value_enum, default_value = "none")]
     tree: TreeArg,
     /// Annotate the sources of all functions above the threshold.
-    #[arg(long, num_args = 0..=1, default_missing_value = "yes", default_value = "no", value_parser = yes_no)]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "yes", default_value = "no", value_parser = yes_no)]
     auto: bool,
     /// Lines of context around costly source lines.
     #[arg(long, default_value_t = 8)]
@@ -51,10 +51,10 @@ pub struct Args {
     #[arg(long)]
     asm: bool,
     /// List the N hottest jumps and conditional jumps.
-    #[arg(long, num_args = 0..=1, default_missing_value = "20", value_name = "N")]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "20", value_name = "N")]
     jumps: Option<usize>,
     /// Show percentages after the counts.
-    #[arg(long, num_args = 0..=1, default_missing_value = "yes", default_value = "no", value_parser = yes_no)]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "yes", default_value = "no", value_parser = yes_no)]
     show_percs: bool,
     /// Sum only these parts (numbers as in `part:`; repeatable or comma-separated).
     #[arg(long, value_delimiter = ',', conflicts_with = "thread")]
@@ -218,7 +218,11 @@ struct SumSink<C: Cost> {
 }
 
 impl<C: Cost> Sink<C> for SumSink<C> {
-    fn start_part(&mut self, positions: Positions, _events: usize) {
+    fn start_part(&mut self, positions: Positions, events: usize) {
+        // The number of events is known once the first header is read.
+        if self.jumps.is_empty() {
+            self.sums = AggregateBuilder::new(events);
+        }
         self.sums.start_part();
         self.jumps.push(Jumps::new(positions));
     }
@@ -251,14 +255,8 @@ fn streamed<C: Cost>(
         jumps: Vec::new(),
         keep_jumps: opts.jumps.is_some(),
     };
-    // The number of events is known once the header is read; the builder
-    // is made for it at the first part.
-    let mut lazy = LazySink {
-        inner: &mut sink,
-        started: false,
-    };
-    let out = tally_formats::callgrind::parse(input, &mut lazy, ReadOptions { progress })?;
-    if !lazy.started {
+    let out = tally_formats::callgrind::parse(input, &mut sink, ReadOptions { progress })?;
+    if sink.jumps.is_empty() {
         sink.sums = AggregateBuilder::new(out.profile.events.len());
     }
     warn(&[path], std::slice::from_ref(&out.warnings));
@@ -267,32 +265,6 @@ fn streamed<C: Cost>(
         part.jumps = jumps;
     }
     report(profile, Some(sink.sums), args, opts)
-}
-
-/// Sizes the sums for the profile's events when the first part starts.
-struct LazySink<'s, C: Cost> {
-    inner: &'s mut SumSink<C>,
-    started: bool,
-}
-
-impl<C: Cost> Sink<C> for LazySink<'_, C> {
-    fn start_part(&mut self, positions: Positions, events: usize) {
-        if !self.started {
-            self.inner.sums = AggregateBuilder::new(events);
-            self.started = true;
-        }
-        self.inner.start_part(positions, events);
-    }
-    #[inline]
-    fn line(&mut self, function: FunctionId, file: FileId, p: &[u64], costs: &[C]) {
-        self.inner.line(function, file, p, costs);
-    }
-    fn call(&mut self, info: CallInfo<C>, s: &[u64], t: &[u64], inclusive: &[C]) {
-        self.inner.call(info, s, t, inclusive);
-    }
-    fn jump(&mut self, info: JumpInfo<C>, source: &[u64], target: &[u64]) {
-        self.inner.jump(info, source, target);
-    }
 }
 
 fn warn(paths: &[&Path], warnings: &[tally_formats::Warnings]) {

@@ -466,3 +466,64 @@ fn share(rows: &[Value], report: &Value, e: &str) -> f64 {
     rows.iter().map(|r| n(&r["self"][e])).sum::<i64>() as f64 * 100.0
         / n(&report["totals"][e]) as f64
 }
+
+#[test]
+fn every_cycle_is_listed_when_every_row_is() {
+    let j = json(&[
+        "--inclusive=yes",
+        "--threshold=100",
+        "callgrind/mutual.recs.out",
+    ]);
+    let cycles = j["cycles"].as_array().unwrap().len();
+    assert!(cycles >= 2, "{cycles}");
+    let out = run(&[
+        "--inclusive=yes",
+        "--threshold=100",
+        "callgrind/mutual.recs.out",
+    ]);
+    let o = text(&out.stdout);
+    for c in 1..=cycles {
+        assert_eq!(
+            o.matches(&format!("<cycle {c}> as a whole")).count(),
+            1,
+            "cycle {c}"
+        );
+    }
+}
+
+#[test]
+fn summing_while_reading_equals_a_full_load() {
+    // Without source or assembly annotation a single input is summed while
+    // it is read; `--auto` loads every line. Both must give the same rows,
+    // trees, cycles and jumps.
+    for f in [
+        "callgrind/mutual.combined.out",
+        "callgrind/workload.jumps.out",
+        "cachegrind/workload.out",
+    ] {
+        let args = [
+            "--threshold=100",
+            "--inclusive",
+            "--tree=both",
+            "--jumps=50",
+            f,
+        ];
+        let streamed = json(&args);
+        let mut full_args = vec!["--auto"];
+        full_args.extend_from_slice(&args);
+        let full = json(&full_args);
+        for k in [
+            "totals",
+            "functions",
+            "functions_by_name",
+            "cycles",
+            "jumps",
+            "parts",
+        ] {
+            assert_eq!(streamed[k], full[k], "{f}: {k}");
+        }
+    }
+    // Optional values need `=`, so a flag before the file does not eat it.
+    let out = run(&["--inclusive", "--auto", "callgrind/mutual.default.out"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}

@@ -279,8 +279,9 @@ pub(super) fn write<C: Cost>(
             json!({
                 "files": files,
                 "not_found": not_found,
-                "unknown": costs(a, &plan.summary[2].1),
-                "below_threshold": costs(a, &plan.summary[3].1),
+                "annotated": costs(a, &plan.annotated),
+                "unknown": costs(a, &plan.unknown),
+                "below_threshold": costs(a, &plan.below_threshold),
             }),
         );
     }

@@ -285,11 +285,6 @@ impl<'p, C: Cost> Analysis<'p, C> {
         }
     }
 
-    /// Values of all shown events.
-    pub fn shown_values(&self, costs: &[C]) -> Vec<i128> {
-        self.shown.iter().map(|&e| self.value(costs, e)).collect()
-    }
-
     /// Cost of a row used for sorting and thresholds: inclusive when asked
     /// (a cycle member sorts by its self cost).
     fn row_rank(&self, r: usize) -> &[C] {
@@ -327,18 +322,24 @@ impl<'p, C: Cost> Analysis<'p, C> {
         (!o.is_empty()).then(|| String::from_utf8_lossy(o).into_owned())
     }
 
-    fn select<K: Copy>(
-        &self,
-        mut keys: Vec<K>,
-        rank: impl Fn(K) -> Vec<i128>,
+    /// Sorts `keys` by their sort-event values (then by name) and keeps
+    /// those above the threshold.
+    fn select<'k, K: Copy>(
+        &'k self,
+        keys: Vec<K>,
+        rank: impl Fn(K) -> &'k [C],
         name: impl Fn(K) -> String,
     ) -> Vec<K> {
         let sort_ev: Vec<usize> = self.sort.iter().map(|s| s.0).collect();
         let mut ranked: Vec<(Vec<i128>, String, K)> = keys
-            .drain(..)
+            .into_iter()
             .map(|k| {
                 let r = rank(k);
-                (sort_ev.iter().map(|&e| r[e]).collect(), name(k), k)
+                (
+                    sort_ev.iter().map(|&e| self.value(r, e)).collect(),
+                    name(k),
+                    k,
+                )
             })
             .collect();
         ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
@@ -377,17 +378,11 @@ impl<'p, C: Cost> Analysis<'p, C> {
         out
     }
 
-    fn all_values(&self, costs: &[C]) -> Vec<i128> {
-        (0..self.event_names.len())
-            .map(|e| self.value(costs, e))
-            .collect()
-    }
-
     fn select_rows(&self) -> Vec<usize> {
         let keys: Vec<usize> = (0..self.agg.rows.len()).collect();
         self.select(
             keys,
-            |r| self.all_values(self.row_rank(r)),
+            |r| self.row_rank(r),
             |r| self.row_name(self.agg.rows[r]),
         )
     }
@@ -397,11 +392,7 @@ impl<'p, C: Cost> Analysis<'p, C> {
             .filter(|&f| self.agg.function_present[f])
             .map(|f| FunctionId(f as u32))
             .collect();
-        self.select(
-            keys,
-            |f| self.all_values(self.function_rank(f)),
-            |f| self.function_name(f),
-        )
+        self.select(keys, |f| self.function_rank(f), |f| self.function_name(f))
     }
 
     /// `function:file` as shown in the by-function table.

@@ -10,19 +10,6 @@ use std::path::{Path, PathBuf};
 use tally_analysis::{PositionCosts, add_into};
 use tally_model::{Cost, FileId, FunctionId};
 
-/// Why a file's costs were not annotated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Skip {
-    /// Annotated.
-    Annotated,
-    /// The source could not be found.
-    NotFound,
-    /// The profile does not know the file (`???` or empty).
-    Unknown,
-    /// No function of the file reached the threshold, and it was not asked for.
-    BelowThreshold,
-}
-
 /// A source file to annotate.
 pub(super) struct SourceFile<C> {
     pub name: String,
@@ -36,8 +23,14 @@ pub(super) struct SourceFile<C> {
 /// What source annotation will show.
 pub(super) struct Plan<C> {
     pub files: Vec<SourceFile<C>>,
-    /// Cost per file outcome.
-    pub summary: Vec<(Skip, Vec<C>)>,
+    /// Cost of the files annotated.
+    pub annotated: Vec<C>,
+    /// Cost of the files whose source was not found (or not readable).
+    pub not_found_cost: Vec<C>,
+    /// Cost in files the profile does not name (`???` or empty).
+    pub unknown: Vec<C>,
+    /// Cost in files no row above the threshold has, and not named.
+    pub below_threshold: Vec<C>,
     /// Cost on line 0 (no line information) within annotated files.
     pub no_line: Vec<C>,
     /// Cost on lines past the end of their file.
@@ -121,31 +114,20 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
         .max();
 
     let mut files = Vec::new();
-    let mut summary: Vec<(Skip, Vec<C>)> = [
-        Skip::Annotated,
-        Skip::NotFound,
-        Skip::Unknown,
-        Skip::BelowThreshold,
-    ]
-    .into_iter()
-    .map(|s| (s, vec![C::ZERO; events]))
-    .collect();
+    let mut annotated = vec![C::ZERO; events];
+    let mut not_found_cost = vec![C::ZERO; events];
+    let mut unknown = vec![C::ZERO; events];
+    let mut below_threshold = vec![C::ZERO; events];
     let mut not_found = Vec::new();
     let mut no_line = vec![C::ZERO; events];
     let mut past_end = vec![C::ZERO; events];
     for (&f, cost) in &file_cost {
         let name = names.file_name(f);
-        let slot = if is_unknown(name) {
-            Skip::Unknown
-        } else if ids.contains(&f) {
-            continue;
-        } else {
-            Skip::BelowThreshold
-        };
-        add_into(
-            &mut summary.iter_mut().find(|s| s.0 == slot).unwrap().1,
-            cost,
-        );
+        if is_unknown(name) {
+            add_into(&mut unknown, cost);
+        } else if !ids.contains(&f) {
+            add_into(&mut below_threshold, cost);
+        }
     }
     for (f, user) in wanted {
         let name = String::from_utf8_lossy(names.file_name(f)).into_owned();
@@ -164,7 +146,7 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
                 .get(&f)
                 .cloned()
                 .unwrap_or_else(|| vec![C::ZERO; events]);
-            add_into(&mut summary[1].1, &c);
+            add_into(&mut not_found_cost, &c);
             not_found.push((name, c));
             continue;
         };
@@ -205,7 +187,7 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
             ));
         }
         add_into(
-            &mut summary[0].1,
+            &mut annotated,
             file_cost.get(&f).map(|v| v.as_slice()).unwrap_or(&[]),
         );
         files.push(SourceFile {
@@ -219,7 +201,10 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
     }
     Plan {
         files,
-        summary,
+        annotated,
+        not_found_cost,
+        unknown,
+        below_threshold,
         no_line,
         past_end,
         not_found,
@@ -359,24 +344,17 @@ pub(super) fn write_text<C: Cost>(
     let mut t = Table::new(labels.clone());
     let words = [
         (
-            super::source::Skip::Annotated,
+            &plan.annotated,
             "annotated: files known, found and annotated",
         ),
+        (&plan.not_found_cost, "unannotated: files known, not found"),
+        (&plan.unknown, "unannotated: unknown file (???)"),
         (
-            super::source::Skip::NotFound,
-            "unannotated: files known, not found",
-        ),
-        (
-            super::source::Skip::Unknown,
-            "unannotated: unknown file (???)",
-        ),
-        (
-            super::source::Skip::BelowThreshold,
+            &plan.below_threshold,
             "unannotated: files below the threshold and not named",
         ),
     ];
-    for (skip, text) in words {
-        let c = &plan.summary.iter().find(|s| s.0 == skip).unwrap().1;
+    for (c, text) in words {
         t.row(cells(a, Some(c), false), text.to_string());
     }
     if plan.no_line.iter().any(|c| !c.is_zero()) {

@@ -341,6 +341,17 @@ fn file_function_table<C: Cost>(
             }
         }
     }
+    // With every row shown, cycles cheaper than the last row come last.
+    if a.show_all
+        && let Some(incl) = &a.incl
+        && a.opts.inclusive
+    {
+        for cy in &incl.cycles {
+            if !cycles_done[cy.number as usize - 1] {
+                cycle_entry(a, &mut t, cy, style);
+            }
+        }
+    }
     t.print(out, "file:function", style)?;
     writeln!(out)
 }
