@@ -148,6 +148,16 @@ pub enum Error {
     /// Profiles that cannot be combined or written as asked.
     #[error("{0}")]
     Incompatible(String),
+    /// Bad content in a binary profile (such as gprof's `gmon.out`).
+    #[error("{}: byte {offset}: {message}", path.display())]
+    Binary {
+        /// The file.
+        path: PathBuf,
+        /// Offset in the file of the record or field at fault.
+        offset: u64,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl Error {

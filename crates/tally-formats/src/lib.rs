@@ -7,6 +7,7 @@
 pub mod cachegrind;
 pub mod callgrind;
 pub mod error;
+pub mod gmon;
 pub mod input;
 pub mod json;
 pub mod load;
