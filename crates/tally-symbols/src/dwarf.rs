@@ -32,6 +32,33 @@ impl LineTable {
         let line = location.line.filter(|&l| l != 0)?;
         Some((location.file?.to_owned(), line))
     }
+
+    /// The line-table rows in `[start, end)` as `(address, length, file,
+    /// line)`, in address order, rows with line 0 left out.
+    pub(crate) fn ranges(&self, start: u64, end: u64) -> Vec<(u64, u64, String, u32)> {
+        let context = self.context.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::new();
+        let Ok(iter) = context.find_location_range(start, end) else {
+            return out;
+        };
+        for (addr, len, loc) in iter {
+            if let (Some(file), Some(line)) = (loc.file, loc.line.filter(|&l| l != 0)) {
+                out.push((addr, len, file.to_owned(), line));
+            }
+        }
+        out.sort_by_key(|r| r.0);
+        out
+    }
+
+    /// The raw name (linkage name where there is one) of the innermost
+    /// function, inlined or not, whose code holds `addr`.
+    pub(crate) fn function(&self, addr: u64) -> Option<String> {
+        let context = self.context.lock().unwrap_or_else(|e| e.into_inner());
+        let mut frames = context.find_frames(addr).skip_all_loads().ok()?;
+        let frame = frames.next().ok()??;
+        let name = frame.function?.raw_name().ok()?.into_owned();
+        Some(name)
+    }
 }
 
 /// Loads the DWARF of an ELF file's bytes; `None` when it has none or it

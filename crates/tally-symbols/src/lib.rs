@@ -45,6 +45,7 @@ mod disasm;
 mod dwarf;
 mod error;
 mod symbols;
+mod symtab;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -58,6 +59,7 @@ use object::{Endianness, Object, elf};
 pub use disasm::{InstrKind, Instruction};
 pub use error::SymbolsError;
 pub use symbols::{Alias, Binding, Symbol, SymbolVersion};
+pub use symtab::{Section, SymtabEntry};
 
 use dwarf::LineTable;
 use symbols::{DataLabels, RawSymbol, SymbolTable, label, version_in_name};
@@ -78,6 +80,11 @@ pub struct ObjectFile {
     symbols: SymbolTable,
     data_labels: DataLabels,
     code: Vec<CodeRange>,
+    symtab: Vec<SymtabEntry>,
+    symtab_strings: Vec<u8>,
+    sections: Vec<Section>,
+    little_endian: bool,
+    is_64: bool,
     build_id: Option<Vec<u8>>,
     debuglink: Option<String>,
     /// Parsed on the first [`ObjectFile::source_line`] call: most uses never
@@ -102,6 +109,10 @@ struct Parsed {
     symbols: Vec<RawSymbol>,
     objects: Vec<RawSymbol>,
     code: Vec<CodeRange>,
+    symtab: Vec<SymtabEntry>,
+    symtab_strings: Vec<u8>,
+    sections: Vec<Section>,
+    little_endian: bool,
     build_id: Option<Vec<u8>>,
     debuglink: Option<String>,
 }
@@ -139,6 +150,7 @@ impl ObjectFile {
             _ => return Err(SymbolsError::malformed(&path, "unknown ELF class")),
         }
         .map_err(|e| SymbolsError::malformed(&path, e))?;
+        let is_64 = data.get(EI_CLASS) == Some(&ELFCLASS64);
         Ok(ObjectFile {
             path,
             data,
@@ -146,6 +158,11 @@ impl ObjectFile {
             symbols: SymbolTable::new(parsed.symbols),
             data_labels: DataLabels::new(parsed.objects),
             code: parsed.code,
+            symtab: parsed.symtab,
+            symtab_strings: parsed.symtab_strings,
+            sections: parsed.sections,
+            little_endian: parsed.little_endian,
+            is_64,
             build_id: parsed.build_id,
             debuglink: parsed.debuglink,
             lines: OnceLock::new(),
@@ -174,6 +191,47 @@ impl ObjectFile {
     /// [`Symbol::aliases`].
     pub fn symbols(&self) -> &[Symbol] {
         self.symbols.symbols()
+    }
+
+    /// Every named entry of `.symtab` (not `.dynsym`), in table order, with
+    /// the class letter `nm` prints for it. gprof builds its own function
+    /// table from this list by rules of its own (static functions, weak
+    /// symbols, data symbols in code), so it needs the raw entries rather
+    /// than [`ObjectFile::symbols`]. Empty for a stripped file.
+    pub fn symtab(&self) -> &[SymtabEntry] {
+        &self.symtab
+    }
+
+    /// The raw string table of `.symtab` (names are NUL-terminated at
+    /// [`SymtabEntry::name_offset`]).
+    pub fn symtab_strings(&self) -> &[u8] {
+        &self.symtab_strings
+    }
+
+    /// The file's sections, in header order.
+    pub fn sections(&self) -> &[Section] {
+        &self.sections
+    }
+
+    /// The section named `name` (the first, if several are).
+    pub fn section(&self, name: &str) -> Option<&Section> {
+        self.sections.iter().find(|s| s.name == name)
+    }
+
+    /// Whether the file is little-endian.
+    pub fn is_little_endian(&self) -> bool {
+        self.little_endian
+    }
+
+    /// Whether the file is a 64-bit (ELFCLASS64) file.
+    pub fn is_64_bit(&self) -> bool {
+        self.is_64
+    }
+
+    /// Demangles a C++ or Rust name as Valgrind and GNU tools print it;
+    /// `None` for a name that is not mangled.
+    pub fn demangle(name: &str) -> Option<String> {
+        demangle::demangle(name)
     }
 
     /// The function containing `addr` (`address <= addr < end`), the
@@ -244,6 +302,19 @@ impl ObjectFile {
         }))
     }
 
+    /// The bytes of `[start, end)` in an executable section (cut at the
+    /// section's end); `None` if `start` is in none.
+    pub fn code_bytes(&self, start: u64, end: u64) -> Option<&[u8]> {
+        let code = self
+            .code
+            .iter()
+            .find(|c| c.start <= start && start < c.end)?;
+        let end = end.min(code.end).max(start);
+        let from = usize::try_from(code.offset.checked_add(start - code.start)?).ok()?;
+        let len = usize::try_from(end - start).ok()?;
+        self.data.get(from..from.checked_add(len)?)
+    }
+
     /// Decodes a whole function, from its address to its [`Symbol::end`].
     pub fn disassemble_function(&self, symbol: &Symbol) -> Result<Vec<Instruction>, SymbolsError> {
         self.disassemble(symbol.address, symbol.end)
@@ -258,6 +329,24 @@ impl ObjectFile {
             .get_or_init(|| self.load_lines())
             .as_ref()?
             .find(addr)
+    }
+
+    /// The DWARF line-table rows in `[start, end)`: `(address, length,
+    /// file, line)` in address order. Empty without debug information.
+    pub fn line_rows(&self, start: u64, end: u64) -> Vec<(u64, u64, String, u32)> {
+        match self.lines.get_or_init(|| self.load_lines()).as_ref() {
+            Some(lines) => lines.ranges(start, end),
+            None => Vec::new(),
+        }
+    }
+
+    /// The raw name of the innermost function (an inlined one if the
+    /// address is in inlined code) holding `addr`, from DWARF.
+    pub fn dwarf_function(&self, addr: u64) -> Option<String> {
+        self.lines
+            .get_or_init(|| self.load_lines())
+            .as_ref()?
+            .function(addr)
     }
 
     fn load_lines(&self) -> Option<LineTable> {
@@ -348,12 +437,19 @@ fn parse_elf<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::Resul
     let (dyn_functions, dyn_objects) =
         read_symbols(&file, file.elf_dynamic_symbol_table(), versions.as_ref())?;
     let (functions, objects) = read_symbols(&file, file.elf_symbol_table(), None)?;
+    let symtab = symtab::read(&file, file.elf_symbol_table())?;
+    let symtab_strings = symtab::strings(&file, file.elf_symbol_table());
+    let section_list = symtab::sections(&file)?;
 
     Ok(Parsed {
         machine: file.elf_header().e_machine(endian).0,
         symbols: merge(functions, dyn_functions),
         objects: merge(objects, dyn_objects),
         code,
+        symtab,
+        symtab_strings,
+        sections: section_list,
+        little_endian: file.is_little_endian(),
         build_id: file.build_id().ok().flatten().map(<[u8]>::to_vec),
         debuglink: file
             .gnu_debuglink()
