@@ -6,6 +6,7 @@
 //! same numbers and the same order, whatever the hash seeds.
 
 pub mod aggregate;
+pub mod gprof;
 pub mod inclusive;
 pub mod positions;
 pub mod scc;

@@ -1,0 +1,906 @@
+//! The call-graph analysis of gprof (Graham, Kessler and McKusick, 1982), as
+//! GNU gprof computes it, so that reports agree with GNU gprof's to the last
+//! digit.
+//!
+//! The steps, each a function here:
+//!
+//! 1. [`SymbolTable::finalize`]: routines sorted by address, one per address
+//!    (globals over statics, functions over other symbols, names without a
+//!    leading underscore over those with one), each extending to the next.
+//! 2. [`assign_samples`]: histogram bins to self time; a bin that straddles
+//!    two routines is split by overlap.
+//! 3. [`Graph::tally`]: call arcs from `(from_pc, self_pc, count)` records;
+//!    a record whose caller is no known routine is dropped, which is what
+//!    makes a routine `<spontaneous>`.
+//! 4. [`assemble`]: self calls taken out, static arcs added, routines
+//!    numbered depth-first with cycles collapsed (the strongly connected
+//!    components), cycles numbered, then print flags and propagation
+//!    fractions passed down and time passed up:
+//!    `T_r = S_r + Σ T_e · C_e^r / C_e` over the collapsed graph.
+//!
+//! Everything is a plain index into the symbol table; cycles get the indices
+//! after the routines. Orders that GNU gprof leaves to `qsort` are stable
+//! here, as glibc's `qsort` (a merge sort) is for tables of this size.
+//!
+//! Times are in histogram ticks (or any cost unit: the Callgrind path feeds
+//! event counts); dividing by the sampling rate is the printer's job.
+
+use rustc_hash::FxHashMap;
+
+/// Bytes per histogram counting unit: gprof scales addresses by the size of
+/// a 16-bit bin counter, so bins and symbols are compared in these units.
+pub const UNIT: u64 = 2;
+
+/// A routine (function, or source line for line-level profiles).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Routine {
+    /// The raw symbol name: sorting and symbol specifications use it.
+    pub name: String,
+    /// The name to print (demangled, or with a line suffix).
+    pub display: String,
+    /// Start address.
+    pub addr: u64,
+    /// Last address (inclusive); 0 until [`SymbolTable::finalize`] sets it.
+    pub end_addr: u64,
+    /// A local (`static`) symbol.
+    pub is_static: bool,
+    /// Marked as a function (line symbols are not).
+    pub is_func: bool,
+    /// Source file of the start address, if known.
+    pub file: Option<String>,
+    /// Source line of the start address (0 if unknown).
+    pub line: u32,
+}
+
+/// The routines, sorted by address and without duplicates.
+#[derive(Debug, Clone, Default)]
+pub struct SymbolTable {
+    /// The routines in address order.
+    pub routines: Vec<Routine>,
+}
+
+impl SymbolTable {
+    /// Sorts and deduplicates as GNU gprof's `symtab_finalize` does:
+    /// functions before other symbols and globals before statics at one
+    /// address, then of two names at one address the global one, then the
+    /// function, then the one without a leading underscore (or with one
+    /// underscore rather than two) is kept. Each routine extends to the
+    /// next; the last to the end of the text section (`text_end`, exclusive).
+    pub fn finalize(mut raw: Vec<Routine>, text_end: u64) -> SymbolTable {
+        raw.sort_by(|l, r| {
+            l.addr
+                .cmp(&r.addr)
+                .then(r.is_func.cmp(&l.is_func))
+                .then(l.is_static.cmp(&r.is_static))
+        });
+        let mut out: Vec<Routine> = Vec::with_capacity(raw.len());
+        let Some(first) = raw.first() else {
+            return SymbolTable::default();
+        };
+        let mut prev_addr = first.addr.wrapping_sub(1);
+        for src in raw {
+            if src.addr == prev_addr {
+                let Some(dst) = out.last_mut() else { continue };
+                let b = |s: &str, i: usize| s.as_bytes().get(i).copied().unwrap_or(0);
+                let better = (!src.is_static && dst.is_static)
+                    || (src.is_static == dst.is_static
+                        && ((src.is_func && !dst.is_func)
+                            || (src.is_func == dst.is_func
+                                && ((b(&src.name, 0) != b'_' && b(&dst.name, 0) == b'_')
+                                    || (b(&src.name, 0) == b'_'
+                                        && b(&dst.name, 0) == b'_'
+                                        && b(&src.name, 1) != b'_'
+                                        && b(&dst.name, 1) == b'_')))));
+                if better {
+                    *dst = src;
+                }
+            } else {
+                if let Some(dst) = out.last_mut()
+                    && dst.end_addr == 0
+                {
+                    dst.end_addr = src.addr.wrapping_sub(1);
+                }
+                if src.end_addr == 0 || src.addr <= src.end_addr {
+                    prev_addr = src.addr;
+                    out.push(src);
+                }
+            }
+        }
+        if let Some(last) = out.last_mut()
+            && last.end_addr == 0
+        {
+            last.end_addr = text_end.wrapping_sub(1);
+        }
+        SymbolTable { routines: out }
+    }
+
+    /// Number of routines.
+    pub fn len(&self) -> usize {
+        self.routines.len()
+    }
+
+    /// True without routines.
+    pub fn is_empty(&self) -> bool {
+        self.routines.is_empty()
+    }
+
+    /// The routine whose range holds `addr`: the last one starting at or
+    /// before it, if `addr` is not past its end.
+    pub fn lookup(&self, addr: u64) -> Option<usize> {
+        let i = self.routines.partition_point(|r| r.addr <= addr);
+        let i = i.checked_sub(1)?;
+        (addr <= self.routines[i].end_addr).then_some(i)
+    }
+}
+
+/// One histogram record: `bins` counters evenly covering `[low_pc, high_pc)`.
+#[derive(Debug, Clone, Copy)]
+pub struct Samples<'a> {
+    /// First address covered.
+    pub low_pc: u64,
+    /// First address not covered.
+    pub high_pc: u64,
+    /// The counters.
+    pub bins: &'a [u64],
+}
+
+/// The result of [`assign_samples`].
+#[derive(Debug, Clone, Default)]
+pub struct SelfTimes {
+    /// Ticks per routine.
+    pub time: Vec<f64>,
+    /// All ticks, less those of routines kept out of the flat profile.
+    pub total: f64,
+    /// Address units per bin (of the first histogram).
+    pub scale: f64,
+}
+
+/// Credits every bin's count to the routines its address range overlaps,
+/// in proportion to the overlap, as GNU gprof's `hist_assign_samples` does:
+/// a routine's range runs from its start to the next routine's start (so it
+/// takes the padding after it), and addresses are compared in [`UNIT`]s.
+/// `credited(i)` is false for routines whose time is to be left out (the
+/// `-P`/`-p` flat-profile selections): their share is taken off the total.
+pub fn assign_samples(
+    table: &SymbolTable,
+    hists: &[Samples<'_>],
+    credited: impl Fn(usize) -> bool,
+) -> SelfTimes {
+    let n = table.len();
+    let mut out = SelfTimes {
+        time: vec![0.0; n],
+        total: 0.0,
+        scale: 0.0,
+    };
+    let Some(first) = hists.first() else {
+        return out;
+    };
+    let scale = if first.bins.is_empty() {
+        0.0
+    } else {
+        (first.high_pc.saturating_sub(first.low_pc) / UNIT) as f64 / first.bins.len() as f64
+    };
+    out.scale = scale;
+    let scaled: Vec<u64> = table.routines.iter().map(|r| r.addr / UNIT).collect();
+    let high_of = |j: usize| -> u64 {
+        match scaled.get(j + 1) {
+            Some(&next) => next,
+            None => table.routines[j].end_addr.wrapping_add(1) / UNIT,
+        }
+    };
+    for h in hists {
+        let lowpc = h.low_pc / UNIT;
+        let mut k: usize = 1;
+        for (i, &count) in h.bins.iter().enumerate() {
+            if count == 0 {
+                continue;
+            }
+            let bin_low = lowpc.wrapping_add((scale * i as f64) as u64);
+            let bin_high = lowpc.wrapping_add((scale * (i + 1) as f64) as u64);
+            let count_time = count as f64;
+            out.total += count_time;
+            let mut j = k - 1;
+            while j < n {
+                let sym_low = scaled[j];
+                let sym_high = high_of(j);
+                if bin_high < sym_low {
+                    break;
+                }
+                if bin_low < sym_high {
+                    let overlap = bin_high.min(sym_high).wrapping_sub(bin_low.max(sym_low));
+                    if overlap > 0 {
+                        let credit = overlap as f64 * count_time / scale;
+                        if credited(j) {
+                            out.time[j] += credit;
+                        } else {
+                            out.total -= credit;
+                        }
+                    }
+                }
+                j += 1;
+                k = j;
+            }
+        }
+    }
+    out
+}
+
+/// A call arc.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Arc {
+    /// Calling routine.
+    pub parent: usize,
+    /// Called routine.
+    pub child: usize,
+    /// Traversals (0 for static arcs).
+    pub count: u64,
+    /// Self time of the child propagated along this arc (after
+    /// [`assemble`]).
+    pub time: f64,
+    /// Descendant time of the child propagated along this arc.
+    pub child_time: f64,
+}
+
+/// The arcs between routines, with gprof's list orders: the newest arc
+/// first in both the caller's and the callee's list.
+#[derive(Debug, Clone, Default)]
+pub struct Graph {
+    /// All arcs, oldest first.
+    pub arcs: Vec<Arc>,
+    children: Vec<Vec<usize>>,
+    parents: Vec<Vec<usize>>,
+    index: FxHashMap<(usize, usize), usize>,
+    /// Calls into every routine, self calls included until [`assemble`].
+    pub ncalls: Vec<u64>,
+}
+
+impl Graph {
+    /// A graph without arcs over `routines` routines.
+    pub fn new(routines: usize) -> Graph {
+        Graph {
+            arcs: Vec::new(),
+            children: vec![Vec::new(); routines],
+            parents: vec![Vec::new(); routines],
+            index: FxHashMap::default(),
+            ncalls: vec![0; routines],
+        }
+    }
+
+    /// Adds `count` to the arc `parent → child`, creating it if new
+    /// (`arc_add`). Does not touch the call counts.
+    pub fn add(&mut self, parent: usize, child: usize, count: u64) {
+        if let Some(&a) = self.index.get(&(parent, child)) {
+            self.arcs[a].count = self.arcs[a].count.saturating_add(count);
+            return;
+        }
+        let a = self.arcs.len();
+        self.arcs.push(Arc {
+            parent,
+            child,
+            count,
+            time: 0.0,
+            child_time: 0.0,
+        });
+        self.index.insert((parent, child), a);
+        self.children[parent].push(a);
+        self.parents[child].push(a);
+    }
+
+    /// Records a gmon arc record (`cg_tally`): both ends are looked up; a
+    /// record whose caller or callee is in no routine is dropped. The callee
+    /// is moved back to the function holding it (for line symbols).
+    /// `keep(parent, child)` applies `-k` and the arc selections. Returns
+    /// whether the record was kept.
+    pub fn tally(
+        &mut self,
+        table: &SymbolTable,
+        from_pc: u64,
+        self_pc: u64,
+        count: u64,
+        keep: impl Fn(usize, usize) -> bool,
+    ) -> bool {
+        let (Some(parent), Some(mut child)) = (table.lookup(from_pc), table.lookup(self_pc)) else {
+            return false;
+        };
+        while !table.routines[child].is_func {
+            if child == 0 {
+                return false;
+            }
+            child -= 1;
+        }
+        if !keep(parent, child) {
+            return false;
+        }
+        self.ncalls[child] = self.ncalls[child].saturating_add(count);
+        self.add(parent, child, count);
+        true
+    }
+
+    /// Arc indices out of `r`, newest first (gprof's list order).
+    pub fn children_of(&self, r: usize) -> impl DoubleEndedIterator<Item = usize> + '_ {
+        self.children[r].iter().rev().copied()
+    }
+
+    /// Arc indices into `r`, newest first.
+    pub fn parents_of(&self, r: usize) -> impl DoubleEndedIterator<Item = usize> + '_ {
+        self.parents[r].iter().rev().copied()
+    }
+
+    /// The arc `parent → child`, if any.
+    pub fn find(&self, parent: usize, child: usize) -> Option<usize> {
+        self.index.get(&(parent, child)).copied()
+    }
+}
+
+/// An include/exclude selection of routines, from symbol specifications.
+/// A routine is selected when it is included, or when nothing is included
+/// and it is not excluded.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// Routines named by an including specification.
+    pub include: Vec<bool>,
+    /// Routines named by an excluding specification.
+    pub exclude: Vec<bool>,
+}
+
+impl Selection {
+    fn inc(&self, i: usize) -> bool {
+        self.include.get(i).copied().unwrap_or(false)
+    }
+    fn exc(&self, i: usize) -> bool {
+        self.exclude.get(i).copied().unwrap_or(false)
+    }
+    fn any_included(&self) -> bool {
+        self.include.iter().any(|&b| b)
+    }
+
+    /// Selected for a routine that nothing else selected.
+    pub fn selects(&self, i: usize) -> bool {
+        self.inc(i) || (!self.any_included() && !self.exc(i))
+    }
+
+    /// Still selected for a routine already selected by its callers.
+    fn keeps(&self, i: usize) -> bool {
+        self.inc(i) || !self.exc(i)
+    }
+}
+
+/// What [`assemble`] needs besides the graph.
+#[derive(Debug, Clone, Default)]
+pub struct AssembleOptions {
+    /// Which routines the call graph shows (`-f`/`-e`, `-q`/`-Q`).
+    pub graph: Selection,
+    /// Which routines pass time to their callers (`-F`/`-E`, `-n`/`-N`).
+    pub time: Selection,
+    /// Static arcs (`-c`): `(caller, callee)` in the order found.
+    pub static_arcs: Vec<(usize, usize)>,
+}
+
+/// A cycle: routines calling each other, collapsed into one node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CycleInfo {
+    /// Its number (1-based, in address order of the member found first).
+    pub number: u32,
+    /// Members, in the order gprof chains them.
+    pub members: Vec<usize>,
+}
+
+/// The analysed call graph. Node indices `0..routines` are routines,
+/// `routines..routines + cycles.len()` the cycles.
+#[derive(Debug, Clone)]
+pub struct CallGraph {
+    /// Number of routines.
+    pub routines: usize,
+    /// The arcs, with propagated times.
+    pub graph: Graph,
+    /// Calls from other routines (self calls taken out); for a cycle,
+    /// calls from outside it.
+    pub ncalls: Vec<u64>,
+    /// Self calls; for a cycle, calls among its members.
+    pub self_calls: Vec<u64>,
+    /// Own time (ticks); for a cycle, its members'.
+    pub self_time: Vec<f64>,
+    /// Time of descendants, before scaling by the propagation fraction.
+    pub child_time: Vec<f64>,
+    /// Fraction of time passed on to callers.
+    pub fract: Vec<f64>,
+    /// Self time as printed (`self_time · fract`).
+    pub prop_self: Vec<f64>,
+    /// Descendant time as printed.
+    pub prop_child: Vec<f64>,
+    /// Shown in the call graph.
+    pub print_flag: Vec<bool>,
+    /// Cycle number (0 for none), for routines and cycles.
+    pub cycle: Vec<u32>,
+    /// The cycles.
+    pub cycles: Vec<CycleInfo>,
+    /// Total propagated self time: the 100 % of the call graph.
+    pub print_time: f64,
+    /// Nodes by decreasing total time (gprof's order of entries).
+    pub order: Vec<usize>,
+    /// Index number (`[n]`) of every node, 1-based.
+    pub index: Vec<usize>,
+    /// Topological number of every routine (callees lower).
+    pub top_order: Vec<i64>,
+}
+
+const DFN_NAN: i64 = 0;
+const DFN_BUSY: i64 = -1;
+
+/// Depth-first numbering with cycle collapsing, as `cg_dfn` does it but
+/// with an explicit stack: `head[n]` is the first-visited member of `n`'s
+/// strongly connected component and `next[n]` chains the members from it.
+struct Dfn<'g> {
+    graph: &'g Graph,
+    top: Vec<i64>,
+    head: Vec<usize>,
+    next: Vec<Option<usize>>,
+    stack: Vec<usize>,
+    counter: i64,
+}
+
+impl Dfn<'_> {
+    fn numbered(&self, n: usize) -> bool {
+        self.top[n] != DFN_NAN && self.top[n] != DFN_BUSY
+    }
+
+    fn run(&mut self, root: usize) {
+        // Frames: (node, its child arcs newest first, position).
+        let mut frames: Vec<(usize, Vec<usize>, usize)> = Vec::new();
+        if !self.enter(root) {
+            return;
+        }
+        frames.push((root, self.graph.children_of(root).collect(), 0));
+        while let Some((node, kids, pos)) = frames.last_mut() {
+            if let Some(&a) = kids.get(*pos) {
+                *pos += 1;
+                let child = self.graph.arcs[a].child;
+                if self.enter(child) {
+                    frames.push((child, self.graph.children_of(child).collect(), 0));
+                }
+            } else {
+                let node = *node;
+                frames.pop();
+                self.post_visit(node);
+            }
+        }
+    }
+
+    /// Visits `n`: false if it is numbered, or busy (then a cycle is closed).
+    fn enter(&mut self, n: usize) -> bool {
+        if self.numbered(n) {
+            return false;
+        }
+        if self.top[n] != DFN_NAN {
+            self.find_cycle(n);
+            return false;
+        }
+        self.stack.push(n);
+        self.top[n] = DFN_BUSY;
+        true
+    }
+
+    fn post_visit(&mut self, n: usize) {
+        if self.head[n] == n {
+            self.counter += 1;
+            let mut m = Some(n);
+            while let Some(x) = m {
+                self.top[x] = self.counter;
+                m = self.next[x];
+            }
+        }
+        self.stack.pop();
+    }
+
+    fn find_cycle(&mut self, child: usize) {
+        let mut top = self.stack.len();
+        let mut head = child;
+        while top > 0 {
+            head = self.stack[top - 1];
+            if child == head || (self.head[child] != child && self.head[child] == head) {
+                break;
+            }
+            top -= 1;
+        }
+        if top == 0 || top == self.stack.len() {
+            // Not on the stack (cannot happen), or a self call.
+            return;
+        }
+        let mut tail = head;
+        while let Some(n) = self.next[tail] {
+            tail = n;
+        }
+        if self.head[head] != head {
+            head = self.head[head];
+        }
+        for i in top..self.stack.len() {
+            let c = self.stack[i];
+            if self.head[c] == c {
+                self.next[tail] = Some(c);
+                self.head[c] = head;
+                tail = c;
+                while let Some(n) = self.next[tail] {
+                    self.head[n] = head;
+                    tail = n;
+                }
+            }
+        }
+    }
+}
+
+/// Numbers the routines and finds the cycles: returns the topological
+/// numbers and, per routine, the first-found member of its cycle and the
+/// member chain. Public for tests that compare it with Tarjan's algorithm.
+pub fn depth_first(graph: &Graph) -> (Vec<i64>, Vec<usize>, Vec<Option<usize>>) {
+    let n = graph.ncalls.len();
+    let mut dfn = Dfn {
+        graph,
+        top: vec![DFN_NAN; n],
+        head: (0..n).collect(),
+        next: vec![None; n],
+        stack: Vec::new(),
+        counter: 0,
+    };
+    for r in 0..n {
+        if dfn.top[r] == DFN_NAN {
+            dfn.run(r);
+        }
+    }
+    (dfn.top, dfn.head, dfn.next)
+}
+
+/// GNU gprof's `cg_assemble`: takes self calls out of the call counts, adds
+/// static arcs, collapses cycles, propagates flags and fractions from
+/// callers to callees and time from callees to callers, and orders the
+/// entries. `self_time` is per routine, `names` are the raw names (for the
+/// order of entries with equal time).
+pub fn assemble(
+    mut graph: Graph,
+    self_time: &[f64],
+    names: &[&str],
+    options: &AssembleOptions,
+) -> CallGraph {
+    let n = graph.ncalls.len();
+    let mut ncalls = graph.ncalls.clone();
+    let mut self_calls = vec![0u64; n];
+    for r in 0..n {
+        if let Some(a) = graph.find(r, r) {
+            ncalls[r] = ncalls[r].saturating_sub(graph.arcs[a].count);
+            self_calls[r] = graph.arcs[a].count;
+        }
+    }
+    for &(p, c) in &options.static_arcs {
+        graph.add(p, c, 0);
+    }
+
+    let (top_order, head, next) = depth_first(&graph);
+
+    // cycle_link: number cycles by the address of their first member.
+    let mut cycles = Vec::new();
+    let mut cycle = vec![0u32; n];
+    let mut cycle_of = vec![usize::MAX; n]; // node index of a member's cycle
+    for r in 0..n {
+        if head[r] == r && next[r].is_some() {
+            let number = cycles.len() as u32 + 1;
+            let mut members = Vec::new();
+            let mut m = Some(r);
+            while let Some(x) = m {
+                members.push(x);
+                cycle[x] = number;
+                cycle_of[x] = n + cycles.len();
+                m = next[x];
+            }
+            cycles.push(CycleInfo { number, members });
+        }
+    }
+    let total = n + cycles.len();
+    ncalls.resize(total, 0);
+    self_calls.resize(total, 0);
+    let mut node_cycle = cycle.clone();
+    for (k, c) in cycles.iter().enumerate() {
+        node_cycle.push(c.number);
+        for &m in &c.members {
+            for a in graph.parents_of(m) {
+                let arc = &graph.arcs[a];
+                if arc.parent == m {
+                    continue;
+                }
+                if cycle[arc.parent] == c.number {
+                    self_calls[n + k] += arc.count;
+                } else {
+                    ncalls[n + k] += arc.count;
+                }
+            }
+        }
+    }
+    // The node that stands for a routine in the collapsed graph.
+    let group = |r: usize| if cycle[r] != 0 { cycle_of[r] } else { r };
+
+    let mut top_sorted: Vec<usize> = (0..n).collect();
+    top_sorted.sort_by_key(|&r| top_order[r]);
+
+    let mut print_flag = vec![false; total];
+    let mut fract = vec![0.0f64; total];
+    let mut prop_self = vec![0.0f64; total];
+    let mut prop_child = vec![0.0f64; total];
+    let mut child_time = vec![0.0f64; total];
+    let mut hist = self_time.to_vec();
+    hist.resize(total, 0.0);
+    for k in 0..cycles.len() {
+        print_flag[n + k] = true;
+    }
+    let mut print_time = 0.0;
+
+    // propagate_flags, callers first.
+    let mut old_head = usize::MAX;
+    for &child in top_sorted.iter().rev() {
+        let g = group(child);
+        if g != old_head {
+            old_head = g;
+            if g == child {
+                print_flag[child] = false;
+                fract[child] = 0.0;
+                for a in graph.parents_of(child) {
+                    let arc = &graph.arcs[a];
+                    if arc.parent == child {
+                        continue;
+                    }
+                    print_flag[child] |= print_flag[arc.parent];
+                    if ncalls[child] != 0 {
+                        fract[child] +=
+                            fract[arc.parent] * (arc.count as f64 / ncalls[child] as f64);
+                    }
+                }
+            } else {
+                print_flag[g] = false;
+                fract[g] = 0.0;
+                let members = &cycles[g - n].members;
+                for &m in members {
+                    for a in graph.parents_of(m) {
+                        let arc = &graph.arcs[a];
+                        if group(arc.parent) == g {
+                            continue;
+                        }
+                        print_flag[g] |= print_flag[arc.parent];
+                        if ncalls[g] != 0 {
+                            fract[g] += fract[arc.parent] * (arc.count as f64 / ncalls[g] as f64);
+                        }
+                    }
+                }
+                for &m in members {
+                    print_flag[m] = print_flag[g];
+                    fract[m] = fract[g];
+                }
+            }
+        }
+        if !print_flag[child] {
+            if options.graph.selects(child) {
+                print_flag[child] = true;
+            }
+        } else if !options.graph.keeps(child) {
+            print_flag[child] = false;
+        }
+        if fract[child] == 0.0 {
+            if options.time.selects(child) {
+                fract[child] = 1.0;
+            }
+        } else if !options.time.keeps(child) {
+            fract[child] = 0.0;
+        }
+        prop_self[child] = hist[child] * fract[child];
+        print_time += prop_self[child];
+    }
+
+    // cycle_time
+    for (k, c) in cycles.iter().enumerate() {
+        for &m in &c.members {
+            if fract[m] == 0.0 {
+                continue;
+            }
+            hist[n + k] += hist[m];
+        }
+        prop_self[n + k] = fract[n + k] * hist[n + k];
+    }
+
+    // propagate_time, callees first.
+    for &parent in &top_sorted {
+        if fract[parent] == 0.0 {
+            continue;
+        }
+        let arcs: Vec<usize> = graph.children_of(parent).collect();
+        for a in arcs {
+            let (count, mut child) = (graph.arcs[a].count, graph.arcs[a].child);
+            if count == 0 || child == parent || fract[child] == 0.0 {
+                continue;
+            }
+            if cycle[child] != 0 {
+                if cycle[parent] == cycle[child] {
+                    continue;
+                }
+                child = cycle_of[child];
+            } else if top_order[parent] <= top_order[child] {
+                continue;
+            }
+            if ncalls[child] == 0 {
+                continue;
+            }
+            let share_of = count as f64 / ncalls[child] as f64;
+            let time = hist[child] * share_of;
+            let ctime = child_time[child] * share_of;
+            let share = time + ctime;
+            child_time[parent] += share;
+            let prop_share = fract[parent] * share;
+            prop_child[parent] += prop_share;
+            graph.arcs[a].time = time * fract[parent];
+            graph.arcs[a].child_time = ctime * fract[parent];
+            if cycle[parent] != 0 {
+                let h = cycle_of[parent];
+                child_time[h] += share;
+                prop_child[h] += prop_share;
+            }
+        }
+    }
+
+    // Order of entries: by total time, cycles first, names without a
+    // leading underscore first, more calls first, then by name.
+    let mut order: Vec<usize> = (0..total).collect();
+    order.sort_by(|&l, &r| {
+        let lt = prop_self[l] + prop_child[l];
+        let rt = prop_self[r] + prop_child[r];
+        if lt < rt {
+            return std::cmp::Ordering::Greater;
+        }
+        if lt > rt {
+            return std::cmp::Ordering::Less;
+        }
+        match (l >= n, r >= n) {
+            (true, _) => return std::cmp::Ordering::Less,
+            (_, true) => return std::cmp::Ordering::Greater,
+            _ => {}
+        }
+        let lu = names[l].starts_with('_');
+        let ru = names[r].starts_with('_');
+        if !lu && ru {
+            return std::cmp::Ordering::Less;
+        }
+        if lu && !ru {
+            return std::cmp::Ordering::Greater;
+        }
+        ncalls[r]
+            .cmp(&ncalls[l])
+            .then_with(|| names[l].as_bytes().cmp(names[r].as_bytes()))
+    });
+    let mut index = vec![0usize; total];
+    for (pos, &node) in order.iter().enumerate() {
+        index[node] = pos + 1;
+    }
+
+    CallGraph {
+        routines: n,
+        graph,
+        ncalls,
+        self_calls,
+        self_time: hist,
+        child_time,
+        fract,
+        prop_self,
+        prop_child,
+        print_flag,
+        cycle: node_cycle,
+        cycles,
+        print_time,
+        order,
+        index,
+        top_order,
+    }
+}
+
+impl CallGraph {
+    /// The cycle node of cycle `number`.
+    pub fn cycle_node(&self, number: u32) -> usize {
+        self.routines + number as usize - 1
+    }
+
+    /// True for cycle nodes.
+    pub fn is_cycle(&self, node: usize) -> bool {
+        node >= self.routines
+    }
+
+    /// The node standing for `r` in the collapsed graph: its cycle, or
+    /// itself.
+    pub fn group(&self, r: usize) -> usize {
+        match self.cycle[r] {
+            0 => r,
+            c => self.cycle_node(c),
+        }
+    }
+
+    /// Order of arcs in gprof's listings: self calls least, then calls
+    /// within a cycle by count, then the others by propagated time and
+    /// count.
+    fn cmp_arc(&self, l: usize, r: usize) -> i32 {
+        let la = &self.graph.arcs[l];
+        let ra = &self.graph.arcs[r];
+        if la.parent == la.child {
+            return -1;
+        }
+        if ra.parent == ra.child {
+            return 1;
+        }
+        let within = |a: &Arc| {
+            self.cycle[a.parent] != 0
+                && self.cycle[a.child] != 0
+                && self.cycle[a.parent] == self.cycle[a.child]
+        };
+        let cmp = |x: f64, y: f64| {
+            if x < y {
+                -1
+            } else if x > y {
+                1
+            } else {
+                0
+            }
+        };
+        match (within(la), within(ra)) {
+            (true, true) => cmp(la.count as f64, ra.count as f64),
+            (true, false) => -1,
+            (false, true) => 1,
+            (false, false) => match cmp(la.time + la.child_time, ra.time + ra.child_time) {
+                0 => cmp(la.count as f64, ra.count as f64),
+                c => c,
+            },
+        }
+    }
+
+    /// The arcs into `r` in print order (`sort_parents`: ascending, an arc
+    /// placed before the equal ones already placed).
+    pub fn sorted_parents(&self, r: usize) -> Vec<usize> {
+        let mut sorted: Vec<usize> = Vec::new();
+        for a in self.graph.parents_of(r) {
+            let pos = sorted
+                .iter()
+                .position(|&e| self.cmp_arc(a, e) != 1)
+                .unwrap_or(sorted.len());
+            sorted.insert(pos, a);
+        }
+        sorted
+    }
+
+    /// The arcs out of `r` in print order (`sort_children`: descending).
+    pub fn sorted_children(&self, r: usize) -> Vec<usize> {
+        let mut sorted: Vec<usize> = Vec::new();
+        for a in self.graph.children_of(r) {
+            let pos = sorted
+                .iter()
+                .position(|&e| self.cmp_arc(a, e) != -1)
+                .unwrap_or(sorted.len());
+            sorted.insert(pos, a);
+        }
+        sorted
+    }
+
+    /// Members of cycle node `c` in print order: by total time, then calls,
+    /// descending.
+    pub fn sorted_members(&self, c: usize) -> Vec<usize> {
+        let members = &self.cycles[c - self.routines].members;
+        let key = |m: usize| {
+            (
+                self.prop_self[m] + self.prop_child[m],
+                self.ncalls[m] + self.self_calls[m],
+            )
+        };
+        let mut sorted: Vec<usize> = Vec::new();
+        for &m in members {
+            let (t, calls) = key(m);
+            let pos = sorted
+                .iter()
+                .position(|&e| {
+                    let (et, ecalls) = key(e);
+                    t > et || (t == et && calls > ecalls)
+                })
+                .unwrap_or(sorted.len());
+            sorted.insert(pos, m);
+        }
+        sorted
+    }
+}
