@@ -176,12 +176,8 @@ impl Writer<'_> {
             self.buf.extend_from_slice(n.as_bytes());
         }
         self.buf.push(b'\n');
-        self.buf.extend_from_slice(b"events:");
-        for e in p.events.recorded() {
-            self.buf.push(b' ');
-            self.buf.extend_from_slice(e.name.as_bytes());
-        }
-        self.buf.push(b'\n');
+        // `event:` lines go before `events:`, where Valgrind writes them:
+        // callgrind_annotate rejects them after it.
         if index == 0 {
             for e in p.events.recorded() {
                 if let Some(l) = &e.long_name {
@@ -200,6 +196,12 @@ impl Writer<'_> {
                 self.line(b"event: ", s.as_bytes());
             }
         }
+        self.buf.extend_from_slice(b"events:");
+        for e in p.events.recorded() {
+            self.buf.push(b' ');
+            self.buf.extend_from_slice(e.name.as_bytes());
+        }
+        self.buf.push(b'\n');
         if let Some(s) = &info.summary {
             self.buf.extend_from_slice(b"summary:");
             for &c in s {
