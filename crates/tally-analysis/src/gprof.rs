@@ -337,13 +337,23 @@ impl Graph {
 /// and it is not excluded.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
-    /// Routines named by an including specification.
-    pub include: Vec<bool>,
-    /// Routines named by an excluding specification.
-    pub exclude: Vec<bool>,
+    include: Vec<bool>,
+    exclude: Vec<bool>,
+    any_included: bool,
 }
 
 impl Selection {
+    /// A selection from the routines named by including and by excluding
+    /// specifications (empty vectors: none).
+    pub fn new(include: Vec<bool>, exclude: Vec<bool>) -> Selection {
+        let any_included = include.iter().any(|&b| b);
+        Selection {
+            include,
+            exclude,
+            any_included,
+        }
+    }
+
     fn inc(&self, i: usize) -> bool {
         self.include.get(i).copied().unwrap_or(false)
     }
@@ -351,7 +361,7 @@ impl Selection {
         self.exclude.get(i).copied().unwrap_or(false)
     }
     fn any_included(&self) -> bool {
-        self.include.iter().any(|&b| b)
+        self.any_included
     }
 
     /// Selected for a routine that nothing else selected.
@@ -437,6 +447,16 @@ struct Dfn<'g> {
     next: Vec<Option<usize>>,
     stack: Vec<usize>,
     counter: i64,
+    /// Stack position of every node pushed (valid while it is on the
+    /// stack: each node is pushed at most once).
+    pos: Vec<usize>,
+    /// Last member of the chain of every head.
+    last: Vec<usize>,
+    /// Stack positions of the entries that are still their own head,
+    /// ascending: the only ones `find_cycle` links in, so that closing a
+    /// cycle does not walk the whole stack (GNU gprof's walk is quadratic
+    /// on large cycles; the result is the same).
+    own: Vec<usize>,
 }
 
 impl Dfn<'_> {
@@ -475,6 +495,8 @@ impl Dfn<'_> {
             self.find_cycle(n);
             return false;
         }
+        self.pos[n] = self.stack.len();
+        self.own.push(self.stack.len());
         self.stack.push(n);
         self.top[n] = DFN_BUSY;
         true
@@ -489,31 +511,39 @@ impl Dfn<'_> {
                 m = self.next[x];
             }
         }
+        if self.own.last() == Some(&(self.stack.len() - 1)) {
+            self.own.pop();
+        }
         self.stack.pop();
     }
 
+    fn on_stack(&self, n: usize) -> bool {
+        self.stack.get(self.pos[n]) == Some(&n)
+    }
+
+    /// `cg_dfn`'s `find_cycle`: the topmost stack entry that is `child` or
+    /// its cycle's head, then every entry above it that is still its own
+    /// head is linked into that entry's chain. `head[m]` is always the
+    /// first node of `m`'s chain, so the chain's end is `last[head[m]]`.
     fn find_cycle(&mut self, child: usize) {
-        let mut top = self.stack.len();
-        let mut head = child;
-        while top > 0 {
-            head = self.stack[top - 1];
-            if child == head || (self.head[child] != child && self.head[child] == head) {
-                break;
-            }
-            top -= 1;
+        let mut found = self.on_stack(child).then_some(self.pos[child]);
+        let h = self.head[child];
+        if h != child && self.on_stack(h) {
+            found = found.max(Some(self.pos[h]));
         }
+        let top = found.map_or(0, |i| i + 1);
         if top == 0 || top == self.stack.len() {
             // Not on the stack (cannot happen), or a self call.
             return;
         }
-        let mut tail = head;
-        while let Some(n) = self.next[tail] {
-            tail = n;
-        }
+        let mut head = self.stack[top - 1];
+        let mut tail = self.last[self.head[head]];
         if self.head[head] != head {
             head = self.head[head];
         }
-        for i in top..self.stack.len() {
+        let split = self.own.partition_point(|&i| i < top);
+        let above = self.own.split_off(split);
+        for &i in &above {
             let c = self.stack[i];
             if self.head[c] == c {
                 self.next[tail] = Some(c);
@@ -523,6 +553,13 @@ impl Dfn<'_> {
                     self.head[n] = head;
                     tail = n;
                 }
+            }
+        }
+        self.last[head] = tail;
+        for i in above {
+            let c = self.stack[i];
+            if self.head[c] == c {
+                self.own.push(i);
             }
         }
     }
@@ -540,6 +577,9 @@ pub fn depth_first(graph: &Graph) -> (Vec<i64>, Vec<usize>, Vec<Option<usize>>) 
         next: vec![None; n],
         stack: Vec::new(),
         counter: 0,
+        pos: vec![usize::MAX; n],
+        last: (0..n).collect(),
+        own: Vec::new(),
     };
     for r in 0..n {
         if dfn.top[r] == DFN_NAN {
@@ -852,30 +892,31 @@ impl CallGraph {
         }
     }
 
-    /// The arcs into `r` in print order (`sort_parents`: ascending, an arc
-    /// placed before the equal ones already placed).
-    pub fn sorted_parents(&self, r: usize) -> Vec<usize> {
-        let mut sorted: Vec<usize> = Vec::new();
-        for a in self.graph.parents_of(r) {
-            let pos = sorted
-                .iter()
-                .position(|&e| self.cmp_arc(a, e) != 1)
-                .unwrap_or(sorted.len());
-            sorted.insert(pos, a);
+    /// [`CallGraph::cmp_arc`] as an ordering (a total preorder: at most one
+    /// self call per list, no NaN times).
+    fn arc_ordering(&self, l: usize, r: usize) -> std::cmp::Ordering {
+        if l == r {
+            return std::cmp::Ordering::Equal;
         }
+        self.cmp_arc(l, r).cmp(&0)
+    }
+
+    /// The arcs into `r` in print order (`sort_parents`: ascending, an arc
+    /// placed before the equal ones already placed). gprof inserts the
+    /// arcs newest first, each before the first equal or greater one, so
+    /// equal arcs end up oldest first: a stable sort of the arcs oldest
+    /// first gives the same order without gprof's quadratic insertion.
+    pub fn sorted_parents(&self, r: usize) -> Vec<usize> {
+        let mut sorted: Vec<usize> = self.graph.parents_of(r).rev().collect();
+        sorted.sort_by(|&a, &b| self.arc_ordering(a, b));
         sorted
     }
 
-    /// The arcs out of `r` in print order (`sort_children`: descending).
+    /// The arcs out of `r` in print order (`sort_children`: descending;
+    /// equal arcs oldest first, as gprof's insertion leaves them).
     pub fn sorted_children(&self, r: usize) -> Vec<usize> {
-        let mut sorted: Vec<usize> = Vec::new();
-        for a in self.graph.children_of(r) {
-            let pos = sorted
-                .iter()
-                .position(|&e| self.cmp_arc(a, e) != -1)
-                .unwrap_or(sorted.len());
-            sorted.insert(pos, a);
-        }
+        let mut sorted: Vec<usize> = self.graph.children_of(r).rev().collect();
+        sorted.sort_by(|&a, &b| self.arc_ordering(b, a));
         sorted
     }
 
@@ -889,18 +930,20 @@ impl CallGraph {
                 self.ncalls[m] + self.self_calls[m],
             )
         };
-        let mut sorted: Vec<usize> = Vec::new();
-        for &m in members {
-            let (t, calls) = key(m);
-            let pos = sorted
-                .iter()
-                .position(|&e| {
-                    let (et, ecalls) = key(e);
-                    t > et || (t == et && calls > ecalls)
-                })
-                .unwrap_or(sorted.len());
-            sorted.insert(pos, m);
-        }
+        // gprof inserts each member after those with an equal key: a
+        // stable descending sort.
+        let mut sorted: Vec<usize> = members.clone();
+        sorted.sort_by(|&a, &b| {
+            let (ta, ca) = key(a);
+            let (tb, cb) = key(b);
+            if ta > tb || (ta == tb && ca > cb) {
+                std::cmp::Ordering::Less
+            } else if tb > ta || (tb == ta && cb > ca) {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        });
         sorted
     }
 }
