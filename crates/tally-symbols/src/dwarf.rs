@@ -16,6 +16,8 @@ type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
 /// `Sync`.
 pub(crate) struct LineTable {
     context: Mutex<addr2line::Context<Reader>>,
+    /// The same sections (shared, not copied), for walking the DIEs.
+    dwarf: gimli::Dwarf<Reader>,
 }
 
 impl std::fmt::Debug for LineTable {
@@ -50,6 +52,37 @@ impl LineTable {
         out
     }
 
+    /// Every start and end of the address ranges of functions and inlined
+    /// calls, sorted: the only places inside a line-table row where the
+    /// innermost function can change.
+    pub(crate) fn function_boundaries(&self) -> Vec<u64> {
+        let mut out = Vec::new();
+        let mut units = self.dwarf.units();
+        while let Ok(Some(header)) = units.next() {
+            let Ok(unit) = self.dwarf.unit(header) else {
+                continue;
+            };
+            let mut entries = unit.entries();
+            while let Ok(Some(entry)) = entries.next_dfs() {
+                if entry.tag() != gimli::DW_TAG_subprogram
+                    && entry.tag() != gimli::DW_TAG_inlined_subroutine
+                {
+                    continue;
+                }
+                let Ok(mut ranges) = self.dwarf.die_ranges(&unit, entry) else {
+                    continue;
+                };
+                while let Ok(Some(r)) = ranges.next() {
+                    out.push(r.begin);
+                    out.push(r.end);
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// The raw name (linkage name where there is one) of the innermost
     /// function, inlined or not, whose code holds `addr`.
     pub(crate) fn function(&self, addr: u64) -> Option<String> {
@@ -80,17 +113,25 @@ fn load_elf<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Option<LineTab
     } else {
         gimli::RunTimeEndian::Big
     };
-    let dwarf = gimli::Dwarf::load(|id| -> Result<Reader, gimli::Error> {
+    let mut sections: Vec<(gimli::SectionId, Reader)> = Vec::new();
+    let mut section = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
+        if let Some((_, r)) = sections.iter().find(|(i, _)| *i == id) {
+            return Ok(r.clone());
+        }
         let bytes: Cow<'_, [u8]> = file
             .section_by_name(id.name())
             .and_then(|s| s.uncompressed_data().ok())
             .unwrap_or(Cow::Borrowed(&[]));
-        Ok(Reader::new(Arc::from(&*bytes), endian))
-    })
-    .ok()?;
+        let r = Reader::new(Arc::from(&*bytes), endian);
+        sections.push((id, r.clone()));
+        Ok(r)
+    };
+    let dwarf = gimli::Dwarf::load(&mut section).ok()?;
+    let walk = gimli::Dwarf::load(&mut section).ok()?;
     let context = addr2line::Context::from_dwarf(dwarf).ok()?;
     Some(LineTable {
         context: Mutex::new(context),
+        dwarf: walk,
     })
 }
 

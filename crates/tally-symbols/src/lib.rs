@@ -340,6 +340,15 @@ impl ObjectFile {
         }
     }
 
+    /// Sorted starts and ends of the DWARF ranges of functions and inlined
+    /// calls: where, inside a line-table row, the function may change.
+    pub fn function_boundaries(&self) -> Vec<u64> {
+        match self.lines.get_or_init(|| self.load_lines()).as_ref() {
+            Some(lines) => lines.function_boundaries(),
+            None => Vec::new(),
+        }
+    }
+
     /// The raw name of the innermost function (an inlined one if the
     /// address is in inlined code) holding `addr`, from DWARF.
     pub fn dwarf_function(&self, addr: u64) -> Option<String> {
