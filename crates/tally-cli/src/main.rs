@@ -4,6 +4,8 @@
 mod annotate;
 mod check;
 mod convert;
+mod gprof;
+mod gprof_callgrind;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -22,11 +24,24 @@ struct Cli {
 enum Command {
     /// Validate profiles and print a short summary of each.
     Check(check::Args),
-    /// Convert profiles between Callgrind, Cachegrind and JSON.
+    /// Convert profiles between Callgrind, Cachegrind and JSON, and gprof's
+    /// gmon.out (with its program) to them.
     Convert(convert::Args),
     /// Annotate profiles: function tables, inclusive costs, call trees,
     /// source, assembly and jumps.
     Annotate(annotate::Args),
+    /// gprof's flat profile and call graph from a program and its gmon.out
+    /// files, or from a Callgrind profile.
+    #[command(disable_help_flag = true)]
+    Gprof(GprofArgs),
+}
+
+/// `tally gprof` takes gprof's own command line.
+#[derive(clap::Args)]
+struct GprofArgs {
+    /// gprof's options and files (see `tally gprof --help`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    args: Vec<String>,
 }
 
 /// What a command reports besides errors.
@@ -43,6 +58,7 @@ fn main() -> ExitCode {
         Command::Check(a) => check::run(a),
         Command::Convert(a) => convert::run(a),
         Command::Annotate(a) => annotate::run(a),
+        Command::Gprof(a) => gprof::run(a.args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
@@ -61,7 +77,13 @@ fn main() -> ExitCode {
 /// Prints an error: parse errors as `FILE:LINE: message`, others with their
 /// chain of causes.
 pub fn report(e: &anyhow::Error) {
-    if let Some(f) = e.downcast_ref::<tally_formats::Error>() {
+    // A reader's error names its file and line already; with context
+    // added, the whole chain is printed.
+    if let Some(f) = e
+        .chain()
+        .next()
+        .and_then(|outer| outer.downcast_ref::<tally_formats::Error>())
+    {
         eprintln!("{f}");
     } else {
         eprintln!("tally: {e:#}");

@@ -5,6 +5,7 @@
 
 pub mod annotate;
 pub mod format;
+pub mod gprof;
 
 /// Why a report could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +22,9 @@ pub enum ReportError {
     /// A part or thread the profile does not have.
     #[error("{0}")]
     NoSuchPart(String),
+    /// Input that cannot be analysed (a program without symbols, …).
+    #[error("{0}")]
+    Input(String),
     /// Writing the report failed.
     #[error("writing the report: {0}")]
     Io(#[from] std::io::Error),

@@ -1,0 +1,544 @@
+//! The text report in GNU gprof's layout, column for column, so that tools
+//! reading gprof's output (gprof2dot and others) read ours.
+
+use std::fmt::Write;
+
+use super::{Options, Report};
+
+/// SI prefixes for the per-call columns, from tera to atto, with the factor
+/// that brings a time in seconds to that unit.
+const SI: [(char, f64); 11] = [
+    ('T', 1e-12),
+    ('G', 1e-09),
+    ('M', 1e-06),
+    ('K', 1e-03),
+    (' ', 1e+00),
+    ('m', 1e+03),
+    ('u', 1e+06),
+    ('n', 1e+09),
+    ('p', 1e+12),
+    ('f', 1e+15),
+    ('a', 1e+18),
+];
+
+const SEPARATOR: &str = "-----------------------------------------------\n";
+
+/// C's `%g` for the small positive numbers gprof prints with it.
+pub fn fmt_g(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let exp = v.abs().log10().floor() as i32;
+    if !(-4..6).contains(&exp) {
+        let s = format!("{v:.5e}");
+        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let m = trim_zeros(m);
+        let e: i32 = e.parse().unwrap_or(0);
+        format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
+    } else {
+        let decimals = (5 - exp).max(0) as usize;
+        trim_zeros(&format!("{v:.decimals$}")).to_owned()
+    }
+}
+
+fn trim_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+/// Writes the report: flat profile, call graph and index, as chosen.
+pub fn write(report: &Report, opts: &Options) -> String {
+    let mut out = String::new();
+    let mut first = true;
+    if opts.flat {
+        flat(report, opts, &mut out, &mut first);
+    }
+    if opts.graph && report.graph.is_some() {
+        call_graph(report, opts, &mut out, &mut first);
+        index(report, opts, &mut out);
+    }
+    out
+}
+
+/// The flat profile's order: self time, then calls, descending, then name.
+pub fn flat_order(report: &Report) -> Vec<usize> {
+    let t = &report.times.time;
+    let mut order: Vec<usize> = (0..report.table.len()).collect();
+    order.sort_by(|&l, &r| {
+        let diff = t[r] - t[l];
+        if diff > 0.0 {
+            return std::cmp::Ordering::Greater;
+        }
+        if diff < 0.0 {
+            return std::cmp::Ordering::Less;
+        }
+        report.ncalls[r].cmp(&report.ncalls[l]).then_with(|| {
+            report.table.routines[l]
+                .name
+                .as_bytes()
+                .cmp(report.table.routines[r].name.as_bytes())
+        })
+    });
+    order
+}
+
+fn child_time(report: &Report, i: usize) -> f64 {
+    report.graph.as_ref().map_or(0.0, |g| g.child_time[i])
+}
+
+/// Whether the flat profile shows routine `i`.
+pub fn flat_shows(report: &Report, opts: &Options, i: usize) -> bool {
+    report.flat_selection.selects(i)
+        && (opts.zeros || report.ncalls[i] != 0 || report.times.time[i] != 0.0)
+}
+
+fn flat(report: &Report, opts: &Options, out: &mut String, first: &mut bool) {
+    if !*first {
+        out.push_str("\x0c\n");
+    }
+    *first = false;
+    out.push_str("Flat profile:\n");
+    let order = flat_order(report);
+    let hz = report.hz;
+
+    // The per-call unit: the one that shows the slowest routine's time per
+    // call with 1 to 3 digits before the point.
+    let mut top_time = 0.0;
+    let mut found = false;
+    for &i in &order {
+        if report.ncalls[i] != 0 {
+            let call_time =
+                (report.times.time[i] + child_time(report, i)) / report.ncalls[i] as f64;
+            if call_time > top_time {
+                top_time = call_time;
+                found = true;
+            }
+        }
+    }
+    let mut log_scale = 0;
+    if found && top_time > 0.0 {
+        let top = top_time / hz;
+        log_scale = SI.len() - 1;
+        for (k, (_, scale)) in SI.iter().enumerate() {
+            let v = scale * top;
+            if (1.0..1000.0).contains(&v) {
+                log_scale = k;
+                break;
+            }
+        }
+    }
+    let (prefix, scale) = SI[log_scale];
+    let unit = format!("{prefix}{}/call", report.abbrev);
+    let _ = write!(
+        out,
+        "\nEach sample counts as {} {}.\n",
+        fmt_g(1.0 / hz),
+        report.dimension
+    );
+    let mut total = report.times.total;
+    if total <= 0.0 {
+        out.push_str(" no time accumulated\n\n");
+        total = 1.0;
+    }
+    let dim = &report.dimension;
+    let _ = writeln!(
+        out,
+        "{:>5.5} {:>10.10} {:>8.8} {:>8.8} {:>8.8} {:>8.8}  {:<8.8}",
+        "%  ", "cumulative", "self  ", "", "self  ", "total ", ""
+    );
+    let _ = writeln!(
+        out,
+        "{:>5.5} {:>9.9}  {:>8.8} {:>8.8} {:>8.8} {:>8.8}  {:<8.8}",
+        "time", dim, dim, "calls", unit, unit, "name"
+    );
+    let mut accum = 0.0;
+    for &i in &order {
+        if !report.flat_selection.selects(i) {
+            continue;
+        }
+        let calls = report.ncalls[i];
+        let time = report.times.time[i];
+        if !opts.zeros && calls == 0 && time == 0.0 {
+            continue;
+        }
+        accum += time;
+        let pct = if total > 0.0 {
+            100.0 * time / total
+        } else {
+            0.0
+        };
+        let _ = write!(out, "{pct:6.2} {:9.2} {:8.2}", accum / hz, time / hz);
+        if calls != 0 {
+            let c = calls as f64;
+            let _ = write!(
+                out,
+                " {calls:8} {:8.2} {:8.2}  ",
+                scale * time / hz / c,
+                scale * (time + child_time(report, i)) / hz / c
+            );
+        } else {
+            let _ = write!(out, " {:>8} {:>8} {:>8}  ", "", "", "");
+        }
+        out.push_str(&report.display[i]);
+        out.push('\n');
+    }
+    if !opts.brief {
+        out.push_str(FLAT_BLURB);
+    }
+}
+
+/// The name with its cycle and index, as the call graph prints it.
+fn print_name(report: &Report, node: usize) -> String {
+    let g = report.graph.as_ref().expect("call graph");
+    let mut s = report.display[node].clone();
+    if g.cycle[node] != 0 {
+        let _ = write!(s, " <cycle {}>", g.cycle[node]);
+    }
+    if g.index[node] != 0 {
+        if g.print_flag[node] {
+            let _ = write!(s, " [{}]", g.index[node]);
+        } else {
+            let _ = write!(s, " ({})", g.index[node]);
+        }
+    }
+    s
+}
+
+/// Whether the call graph has an entry for `node`.
+pub fn graph_shows(report: &Report, opts: &Options, node: usize) -> bool {
+    let g = report.graph.as_ref().expect("call graph");
+    if !g.print_flag[node] {
+        return false;
+    }
+    if !opts.zeros
+        && g.ncalls[node] == 0
+        && g.self_calls[node] == 0
+        && g.prop_self[node] == 0.0
+        && g.prop_child[node] == 0.0
+    {
+        return false;
+    }
+    // Under -l only functions get entries: not line routines, and (as in
+    // GNU gprof, whose cycle entries are not marked as functions) not
+    // cycles either.
+    !(opts.line && (node >= g.routines || !report.table.routines[node].is_func))
+}
+
+fn call_graph(report: &Report, opts: &Options, out: &mut String, first: &mut bool) {
+    let g = report.graph.as_ref().expect("call graph");
+    let hz = report.hz;
+    if !*first {
+        out.push_str("\x0c\n");
+    }
+    *first = false;
+    if opts.brief {
+        out.push_str("\t\t\tCall graph\n\n");
+    } else {
+        out.push_str("\t\t     Call graph (explanation follows)\n\n");
+    }
+    let _ = write!(
+        out,
+        "\ngranularity: each sample hit covers {} byte(s)",
+        (report.times.scale as i64) * 2
+    );
+    let mut print_time = g.print_time;
+    if print_time > 0.0 {
+        let _ = write!(
+            out,
+            " for {:.2}% of {:.2} seconds\n\n",
+            100.0 / print_time,
+            print_time / hz
+        );
+    } else {
+        out.push_str(" no time propagated\n\n");
+        print_time = 1.0;
+    }
+    out.push_str("index % time    self  children    called     name\n");
+    for &node in &g.order {
+        if !graph_shows(report, opts, node) {
+            continue;
+        }
+        if g.is_cycle(node) {
+            let number = g.cycle[node];
+            let idx = format!("[{}]", g.index[node]);
+            let _ = write!(
+                out,
+                "{idx:<6.6} {:5.1} {:7.2} {:7.2} {:7}",
+                100.0 * (g.prop_self[node] + g.prop_child[node]) / print_time,
+                g.prop_self[node] / hz,
+                g.prop_child[node] / hz,
+                g.ncalls[node]
+            );
+            if g.self_calls[node] != 0 {
+                let _ = write!(out, "+{:<7}", g.self_calls[node]);
+            } else {
+                let _ = write!(out, " {:7}", "");
+            }
+            let _ = writeln!(out, " <cycle {number} as a whole> [{}]", g.index[node]);
+            for m in g.sorted_members(node) {
+                let _ = write!(
+                    out,
+                    "{:6} {:5} {:7.2} {:7.2} {:7}",
+                    "",
+                    "",
+                    g.prop_self[m] / hz,
+                    g.prop_child[m] / hz,
+                    g.ncalls[m]
+                );
+                if g.self_calls[m] != 0 {
+                    let _ = write!(out, "+{:<7}", g.self_calls[m]);
+                } else {
+                    let _ = write!(out, " {:7}", "");
+                }
+                let _ = writeln!(out, "     {}", print_name(report, m));
+            }
+        } else {
+            parents(report, node, out);
+            let idx = format!("[{}]", g.index[node]);
+            let _ = write!(
+                out,
+                "{idx:<6.6} {:5.1} {:7.2} {:7.2}",
+                100.0 * (g.prop_self[node] + g.prop_child[node]) / print_time,
+                g.prop_self[node] / hz,
+                g.prop_child[node] / hz
+            );
+            if g.ncalls[node] + g.self_calls[node] != 0 {
+                let _ = write!(out, " {:7}", g.ncalls[node]);
+                if g.self_calls[node] != 0 {
+                    let _ = write!(out, "+{:<7} ", g.self_calls[node]);
+                } else {
+                    let _ = write!(out, " {:7} ", "");
+                }
+            } else {
+                let _ = write!(out, " {:7} {:7} ", "", "");
+            }
+            let _ = writeln!(out, "{}", print_name(report, node));
+            children(report, node, out);
+        }
+        out.push_str(SEPARATOR);
+    }
+    if !opts.brief {
+        out.push_str(CALL_GRAPH_BLURB);
+    }
+}
+
+fn parents(report: &Report, child: usize, out: &mut String) {
+    let g = report.graph.as_ref().expect("call graph");
+    let hz = report.hz;
+    let head = g.group(child);
+    let arcs = g.sorted_parents(child);
+    if arcs.is_empty() {
+        let _ = writeln!(
+            out,
+            "{:6} {:5} {:7} {:7} {:7} {:7}     <spontaneous>",
+            "", "", "", "", "", ""
+        );
+        return;
+    }
+    for a in arcs {
+        let arc = &g.graph.arcs[a];
+        let parent = arc.parent;
+        if child == parent || (g.cycle[child] != 0 && g.cycle[parent] == g.cycle[child]) {
+            let _ = writeln!(
+                out,
+                "{:6} {:5} {:7} {:7} {:7} {:7}     {}",
+                "",
+                "",
+                "",
+                "",
+                arc.count,
+                "",
+                print_name(report, parent)
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "{:6} {:5} {:7.2} {:7.2} {:7}/{:<7}     {}",
+                "",
+                "",
+                arc.time / hz,
+                arc.child_time / hz,
+                arc.count,
+                g.ncalls[head],
+                print_name(report, parent)
+            );
+        }
+    }
+}
+
+fn children(report: &Report, parent: usize, out: &mut String) {
+    let g = report.graph.as_ref().expect("call graph");
+    let hz = report.hz;
+    for a in g.sorted_children(parent) {
+        let arc = &g.graph.arcs[a];
+        let child = arc.child;
+        if child == parent || (g.cycle[child] != 0 && g.cycle[child] == g.cycle[parent]) {
+            let _ = writeln!(
+                out,
+                "{:6} {:5} {:7} {:7} {:7} {:7}     {}",
+                "",
+                "",
+                "",
+                "",
+                arc.count,
+                "",
+                print_name(report, child)
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "{:6} {:5} {:7.2} {:7.2} {:7}/{:<7}     {}",
+                "",
+                "",
+                arc.time / hz,
+                arc.child_time / hz,
+                arc.count,
+                g.ncalls[g.group(child)],
+                print_name(report, child)
+            );
+        }
+    }
+}
+
+/// The routines the index lists: those called or sampled (all with `-z`),
+/// by name.
+pub fn index_entries(report: &Report, opts: &Options) -> Vec<usize> {
+    let g = report.graph.as_ref().expect("call graph");
+    let mut names: Vec<usize> = (0..g.routines)
+        .filter(|&i| opts.zeros || g.ncalls[i] != 0 || report.times.time[i] != 0.0)
+        .collect();
+    names.sort_by(|&l, &r| {
+        report.table.routines[l]
+            .name
+            .as_bytes()
+            .cmp(report.table.routines[r].name.as_bytes())
+    });
+    names
+}
+
+fn index(report: &Report, opts: &Options, out: &mut String) {
+    let g = report.graph.as_ref().expect("call graph");
+    let mut entries = index_entries(report, opts);
+    let nnames = entries.len();
+    entries.extend(g.routines..g.routines + g.cycles.len());
+    let column_width = (opts.width.max(1) as i64 - 1) / 3;
+    out.push_str("\x0c\nIndex by function name\n\n");
+    let todo = entries.len();
+    let rows = todo.div_ceil(3);
+    for i in 0..rows {
+        let mut col: i64 = 0;
+        let mut starting_col: i64 = 0;
+        let mut j = i;
+        while j < todo {
+            let node = entries[j];
+            let buf = if g.print_flag[node] {
+                format!("[{}]", g.index[node])
+            } else {
+                format!("({})", g.index[node])
+            };
+            col += buf.len() as i64;
+            while col < starting_col + 5 {
+                out.push(' ');
+                col += 1;
+            }
+            let _ = write!(out, " {buf} ");
+            if j < nnames {
+                let name = &report.display[node];
+                out.push_str(name);
+                col += name.len() as i64;
+                let r = &report.table.routines[node];
+                if !opts.line
+                    && r.is_static
+                    && let Some(file) = &r.file
+                {
+                    let f = if opts.print_path {
+                        file.as_str()
+                    } else {
+                        file.rsplit('/').next().unwrap_or(file)
+                    };
+                    let _ = write!(out, " ({f})");
+                    col += f.len() as i64 + 3;
+                }
+            } else {
+                let s = format!("<cycle {}>", g.cycle[node]);
+                col += s.len() as i64;
+                out.push_str(&s);
+            }
+            starting_col += column_width;
+            j += rows;
+        }
+        out.push('\n');
+    }
+}
+
+/// What the flat profile's columns mean (printed unless `-b`).
+pub const FLAT_BLURB: &str = "
+ %         share of the program's sampled time spent in this function's
+ time      own code.
+
+ cumulative running sum of the self seconds of this line and the lines
+ seconds   above it.
+
+ self      time spent in the function's own code, from the samples whose
+ seconds   address falls in it. The flat profile is sorted by this column,
+           then by calls, then by name.
+
+ calls     times the function was called, counted by the code the compiler
+           added for -pg; blank if it was never called or was not compiled
+           with -pg.
+
+ self      average self time per call, in the unit of the column header.
+ ms/call
+
+ total     average time per call of the function and the functions it
+ ms/call   calls, in the unit of the column header.
+
+ name      the function; the flat profile lists every function the
+           histogram or the call counts mention.
+";
+
+/// What the call graph's columns mean (printed unless `-b`).
+pub const CALL_GRAPH_BLURB: &str = "
+ Each entry of the call graph is the lines between two dashed lines. The
+ line with the index number in brackets is the function the entry is
+ about; the lines above it are its callers (parents), the lines below it
+ the functions it calls (children).
+
+ For the function's own line:
+   index      the function's number, used to refer to it in this listing.
+   % time     share of the total time spent in the function and its
+              children. Functions called from several places can make
+              these add up to more than 100%.
+   self       time spent in the function's own code.
+   children   time its children (and their children) spent on its behalf,
+              estimated by giving each call to a child an equal share of
+              the child's time.
+   called     times it was called from other functions; a second number
+              after a '+' counts the calls it made to itself.
+   name       its name and index; members of a cycle also show the
+              cycle's number.
+
+ For each caller (parent):
+   self       the share of the function's self time charged to this
+              caller, in proportion to the calls it made.
+   children   the share of the function's children's time charged to it.
+   called     calls from this caller / all calls to the function (not
+              counting calls to itself).
+   A function whose callers are unknown shows <spontaneous>.
+
+ For each child:
+   self       the share of the child's self time charged to this
+              function, in proportion to the calls it made.
+   children   the share of the child's children's time charged to it.
+   called     calls to the child from this function / all calls to the
+              child.
+
+ Functions that call each other, directly or through others, form a
+ cycle. A cycle gets an entry of its own (\"<cycle N as a whole>\") listing
+ its members; times are passed between a cycle and the rest of the
+ program as if the cycle were one function, and calls among its members
+ are shown without times.
+";
