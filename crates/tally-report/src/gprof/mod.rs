@@ -8,6 +8,7 @@
 //! from an address outside every routine makes its callee `<spontaneous>`.
 
 pub mod callgrind;
+pub mod convert;
 pub mod json;
 pub mod lines;
 pub mod source;
