@@ -327,7 +327,6 @@ fn call_graph(report: &Report, opts: &Options, out: &mut String, first: &mut boo
 
 fn parents(report: &Report, child: usize, out: &mut String) {
     let g = report.graph.as_ref().expect("call graph");
-    let hz = report.hz;
     let head = g.group(child);
     let arcs = g.sorted_parents(child);
     if arcs.is_empty() {
@@ -339,67 +338,43 @@ fn parents(report: &Report, child: usize, out: &mut String) {
         return;
     }
     for a in arcs {
-        let arc = &g.graph.arcs[a];
-        let parent = arc.parent;
-        if child == parent || (g.cycle[child] != 0 && g.cycle[parent] == g.cycle[child]) {
-            let _ = writeln!(
-                out,
-                "{:6} {:5} {:7} {:7} {:7} {:7}     {}",
-                "",
-                "",
-                "",
-                "",
-                arc.count,
-                "",
-                print_name(report, parent)
-            );
-        } else {
-            let _ = writeln!(
-                out,
-                "{:6} {:5} {:7.2} {:7.2} {:7}/{:<7}     {}",
-                "",
-                "",
-                arc.time / hz,
-                arc.child_time / hz,
-                arc.count,
-                g.ncalls[head],
-                print_name(report, parent)
-            );
-        }
+        arc_line(report, a, g.graph.arcs[a].parent, g.ncalls[head], out);
     }
 }
 
 fn children(report: &Report, parent: usize, out: &mut String) {
     let g = report.graph.as_ref().expect("call graph");
-    let hz = report.hz;
     for a in g.sorted_children(parent) {
-        let arc = &g.graph.arcs[a];
-        let child = arc.child;
-        if child == parent || (g.cycle[child] != 0 && g.cycle[child] == g.cycle[parent]) {
-            let _ = writeln!(
-                out,
-                "{:6} {:5} {:7} {:7} {:7} {:7}     {}",
-                "",
-                "",
-                "",
-                "",
-                arc.count,
-                "",
-                print_name(report, child)
-            );
-        } else {
-            let _ = writeln!(
-                out,
-                "{:6} {:5} {:7.2} {:7.2} {:7}/{:<7}     {}",
-                "",
-                "",
-                arc.time / hz,
-                arc.child_time / hz,
-                arc.count,
-                g.ncalls[g.group(child)],
-                print_name(report, child)
-            );
-        }
+        let child = g.graph.arcs[a].child;
+        arc_line(report, a, child, g.ncalls[g.group(child)], out);
+    }
+}
+
+/// A caller's or callee's line: the count alone for a self call or a call
+/// within a cycle, else the propagated times and `count/total`.
+fn arc_line(report: &Report, a: usize, other: usize, total_calls: u64, out: &mut String) {
+    let g = report.graph.as_ref().expect("call graph");
+    let arc = &g.graph.arcs[a];
+    let within = arc.parent == arc.child
+        || (g.cycle[arc.child] != 0 && g.cycle[arc.child] == g.cycle[arc.parent]);
+    let name = print_name(report, other);
+    if within {
+        let _ = writeln!(
+            out,
+            "{:6} {:5} {:7} {:7} {:7} {:7}     {name}",
+            "", "", "", "", arc.count, ""
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{:6} {:5} {:7.2} {:7.2} {:7}/{:<7}     {name}",
+            "",
+            "",
+            arc.time / report.hz,
+            arc.child_time / report.hz,
+            arc.count,
+            total_calls
+        );
     }
 }
 
