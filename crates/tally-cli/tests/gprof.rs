@@ -322,3 +322,70 @@ fn gprof2dot_reads_tally_as_it_reads_gnu_gprof() {
         assert_eq!(dot_of(&ours), dot_of(&gnu), "{bin}");
     }
 }
+
+#[test]
+fn block_counts_annotate_like_gnu_gprof() {
+    // No current compiler writes basic-block counts, so the test adds them
+    // to a real profile: at every line-table row of cycles.O0, some twice
+    // (their counts add up), some inside a row (two blocks on one line),
+    // some with count 0.
+    if !have("gprof", "--version") {
+        eprintln!("note: gprof missing; skipped");
+        return;
+    }
+    use tally_formats::gmon::{BlockCount, Gmon, Layout};
+    let obj = tally_symbols::ObjectFile::open(&dir().join("cycles.O0")).unwrap();
+    let text = obj.section(".text").unwrap().clone();
+    let mut gmon = Gmon::read_file(&dir().join("cycles.O0.gmon"), Layout::X86_64).unwrap();
+    let rows = obj.line_rows(text.address, text.end());
+    assert!(rows.len() > 50);
+    for (i, &(addr, len, _, _)) in rows.iter().enumerate() {
+        let count = (i as u64 * 7919) % 1000;
+        gmon.blocks.push(BlockCount {
+            address: addr,
+            count,
+        });
+        if i % 5 == 0 {
+            gmon.blocks.push(BlockCount {
+                address: addr,
+                count: 3,
+            });
+        }
+        if i % 7 == 0 && len > 2 {
+            gmon.blocks.push(BlockCount {
+                address: addr + 1,
+                count: count / 2,
+            });
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("blocks.gmon");
+    gmon.write_file(&path, Layout::X86_64).unwrap();
+    for args in [
+        &["-b", "-l", "-A"][..],
+        &["-b", "-l", "-A", "-x"],
+        &["-b", "-l", "-A", "-m", "500"],
+    ] {
+        let gnu = Command::new("gprof")
+            .current_dir(dir())
+            .env("LC_ALL", "C")
+            .args(args)
+            .arg("cycles.O0")
+            .arg(&path)
+            .output()
+            .unwrap();
+        let gnu = String::from_utf8_lossy(&gnu.stdout).into_owned();
+        assert!(
+            gnu.contains(','),
+            "the test should put several blocks on a line"
+        );
+        let mut all = vec!["--gnu-compatible"];
+        all.extend_from_slice(args);
+        all.push("cycles.O0");
+        let p = path.to_str().unwrap();
+        all.push(p);
+        let (ours, err, code) = tally(&all);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(ours, gnu, "tally gprof {args:?}");
+    }
+}

@@ -24,12 +24,44 @@ pub struct Annotate {
 
 const WIDTH: usize = 16;
 const TOP_LINES: usize = 10;
+/// Block counts kept per routine, as in gprof (`NBBS`).
+const BLOCKS_PER_ROUTINE: usize = 10;
 
-/// What one source line carries: the routines starting on it.
-#[derive(Debug, Clone, Copy)]
+/// What one source line carries: the first routine starting on it (its
+/// kind, address and block counts) and the calls of all of them.
+#[derive(Debug, Clone)]
 struct LineStat {
     is_func: bool,
+    addr: u64,
     ncalls: u64,
+    blocks: Vec<(u64, u64)>,
+}
+
+/// Block execution counts per routine, as gprof keeps them with `-l`: up to
+/// ten distinct addresses per routine, counts of one address added.
+fn routine_blocks(report: &Report, gmon: &Gmon) -> Vec<Vec<(u64, u64)>> {
+    let mut out: Vec<Vec<(u64, u64)>> = vec![Vec::new(); report.table.len()];
+    for b in &gmon.blocks {
+        let Some(r) = report.table.lookup(b.address) else {
+            continue;
+        };
+        let slots = &mut out[r];
+        if let Some(slot) = slots.iter_mut().find(|s| s.0 == b.address) {
+            slot.1 = slot.1.wrapping_add(b.count);
+        } else if slots.len() < BLOCKS_PER_ROUTINE {
+            slots.push((b.address, b.count));
+        }
+    }
+    out
+}
+
+/// The state gprof carries from line to line (and file to file): the last
+/// block count seen.
+#[derive(Debug, Default)]
+struct Counts {
+    last_count: u64,
+    executable: u64,
+    executed: u64,
 }
 
 /// The annotated sources, in GNU gprof's order of files (the reverse of
@@ -40,7 +72,7 @@ pub fn write(
     _obj: &ObjectFile,
     report: &Report,
     opts: &Options,
-    _gmon: &Gmon,
+    gmon: &Gmon,
     anno: &Annotate,
     first: bool,
 ) -> (String, Vec<String>) {
@@ -49,6 +81,17 @@ pub fn write(
     let table = &report.table;
     let sel = selection(table, &opts.specs.anno_include, &opts.specs.anno_exclude);
     let min_count = anno.min_count.max(1);
+    // Block counts mean something only per line (gprof reads them with -l
+    // only).
+    let blocks = if opts.line {
+        routine_blocks(report, gmon)
+    } else {
+        if !gmon.blocks.is_empty() {
+            notices.push("ignoring basic-block execution counts (use -l)".to_owned());
+        }
+        vec![Vec::new(); table.len()]
+    };
+    let mut counts = Counts::default();
 
     // Files in the order gprof keeps them: newest first.
     let mut files: Vec<&str> = report.source_files.iter().map(String::as_str).collect();
@@ -80,10 +123,18 @@ pub fn write(
                 None => {
                     *slot = Some(LineStat {
                         is_func: r.is_func,
+                        addr: r.addr,
                         ncalls: calls,
+                        blocks: blocks[i].clone(),
                     })
                 }
-                Some(s) => s.ncalls += calls,
+                // gprof's summary of a line with several routines is a copy
+                // of the first with its address zeroed, which `-x` then
+                // takes for a line that starts inside a block.
+                Some(s) => {
+                    s.ncalls += calls;
+                    s.addr = 0;
+                }
             }
         }
         if !opts.zeros && file_calls == 0 {
@@ -104,13 +155,14 @@ pub fn write(
             out.push_str("\x0c\n");
         }
         let _ = writeln!(out, "*** File {file}:");
-        let mut executable = 0u64;
-        let mut executed = 0u64;
+        counts.executable = 0;
+        counts.executed = 0;
         for (i, line) in text.split_inclusive(|&b| b == b'\n').enumerate() {
-            let stat = lines.get(i).copied().flatten();
-            out.push_str(&annotation(stat, min_count, &mut executable, &mut executed));
+            let stat = lines.get(i).and_then(Option::as_ref);
+            out.push_str(&annotation(stat, min_count, anno.all_lines, &mut counts));
             out.push_str(&String::from_utf8_lossy(line));
         }
+        let (executable, executed) = (counts.executable, counts.executed);
 
         let _ = write!(
             out,
@@ -119,7 +171,7 @@ pub fn write(
         let mut ranked: Vec<(usize, u64)> = lines
             .iter()
             .enumerate()
-            .filter_map(|(i, s)| s.map(|s| (i + 1, s.ncalls)))
+            .filter_map(|(i, s)| s.as_ref().map(|s| (i + 1, s.ncalls)))
             .collect();
         ranked.sort_by_key(|r| std::cmp::Reverse(r.1));
         for &(line, calls) in ranked.iter().take(TOP_LINES) {
@@ -148,27 +200,51 @@ pub fn write(
     (out, notices)
 }
 
-/// The 16-column annotation of one line: the call count of the functions
-/// starting there (`#####` below the minimum), or blanks.
-fn annotation(
-    stat: Option<LineStat>,
-    min_count: u64,
-    executable: &mut u64,
-    executed: &mut u64,
-) -> String {
+/// The 16-column annotation of one line, as gprof makes it: the call
+/// count of a function starting there, then the counts of the blocks
+/// starting there (`-x`: also the count of the block running into the line,
+/// and equal counts in a row only once); `#####` below the minimum; blanks
+/// for lines without code or counts.
+fn annotation(stat: Option<&LineStat>, min_count: u64, all_lines: bool, c: &mut Counts) -> String {
     let blank = " ".repeat(WIDTH);
     let Some(s) = stat else {
         return blank;
     };
-    *executable += 1;
-    if !s.is_func {
-        return blank;
+    c.executable += 1;
+    let mut parts: Vec<String> = Vec::new();
+    let mut last_print: Option<u64> = None;
+    let mut ncalls: Option<u64> = None;
+    if s.is_func {
+        parts.push(s.ncalls.to_string());
+        c.last_count = s.ncalls;
+        last_print = Some(c.last_count);
+        ncalls = Some(s.ncalls);
+    } else if all_lines && s.blocks.first().is_some_and(|b| b.0 > s.addr) {
+        parts.push(c.last_count.to_string());
+        last_print = Some(c.last_count);
+        ncalls = Some(c.last_count);
     }
-    *executed += 1;
-    let mut text = if s.ncalls < min_count {
+    for &(_, count) in &s.blocks {
+        c.last_count = count;
+        ncalls = Some(ncalls.unwrap_or(0).wrapping_add(count));
+        if all_lines && Some(count) == last_print {
+            continue;
+        }
+        parts.push(count.to_string());
+        last_print = Some(count);
+    }
+    if all_lines && parts.is_empty() {
+        parts.push(c.last_count.to_string());
+        ncalls = Some(c.last_count);
+    }
+    let Some(ncalls) = ncalls else {
+        return blank;
+    };
+    c.executed += 1;
+    let mut text = if ncalls < min_count {
         "#####".to_owned()
     } else {
-        s.ncalls.to_string()
+        parts.join(",")
     };
     text.push_str(" -> ");
     if text.len() >= WIDTH {
