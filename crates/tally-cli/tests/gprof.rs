@@ -211,42 +211,46 @@ int main(void) {
 "#,
     )
     .unwrap();
-    let ok = Command::new("gcc")
-        .current_dir(tmp.path())
-        .args(["-pg", "-g", "-O1", "p.c", "-o", "p"])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "gcc failed");
-    assert!(
-        Command::new("./p")
+    // A position-independent executable (gcc's default here) and one at
+    // a fixed address.
+    for pie in ["-pie", "-no-pie"] {
+        let ok = Command::new("gcc")
             .current_dir(tmp.path())
-            .output()
+            .args(["-pg", "-g", "-O1", pie, "p.c", "-o", "p"])
+            .status()
             .unwrap()
-            .status
-            .success()
-    );
-    for args in [&["-b"][..], &["-b", "-l"], &["-b", "-z"], &["-b", "-A"]] {
-        let gnu = Command::new("gprof")
-            .current_dir(tmp.path())
-            .env("LC_ALL", "C")
-            .args(args)
-            .args(["p", "gmon.out"])
-            .output()
-            .unwrap();
-        let ours = Command::new(env!("CARGO_BIN_EXE_tally"))
-            .current_dir(tmp.path())
-            .arg("gprof")
-            .arg("--gnu-compatible")
-            .args(args)
-            .args(["p", "gmon.out"])
-            .output()
-            .unwrap();
-        assert_eq!(
-            String::from_utf8_lossy(&ours.stdout),
-            String::from_utf8_lossy(&gnu.stdout),
-            "tally gprof {args:?}"
+            .success();
+        assert!(ok, "gcc failed");
+        assert!(
+            Command::new("./p")
+                .current_dir(tmp.path())
+                .output()
+                .unwrap()
+                .status
+                .success()
         );
+        for args in [&["-b"][..], &["-b", "-l"], &["-b", "-z"], &["-b", "-A"]] {
+            let gnu = Command::new("gprof")
+                .current_dir(tmp.path())
+                .env("LC_ALL", "C")
+                .args(args)
+                .args(["p", "gmon.out"])
+                .output()
+                .unwrap();
+            let ours = Command::new(env!("CARGO_BIN_EXE_tally"))
+                .current_dir(tmp.path())
+                .arg("gprof")
+                .arg("--gnu-compatible")
+                .args(args)
+                .args(["p", "gmon.out"])
+                .output()
+                .unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&ours.stdout),
+                String::from_utf8_lossy(&gnu.stdout),
+                "tally gprof {args:?} ({pie})"
+            );
+        }
     }
 }
 
