@@ -419,7 +419,7 @@ pub fn run(args: Vec<String>) -> Result<Outcome> {
             all_lines: p.all_lines,
         };
         let (text, notices) =
-            gprof::source::write(&obj, &report, &p.opts, &gmon, &anno, !p.flat && !p.graph);
+            gprof::source::write(&report, &p.opts, &gmon, &anno, !p.flat && !p.graph);
         out.push_str(&text);
         for n in notices {
             eprintln!("tally gprof: {n}");

@@ -223,8 +223,6 @@ pub struct Report {
     pub dimension: String,
     /// Its abbreviation (`s`).
     pub abbrev: char,
-    /// The profile has a histogram.
-    pub has_histogram: bool,
     /// Which routines the flat profile shows.
     pub flat_selection: Selection,
     /// Names as printed, per routine.
@@ -545,7 +543,6 @@ pub fn analyse(obj: &ObjectFile, gmon: &Gmon, opts: &Options) -> Result<Report, 
         hz,
         dimension,
         abbrev,
-        has_histogram: !gmon.histograms.is_empty(),
         flat_selection,
         display,
         source_files,

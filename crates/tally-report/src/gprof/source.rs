@@ -6,7 +6,6 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use tally_formats::gmon::Gmon;
-use tally_symbols::ObjectFile;
 
 use super::{Options, Report, selection};
 
@@ -69,7 +68,6 @@ struct Counts {
 /// was printed before (no form feed then). Files that cannot be read are
 /// reported in the returned notices.
 pub fn write(
-    _obj: &ObjectFile,
     report: &Report,
     opts: &Options,
     gmon: &Gmon,
