@@ -887,51 +887,14 @@ fn arc_line(r: &Report, a: usize, other: usize, w: &Widths, buf: &mut Vec<u8>) {
 }
 
 fn index(r: &Report, opts: &Options, out: &mut impl Write) -> io::Result<()> {
-    let g = &r.graph;
-    let mut entries = r.index_entries(opts);
-    let nnames = entries.len();
-    entries.extend(g.routines..g.routines + g.cycles.len());
-    let column_width = (opts.width.max(1) as i64 - 1) / 3;
-    out.write_all(b"\x0c\nIndex by function name\n\n")?;
-    let todo = entries.len();
-    let rows = todo.div_ceil(3);
-    let mut line = String::new();
-    for i in 0..rows {
-        line.clear();
-        let mut col: i64 = 0;
-        let mut starting_col: i64 = 0;
-        let mut j = i;
-        while j < todo {
-            let node = entries[j];
-            let buf = if g.print_flag[node] {
-                format!("[{}]", g.index[node])
-            } else {
-                format!("({})", g.index[node])
-            };
-            col += buf.len() as i64;
-            while col < starting_col + 5 {
-                line.push(' ');
-                col += 1;
-            }
-            let _ = write!(line, " {buf} ");
-            let s = if j < nnames {
-                let mut s = r.table.routines[node].display.clone();
-                if let Some(q) = &r.qualifier[node] {
-                    let _ = write!(s, " ({q})");
-                }
-                s
-            } else {
-                format!("<cycle {}>", g.cycle[node])
-            };
-            col += s.len() as i64;
-            line.push_str(&s);
-            starting_col += column_width;
-            j += rows;
+    let names = r.index_entries(opts).into_iter().map(|node| {
+        let mut s = r.table.routines[node].display.clone();
+        if let Some(q) = &r.qualifier[node] {
+            let _ = write!(s, " ({q})");
         }
-        line.push('\n');
-        out.write_all(line.as_bytes())?;
-    }
-    Ok(())
+        (node, s)
+    });
+    out.write_all(super::text::index_layout(&r.graph, names, opts.width).as_bytes())
 }
 
 fn num(v: i128) -> Value {

@@ -396,57 +396,67 @@ pub fn index_entries(report: &Report, opts: &Options) -> Vec<usize> {
 
 fn index(report: &Report, opts: &Options, out: &mut String) {
     let g = report.graph.as_ref().expect("call graph");
-    let mut entries = index_entries(report, opts);
-    let nnames = entries.len();
-    entries.extend(g.routines..g.routines + g.cycles.len());
-    let column_width = (opts.width.max(1) as i64 - 1) / 3;
-    out.push_str("\x0c\nIndex by function name\n\n");
+    let names = index_entries(report, opts).into_iter().map(|node| {
+        let mut name = report.display[node].clone();
+        let r = &report.table.routines[node];
+        if !opts.line
+            && r.is_static
+            && let Some(file) = &r.file
+        {
+            let f = if opts.print_path {
+                file.as_str()
+            } else {
+                file.rsplit('/').next().unwrap_or(file)
+            };
+            let _ = write!(name, " ({f})");
+        }
+        (node, name)
+    });
+    out.push_str(&index_layout(g, names, opts.width));
+}
+
+/// The index by function name, in gprof's layout: three columns filled
+/// down, each entry `[index] name` (or `(index)` for entries the call graph
+/// does not show), the names (already sorted, with any suffix) first, then
+/// the cycles.
+pub(crate) fn index_layout(
+    g: &tally_analysis::gprof::CallGraph,
+    names: impl Iterator<Item = (usize, String)>,
+    width: usize,
+) -> String {
+    let mut entries: Vec<(usize, String)> = names.collect();
+    for c in &g.cycles {
+        entries.push((g.cycle_node(c.number), format!("<cycle {}>", c.number)));
+    }
+    let column_width = (width.max(1) as i64 - 1) / 3;
+    let mut out = String::from("\x0c\nIndex by function name\n\n");
     let todo = entries.len();
     let rows = todo.div_ceil(3);
     for i in 0..rows {
+        // gprof counts the index number but not the blanks around it.
         let mut col: i64 = 0;
         let mut starting_col: i64 = 0;
         let mut j = i;
         while j < todo {
-            let node = entries[j];
-            let buf = if g.print_flag[node] {
-                format!("[{}]", g.index[node])
+            let (node, name) = &entries[j];
+            let buf = if g.print_flag[*node] {
+                format!("[{}]", g.index[*node])
             } else {
-                format!("({})", g.index[node])
+                format!("({})", g.index[*node])
             };
             col += buf.len() as i64;
             while col < starting_col + 5 {
                 out.push(' ');
                 col += 1;
             }
-            let _ = write!(out, " {buf} ");
-            if j < nnames {
-                let name = &report.display[node];
-                out.push_str(name);
-                col += name.len() as i64;
-                let r = &report.table.routines[node];
-                if !opts.line
-                    && r.is_static
-                    && let Some(file) = &r.file
-                {
-                    let f = if opts.print_path {
-                        file.as_str()
-                    } else {
-                        file.rsplit('/').next().unwrap_or(file)
-                    };
-                    let _ = write!(out, " ({f})");
-                    col += f.len() as i64 + 3;
-                }
-            } else {
-                let s = format!("<cycle {}>", g.cycle[node]);
-                col += s.len() as i64;
-                out.push_str(&s);
-            }
+            let _ = write!(out, " {buf} {name}");
+            col += name.len() as i64;
             starting_col += column_width;
             j += rows;
         }
         out.push('\n');
     }
+    out
 }
 
 /// What the flat profile's columns mean (printed unless `-b`).
