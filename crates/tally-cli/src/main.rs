@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-/// tally: read, check, convert and annotate program profiles (Callgrind, Cachegrind).
+/// tally: read, check, convert and analyse program profiles (Callgrind, Cachegrind, gprof).
 #[derive(Parser)]
 #[command(name = "tally", version, about, long_about = None)]
 struct Cli {
