@@ -6,10 +6,12 @@
 //! same numbers and the same order, whatever the hash seeds.
 
 pub mod aggregate;
+pub mod combine;
 pub mod gprof;
 pub mod inclusive;
 pub mod positions;
 pub mod scc;
+pub mod subst;
 
 pub use aggregate::{Aggregate, AggregateBuilder, Arc, CostTable, RowKey, add_into};
 pub use inclusive::{Cycle, Inclusive};

@@ -69,6 +69,10 @@ pub struct Args {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Compare two profiles: annotate B − A (the first two files are A and
+    /// B), ranking rows by the size of their change.
+    #[arg(long)]
+    diff: bool,
     /// Colour: auto (on a terminal, unless NO_COLOR is set), always, never.
     #[arg(long, value_enum, default_value = "auto")]
     color: ColorArg,
@@ -163,6 +167,21 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         (p, s)
     };
     let opts = options(&args, profiles.clone(), sources)?;
+    if args.diff {
+        let [a, b] = profiles.as_slice() else {
+            bail!(
+                "--diff compares two profiles, A and B; {} given",
+                profiles.len()
+            );
+        };
+        let options = tally_analysis::combine::CombineOptions {
+            combine_parts: true,
+            ..Default::default()
+        };
+        let inputs = crate::diff::inputs(a, b, options, false, true)?;
+        let d = crate::diff::difference(&inputs, a, b)?;
+        return report(d.profile, None, &args, &opts);
+    }
     let paths: Vec<&Path> = profiles.iter().map(PathBuf::as_path).collect();
     let total: u64 = paths
         .iter()
@@ -323,6 +342,7 @@ fn options(args: &Args, inputs: Vec<PathBuf>, sources: Vec<PathBuf>) -> anyhow::
             PartFilter::All
         },
         json: args.json,
+        magnitude: args.diff,
     })
 }
 

@@ -3,9 +3,12 @@
 
 mod annotate;
 mod check;
+mod combine;
 mod convert;
+mod diff;
 mod gprof;
 mod gprof_callgrind;
+mod merge;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -30,6 +33,13 @@ enum Command {
     /// Annotate profiles: function tables, inclusive costs, call trees,
     /// source, assembly and jumps.
     Annotate(annotate::Args),
+    /// Sum profiles per function, line, instruction, call arc and jump
+    /// (Callgrind or Cachegrind; cg_merge's results for Cachegrind).
+    Merge(merge::Args),
+    /// The difference B − A of two profiles, written as a profile with
+    /// signed counts (cg_diff's results for Cachegrind; call arcs too for
+    /// Callgrind).
+    Diff(diff::Args),
     /// gprof's flat profile and call graph from a program and its gmon.out
     /// files, or from a Callgrind profile.
     #[command(disable_help_flag = true)]
@@ -58,6 +68,8 @@ fn main() -> ExitCode {
         Command::Check(a) => check::run(a),
         Command::Convert(a) => convert::run(a),
         Command::Annotate(a) => annotate::run(a),
+        Command::Merge(a) => merge::run(a),
+        Command::Diff(a) => diff::run(a),
         Command::Gprof(a) => gprof::run(a.args),
     };
     match result {

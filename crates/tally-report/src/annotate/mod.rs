@@ -89,6 +89,10 @@ pub struct Options {
     pub parts: PartFilter,
     /// JSON instead of text.
     pub json: bool,
+    /// Rank rows by the size of their values, sign aside, and apply the
+    /// threshold to the sum of those sizes: for differences, where a large
+    /// decrease matters as much as a large increase.
+    pub magnitude: bool,
 }
 
 impl Default for Options {
@@ -110,6 +114,7 @@ impl Default for Options {
             color: false,
             parts: PartFilter::All,
             json: false,
+            magnitude: false,
         }
     }
 }
@@ -335,19 +340,27 @@ impl<'p, C: Cost> Analysis<'p, C> {
             .into_iter()
             .map(|k| {
                 let r = rank(k);
-                (
-                    sort_ev.iter().map(|&e| self.value(r, e)).collect(),
-                    name(k),
-                    k,
-                )
+                let v = sort_ev.iter().map(|&e| self.value(r, e));
+                let v = if self.opts.magnitude {
+                    v.map(i128::abs).collect()
+                } else {
+                    v.collect()
+                };
+                (v, name(k), k)
             })
             .collect();
         ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let all = self.show_all;
-        let totals: Vec<i128> = sort_ev
-            .iter()
-            .map(|&e| self.value(&self.totals, e))
-            .collect();
+        let totals: Vec<i128> = if self.opts.magnitude {
+            (0..sort_ev.len())
+                .map(|i| ranked.iter().map(|r| r.0[i]).sum())
+                .collect()
+        } else {
+            sort_ev
+                .iter()
+                .map(|&e| self.value(&self.totals, e))
+                .collect()
+        };
         let mut cum = vec![0i128; sort_ev.len()];
         let mut out = Vec::new();
         for (vals, _, k) in ranked {
@@ -367,7 +380,7 @@ impl<'p, C: Cost> Analysis<'p, C> {
             for i in 0..cum.len() {
                 // Inclusive costs overlap, so what counts is how much of the
                 // total the last row shown leaves out.
-                if self.opts.inclusive {
+                if self.opts.inclusive && !self.opts.magnitude {
                     cum[i] = totals[i] - vals[i];
                 } else {
                     cum[i] += vals[i];

@@ -1,0 +1,772 @@
+//! Sums and differences of profiles: `tally merge` and `tally diff`.
+//!
+//! A [`Combiner`] folds profiles, each with a sign, into one: self-cost
+//! lines are summed per (function, source file, positions), call arcs per
+//! (caller, call-site file, callee, site and target positions) with their
+//! counts and inclusive costs, jumps per (source and target function, file
+//! and position, kind) with their counts. Names are re-interned (after the
+//! optional renames of `--mod-filename`/`--mod-funcname`), events are
+//! matched by name, and each input part goes to the output part of the same
+//! index, or to one part when parts are combined.
+//!
+//! Records keep the order in which they were first seen, grouped by
+//! (function, file) block, so merging one profile gives back its own order.
+//! Arithmetic is checked: an overflow is an error, never a wrap.
+
+use crate::subst::Subst;
+use rustc_hash::FxHashMap;
+use std::borrow::Cow;
+use tally_model::{
+    CallInfo, Cost, Events, FileId, Format, FunctionId, FunctionKey, JumpInfo, ObjectId, Part,
+    PartInfo, Positions, Profile, SymbolId,
+};
+
+/// Which events the output has.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum EventChoice {
+    /// Every input must have the first input's events (any order).
+    #[default]
+    Same,
+    /// These events, which every input must have; others are dropped.
+    Only(Vec<String>),
+}
+
+/// How to combine.
+#[derive(Clone, Debug, Default)]
+pub struct CombineOptions {
+    /// The output's events.
+    pub events: EventChoice,
+    /// Sum all parts into one part (otherwise part `i` of every input goes
+    /// to part `i` of the output).
+    pub combine_parts: bool,
+    /// One cost line per function at line 0, as cg_diff compares.
+    pub per_function: bool,
+    /// Keep records whose costs and counts are all zero (a merge keeps what
+    /// its inputs had; a diff drops what did not change).
+    pub keep_zero: bool,
+    /// Applied to every file name (`--mod-filename`).
+    pub rename_file: Option<Subst>,
+    /// Applied to every function name (`--mod-funcname`).
+    pub rename_function: Option<Subst>,
+}
+
+/// Why profiles cannot be combined.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CombineError {
+    /// An input lacks events the output needs, or has others.
+    #[error(
+        "{input}: events `{found}` differ from `{expected}` ({first}); use --events to pick common ones"
+    )]
+    Events {
+        /// The input that differs.
+        input: String,
+        /// Its events.
+        found: String,
+        /// The events wanted.
+        expected: String,
+        /// Where the wanted events come from.
+        first: String,
+    },
+    /// An input lacks an event named by `--events`.
+    #[error("{input}: has no event `{event}` (it has: {found})")]
+    MissingEvent {
+        /// The input.
+        input: String,
+        /// The event asked for.
+        event: String,
+        /// The events it has.
+        found: String,
+    },
+    /// Positions (`line`, `instr line`, …) differ.
+    #[error("{input}: positions `{found}` differ from `{expected}` of {first}")]
+    Positions {
+        /// The input that differs.
+        input: String,
+        /// Its positions.
+        found: String,
+        /// The first input's.
+        expected: String,
+        /// The first input.
+        first: String,
+    },
+    /// A Callgrind file with a Cachegrind file.
+    #[error(
+        "{input} is a {found} profile but {first} is a {expected} profile; convert one first (`tally convert --to cachegrind`)"
+    )]
+    Formats {
+        /// The input that differs.
+        input: String,
+        /// Its format.
+        found: &'static str,
+        /// The first input's format.
+        expected: &'static str,
+        /// The first input.
+        first: String,
+    },
+    /// A sum or difference does not fit the cost type.
+    #[error("{input}: a summed count does not fit in 64 bits{}", if *.signed { " (signed)" } else { "" })]
+    Overflow {
+        /// The input whose addition overflowed.
+        input: String,
+        /// Whether the output is signed.
+        signed: bool,
+    },
+    /// A negative result where the output is unsigned.
+    #[error("{input}: the result would be negative; use `tally diff` for differences")]
+    Negative {
+        /// The input.
+        input: String,
+    },
+    /// More names than the model's tables hold.
+    #[error("too many names (2^32)")]
+    TooManyNames,
+    /// Nothing was added.
+    #[error("no input profiles")]
+    Empty,
+}
+
+/// Add or subtract.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sign {
+    /// Add the profile.
+    Plus,
+    /// Subtract the profile.
+    Minus,
+}
+
+const NP: usize = 3;
+type Pos = [u64; NP];
+
+fn pos(p: &[u64]) -> Pos {
+    let mut a = [0; NP];
+    a[..p.len()].copy_from_slice(p);
+    a
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct CallKey {
+    caller: FunctionId,
+    site_file: FileId,
+    callee: FunctionId,
+    site: Pos,
+    target: Pos,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct JumpKey {
+    function: FunctionId,
+    file: FileId,
+    target_function: FunctionId,
+    target_file: FileId,
+    conditional: bool,
+    source: Pos,
+    target: Pos,
+}
+
+#[derive(Clone, Copy)]
+enum Rec {
+    Line(u32),
+    Call(u32),
+    Jump(u32),
+}
+
+/// One output part being built.
+struct PartAcc<C> {
+    info: Option<PartInfo<u64>>,
+    blocks: Vec<(FunctionId, FileId, Vec<Rec>)>,
+    block_index: FxHashMap<(FunctionId, FileId), u32>,
+    line_index: FxHashMap<(u32, Pos), u32>,
+    line_pos: Vec<Pos>,
+    line_costs: Vec<C>,
+    call_index: FxHashMap<CallKey, u32>,
+    calls: Vec<(CallKey, C)>,
+    call_costs: Vec<C>,
+    jump_index: FxHashMap<JumpKey, u32>,
+    jumps: Vec<(JumpKey, C, C)>,
+    /// Sum of the inputs' stated totals, while every input states them.
+    stated: Option<Vec<i128>>,
+}
+
+impl<C: Cost> PartAcc<C> {
+    fn new(events: usize) -> Self {
+        PartAcc {
+            info: None,
+            blocks: Vec::new(),
+            block_index: FxHashMap::default(),
+            line_index: FxHashMap::default(),
+            line_pos: Vec::new(),
+            line_costs: Vec::new(),
+            call_index: FxHashMap::default(),
+            calls: Vec::new(),
+            call_costs: Vec::new(),
+            jump_index: FxHashMap::default(),
+            jumps: Vec::new(),
+            stated: Some(vec![0; events]),
+        }
+    }
+
+    fn block(&mut self, function: FunctionId, file: FileId) -> usize {
+        let n = self.blocks.len() as u32;
+        let b = *self.block_index.entry((function, file)).or_insert(n);
+        if b == n {
+            self.blocks.push((function, file, Vec::new()));
+        }
+        b as usize
+    }
+}
+
+/// Adds `v` (of any cost type) to `acc` with a sign; `None` on overflow.
+#[inline]
+fn combine<C: Cost, I: Cost>(acc: C, v: I, sign: Sign) -> Option<C> {
+    let v = v.to_i128();
+    let r = match sign {
+        Sign::Plus => acc.to_i128() + v,
+        Sign::Minus => acc.to_i128() - v,
+    };
+    C::from_i128(r)
+}
+
+/// Folds profiles into one; see the module documentation.
+pub struct Combiner<C> {
+    options: CombineOptions,
+    format: Format,
+    version: Option<u64>,
+    creator: Option<Vec<u8>>,
+    events: Option<Events>,
+    positions: Positions,
+    names: tally_model::Names,
+    parts: Vec<PartAcc<C>>,
+    first: String,
+}
+
+impl<C: Cost> Combiner<C> {
+    /// A combiner with nothing added yet.
+    pub fn new(options: CombineOptions) -> Self {
+        Combiner {
+            options,
+            format: Format::Callgrind,
+            version: None,
+            creator: None,
+            events: None,
+            positions: Positions::LINE,
+            names: tally_model::Names::default(),
+            parts: Vec::new(),
+            first: String::new(),
+        }
+    }
+
+    /// The output's events, decided by the first profile added.
+    pub fn events(&self) -> Option<&Events> {
+        self.events.as_ref()
+    }
+
+    fn setup<I: Cost>(&mut self, p: &Profile<I>, label: &str) -> Result<(), CombineError> {
+        self.format = p.format;
+        self.version = p.version;
+        self.creator = p.creator.clone();
+        self.positions = if self.options.per_function {
+            Positions::LINE
+        } else {
+            p.positions
+        };
+        self.first = label.to_string();
+        let names: Vec<String> = match &self.options.events {
+            EventChoice::Same => p.events.recorded().iter().map(|e| e.name.clone()).collect(),
+            EventChoice::Only(v) => v.clone(),
+        };
+        let mut events = Events::new(names.iter().cloned()).map_err(|_| CombineError::Events {
+            input: label.to_string(),
+            found: names.join(" "),
+            expected: names.join(" "),
+            first: "--events".into(),
+        })?;
+        for e in p.events.recorded() {
+            if let Some(l) = &e.long_name
+                && names.contains(&e.name)
+            {
+                events.set_long_name(&e.name, l.clone());
+            }
+        }
+        // Derived events survive when every term they use is kept.
+        let mut derived = p.events.derived().to_vec();
+        loop {
+            let before = derived.len();
+            let known: Vec<String> = names
+                .iter()
+                .cloned()
+                .chain(derived.iter().map(|d| d.name.clone()))
+                .collect();
+            derived.retain(|d| d.terms.iter().all(|t| known.contains(&t.event)));
+            if derived.len() == before {
+                break;
+            }
+        }
+        for d in derived {
+            events.add_derived(d.name, d.long_name, d.terms);
+        }
+        let _ = events.resolve();
+        self.events = Some(events);
+        Ok(())
+    }
+
+    /// Adds (or subtracts) a profile. `label` names it in errors.
+    pub fn add<I: Cost>(
+        &mut self,
+        p: &Profile<I>,
+        sign: Sign,
+        label: &str,
+    ) -> Result<(), CombineError> {
+        if self.events.is_none() {
+            self.setup(p, label)?;
+        } else if p.format != self.format {
+            let name = |f| match f {
+                Format::Callgrind => "Callgrind",
+                Format::Cachegrind => "Cachegrind",
+            };
+            return Err(CombineError::Formats {
+                input: label.into(),
+                found: name(p.format),
+                expected: name(self.format),
+                first: self.first.clone(),
+            });
+        }
+        let per_function = self.options.per_function;
+        if !per_function && p.positions != self.positions {
+            return Err(CombineError::Positions {
+                input: label.into(),
+                found: p.positions.names().join(" "),
+                expected: self.positions.names().join(" "),
+                first: self.first.clone(),
+            });
+        }
+        let events = self.events.as_ref().expect("set up");
+        let ne = events.len();
+        let evmap = self.event_map(p, label)?;
+
+        // Re-intern the input's names (renamed as asked).
+        let files: Vec<FileId> = p
+            .names
+            .files
+            .iter()
+            .map(|n| {
+                let n = rename(n, self.options.rename_file.as_ref());
+                self.names.files.try_intern(&n).map(FileId)
+            })
+            .collect::<Option<_>>()
+            .ok_or(CombineError::TooManyNames)?;
+        let mut functions = Vec::with_capacity(p.names.function_count());
+        for (_, k) in p.names.functions() {
+            let object = self
+                .names
+                .objects
+                .try_intern(p.names.objects.get(k.object.0))
+                .ok_or(CombineError::TooManyNames)?;
+            let name = rename(
+                p.names.symbols.get(k.name.0),
+                self.options.rename_function.as_ref(),
+            );
+            let name = self
+                .names
+                .symbols
+                .try_intern(&name)
+                .ok_or(CombineError::TooManyNames)?;
+            let f = self
+                .names
+                .try_function(FunctionKey {
+                    object: ObjectId(object),
+                    file: files[k.file.index()],
+                    name: SymbolId(name),
+                })
+                .ok_or(CombineError::TooManyNames)?;
+            functions.push(f);
+        }
+        let fmap = |f: FunctionId| functions[f.index()];
+        let flmap = |f: FileId| files[f.index()];
+        let key_pos = |p: &[u64]| -> Pos { if per_function { [0; NP] } else { pos(p) } };
+
+        let overflow = || CombineError::Overflow {
+            input: label.to_string(),
+            signed: C::SIGNED,
+        };
+        for (pi, part) in p.parts.iter().enumerate() {
+            let target = if self.options.combine_parts { 0 } else { pi };
+            while self.parts.len() <= target {
+                self.parts.push(PartAcc::new(ne));
+            }
+            let acc = &mut self.parts[target];
+            if acc.info.is_none() {
+                acc.info = Some(info_u64(&part.info));
+            }
+            acc.stated = match (acc.stated.take(), stated_totals(&part.info)) {
+                (Some(mut s), Some(t)) => {
+                    for (o, &i) in evmap.iter().enumerate() {
+                        let v = t.get(i).map_or(0, |c| c.to_i128());
+                        match sign {
+                            Sign::Plus => s[o] += v,
+                            Sign::Minus => s[o] -= v,
+                        }
+                    }
+                    Some(s)
+                }
+                _ => None,
+            };
+            let mut failed = false;
+            part.lines.for_each(|l| {
+                if failed {
+                    return;
+                }
+                let b = acc.block(fmap(l.function), flmap(l.file));
+                let key = (b as u32, key_pos(l.positions));
+                let n = acc.line_pos.len() as u32;
+                let i = *acc.line_index.entry(key).or_insert(n) as usize;
+                if i == n as usize {
+                    acc.line_pos.push(key.1);
+                    acc.line_costs.extend(std::iter::repeat_n(C::ZERO, ne));
+                    acc.blocks[b].2.push(Rec::Line(n));
+                }
+                let dst = &mut acc.line_costs[i * ne..(i + 1) * ne];
+                for (o, &e) in evmap.iter().enumerate() {
+                    let v = l.costs.get(e).copied().unwrap_or(I::ZERO);
+                    match combine(dst[o], v, sign) {
+                        Some(r) => dst[o] = r,
+                        None => failed = true,
+                    }
+                }
+            });
+            if failed {
+                return Err(self.arith_error(label));
+            }
+            for c in part.calls.iter() {
+                let key = CallKey {
+                    caller: fmap(c.info.caller),
+                    site_file: flmap(c.info.site_file),
+                    callee: fmap(c.info.callee),
+                    site: key_pos(c.site),
+                    target: key_pos(c.target),
+                };
+                let b = acc.block(key.caller, key.site_file);
+                let n = acc.calls.len() as u32;
+                let i = *acc.call_index.entry(key).or_insert(n) as usize;
+                if i == n as usize {
+                    acc.calls.push((key, C::ZERO));
+                    acc.call_costs.extend(std::iter::repeat_n(C::ZERO, ne));
+                    acc.blocks[b].2.push(Rec::Call(n));
+                }
+                acc.calls[i].1 =
+                    combine(acc.calls[i].1, c.info.count, sign).ok_or_else(overflow)?;
+                let dst = &mut acc.call_costs[i * ne..(i + 1) * ne];
+                for (o, &e) in evmap.iter().enumerate() {
+                    let v = c.inclusive.get(e).copied().unwrap_or(I::ZERO);
+                    dst[o] = combine(dst[o], v, sign).ok_or_else(overflow)?;
+                }
+            }
+            for j in part.jumps.iter() {
+                let key = JumpKey {
+                    function: fmap(j.info.function),
+                    file: flmap(j.info.file),
+                    target_function: fmap(j.info.target_function),
+                    target_file: flmap(j.info.target_file),
+                    conditional: j.info.conditional,
+                    source: key_pos(j.source),
+                    target: key_pos(j.target),
+                };
+                let b = acc.block(key.function, key.file);
+                let n = acc.jumps.len() as u32;
+                let i = *acc.jump_index.entry(key).or_insert(n) as usize;
+                if i == n as usize {
+                    acc.jumps.push((key, C::ZERO, C::ZERO));
+                    acc.blocks[b].2.push(Rec::Jump(n));
+                }
+                let r = &mut acc.jumps[i];
+                r.1 = combine(r.1, j.info.executed, sign).ok_or_else(overflow)?;
+                r.2 = combine(r.2, j.info.taken, sign).ok_or_else(overflow)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn arith_error(&self, label: &str) -> CombineError {
+        if C::SIGNED {
+            CombineError::Overflow {
+                input: label.into(),
+                signed: true,
+            }
+        } else {
+            // An unsigned result fails either by overflow or by going
+            // negative (a signed input); both read the same to a user
+            // except for the advice.
+            CombineError::Overflow {
+                input: label.into(),
+                signed: false,
+            }
+        }
+    }
+
+    /// For each output event, its index in `p`.
+    fn event_map<I: Cost>(&self, p: &Profile<I>, label: &str) -> Result<Vec<usize>, CombineError> {
+        let events = self.events.as_ref().expect("set up");
+        let have: Vec<&str> = p
+            .events
+            .recorded()
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        let want: Vec<&str> = events.recorded().iter().map(|e| e.name.as_str()).collect();
+        let mut map = Vec::with_capacity(want.len());
+        for w in &want {
+            match have.iter().position(|h| h == w) {
+                Some(i) => map.push(i),
+                None => {
+                    return Err(match self.options.events {
+                        EventChoice::Same => CombineError::Events {
+                            input: label.into(),
+                            found: have.join(" "),
+                            expected: want.join(" "),
+                            first: self.first.clone(),
+                        },
+                        EventChoice::Only(_) => CombineError::MissingEvent {
+                            input: label.into(),
+                            event: w.to_string(),
+                            found: have.join(" "),
+                        },
+                    });
+                }
+            }
+        }
+        if self.options.events == EventChoice::Same && have.len() != want.len() {
+            return Err(CombineError::Events {
+                input: label.into(),
+                found: have.join(" "),
+                expected: want.join(" "),
+                first: self.first.clone(),
+            });
+        }
+        Ok(map)
+    }
+
+    /// Builds the output profile. The parts' `summary:`/`totals:` are the
+    /// sums of the records; where the inputs stated theirs, the stated
+    /// sums are returned too so that a caller can warn when they differ.
+    pub fn finish(self) -> Result<Combined<C>, CombineError> {
+        let events = self.events.ok_or(CombineError::Empty)?;
+        let ne = events.len();
+        let mut profile = Profile::new(self.format, events, self.positions);
+        profile.version = self.version;
+        profile.creator = self.creator;
+        profile.names = self.names;
+        let np = self.positions.len();
+        let keep_zero = self.options.keep_zero;
+        let mut stated = Vec::new();
+        for acc in self.parts {
+            let mut part: Part<C> = Part::new(self.positions, ne);
+            let info = acc.info.unwrap_or_default();
+            let had_summary = info.summary.is_some();
+            let had_totals = info.totals.is_some();
+            part.info = PartInfo {
+                number: info.number,
+                pid: info.pid,
+                thread: info.thread,
+                cmd: info.cmd,
+                desc: info.desc,
+                other: info.other,
+                summary: None,
+                totals: None,
+            };
+            let mut seq = 0u64;
+            for &(function, file, ref recs) in &acc.blocks {
+                for r in recs {
+                    match *r {
+                        Rec::Line(i) => {
+                            let i = i as usize;
+                            let costs = &acc.line_costs[i * ne..(i + 1) * ne];
+                            if !keep_zero && costs.iter().all(|c| c.is_zero()) {
+                                continue;
+                            }
+                            part.lines
+                                .push(function, file, &acc.line_pos[i][..np], costs);
+                            seq += 1;
+                        }
+                        Rec::Call(i) => {
+                            let i = i as usize;
+                            let (k, count) = acc.calls[i];
+                            let costs = &acc.call_costs[i * ne..(i + 1) * ne];
+                            if !keep_zero && count.is_zero() && costs.iter().all(|c| c.is_zero()) {
+                                continue;
+                            }
+                            part.calls.push(
+                                CallInfo {
+                                    caller: k.caller,
+                                    site_file: k.site_file,
+                                    callee: k.callee,
+                                    count,
+                                    seq,
+                                },
+                                &k.site[..np],
+                                &k.target[..np],
+                                costs,
+                            );
+                            seq += 1;
+                        }
+                        Rec::Jump(i) => {
+                            let (k, executed, taken) = acc.jumps[i as usize];
+                            if !keep_zero && executed.is_zero() && taken.is_zero() {
+                                continue;
+                            }
+                            part.jumps.push(
+                                JumpInfo {
+                                    function: k.function,
+                                    file: k.file,
+                                    target_function: k.target_function,
+                                    target_file: k.target_file,
+                                    conditional: k.conditional,
+                                    executed,
+                                    taken,
+                                    seq,
+                                },
+                                &k.source[..np],
+                                &k.target[..np],
+                            );
+                            seq += 1;
+                        }
+                    }
+                }
+            }
+            let totals = part.lines.totals().ok_or(CombineError::Overflow {
+                input: "the output".into(),
+                signed: C::SIGNED,
+            })?;
+            if had_summary {
+                part.info.summary = Some(totals.clone());
+            }
+            if had_totals || !had_summary {
+                part.info.totals = Some(totals);
+            }
+            stated.push(acc.stated);
+            profile.parts.push(part);
+        }
+        Ok(Combined { profile, stated })
+    }
+}
+
+/// The result of [`Combiner::finish`].
+pub struct Combined<C> {
+    /// The summed profile.
+    pub profile: Profile<C>,
+    /// Per output part, the sum of the inputs' stated totals (`summary:` or
+    /// `totals:`), when every input part stated them.
+    pub stated: Vec<Option<Vec<i128>>>,
+}
+
+fn info_u64<I: Cost>(i: &PartInfo<I>) -> PartInfo<u64> {
+    PartInfo {
+        number: i.number,
+        pid: i.pid,
+        thread: i.thread,
+        cmd: i.cmd.clone(),
+        desc: i.desc.clone(),
+        other: i.other.clone(),
+        summary: i.summary.as_ref().map(|_| Vec::new()),
+        totals: i.totals.as_ref().map(|_| Vec::new()),
+    }
+}
+
+fn stated_totals<I: Cost>(i: &PartInfo<I>) -> Option<&Vec<I>> {
+    i.totals.as_ref().or(i.summary.as_ref())
+}
+
+fn rename<'a>(name: &'a [u8], s: Option<&Subst>) -> Cow<'a, [u8]> {
+    match s {
+        Some(s) if !name.is_empty() => s.apply(name),
+        _ => Cow::Borrowed(name),
+    }
+}
+
+/// One record of a profile with its names spelled out (see [`records`]).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RecordKey {
+    /// A self-cost line: function (object, file, name), line file,
+    /// positions.
+    Line([Vec<u8>; 3], Vec<u8>, Vec<u64>),
+    /// A call: caller, call-site file, callee, site and target positions.
+    Call([Vec<u8>; 3], Vec<u8>, [Vec<u8>; 3], Vec<u64>, Vec<u64>),
+    /// A jump: function, file, target function, target file, conditional,
+    /// source and target positions.
+    Jump(
+        [Vec<u8>; 3],
+        Vec<u8>,
+        [Vec<u8>; 3],
+        Vec<u8>,
+        bool,
+        Vec<u64>,
+        Vec<u64>,
+    ),
+}
+
+/// Every record of a profile, summed over parts by key, with names spelled
+/// out, event values in `i128` (costs; for calls the count then the
+/// inclusive costs; for jumps executed and taken), and records whose values
+/// are all zero dropped. Two profiles with equal records hold the same
+/// numbers whatever their order, name ids or part split: this is what
+/// "the same profile after parsing" means in the merge and diff tests.
+pub fn records<C: Cost>(p: &Profile<C>) -> std::collections::BTreeMap<RecordKey, Vec<i128>> {
+    use std::collections::BTreeMap;
+    let names = &p.names;
+    let func = |f: FunctionId| -> [Vec<u8>; 3] {
+        [
+            names.function_object(f).to_vec(),
+            names.function_file(f).to_vec(),
+            names.function_name(f).to_vec(),
+        ]
+    };
+    let file = |f: FileId| names.file_name(f).to_vec();
+    let mut m: BTreeMap<RecordKey, Vec<i128>> = BTreeMap::new();
+    let mut add = |k: RecordKey, v: Vec<i128>| {
+        let e = m.entry(k).or_insert_with(|| vec![0; v.len()]);
+        for (a, b) in e.iter_mut().zip(v) {
+            *a += b;
+        }
+    };
+    let ne = p.events.len();
+    for part in &p.parts {
+        part.lines.for_each(|l| {
+            let v = (0..ne)
+                .map(|i| l.costs.get(i).map_or(0, |c| c.to_i128()))
+                .collect();
+            add(
+                RecordKey::Line(func(l.function), file(l.file), l.positions.to_vec()),
+                v,
+            );
+        });
+        for c in part.calls.iter() {
+            let mut v = vec![c.info.count.to_i128()];
+            v.extend((0..ne).map(|i| c.inclusive.get(i).map_or(0, |c| c.to_i128())));
+            add(
+                RecordKey::Call(
+                    func(c.info.caller),
+                    file(c.info.site_file),
+                    func(c.info.callee),
+                    c.site.to_vec(),
+                    c.target.to_vec(),
+                ),
+                v,
+            );
+        }
+        for j in part.jumps.iter() {
+            add(
+                RecordKey::Jump(
+                    func(j.info.function),
+                    file(j.info.file),
+                    func(j.info.target_function),
+                    file(j.info.target_file),
+                    j.info.conditional,
+                    j.source.to_vec(),
+                    j.target.to_vec(),
+                ),
+                vec![j.info.executed.to_i128(), j.info.taken.to_i128()],
+            );
+        }
+    }
+    m.retain(|_, v| v.iter().any(|&x| x != 0));
+    m
+}

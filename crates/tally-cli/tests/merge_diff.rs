@@ -1,0 +1,422 @@
+//! `tally merge`, `tally diff` and `tally annotate --diff` on real profiles
+//! (tests/data/merge, made by its generate.sh), against cg_merge and cg_diff:
+//! their committed outputs, and the tools run live (Valgrind is installed
+//! wherever the tests run; CI installs it).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use tally_analysis::combine::{RecordKey, records};
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/merge")
+        .join(rel)
+}
+
+fn tally(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(args)
+        .output()
+        .expect("run tally")
+}
+
+fn ok(args: &[&str]) -> Output {
+    let o = tally(args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "tally {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+fn fails(args: &[&str]) -> String {
+    let o = tally(args);
+    assert_eq!(o.status.code(), Some(1), "tally {args:?} should fail");
+    let e = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!e.contains("panicked"), "{e}");
+    e
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+type Records = BTreeMap<RecordKey, Vec<i128>>;
+
+/// A profile's records (see `records`), read signed so that diffs read too.
+fn read(p: &Path) -> Records {
+    let (prof, _) =
+        tally_formats::read_file::<i64>(p, None).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    records(&prof)
+}
+
+fn summary_line(p: &Path) -> Vec<i64> {
+    let text = std::fs::read_to_string(p).unwrap();
+    let line = text
+        .lines()
+        .rev()
+        .find_map(|l| {
+            l.strip_prefix("summary:")
+                .or_else(|| l.strip_prefix("totals:"))
+        })
+        .unwrap_or_else(|| panic!("{}: no summary", p.display()));
+    line.split_whitespace()
+        .map(|v| v.parse().unwrap())
+        .collect()
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+fn run_tool(tool: &str, args: &[&str], stdout_to: Option<&Path>) {
+    let o = Command::new(tool)
+        .args(args)
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap_or_else(|e| panic!("{tool} not found ({e}): install valgrind"));
+    assert!(
+        o.status.success(),
+        "{tool}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    if let Some(p) = stdout_to {
+        std::fs::write(p, &o.stdout).unwrap();
+    }
+}
+
+const ABC: [&str; 3] = [
+    "workload.a.cachegrind.out",
+    "workload.b.cachegrind.out",
+    "workload.c.cachegrind.out",
+];
+
+#[test]
+fn merge_of_cachegrind_files_equals_cg_merge() {
+    let d = tmp();
+    let out = d.path().join("merged.out");
+    let files: Vec<PathBuf> = ABC.iter().map(|f| data(f)).collect();
+    let mut args = vec!["merge", "-o", s(&out)];
+    args.extend(files.iter().map(|p| s(p)));
+    ok(&args);
+    let ours = read(&out);
+    assert!(ours.len() > 4000, "{} records", ours.len());
+    // The committed output of cg_merge, and cg_merge run now.
+    assert_eq!(ours, read(&data("abc.cg_merge")));
+    let live = d.path().join("live.cg_merge");
+    let mut cg = vec!["-o", s(&live)];
+    cg.extend(files.iter().map(|p| s(p)));
+    run_tool("cg_merge", &cg, None);
+    assert_eq!(ours, read(&live));
+    assert_eq!(summary_line(&out), summary_line(&live));
+    // cg_merge's other outputs: the first file's desc: and cmd: lines.
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.starts_with("desc: I1 cache:"), "{}", &text[..200]);
+    assert!(text.contains("\ncmd: ../bin/workload 1500 1\n"));
+}
+
+#[test]
+fn merge_order_does_not_matter() {
+    let d = tmp();
+    let mut outs = Vec::new();
+    for (i, order) in [[0, 1, 2], [2, 0, 1], [1, 2, 0]].iter().enumerate() {
+        let out = d.path().join(format!("m{i}.out"));
+        let files: Vec<PathBuf> = order.iter().map(|&k| data(ABC[k])).collect();
+        let mut args = vec!["merge", "-o", s(&out)];
+        args.extend(files.iter().map(|p| s(p)));
+        ok(&args);
+        outs.push(read(&out));
+    }
+    assert_eq!(outs[0], outs[1]);
+    assert_eq!(outs[0], outs[2]);
+    // (a + b) + c
+    let ab = d.path().join("ab.out");
+    let abc = d.path().join("ab_c.out");
+    ok(&["merge", "-o", s(&ab), s(&data(ABC[0])), s(&data(ABC[1]))]);
+    ok(&["merge", "-o", s(&abc), s(&ab), s(&data(ABC[2]))]);
+    assert_eq!(outs[0], read(&abc));
+}
+
+#[test]
+fn diff_of_cachegrind_files_equals_cg_diff() {
+    let d = tmp();
+    let (a, b) = (data(ABC[0]), data(ABC[1]));
+    let out = d.path().join("d.out");
+    ok(&["diff", s(&a), s(&b), "-o", s(&out)]);
+    let ours = read(&out);
+    assert!(
+        ours.values().any(|v| v.iter().any(|&x| x < 0)),
+        "no decrease at all"
+    );
+    assert_eq!(ours, read(&data("ab.cg_diff")));
+    let live = d.path().join("live.cg_diff");
+    run_tool("cg_diff", &[s(&a), s(&b)], Some(&live));
+    assert_eq!(ours, read(&live));
+    assert_eq!(summary_line(&out), summary_line(&live));
+    // Per function, at line 0, as cg_diff.
+    assert!(
+        ours.keys()
+            .all(|k| matches!(k, RecordKey::Line(_, _, p) if p == &[0]))
+    );
+    // Valid for check and annotate.
+    let o = ok(&["check", s(&out)]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("signed costs"));
+    ok(&["annotate", s(&out)]);
+}
+
+#[test]
+fn diff_renames_as_cg_diff_does() {
+    let d = tmp();
+    let (a, b, c) = (data(ABC[0]), data(ABC[1]), data(ABC[2]));
+    let out = d.path().join("mod.out");
+    let (mf, mn) = (r"s/.*\///", r"s/\.(part|constprop|isra)\.\d+$//g");
+    ok(&[
+        "diff",
+        &format!("--mod-filename={mf}"),
+        &format!("--mod-funcname={mn}"),
+        s(&a),
+        s(&b),
+        "-o",
+        s(&out),
+    ]);
+    let ours = read(&out);
+    assert_eq!(ours, read(&data("ab.mod.cg_diff")));
+    let live = d.path().join("live.cg_diff");
+    run_tool(
+        "cg_diff",
+        &[
+            &format!("--mod-filename={mf}"),
+            &format!("--mod-funcname={mn}"),
+            s(&a),
+            s(&b),
+        ],
+        Some(&live),
+    );
+    assert_eq!(ours, read(&live));
+    let keys: Vec<_> = ours.keys().collect();
+    assert!(keys.iter().all(|k| match k {
+        RecordKey::Line(f, file, _) => !file.contains(&b'/') && !f[2].ends_with(b".part.0"),
+        _ => false,
+    }));
+    // The `i` flag.
+    let out = d.path().join("modi.out");
+    ok(&[
+        "diff",
+        "--mod-funcname=s/STR/x/i",
+        s(&a),
+        s(&c),
+        "-o",
+        s(&out),
+    ]);
+    assert_eq!(read(&out), read(&data("ac.modi.cg_diff")));
+}
+
+#[test]
+fn callgrind_diff_keeps_lines_calls_and_jumps_and_merge_undoes_it() {
+    let d = tmp();
+    let (a, b) = (
+        data("workload.a.callgrind.out"),
+        data("workload.b.callgrind.out"),
+    );
+    let diff = d.path().join("d.callgrind");
+    ok(&["diff", s(&a), s(&b), "-o", s(&diff)]);
+    let rd = read(&diff);
+    let calls = rd
+        .keys()
+        .filter(|k| matches!(k, RecordKey::Call(..)))
+        .count();
+    let jumps = rd
+        .keys()
+        .filter(|k| matches!(k, RecordKey::Jump(..)))
+        .count();
+    let lines = rd
+        .keys()
+        .filter(|k| matches!(k, RecordKey::Line(..)))
+        .count();
+    assert!(
+        calls > 10 && jumps > 10 && lines > 100,
+        "{lines} {calls} {jumps}"
+    );
+    // Every delta is B − A, record by record.
+    let (ra, rb) = (read(&a), read(&b));
+    for (k, v) in &rd {
+        let zero = vec![0; v.len()];
+        let want: Vec<i128> = rb
+            .get(k)
+            .unwrap_or(&zero)
+            .iter()
+            .zip(ra.get(k).unwrap_or(&zero))
+            .map(|(y, x)| y - x)
+            .collect();
+        assert_eq!(v, &want, "{k:?}");
+    }
+    // merge(A, diff(A, B)) == B.
+    let back = d.path().join("back.callgrind");
+    ok(&["merge", s(&a), s(&diff), "-o", s(&back)]);
+    assert_eq!(read(&back), rb);
+    // diff(A, A) is empty and its totals zero.
+    let zero = d.path().join("zero.callgrind");
+    ok(&["diff", s(&a), s(&a), "-o", s(&zero)]);
+    assert!(read(&zero).is_empty());
+    assert_eq!(summary_line(&zero), vec![0]);
+    // check and annotate read the diff; annotate --diff shows the same.
+    ok(&["check", s(&diff)]);
+    let direct = ok(&["annotate", "--diff", "--inclusive=yes", s(&a), s(&b)]);
+    let via_file = ok(&["annotate", "--inclusive=yes", "--threshold=99", s(&diff)]);
+    let body = |o: &Output| {
+        let t = String::from_utf8_lossy(&o.stdout).into_owned();
+        t.split_once("PROGRAM TOTALS")
+            .map(|x| x.0.to_string())
+            .unwrap()
+    };
+    assert_eq!(body(&direct).lines().last(), body(&via_file).lines().last());
+    let shown = String::from_utf8_lossy(&direct.stdout).into_owned();
+    assert!(shown.contains("src/workload.c:main"), "{shown}");
+}
+
+#[test]
+fn annotate_diff_ranks_decreases_too() {
+    // B − A with A the bigger run: everything shrinks, and the rows still
+    // come largest change first.
+    let (a, b) = (
+        data("workload.b.callgrind.out"),
+        data("workload.a.callgrind.out"),
+    );
+    let o = ok(&["annotate", "--diff", s(&a), s(&b)]);
+    let t = String::from_utf8_lossy(&o.stdout).into_owned();
+    let rows: Vec<i64> = t
+        .split_once("file:function")
+        .unwrap()
+        .1
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .filter_map(|v| v.replace(',', "").parse().ok())
+        .collect();
+    assert!(rows.len() > 5, "{t}");
+    assert!(rows[0] < 0, "{t}");
+    assert!(
+        rows.windows(2).all(|w| w[0].abs() >= w[1].abs()),
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn diff_json_summarises_the_largest_changes() {
+    let (a, b) = (
+        data("workload.a.callgrind.out"),
+        data("workload.b.callgrind.out"),
+    );
+    let o = ok(&["diff", "--json", "--top", "5", s(&a), s(&b)]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["events"][0], "Ir");
+    let t = &v["totals"];
+    assert_eq!(
+        t["delta"][0].as_i64().unwrap(),
+        t["b"][0].as_i64().unwrap() - t["a"][0].as_i64().unwrap()
+    );
+    let f = v["functions"].as_array().unwrap();
+    assert_eq!(f.len(), 5);
+    let d: Vec<i64> = f.iter().map(|x| x["delta"][0].as_i64().unwrap()).collect();
+    assert!(d.windows(2).all(|w| w[0].abs() >= w[1].abs()), "{d:?}");
+    // The top function's delta is what the diff file holds for it.
+    let rd = {
+        let dir = tmp();
+        let out = dir.path().join("d.callgrind");
+        ok(&["diff", s(&a), s(&b), "-o", s(&out)]);
+        read(&out)
+    };
+    let name = f[0]["function"].as_str().unwrap().as_bytes().to_vec();
+    let sum: i128 = rd
+        .iter()
+        .filter_map(|(k, v)| match k {
+            RecordKey::Line(f, _, _) if f[2] == name => Some(v[0]),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(sum, i128::from(d[0]));
+    let calls = v["calls"].as_array().unwrap();
+    assert!(!calls.is_empty());
+    assert!(calls[0]["count_delta"].is_i64());
+}
+
+#[test]
+fn mismatches_are_clear_errors() {
+    let d = tmp();
+    let out = d.path().join("x.out");
+    let (a, br) = (data(ABC[0]), data("workload.a.branch.cachegrind.out"));
+    // Different events: the file that differs and both event lists.
+    let e = fails(&["merge", s(&a), s(&br), "-o", s(&out)]);
+    assert!(
+        e.contains("workload.a.branch.cachegrind.out") && e.contains("Bc"),
+        "{e}"
+    );
+    assert!(e.contains("--events"), "{e}");
+    assert!(!out.exists());
+    // ... unless the events are chosen.
+    ok(&["merge", "--events=common", s(&a), s(&br), "-o", s(&out)]);
+    let m = read(&out);
+    let twice = {
+        let t = d.path().join("twice.out");
+        ok(&["merge", s(&a), s(&a), "-o", s(&t)]);
+        read(&t)
+    };
+    assert_eq!(m, twice);
+    let e = fails(&["merge", "--events=Ir,Bogus", s(&a), s(&br), "-o", s(&out)]);
+    assert!(e.contains("Bogus"), "{e}");
+    // Callgrind against Cachegrind.
+    let cg = data("workload.a.callgrind.out");
+    let e = fails(&["diff", s(&cg), s(&a), "-o", s(&out)]);
+    assert!(e.contains("Callgrind") && e.contains("Cachegrind"), "{e}");
+    let e = fails(&["merge", s(&cg), s(&a), "-o", s(&out)]);
+    assert!(e.contains("Callgrind") && e.contains("Cachegrind"), "{e}");
+    // Instruction-level against line-level Callgrind.
+    let lines = data("workload.a.lines.callgrind.out");
+    let e = fails(&["merge", s(&cg), s(&lines), "-o", s(&out)]);
+    assert!(e.contains("positions"), "{e}");
+    // Bad expressions.
+    let e = fails(&["diff", "--mod-funcname=s/(?<=x)y//", s(&a), s(&a)]);
+    assert!(e.contains("--mod-funcname"), "{e}");
+    // A missing file.
+    let e = fails(&["merge", s(&a), "/nonexistent.out", "-o", s(&out)]);
+    assert!(e.contains("/nonexistent.out"), "{e}");
+}
+
+#[test]
+fn merge_keeps_or_combines_parts() {
+    let d = tmp();
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/callgrind");
+    let dumps = base.join("recursion.combined.out");
+    let kept = d.path().join("kept.out");
+    let one = d.path().join("one.out");
+    ok(&["merge", s(&dumps), s(&dumps), "-o", s(&kept)]);
+    ok(&[
+        "merge",
+        "--combine-parts",
+        s(&dumps),
+        s(&dumps),
+        "-o",
+        s(&one),
+    ]);
+    let parts = |p: &Path| {
+        let (prof, _) = tally_formats::read_file::<u64>(p, None).unwrap();
+        prof
+    };
+    let (input, k, o) = (parts(&dumps), parts(&kept), parts(&one));
+    assert!(input.parts.len() >= 3);
+    assert_eq!(k.parts.len(), input.parts.len());
+    assert_eq!(o.parts.len(), 1);
+    // Part i of the output is twice part i of the input, totals included.
+    for (pi, po) in input.parts.iter().zip(&k.parts) {
+        let t: Vec<u64> = pi.lines.totals().unwrap().iter().map(|v| v * 2).collect();
+        assert_eq!(po.lines.totals().unwrap(), t);
+        assert_eq!(po.info.totals.as_ref(), Some(&t));
+    }
+    let all: Vec<u64> = input.totals().unwrap().iter().map(|v| v * 2).collect();
+    assert_eq!(o.parts[0].info.totals.as_ref(), Some(&all));
+    assert_eq!(read(&kept), read(&one));
+}

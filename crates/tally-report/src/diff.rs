@@ -1,0 +1,214 @@
+//! The JSON summary of `tally diff --json`: totals of both sides and the
+//! functions and call arcs that changed most.
+//!
+//! Functions and arcs are matched across the two sides by name (object,
+//! file, function), since the sides were read separately. Self costs are
+//! per function; arcs are per (caller, callee) with counts and inclusive
+//! costs, summed over call sites.
+
+use crate::ReportError;
+use rustc_hash::FxHashMap;
+use serde_json::{Value, json};
+use tally_analysis::Aggregate;
+use tally_model::{FunctionId, Profile};
+
+/// What to summarise.
+#[derive(Clone, Debug, Default)]
+pub struct SummaryOptions {
+    /// How A is named in the output.
+    pub a: String,
+    /// How B is named.
+    pub b: String,
+    /// The event that ranks functions and calls (default: the first).
+    pub sort: Option<String>,
+    /// Entries per list.
+    pub top: usize,
+}
+
+type Name = (Vec<u8>, Vec<u8>, Vec<u8>);
+
+fn name_of(p: &Profile<i64>, f: FunctionId) -> Name {
+    (
+        p.names.function_object(f).to_vec(),
+        p.names.function_file(f).to_vec(),
+        p.names.function_name(f).to_vec(),
+    )
+}
+
+fn text(b: &[u8]) -> String {
+    if b.is_empty() {
+        "???".into()
+    } else {
+        String::from_utf8_lossy(b).into_owned()
+    }
+}
+
+/// The summary of B − A. Both profiles must have the same events.
+pub fn summary(
+    a: &Profile<i64>,
+    b: &Profile<i64>,
+    o: &SummaryOptions,
+) -> Result<Value, ReportError> {
+    let events: Vec<String> = b.events.recorded().iter().map(|e| e.name.clone()).collect();
+    let ne = events.len();
+    let sort = match &o.sort {
+        None => 0,
+        Some(s) => events
+            .iter()
+            .position(|e| e == s)
+            .ok_or_else(|| ReportError::UnknownEvent {
+                name: s.clone(),
+                known: events.join(" "),
+            })?,
+    };
+    let ga = Aggregate::new(a, |_| true);
+    let gb = Aggregate::new(b, |_| true);
+
+    // Self costs per function name: [a, b].
+    let mut funcs: FxHashMap<Name, [Vec<i64>; 2]> = FxHashMap::default();
+    let mut order: Vec<Name> = Vec::new();
+    for (side, (p, g)) in [(a, &ga), (b, &gb)].into_iter().enumerate() {
+        for (f, _) in p.names.functions() {
+            if !g.function_present.get(f.index()).copied().unwrap_or(false) {
+                continue;
+            }
+            let n = name_of(p, f);
+            let e = funcs.entry(n.clone()).or_insert_with(|| {
+                order.push(n);
+                [vec![0; ne], vec![0; ne]]
+            });
+            for (x, &v) in e[side].iter_mut().zip(g.function_self.get(f.index())) {
+                *x = x.saturating_add(v);
+            }
+        }
+    }
+    let only = |side: usize| {
+        funcs
+            .values()
+            .filter(|v| v[side].iter().any(|&x| x != 0) && v[1 - side].iter().all(|&x| x == 0))
+            .count()
+    };
+    let (only_a, only_b) = (only(0), only(1));
+    let delta = |v: &[Vec<i64>; 2]| -> Vec<i64> {
+        v[1].iter()
+            .zip(&v[0])
+            .map(|(b, a)| b.saturating_sub(*a))
+            .collect()
+    };
+    let mut ranked: Vec<&Name> = order
+        .iter()
+        .filter(|n| delta(&funcs[*n]).iter().any(|&d| d != 0))
+        .collect();
+    ranked.sort_by(|x, y| {
+        let (dx, dy) = (delta(&funcs[*x]), delta(&funcs[*y]));
+        dy[sort]
+            .unsigned_abs()
+            .cmp(&dx[sort].unsigned_abs())
+            .then_with(|| x.cmp(y))
+    });
+    let functions: Vec<Value> = ranked
+        .iter()
+        .take(o.top)
+        .map(|n| {
+            let v = &funcs[*n];
+            let d = delta(v);
+            json!({
+                "function": text(&n.2),
+                "file": text(&n.1),
+                "object": if n.0.is_empty() { Value::Null } else { Value::String(text(&n.0)) },
+                "a": v[0],
+                "b": v[1],
+                "delta": d,
+                "change_percent": percent(v[0][sort], d[sort]),
+            })
+        })
+        .collect();
+
+    // Arcs per (caller, callee): [count a, count b], [incl a, incl b].
+    type ArcName = (Name, Name);
+    let mut arcs: FxHashMap<ArcName, ([i64; 2], [Vec<i64>; 2])> = FxHashMap::default();
+    let mut arc_order: Vec<ArcName> = Vec::new();
+    for (side, (p, g)) in [(a, &ga), (b, &gb)].into_iter().enumerate() {
+        for arc in &g.arcs {
+            let k = (name_of(p, arc.caller), name_of(p, arc.callee));
+            let e = arcs.entry(k.clone()).or_insert_with(|| {
+                arc_order.push(k);
+                ([0; 2], [vec![0; ne], vec![0; ne]])
+            });
+            e.0[side] = e.0[side].saturating_add(arc.count);
+            for (x, &v) in e.1[side].iter_mut().zip(&arc.inclusive) {
+                *x = x.saturating_add(v);
+            }
+        }
+    }
+    let mut arc_ranked: Vec<&ArcName> = arc_order
+        .iter()
+        .filter(|k| {
+            let e = &arcs[*k];
+            e.0[0] != e.0[1] || e.1[0] != e.1[1]
+        })
+        .collect();
+    let key = |k: &ArcName| {
+        let e = &arcs[k];
+        (
+            e.1[1][sort].saturating_sub(e.1[0][sort]).unsigned_abs(),
+            e.0[1].saturating_sub(e.0[0]).unsigned_abs(),
+        )
+    };
+    arc_ranked.sort_by(|x, y| key(y).cmp(&key(x)).then_with(|| x.cmp(y)));
+    let calls: Vec<Value> = arc_ranked
+        .iter()
+        .take(o.top)
+        .map(|k| {
+            let e = &arcs[*k];
+            let di: Vec<i64> = e.1[1]
+                .iter()
+                .zip(&e.1[0])
+                .map(|(b, a)| b.saturating_sub(*a))
+                .collect();
+            json!({
+                "caller": text(&k.0.2),
+                "caller_file": text(&k.0.1),
+                "callee": text(&k.1.2),
+                "callee_file": text(&k.1.1),
+                "count_a": e.0[0],
+                "count_b": e.0[1],
+                "count_delta": e.0[1].saturating_sub(e.0[0]),
+                "inclusive_a": e.1[0],
+                "inclusive_b": e.1[1],
+                "inclusive_delta": di,
+            })
+        })
+        .collect();
+
+    let ta = a.totals().unwrap_or_else(|| vec![0; ne]);
+    let tb = b.totals().unwrap_or_else(|| vec![0; ne]);
+    let td: Vec<i64> = tb
+        .iter()
+        .zip(&ta)
+        .map(|(b, a)| b.saturating_sub(*a))
+        .collect();
+    Ok(json!({
+        "a": o.a,
+        "b": o.b,
+        "events": events,
+        "sort": events.get(sort),
+        "totals": {
+            "a": ta,
+            "b": tb,
+            "delta": td,
+            "change_percent": percent(ta.get(sort).copied().unwrap_or(0), td.get(sort).copied().unwrap_or(0)),
+        },
+        "functions_changed": ranked.len(),
+        "functions_only_in_a": only_a,
+        "functions_only_in_b": only_b,
+        "functions": functions,
+        "calls_changed": arc_ranked.len(),
+        "calls": calls,
+    }))
+}
+
+/// `delta` as a percentage of `a`; `None` when A had none.
+fn percent(a: i64, delta: i64) -> Option<f64> {
+    (a != 0).then(|| (delta as f64 / a as f64 * 10000.0).round() / 100.0)
+}
