@@ -171,12 +171,24 @@ enum Rec {
     Jump(u32),
 }
 
+/// The records of one (function, file) of an output part.
+struct BlockAcc {
+    function: FunctionId,
+    file: FileId,
+    /// Lines, calls and jumps in first-seen order.
+    recs: Vec<Rec>,
+    /// The block's lines (indices into the part's line arrays).
+    lines: Vec<u32>,
+    /// Position → place in `lines`. Per block, so that lookups hit a small
+    /// table that stays in cache while the block is folded.
+    index: FxHashMap<Pos, u32>,
+}
+
 /// One output part being built.
 struct PartAcc<C> {
     info: Option<PartInfo<u64>>,
-    blocks: Vec<(FunctionId, FileId, Vec<Rec>)>,
+    blocks: Vec<BlockAcc>,
     block_index: FxHashMap<(FunctionId, FileId), u32>,
-    line_index: FxHashMap<(u32, Pos), u32>,
     line_pos: Vec<Pos>,
     line_costs: Vec<C>,
     call_index: FxHashMap<CallKey, u32>,
@@ -194,7 +206,6 @@ impl<C: Cost> PartAcc<C> {
             info: None,
             blocks: Vec::new(),
             block_index: FxHashMap::default(),
-            line_index: FxHashMap::default(),
             line_pos: Vec::new(),
             line_costs: Vec::new(),
             call_index: FxHashMap::default(),
@@ -210,7 +221,13 @@ impl<C: Cost> PartAcc<C> {
         let n = self.blocks.len() as u32;
         let b = *self.block_index.entry((function, file)).or_insert(n);
         if b == n {
-            self.blocks.push((function, file, Vec::new()));
+            self.blocks.push(BlockAcc {
+                function,
+                file,
+                recs: Vec::new(),
+                lines: Vec::new(),
+                index: FxHashMap::default(),
+            });
         }
         b as usize
     }
@@ -412,28 +429,49 @@ impl<C: Cost> Combiner<C> {
                 _ => None,
             };
             let mut failed = false;
-            part.lines.for_each(|l| {
-                if failed {
-                    return;
-                }
-                let b = acc.block(fmap(l.function), flmap(l.file));
-                let key = (b as u32, key_pos(l.positions));
-                let n = acc.line_pos.len() as u32;
-                let i = *acc.line_index.entry(key).or_insert(n) as usize;
-                if i == n as usize {
-                    acc.line_pos.push(key.1);
-                    acc.line_costs.extend(std::iter::repeat_n(C::ZERO, ne));
-                    acc.blocks[b].2.push(Rec::Line(n));
-                }
-                let dst = &mut acc.line_costs[i * ne..(i + 1) * ne];
-                for (o, &e) in evmap.iter().enumerate() {
-                    let v = l.costs.get(e).copied().unwrap_or(I::ZERO);
-                    match combine(dst[o], v, sign) {
-                        Some(r) => dst[o] = r,
-                        None => failed = true,
+            for (bi, blk) in part.lines.blocks().iter().enumerate() {
+                let b = acc.block(fmap(blk.function), flmap(blk.file));
+                // Profiles of one program list a block's lines in the same
+                // order: try the next line of the block before the table.
+                let mut cursor = 0usize;
+                let PartAcc {
+                    blocks,
+                    line_pos,
+                    line_costs,
+                    ..
+                } = &mut *acc;
+                let block = &mut blocks[b];
+                part.lines.for_each_in_block(bi, |l| {
+                    let key = key_pos(l.positions);
+                    let i = match block.lines.get(cursor) {
+                        Some(&i) if line_pos[i as usize] == key => {
+                            cursor += 1;
+                            i as usize
+                        }
+                        _ => {
+                            let n = block.lines.len() as u32;
+                            let at = *block.index.entry(key).or_insert(n);
+                            if at == n {
+                                let i = line_pos.len() as u32;
+                                line_pos.push(key);
+                                line_costs.extend(std::iter::repeat_n(C::ZERO, ne));
+                                block.lines.push(i);
+                                block.recs.push(Rec::Line(i));
+                            }
+                            cursor = at as usize + 1;
+                            block.lines[at as usize] as usize
+                        }
+                    };
+                    let dst = &mut line_costs[i * ne..(i + 1) * ne];
+                    for (o, &e) in evmap.iter().enumerate() {
+                        let v = l.costs.get(e).copied().unwrap_or(I::ZERO);
+                        match combine(dst[o], v, sign) {
+                            Some(r) => dst[o] = r,
+                            None => failed = true,
+                        }
                     }
-                }
-            });
+                });
+            }
             if failed {
                 return Err(self.arith_error(label));
             }
@@ -451,7 +489,7 @@ impl<C: Cost> Combiner<C> {
                 if i == n as usize {
                     acc.calls.push((key, C::ZERO));
                     acc.call_costs.extend(std::iter::repeat_n(C::ZERO, ne));
-                    acc.blocks[b].2.push(Rec::Call(n));
+                    acc.blocks[b].recs.push(Rec::Call(n));
                 }
                 acc.calls[i].1 =
                     combine(acc.calls[i].1, c.info.count, sign).ok_or_else(overflow)?;
@@ -476,7 +514,7 @@ impl<C: Cost> Combiner<C> {
                 let i = *acc.jump_index.entry(key).or_insert(n) as usize;
                 if i == n as usize {
                     acc.jumps.push((key, C::ZERO, C::ZERO));
-                    acc.blocks[b].2.push(Rec::Jump(n));
+                    acc.blocks[b].recs.push(Rec::Jump(n));
                 }
                 let r = &mut acc.jumps[i];
                 r.1 = combine(r.1, j.info.executed, sign).ok_or_else(overflow)?;
@@ -574,8 +612,9 @@ impl<C: Cost> Combiner<C> {
                 totals: None,
             };
             let mut seq = 0u64;
-            for &(function, file, ref recs) in &acc.blocks {
-                for r in recs {
+            for block in &acc.blocks {
+                let (function, file) = (block.function, block.file);
+                for r in &block.recs {
                     match *r {
                         Rec::Line(i) => {
                             let i = i as usize;
@@ -632,10 +671,22 @@ impl<C: Cost> Combiner<C> {
                     }
                 }
             }
-            let totals = part.lines.totals().ok_or(CombineError::Overflow {
-                input: "the output".into(),
-                signed: C::SIGNED,
-            })?;
+            // The sum of every line (dropped lines are zero), without
+            // decoding the lines again.
+            let mut sums = vec![0i128; ne];
+            for row in acc.line_costs.chunks_exact(ne.max(1)) {
+                for (s, c) in sums.iter_mut().zip(row) {
+                    *s += c.to_i128();
+                }
+            }
+            let totals: Vec<C> = sums
+                .into_iter()
+                .map(C::from_i128)
+                .collect::<Option<_>>()
+                .ok_or(CombineError::Overflow {
+                    input: "the output".into(),
+                    signed: C::SIGNED,
+                })?;
             if had_summary {
                 part.info.summary = Some(totals.clone());
             }

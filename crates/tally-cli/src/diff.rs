@@ -74,8 +74,16 @@ pub fn inputs(
     per_function: bool,
     per_line: bool,
 ) -> anyhow::Result<Inputs> {
-    let la = combine::load(a)?;
-    let lb = combine::load(b)?;
+    // The two files are read at once, on two threads.
+    let (la, lb) = std::thread::scope(|scope| {
+        let other = scope.spawn(|| combine::load(b));
+        let la = combine::load(a);
+        let lb = other
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("{}: reading failed", b.display())));
+        (la, lb)
+    });
+    let (la, lb) = (la?, lb?);
     if la.format() != lb.format() {
         let name = |f| match f {
             Format::Callgrind => "Callgrind",

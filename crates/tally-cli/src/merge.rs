@@ -49,25 +49,42 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         rename_function: combine::subst(args.mod_funcname.as_deref(), "--mod-funcname")?,
     };
     // Unsigned until an input turns out to be a difference; then the
-    // files read so far are folded again into a signed sum.
+    // files read so far are folded again into a signed sum. The next file
+    // is read on another thread while one is folded.
     let mut sum = Sum::Unsigned(Combiner::new(options.clone()));
-    for (i, f) in args.files.iter().enumerate() {
-        let p = combine::load(f)?;
-        let label = combine::label(f);
-        if p.is_signed()
-            && let Sum::Unsigned(_) = sum
-        {
-            let mut s = Combiner::<i64>::new(options.clone());
-            for g in &args.files[..i] {
-                combine::load(g)?.add_to(&mut s, Sign::Plus, &combine::label(g))?;
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let files = &args.files;
+        scope.spawn(move || {
+            for f in files {
+                let r = combine::load(f);
+                let failed = r.is_err();
+                if tx.send(r).is_err() || failed {
+                    break;
+                }
             }
-            sum = Sum::Signed(s);
+        });
+        for (i, f) in args.files.iter().enumerate() {
+            let p = rx
+                .recv()
+                .map_err(|_| anyhow::anyhow!("{}: the reader stopped", f.display()))??;
+            let label = combine::label(f);
+            if p.is_signed()
+                && let Sum::Unsigned(_) = sum
+            {
+                let mut s = Combiner::<i64>::new(options.clone());
+                for g in &args.files[..i] {
+                    combine::load(g)?.add_to(&mut s, Sign::Plus, &combine::label(g))?;
+                }
+                sum = Sum::Signed(s);
+            }
+            match &mut sum {
+                Sum::Unsigned(u) => p.add_to(u, Sign::Plus, &label)?,
+                Sum::Signed(s) => p.add_to(s, Sign::Plus, &label)?,
+            }
         }
-        match &mut sum {
-            Sum::Unsigned(u) => p.add_to(u, Sign::Plus, &label)?,
-            Sum::Signed(s) => p.add_to(s, Sign::Plus, &label)?,
-        }
-    }
+        Ok(())
+    })?;
     let compress = !args.no_compress;
     match sum {
         Sum::Unsigned(u) => {
