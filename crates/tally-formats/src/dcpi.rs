@@ -235,15 +235,11 @@ fn check_value(key: &str, v: &[u8]) -> Result<(), String> {
                 return bad("at most 16 hexadecimal digits");
             }
         }
-        "period" | "tsize" | "cpuspeed" | "cpuimplv" | "cpucount" => {
-            if parse_dec(t).is_none() {
-                return bad("decimal digits (a 64-bit number)");
-            }
+        "period" | "tsize" | "cpuspeed" | "cpuimplv" | "cpucount" if parse_dec(t).is_none() => {
+            return bad("decimal digits (a 64-bit number)");
         }
-        "epoch" => {
-            if !(t.len() == 10 || t.len() == 14) || !t.iter().all(u8::is_ascii_digit) {
-                return bad("a UTC time YYMMDDHHMM or YYYYMMDDHHMMSS");
-            }
+        "epoch" if !(t.len() == 10 || t.len() == 14) || !t.iter().all(u8::is_ascii_digit) => {
+            return bad("a UTC time YYMMDDHHMM or YYYYMMDDHHMMSS");
         }
         _ => {}
     }
@@ -328,7 +324,7 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<DcpiProfile, Error> {
             format!("{body_len} bytes after the header; the footer alone takes 8"),
         ));
     }
-    if body_len % 4 != 0 {
+    if !body_len.is_multiple_of(4) {
         return Err(err(
             path,
             end - body_len % 4,
@@ -482,15 +478,13 @@ pub fn encode(p: &DcpiProfile) -> Result<Vec<u8>, Error> {
         let next = start + chunk.len() as u64 * step;
         let joins = !chunk.is_empty()
             && off >= next
-            && (off - start) % step == 0
+            && (off - start).is_multiple_of(step)
             && (off - next) / step <= 2;
         if !joins {
             flush(&mut out, start, &mut chunk)?;
             start = off;
         } else {
-            for _ in 0..(off - next) / step {
-                chunk.push(0);
-            }
+            chunk.resize(chunk.len() + ((off - next) / step) as usize, 0);
         }
         chunk.push(c);
     }
