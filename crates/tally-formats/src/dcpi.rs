@@ -339,12 +339,12 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<DcpiProfile, Error> {
     let mut prev: Option<(u64, u64)> = None; // (offset, end) of the last chunk
     let mut sum = 0u64;
     while at < footer {
-        if footer - at < 12 {
+        if footer - at < 8 {
             return Err(err(
                 path,
                 at,
                 format!(
-                    "{} bytes before the footer: too few for a chunk (offset, number, one count)",
+                    "{} bytes before the footer: too few for a chunk (offset, number, counts)",
                     footer - at
                 ),
             ));
