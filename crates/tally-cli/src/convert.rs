@@ -22,6 +22,9 @@ pub enum To {
     Cachegrind,
     /// JSON (see docs/json.md).
     Json,
+    /// DCPI 0.07 profile (one event, per instruction, one object; see
+    /// docs/dcpi-format.md).
+    Dcpi,
 }
 
 /// Input formats.
@@ -32,6 +35,9 @@ pub enum InputFormat {
     /// gprof's `gmon.out` (GNU layout, or BSD layout without magic); needs
     /// `--binary`.
     Gmon,
+    /// A DCPI profile (recognised by its header); `--binary` names its
+    /// image.
+    Dcpi,
 }
 
 /// Arguments of `tally convert`.
@@ -71,6 +77,13 @@ pub struct Args {
     /// gmon input: keep C++ and Rust names mangled.
     #[arg(long)]
     no_demangle: bool,
+    /// DCPI output: the event to take (default: the first).
+    #[arg(long)]
+    event: Option<String>,
+    /// DCPI output: the object (`ob=`) whose instructions are taken
+    /// (default: the one that is `--binary`, or the only one).
+    #[arg(long)]
+    object: Option<String>,
 }
 
 fn infer(out: &Path) -> Option<To> {
@@ -78,6 +91,8 @@ fn infer(out: &Path) -> Option<To> {
     let name = name.strip_suffix(".gz").unwrap_or(&name);
     if name.ends_with(".json") {
         Some(To::Json)
+    } else if name.ends_with(".dcpi") {
+        Some(To::Dcpi)
     } else if name.starts_with("cachegrind.out") || name.ends_with(".cachegrind") {
         Some(To::Cachegrind)
     } else if name.starts_with("callgrind.out") || name.ends_with(".callgrind") {
@@ -90,15 +105,24 @@ fn infer(out: &Path) -> Option<To> {
 /// The first bytes of a file (fewer if it is shorter); empty if it cannot
 /// be read. `-`, standard input, is not read (it could not be read again).
 fn head(path: &Path) -> Vec<u8> {
+    head_n(path, 512)
+}
+
+fn head_n(path: &Path, n: u64) -> Vec<u8> {
     if path == Path::new("-") {
         return Vec::new();
     }
     let Ok(f) = std::fs::File::open(path) else {
         return Vec::new();
     };
-    let mut buf = Vec::with_capacity(512);
-    let _ = f.take(512).read_to_end(&mut buf);
+    let mut buf = Vec::with_capacity(n.min(1 << 16) as usize);
+    let _ = f.take(n).read_to_end(&mut buf);
     buf
+}
+
+/// Whether the output is to be DCPI.
+fn wants_dcpi(args: &Args) -> bool {
+    args.to.or_else(|| infer(&args.output)) == Some(To::Dcpi)
 }
 
 /// Whether a file starts with the magic of a GNU gmon file.
@@ -147,6 +171,24 @@ fn input_format(args: &Args) -> anyhow::Result<InputFormat> {
     if let Some(f) = args.from {
         return Ok(f);
     }
+    let dcpi: Vec<bool> = args
+        .files
+        .iter()
+        .map(|p| tally_formats::dcpi::is_dcpi(&head_n(p, 1 << 16)))
+        .collect();
+    if dcpi.iter().all(|&d| d) {
+        return Ok(InputFormat::Dcpi);
+    }
+    if let Some(i) = dcpi.iter().position(|&d| d) {
+        bail!(
+            "{} is a DCPI profile but {} is not: convert DCPI profiles on their own",
+            args.files[i].display(),
+            args.files[dcpi.iter().position(|&d| !d).unwrap_or(0)].display()
+        );
+    }
+    if args.binary.is_some() && wants_dcpi(args) {
+        return Ok(InputFormat::Callgrind);
+    }
     let magic: Vec<bool> = args.files.iter().map(|p| has_gmon_magic(p)).collect();
     if magic.iter().all(|&g| g) {
         return Ok(InputFormat::Gmon);
@@ -176,9 +218,10 @@ fn input_format(args: &Args) -> anyhow::Result<InputFormat> {
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     match input_format(&args)? {
         InputFormat::Gmon => return run_gmon(&args),
+        InputFormat::Dcpi => return run_dcpi(&args),
         InputFormat::Callgrind => {
             let gmon_only = [
-                (args.binary.is_some(), "--binary"),
+                (args.binary.is_some() && !wants_dcpi(&args), "--binary"),
                 (args.gnu_compatible, "--gnu-compatible"),
                 (args.no_demangle, "--no-demangle"),
             ];
@@ -215,6 +258,35 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// Converts a DCPI profile (several are summed) with its image.
+fn run_dcpi(args: &Args) -> anyhow::Result<Outcome> {
+    let mut v = Vec::new();
+    for f in &args.files {
+        v.push((f.display().to_string(), tally_formats::dcpi::read_file(f)?));
+    }
+    let p = tally_report::dcpi::sum(&v)?;
+    if wants_dcpi(args) {
+        tally_formats::dcpi::write_file(&p, &args.output)?;
+        return Ok(Outcome::Ok);
+    }
+    let obj = match &args.binary {
+        Some(b) => Some(ObjectFile::open(b).map_err(|e| anyhow!("{e}"))?),
+        None => {
+            eprintln!(
+                "tally convert: warning: no --binary IMAGE: addresses are not mapped to functions and lines"
+            );
+            None
+        }
+    };
+    let name = match (&args.binary, p.header.path()) {
+        (Some(b), _) => b.display().to_string(),
+        (None, Some(path)) => path.to_string(),
+        (None, None) => "???".to_string(),
+    };
+    let prof = tally_report::dcpi::convert::to_callgrind(&p, obj.as_ref(), &name)?;
+    write(&prof, args)
 }
 
 /// Converts gmon files (summed as gprof sums them) with their program.
@@ -279,6 +351,19 @@ fn warn(paths: &[&Path], warnings: &[tally_formats::Warnings]) {
 }
 
 fn write<C: Cost>(p: &Profile<C>, args: &Args) -> anyhow::Result<Outcome> {
+    if wants_dcpi(args) {
+        let obj = match &args.binary {
+            Some(b) => Some(ObjectFile::open(b).map_err(|e| anyhow!("{e}"))?),
+            None => None,
+        };
+        let opts = tally_report::dcpi::convert::FromCallgrind {
+            event: args.event.as_deref(),
+            object: args.object.as_deref(),
+        };
+        let d = tally_report::dcpi::convert::from_callgrind(p, obj.as_ref(), &opts)?;
+        tally_formats::dcpi::write_file(&d, &args.output)?;
+        return Ok(Outcome::Ok);
+    }
     let to = args
         .to
         .or_else(|| infer(&args.output))
@@ -313,5 +398,6 @@ fn emit<C: Cost>(
         To::Callgrind => callgrind::write(p, w, options),
         To::Cachegrind => tally_formats::cachegrind::write(p, w),
         To::Json => tally_formats::json::write(p, w),
+        To::Dcpi => Err(std::io::Error::other("DCPI output is written on its own")),
     }
 }

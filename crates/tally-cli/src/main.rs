@@ -5,6 +5,7 @@ mod annotate;
 mod check;
 mod combine;
 mod convert;
+mod dcpi;
 mod diff;
 mod gprof;
 mod gprof_callgrind;
@@ -15,7 +16,7 @@ use clap::{Parser, Subcommand};
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-/// tally: read, check, convert and analyse program profiles (Callgrind, Cachegrind, gprof).
+/// tally: read, check, convert and analyse program profiles (Callgrind, Cachegrind, gprof, DCPI).
 #[derive(Parser)]
 #[command(name = "tally", version, about, long_about = None)]
 struct Cli {
@@ -40,6 +41,10 @@ enum Command {
     /// signed counts (cg_diff's results for Cachegrind; call arcs too for
     /// Callgrind).
     Diff(diff::Args),
+    /// DCPI profiles: dump, per-procedure and per-instruction reports,
+    /// and comparisons, as the DCPI tools gave them.
+    #[command(subcommand)]
+    Dcpi(dcpi::Command),
     /// gprof's flat profile and call graph from a program and its gmon.out
     /// files, or from a Callgrind profile.
     #[command(disable_help_flag = true)]
@@ -70,6 +75,7 @@ fn main() -> ExitCode {
         Command::Annotate(a) => annotate::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Diff(a) => diff::run(a),
+        Command::Dcpi(c) => dcpi::run(c),
         Command::Gprof(a) => gprof::run(a.args),
     };
     match result {

@@ -5,8 +5,8 @@
 //! through a temporary file and a rename so that nothing is lost on failure.
 
 pub mod cachegrind;
-pub mod dcpi;
 pub mod callgrind;
+pub mod dcpi;
 pub mod error;
 pub mod gmon;
 pub mod input;

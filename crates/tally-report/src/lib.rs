@@ -4,6 +4,7 @@
 //! they never parse profiles.
 
 pub mod annotate;
+pub mod dcpi;
 pub mod diff;
 pub mod format;
 pub mod gprof;
