@@ -24,6 +24,24 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     for (i, path) in args.files.iter().enumerate() {
+        if is_dcpi(path) {
+            match tally_formats::dcpi::read_file(path) {
+                Ok(p) => {
+                    if i > 0 && !args.quiet {
+                        writeln!(out)?;
+                    }
+                    if !args.quiet {
+                        print_dcpi(&mut out, path, &p)?;
+                    }
+                }
+                Err(e) => {
+                    out.flush()?;
+                    report(&anyhow::Error::new(e));
+                    outcome = Outcome::Invalid;
+                }
+            }
+            continue;
+        }
         let size = std::fs::metadata(path).ok().map(|m| m.len());
         let gz = path.extension().is_some_and(|e| e == "gz");
         let mut progress = Progress::new(if gz { None } else { size });
@@ -53,6 +71,55 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     }
     Ok(outcome)
+}
+
+/// DCPI files are told apart by their header (a known key first, a
+/// `samples` line).
+fn is_dcpi(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    if path.as_os_str() == "-" {
+        return false;
+    }
+    let mut head = Vec::new();
+    match std::fs::File::open(path) {
+        Ok(f) => {
+            let _ = f.take(1 << 16).read_to_end(&mut head);
+            tally_formats::dcpi::is_dcpi(&head)
+        }
+        Err(_) => false,
+    }
+}
+
+fn print_dcpi(
+    out: &mut dyn Write,
+    path: &std::path::Path,
+    p: &tally_formats::dcpi::DcpiProfile,
+) -> io::Result<()> {
+    let h = &p.header;
+    writeln!(out, "{}: valid DCPI profile (format 0.07)", path.display())?;
+    writeln!(
+        out,
+        "  image:      {}",
+        h.image().map_or("?".into(), |i| format!("{i:x}"))
+    )?;
+    writeln!(out, "  path:       {}", h.path().unwrap_or("-"))?;
+    writeln!(
+        out,
+        "  event:      {} (period {})",
+        h.event().unwrap_or("?"),
+        h.period().unwrap_or(0)
+    )?;
+    writeln!(out, "  platform:   {}", h.platform().unwrap_or("?"))?;
+    writeln!(out, "  epoch:      {}", h.epoch().unwrap_or("?"))?;
+    writeln!(out, "  header:     {} lines", h.lines.len())?;
+    writeln!(
+        out,
+        "  samples:    {} at {} addresses (address step {})",
+        p.total(),
+        p.samples.len(),
+        h.address_step()
+    )?;
+    Ok(())
 }
 
 enum Summary {

@@ -428,3 +428,14 @@ fn cat_dumps_header_and_addresses() {
     let off = ok(&["dcpi", "cat", "--offsets", s(&spec("full.dcpi"))]);
     assert!(off.contains("0x000000000023        9\n"), "{off}");
 }
+
+#[test]
+fn check_reads_dcpi_files() {
+    let out = ok(&["check", "workload.run1.dcpi"]);
+    assert!(out.contains("valid DCPI profile"), "{out}");
+    assert!(out.contains("samples:    957404 at 583 addresses"), "{out}");
+    let o = tally(&["check", "workload.run1.dcpi", s(&spec("decreasing.dcpi"))]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("decreasing.dcpi: byte 128: chunk offsets must increase"), "{e}");
+}
