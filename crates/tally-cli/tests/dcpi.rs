@@ -437,5 +437,8 @@ fn check_reads_dcpi_files() {
     let o = tally(&["check", "workload.run1.dcpi", s(&spec("decreasing.dcpi"))]);
     assert_eq!(o.status.code(), Some(1));
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("decreasing.dcpi: byte 128: chunk offsets must increase"), "{e}");
+    assert!(
+        e.contains("decreasing.dcpi: byte 128: chunk offsets must increase"),
+        "{e}"
+    );
 }
