@@ -65,7 +65,8 @@ pub struct Args {
     from: Option<InputFormat>,
     /// The program that wrote the gmon files (built with `-pg`, not
     /// stripped): its symbols and DWARF lines map the samples and calls to
-    /// functions and source lines. Several gmon files are summed.
+    /// functions and source lines. Several gmon files are summed. For DCPI
+    /// input and output: the image the profile samples.
     #[arg(long, value_name = "PROG")]
     binary: Option<PathBuf>,
     /// gmon input: build the function table with GNU gprof 2.40's errors,
@@ -216,6 +217,17 @@ fn input_format(args: &Args) -> anyhow::Result<InputFormat> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    if !wants_dcpi(&args)
+        && let Some(flag) = [
+            (args.event.is_some(), "--event"),
+            (args.object.is_some(), "--object"),
+        ]
+        .iter()
+        .find(|f| f.0)
+        .map(|f| f.1)
+    {
+        bail!("{flag} is only for DCPI output (`--to dcpi` or an output name ending in .dcpi)");
+    }
     match input_format(&args)? {
         InputFormat::Gmon => return run_gmon(&args),
         InputFormat::Dcpi => return run_dcpi(&args),

@@ -398,6 +398,15 @@ fn bad_input_is_a_clear_error() {
     ]);
     assert!(e.contains("instruction"), "{e}");
     assert!(!Path::new("/tmp/never.dcpi").exists());
+    let e = fails(&[
+        "convert",
+        s(&lines),
+        "--event",
+        "Ir",
+        "-o",
+        "/tmp/never.callgrind",
+    ]);
+    assert!(e.contains("only for DCPI output"), "{e}");
     // The wrong image: a warning.
     let o = tally(&["dcpi", "prof", "/bin/true", "workload.run1.dcpi"]);
     assert!(
