@@ -429,6 +429,13 @@ impl<C: Cost> Combiner<C> {
                 _ => None,
             };
             let mut failed = false;
+            if acc.line_pos.is_empty() {
+                // The first input sets the size: reserve once, not by
+                // doubling (copies and page faults).
+                let n = part.lines.len() as usize;
+                acc.line_pos.reserve(n);
+                acc.line_costs.reserve(n * ne);
+            }
             for (bi, blk) in part.lines.blocks().iter().enumerate() {
                 let b = acc.block(fmap(blk.function), flmap(blk.file));
                 // Profiles of one program list a block's lines in the same

@@ -3,7 +3,9 @@
 
 use crate::Outcome;
 use crate::combine::{self, To};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use tally_analysis::combine::{CombineOptions, Combiner, Sign};
 
 /// Arguments of `tally merge`.
@@ -49,41 +51,66 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         rename_function: combine::subst(args.mod_funcname.as_deref(), "--mod-funcname")?,
     };
     // Unsigned until an input turns out to be a difference; then the
-    // files read so far are folded again into a signed sum. The next file
-    // is read on another thread while one is folded.
+    // files read so far are folded again into a signed sum. Files are read
+    // on reader threads (one per core, at most four) while the main thread
+    // folds them in order.
     let mut sum = Sum::Unsigned(Combiner::new(options.clone()));
+    let files = &args.files;
+    let readers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(1, 4)
+        .min(files.len());
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
     std::thread::scope(|scope| -> anyhow::Result<()> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let files = &args.files;
-        scope.spawn(move || {
-            for f in files {
-                let r = combine::load(f);
-                let failed = r.is_err();
-                if tx.send(r).is_err() || failed {
-                    break;
+        let (tx, rx) = std::sync::mpsc::sync_channel(readers);
+        for _ in 0..readers {
+            let tx = tx.clone();
+            let (next, stop) = (&next, &stop);
+            scope.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(f) = files.get(i) else { break };
+                    if tx.send((i, combine::load(f))).is_err() {
+                        break;
+                    }
                 }
-            }
-        });
-        for (i, f) in args.files.iter().enumerate() {
-            let p = rx
-                .recv()
-                .map_err(|_| anyhow::anyhow!("{}: the reader stopped", f.display()))??;
-            let label = combine::label(f);
-            if p.is_signed()
-                && let Sum::Unsigned(_) = sum
-            {
-                let mut s = Combiner::<i64>::new(options.clone());
-                for g in &args.files[..i] {
-                    combine::load(g)?.add_to(&mut s, Sign::Plus, &combine::label(g))?;
-                }
-                sum = Sum::Signed(s);
-            }
-            match &mut sum {
-                Sum::Unsigned(u) => p.add_to(u, Sign::Plus, &label)?,
-                Sum::Signed(s) => p.add_to(s, Sign::Plus, &label)?,
-            }
+            });
         }
-        Ok(())
+        drop(tx);
+        let result = (|| -> anyhow::Result<()> {
+            let mut ready = BTreeMap::new();
+            for (i, f) in files.iter().enumerate() {
+                let p = loop {
+                    if let Some(p) = ready.remove(&i) {
+                        break p;
+                    }
+                    let (j, r) = rx
+                        .recv()
+                        .map_err(|_| anyhow::anyhow!("{}: the readers stopped", f.display()))?;
+                    ready.insert(j, r);
+                }?;
+                let label = combine::label(f);
+                if p.is_signed()
+                    && let Sum::Unsigned(_) = sum
+                {
+                    let mut s = Combiner::<i64>::new(options.clone());
+                    for g in &files[..i] {
+                        combine::load(g)?.add_to(&mut s, Sign::Plus, &combine::label(g))?;
+                    }
+                    sum = Sum::Signed(s);
+                }
+                match &mut sum {
+                    Sum::Unsigned(u) => p.add_to(u, Sign::Plus, &label)?,
+                    Sum::Signed(s) => p.add_to(s, Sign::Plus, &label)?,
+                }
+            }
+            Ok(())
+        })();
+        // On an error the readers stop after the file they are reading.
+        stop.store(true, Ordering::Relaxed);
+        drop(rx);
+        result
     })?;
     let compress = !args.no_compress;
     match sum {
