@@ -99,24 +99,7 @@ pub fn write_result<C: Cost>(
     compress: bool,
     command: &str,
 ) -> anyhow::Result<()> {
-    for (i, (part, stated)) in c.profile.parts.iter().zip(&c.stated).enumerate() {
-        let Some(stated) = stated else { continue };
-        let computed = part.info.totals.as_ref().or(part.info.summary.as_ref());
-        if let Some(computed) = computed
-            && computed
-                .iter()
-                .map(|v| v.to_i128())
-                .ne(stated.iter().copied())
-        {
-            let show = |v: &mut dyn Iterator<Item = String>| v.collect::<Vec<_>>().join(" ");
-            eprintln!(
-                "tally {command}: warning: part {}: the inputs' stated totals add up to {} but their costs to {}; the output states the costs",
-                i + 1,
-                show(&mut stated.iter().map(|v| v.to_string())),
-                show(&mut computed.iter().map(|v| v.to_string())),
-            );
-        }
-    }
+    warn_stated(&c, command, out);
     let p = &c.profile;
     let to = to.unwrap_or(match p.format {
         Format::Callgrind => To::Callgrind,
@@ -140,6 +123,30 @@ pub fn write_result<C: Cost>(
     })
     .with_context(|| format!("writing {}", out.display()))?;
     Ok(())
+}
+
+/// Warns where the inputs' stated totals (`summary:`/`totals:`) do not add
+/// up to their costs; the output states the costs.
+pub fn warn_stated<C: Cost>(c: &Combined<C>, command: &str, what: &Path) {
+    for (i, (part, stated)) in c.profile.parts.iter().zip(&c.stated).enumerate() {
+        let Some(stated) = stated else { continue };
+        let computed = part.info.totals.as_ref().or(part.info.summary.as_ref());
+        if let Some(computed) = computed
+            && computed
+                .iter()
+                .map(|v| v.to_i128())
+                .ne(stated.iter().copied())
+        {
+            let show = |v: &mut dyn Iterator<Item = String>| v.collect::<Vec<_>>().join(" ");
+            eprintln!(
+                "tally {command}: warning: {}: part {}: the inputs' stated totals add up to {} but their costs to {}; the output states the costs",
+                what.display(),
+                i + 1,
+                show(&mut stated.iter().map(|v| v.to_string())),
+                show(&mut computed.iter().map(|v| v.to_string())),
+            );
+        }
+    }
 }
 
 /// The label of an input in messages.

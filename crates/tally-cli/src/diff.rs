@@ -74,10 +74,23 @@ pub fn inputs(
     per_function: bool,
     per_line: bool,
 ) -> anyhow::Result<Inputs> {
-    // The two files are read at once, on two threads.
+    // Each file is read and summed on its own thread (per function for
+    // Cachegrind, unless asked otherwise); B − A is then a fold of the two
+    // sums, small when per function.
+    let reduce = |path: &Path| -> anyhow::Result<Loaded> {
+        let loaded = combine::load(path)?;
+        let mut o = options.clone();
+        o.per_function = per_function || (loaded.format() == Format::Cachegrind && !per_line);
+        o.keep_zero = false;
+        let mut c = Combiner::<i64>::new(o);
+        loaded.add_to(&mut c, Sign::Plus, &combine::label(path))?;
+        let sum = c.finish()?;
+        combine::warn_stated(&sum, "diff", path);
+        Ok(Loaded::Signed(sum.profile))
+    };
     let (la, lb) = std::thread::scope(|scope| {
-        let other = scope.spawn(|| combine::load(b));
-        let la = combine::load(a);
+        let other = scope.spawn(|| reduce(b));
+        let la = reduce(a);
         let lb = other
             .join()
             .unwrap_or_else(|_| Err(anyhow::anyhow!("{}: reading failed", b.display())));
@@ -160,18 +173,14 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// Each side summed on its own (renamed alike), for the JSON summary.
+/// The JSON summary, from each side's own sum.
 fn summary(i: &Inputs, args: &Args) -> anyhow::Result<serde_json::Value> {
-    let side = |l: &Loaded, p: &Path| -> anyhow::Result<tally_model::Profile<i64>> {
-        let mut c = Combiner::<i64>::new(i.options.clone());
-        l.add_to(&mut c, Sign::Plus, &combine::label(p))?;
-        Ok(c.finish()?.profile)
+    let (Loaded::Signed(pa), Loaded::Signed(pb)) = (&i.a, &i.b) else {
+        anyhow::bail!("the inputs were not summed");
     };
-    let pa = side(&i.a, &args.a)?;
-    let pb = side(&i.b, &args.b)?;
     Ok(tally_report::diff::summary(
-        &pa,
-        &pb,
+        pa,
+        pb,
         &tally_report::diff::SummaryOptions {
             a: args.a.display().to_string(),
             b: args.b.display().to_string(),
