@@ -244,6 +244,26 @@ fn combine<C: Cost, I: Cost>(acc: C, v: I, sign: Sign) -> Option<C> {
     C::from_i128(r)
 }
 
+/// Why `combine` failed: a negative result in an unsigned sum, or an
+/// overflow.
+#[cold]
+fn arith_failure<C: Cost, I: Cost>(acc: C, v: I, sign: Sign, label: &str) -> CombineError {
+    let r = match sign {
+        Sign::Plus => acc.to_i128() + v.to_i128(),
+        Sign::Minus => acc.to_i128() - v.to_i128(),
+    };
+    if r < 0 && !C::SIGNED {
+        CombineError::Negative {
+            input: label.into(),
+        }
+    } else {
+        CombineError::Overflow {
+            input: label.into(),
+            signed: C::SIGNED,
+        }
+    }
+}
+
 /// Folds profiles into one; see the module documentation.
 pub struct Combiner<C> {
     options: CombineOptions,
@@ -402,10 +422,6 @@ impl<C: Cost> Combiner<C> {
         let flmap = |f: FileId| files[f.index()];
         let key_pos = |p: &[u64]| -> Pos { if per_function { [0; NP] } else { pos(p) } };
 
-        let overflow = || CombineError::Overflow {
-            input: label.to_string(),
-            signed: C::SIGNED,
-        };
         for (pi, part) in p.parts.iter().enumerate() {
             let target = if self.options.combine_parts { 0 } else { pi };
             while self.parts.len() <= target {
@@ -428,7 +444,7 @@ impl<C: Cost> Combiner<C> {
                 }
                 _ => None,
             };
-            let mut failed = false;
+            let mut failed: Option<CombineError> = None;
             if acc.line_pos.is_empty() {
                 // The first input sets the size: reserve once, not by
                 // doubling (copies and page faults).
@@ -474,13 +490,17 @@ impl<C: Cost> Combiner<C> {
                         let v = l.costs.get(e).copied().unwrap_or(I::ZERO);
                         match combine(dst[o], v, sign) {
                             Some(r) => dst[o] = r,
-                            None => failed = true,
+                            None => {
+                                if failed.is_none() {
+                                    failed = Some(arith_failure(dst[o], v, sign, label));
+                                }
+                            }
                         }
                     }
                 });
             }
-            if failed {
-                return Err(self.arith_error(label));
+            if let Some(e) = failed {
+                return Err(e);
             }
             for c in part.calls.iter() {
                 let key = CallKey {
@@ -498,12 +518,13 @@ impl<C: Cost> Combiner<C> {
                     acc.call_costs.extend(std::iter::repeat_n(C::ZERO, ne));
                     acc.blocks[b].recs.push(Rec::Call(n));
                 }
-                acc.calls[i].1 =
-                    combine(acc.calls[i].1, c.info.count, sign).ok_or_else(overflow)?;
+                acc.calls[i].1 = combine(acc.calls[i].1, c.info.count, sign)
+                    .ok_or_else(|| arith_failure(acc.calls[i].1, c.info.count, sign, label))?;
                 let dst = &mut acc.call_costs[i * ne..(i + 1) * ne];
                 for (o, &e) in evmap.iter().enumerate() {
                     let v = c.inclusive.get(e).copied().unwrap_or(I::ZERO);
-                    dst[o] = combine(dst[o], v, sign).ok_or_else(overflow)?;
+                    dst[o] = combine(dst[o], v, sign)
+                        .ok_or_else(|| arith_failure(dst[o], v, sign, label))?;
                 }
             }
             for j in part.jumps.iter() {
@@ -524,28 +545,13 @@ impl<C: Cost> Combiner<C> {
                     acc.blocks[b].recs.push(Rec::Jump(n));
                 }
                 let r = &mut acc.jumps[i];
-                r.1 = combine(r.1, j.info.executed, sign).ok_or_else(overflow)?;
-                r.2 = combine(r.2, j.info.taken, sign).ok_or_else(overflow)?;
+                r.1 = combine(r.1, j.info.executed, sign)
+                    .ok_or_else(|| arith_failure(r.1, j.info.executed, sign, label))?;
+                r.2 = combine(r.2, j.info.taken, sign)
+                    .ok_or_else(|| arith_failure(r.2, j.info.taken, sign, label))?;
             }
         }
         Ok(())
-    }
-
-    fn arith_error(&self, label: &str) -> CombineError {
-        if C::SIGNED {
-            CombineError::Overflow {
-                input: label.into(),
-                signed: true,
-            }
-        } else {
-            // An unsigned result fails either by overflow or by going
-            // negative (a signed input); both read the same to a user
-            // except for the advice.
-            CombineError::Overflow {
-                input: label.into(),
-                signed: false,
-            }
-        }
     }
 
     /// For each output event, its index in `p`.

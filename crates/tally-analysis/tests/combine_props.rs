@@ -260,3 +260,13 @@ fn overflow_is_an_error_not_a_wrap() {
     let e = c.add(&a, Sign::Plus, "again.out").unwrap_err().to_string();
     assert!(e.contains("again.out") && e.contains("64 bits"), "{e}");
 }
+
+#[test]
+fn an_unsigned_sum_cannot_go_negative() {
+    let a = build(&[(vec![(0, 0, 0, 0, 5, 2)], vec![], vec![])], false);
+    let b = build(&[(vec![(0, 0, 0, 0, 9, 2)], vec![], vec![])], false);
+    let d = diff(&b, &a); // a − b: -4 Ir
+    let mut c = Combiner::<u64>::new(CombineOptions::default());
+    let e = c.add(&d, Sign::Plus, "d.out").unwrap_err().to_string();
+    assert!(e.contains("d.out") && e.contains("negative"), "{e}");
+}
