@@ -172,6 +172,18 @@ fn is_regex_meta(c: char) -> bool {
     r"\.+*?()|[]{}^$#&-~".contains(c)
 }
 
+/// Appends the group whose number starts at `chars[i]` as `${n}`; returns
+/// the index after the digits.
+fn push_group(chars: &[char], mut i: usize, out: &mut String) -> usize {
+    let start = i;
+    while i < chars.len() && chars[i].is_ascii_digit() {
+        i += 1;
+    }
+    let n: String = chars[start..i].iter().collect();
+    out.push_str(&format!("${{{n}}}"));
+    i
+}
+
 /// Perl replacement text to the `regex` crate's: groups as `${n}`,
 /// literal `$` as `$$`.
 fn convert_replacement(text: &str) -> Result<Vec<u8>, String> {
@@ -185,12 +197,7 @@ fn convert_replacement(text: &str) -> Result<Vec<u8>, String> {
                 i += 1;
                 match chars.get(i) {
                     Some(d) if d.is_ascii_digit() => {
-                        let start = i;
-                        while i < chars.len() && chars[i].is_ascii_digit() {
-                            i += 1;
-                        }
-                        let n: String = chars[start..i].iter().collect();
-                        out.push_str(&format!("${{{n}}}"));
+                        i = push_group(&chars, i, &mut out);
                         continue;
                     }
                     Some('n') => out.push('\n'),
@@ -204,14 +211,7 @@ fn convert_replacement(text: &str) -> Result<Vec<u8>, String> {
             '$' => {
                 i += 1;
                 match chars.get(i) {
-                    Some(d) if d.is_ascii_digit() => {
-                        let start = i;
-                        while i < chars.len() && chars[i].is_ascii_digit() {
-                            i += 1;
-                        }
-                        let n: String = chars[start..i].iter().collect();
-                        out.push_str(&format!("${{{n}}}"));
-                    }
+                    Some(d) if d.is_ascii_digit() => i = push_group(&chars, i, &mut out),
                     Some('&') => {
                         out.push_str("${0}");
                         i += 1;

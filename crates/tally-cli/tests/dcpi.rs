@@ -28,7 +28,15 @@ fn tally(args: &[&str]) -> Output {
 }
 
 fn ok(args: &[&str]) -> String {
-    let o = tally(args);
+    ok_in(&real(""), args)
+}
+
+fn ok_in(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run tally");
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -192,14 +200,19 @@ fn prof_keep_and_json() {
 
 #[test]
 fn list_shows_instructions_sources_and_the_procedure_total() {
-    let out = ok(&[
-        "dcpi",
-        "list",
-        "workload",
-        "workload.run1.dcpi",
-        "--proc",
-        "fnv1a",
-    ]);
+    // From tests/data, where the image's DWARF paths (./src/workload.c)
+    // lead to the source.
+    let out = ok_in(
+        &real("../.."),
+        &[
+            "dcpi",
+            "list",
+            "dcpi/real/workload",
+            "dcpi/real/workload.run1.dcpi",
+            "--proc",
+            "fnv1a",
+        ],
+    );
     let want = callgrind_ir(&real("workload.run1.callgrind"))["fnv1a"];
     let total = out
         .lines()
@@ -210,7 +223,10 @@ fn list_shows_instructions_sources_and_the_procedure_total() {
         .unwrap()
         .replace(',', "");
     assert_eq!(total, want.to_string(), "{out}");
-    assert!(out.contains("./src/workload.c:"), "{out}");
+    assert!(
+        out.contains("./src/workload.c:98: h *= 16777619u;"),
+        "{out}"
+    );
     assert!(out.contains("imul"), "{out}");
     // The per-instruction counts add up to the total.
     let sum: u64 = out

@@ -17,14 +17,14 @@ export LC_ALL=C TZ=UTC
 tally=${TALLY:-../../../../target/release/tally}
 VG=(env -i PATH=/usr/bin:/bin LC_ALL=C valgrind -q)
 
-# Relative source paths in the DWARF info (./src/workload.c): see
-# tests/data/generate.sh. -no-pie keeps the image's addresses the ones
-# Valgrind reports; workload.pie is the position-independent build.
-mkdir -p src
-cp ../../src/workload.c src/workload.c
-CFLAGS=(-g -O1 -fno-omit-frame-pointer -fdebug-prefix-map="$PWD"=.)
-gcc "${CFLAGS[@]}" -no-pie -o workload src/workload.c
-gcc "${CFLAGS[@]}" -pie -fPIE -o workload.pie src/workload.c
+# The program is tests/data/src/workload.c, built from tests/data with
+# relative source paths in the DWARF info (./src/workload.c, as in
+# tests/data/generate.sh), so reports run from tests/data find the source.
+# -no-pie keeps the image's addresses the ones Valgrind reports;
+# workload.pie is the position-independent build.
+CFLAGS=(-g -O1 -fno-omit-frame-pointer -fdebug-prefix-map="$(cd ../.. && pwd)"=.)
+(cd ../.. && gcc "${CFLAGS[@]}" -no-pie -o dcpi/real/workload src/workload.c)
+(cd ../.. && gcc "${CFLAGS[@]}" -pie -fPIE -o dcpi/real/workload.pie src/workload.c)
 
 ARGS_1=(1500 1)
 ARGS_2=(3000 7)
