@@ -16,7 +16,7 @@ use clap::{Parser, Subcommand};
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-/// tally: read, check, convert and analyse program profiles (Callgrind, Cachegrind, gprof, DCPI).
+/// tally: read, check, convert, merge, compare and analyse program profiles (Callgrind, Cachegrind, gprof, DCPI).
 #[derive(Parser)]
 #[command(name = "tally", version, about, long_about = None)]
 struct Cli {
@@ -28,8 +28,8 @@ struct Cli {
 enum Command {
     /// Validate profiles and print a short summary of each.
     Check(check::Args),
-    /// Convert profiles between Callgrind, Cachegrind and JSON, and gprof's
-    /// gmon.out (with its program) to them.
+    /// Convert profiles between Callgrind, Cachegrind, JSON and DCPI, and
+    /// gprof's gmon.out (with its program) to them.
     Convert(convert::Args),
     /// Annotate profiles: function tables, inclusive costs, call trees,
     /// source, assembly and jumps.
