@@ -1,0 +1,218 @@
+//! Cache and branch-predictor simulation, as Cachegrind does it (section
+//! 5.8 of its manual; `cg_sim.c`, `cg_branchpred.c`), plus what Cachegrind
+//! cannot: other replacement policies and any number of cache levels.
+//!
+//! [`Hierarchy`] is Cachegrind's machine: I1 and D1 backed by a shared
+//! last-level cache that is looked up only on a first-level miss (and
+//! never invalidates first-level lines, as Cachegrind's does not), plus
+//! optional levels between. Costs are Cachegrind's events: `Ir I1mr ILmr
+//! Dr D1mr DLmr Dw D1mw DLmw`, and `Bc Bcm Bi Bim` for branches.
+
+pub mod branch;
+pub mod cache;
+
+pub use branch::{CondPredictor, IndirectPredictor};
+pub use cache::{Cache, CacheConfig, Policy};
+
+/// Why a simulation cannot be set up.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimError {
+    /// A cache geometry Cachegrind (and tally) cannot simulate.
+    #[error("invalid {cache} cache: {message}")]
+    Geometry {
+        /// Which cache (`I1`, `D1`, `LL`, …).
+        cache: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The counts of one instruction, in Cachegrind's event order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Instructions executed, I1 misses, last-level instruction misses.
+    pub ir: u64,
+    pub i1mr: u64,
+    pub ilmr: u64,
+    /// Data reads, D1 read misses, last-level read misses.
+    pub dr: u64,
+    pub d1mr: u64,
+    pub dlmr: u64,
+    /// Data writes, D1 write misses, last-level write misses.
+    pub dw: u64,
+    pub d1mw: u64,
+    pub dlmw: u64,
+    /// Conditional branches and their mispredicts.
+    pub bc: u64,
+    pub bcm: u64,
+    /// Indirect branches and their mispredicts.
+    pub bi: u64,
+    pub bim: u64,
+}
+
+impl Counts {
+    /// The event names, in the order of [`Counts::values`].
+    pub const EVENTS: [&'static str; 13] = [
+        "Ir", "I1mr", "ILmr", "Dr", "D1mr", "DLmr", "Dw", "D1mw", "DLmw", "Bc", "Bcm", "Bi", "Bim",
+    ];
+
+    /// The counts in event order.
+    pub fn values(&self) -> [u64; 13] {
+        [
+            self.ir, self.i1mr, self.ilmr, self.dr, self.d1mr, self.dlmr, self.dw, self.d1mw,
+            self.dlmw, self.bc, self.bcm, self.bi, self.bim,
+        ]
+    }
+
+    /// Adds another instruction's counts.
+    pub fn add(&mut self, o: &Counts) {
+        let v = o.values();
+        let mut s = self.values();
+        for (a, b) in s.iter_mut().zip(v) {
+            *a += b;
+        }
+        *self = Counts::from_values(s);
+    }
+
+    fn from_values(v: [u64; 13]) -> Counts {
+        Counts {
+            ir: v[0],
+            i1mr: v[1],
+            ilmr: v[2],
+            dr: v[3],
+            d1mr: v[4],
+            dlmr: v[5],
+            dw: v[6],
+            d1mw: v[7],
+            dlmw: v[8],
+            bc: v[9],
+            bcm: v[10],
+            bi: v[11],
+            bim: v[12],
+        }
+    }
+}
+
+/// What a [`Hierarchy`] is made of.
+#[derive(Clone, Debug)]
+pub struct HierarchyConfig {
+    /// First-level instruction cache.
+    pub i1: CacheConfig,
+    /// First-level data cache.
+    pub d1: CacheConfig,
+    /// Levels between the first and the last, shared, in order.
+    pub middle: Vec<CacheConfig>,
+    /// The last-level cache.
+    pub ll: CacheConfig,
+    /// Replacement policy of every cache.
+    pub policy: Policy,
+    /// Low address bits always clear in instruction addresses (branch
+    /// predictor indexing; 0 on x86).
+    pub iaddr_zero_bits: u32,
+}
+
+/// Cachegrind's machine: I1, D1, optional middle levels, LL, and the two
+/// branch predictors.
+#[derive(Clone, Debug)]
+pub struct Hierarchy {
+    i1: Cache,
+    d1: Cache,
+    middle: Vec<Cache>,
+    ll: Cache,
+    cond: CondPredictor,
+    indirect: IndirectPredictor,
+}
+
+impl Hierarchy {
+    /// A machine in its initial state.
+    pub fn new(c: &HierarchyConfig) -> Result<Hierarchy, SimError> {
+        let make = |name: &str, cfg: CacheConfig| {
+            cfg.check(name)?;
+            Cache::new(cfg, c.policy).map_err(|e| match e {
+                SimError::Geometry { message, .. } => SimError::Geometry {
+                    cache: name.to_string(),
+                    message,
+                },
+            })
+        };
+        Ok(Hierarchy {
+            i1: make("I1", c.i1)?,
+            d1: make("D1", c.d1)?,
+            middle: c
+                .middle
+                .iter()
+                .enumerate()
+                .map(|(i, &m)| make(&format!("L{}", i + 2), m))
+                .collect::<Result<_, _>>()?,
+            ll: make("LL", c.ll)?,
+            cond: CondPredictor::new(c.iaddr_zero_bits),
+            indirect: IndirectPredictor::new(c.iaddr_zero_bits),
+        })
+    }
+
+    /// Below a first-level miss: the middle levels in order, then LL;
+    /// `true` if LL missed. A level that hits ends the walk.
+    fn below(&mut self, addr: u64, size: u64) -> bool {
+        for m in &mut self.middle {
+            if !m.access(addr, size) {
+                return false;
+            }
+        }
+        self.ll.access(addr, size)
+    }
+
+    /// An instruction fetch of `size` bytes.
+    #[inline]
+    pub fn fetch(&mut self, addr: u64, size: u64, c: &mut Counts) {
+        c.ir += 1;
+        if self.i1.access(addr, size) {
+            c.i1mr += 1;
+            if self.below(addr, size) {
+                c.ilmr += 1;
+            }
+        }
+    }
+
+    /// A data read (a modify, read then write, counts as one read).
+    #[inline]
+    pub fn read(&mut self, addr: u64, size: u64, c: &mut Counts) {
+        c.dr += 1;
+        if self.d1.access(addr, size) {
+            c.d1mr += 1;
+            if self.below(addr, size) {
+                c.dlmr += 1;
+            }
+        }
+    }
+
+    /// A data write.
+    #[inline]
+    pub fn write(&mut self, addr: u64, size: u64, c: &mut Counts) {
+        c.dw += 1;
+        if self.d1.access(addr, size) {
+            c.d1mw += 1;
+            if self.below(addr, size) {
+                c.dlmw += 1;
+            }
+        }
+    }
+
+    /// A conditional branch at `addr` and whether it was taken.
+    #[inline]
+    pub fn cond_branch(&mut self, addr: u64, taken: bool, c: &mut Counts) {
+        c.bc += 1;
+        if self.cond.predict(addr, taken) {
+            c.bcm += 1;
+        }
+    }
+
+    /// An indirect branch at `addr` to `target`.
+    #[inline]
+    pub fn indirect_branch(&mut self, addr: u64, target: u64, c: &mut Counts) {
+        c.bi += 1;
+        if self.indirect.predict(addr, target) {
+            c.bim += 1;
+        }
+    }
+}
