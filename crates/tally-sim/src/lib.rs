@@ -216,3 +216,20 @@ impl Hierarchy {
         }
     }
 }
+
+pub mod lackey;
+
+impl Hierarchy {
+    /// Simulates one Lackey record; a modify counts as one read, as
+    /// Cachegrind counts it.
+    #[inline]
+    pub fn lackey(&mut self, a: lackey::Access, c: &mut Counts) {
+        match a {
+            lackey::Access::Instr { addr, size } => self.fetch(addr, size, c),
+            lackey::Access::Load { addr, size } | lackey::Access::Modify { addr, size } => {
+                self.read(addr, size, c)
+            }
+            lackey::Access::Store { addr, size } => self.write(addr, size, c),
+        }
+    }
+}
