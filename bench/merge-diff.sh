@@ -9,7 +9,8 @@
 # level, as Cachegrind writes. The second input of each pair is the first
 # merged with itself (same functions and lines, other counts), as two runs
 # of one program are. The Callgrind profiles are real: Valgrind runs of
-# tests/data/bin/workload with 100 different seeds.
+# tests/data/dcpi/real/workload (committed; tests/data/bin is built by
+# tests/data/generate.sh) with 100 different seeds.
 #
 # Environment (all optional):
 #   TALLY_BENCH_DIR    scratch directory (default /tmp/tally-bench-md)
@@ -48,12 +49,12 @@ make_pair small 6M
 make_pair large 200M
 
 if [ ! -s "$dir/cg/workload.100.out" ]; then
-    log "100 Callgrind runs of tests/data/bin/workload"
+    log "100 Callgrind runs of tests/data/dcpi/real/workload"
     mkdir -p "$dir/cg"
     for i in $(seq 1 100); do
         env -i PATH=/usr/bin:/bin valgrind -q --tool=callgrind --dump-instr=yes \
             --collect-jumps=yes --callgrind-out-file="$dir/cg/workload.$i.out" \
-            tests/data/bin/workload 1500 "$i" > /dev/null 2>&1
+            tests/data/dcpi/real/workload 1500 "$i" > /dev/null 2>&1
     done
 fi
 

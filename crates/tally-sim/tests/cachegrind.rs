@@ -10,7 +10,7 @@ use tally_sim::lackey::LackeyReader;
 use tally_sim::{CacheConfig, Counts, Hierarchy, HierarchyConfig, Policy};
 
 fn program() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/bin/workload")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/dcpi/real/workload")
 }
 
 /// Runs Valgrind with a fixed environment: the environment strings sit

@@ -7,7 +7,7 @@
 # SPDX-License-Identifier: MIT OR Apache-2.0
 #
 # Needs: bash, valgrind (cachegrind, callgrind, cg_merge, cg_diff).  Uses the
-# committed binary tests/data/bin/workload (built by ../generate.sh), so the
+# binary tests/data/bin/workload (built by ../generate.sh, not committed), so the
 # function and file names match the other fixtures.
 
 set -euo pipefail
