@@ -11,6 +11,7 @@ mod gprof;
 mod gprof_callgrind;
 mod merge;
 mod progress;
+mod sim;
 
 use clap::{Parser, Subcommand};
 use std::io::{self, Write};
@@ -49,6 +50,10 @@ enum Command {
     /// files, or from a Callgrind profile.
     #[command(disable_help_flag = true)]
     Gprof(GprofArgs),
+    /// Cachegrind's cache and branch simulation of a program run under
+    /// QEMU, or of a Lackey trace, written as a Cachegrind or Callgrind
+    /// profile.
+    Sim(sim::Args),
 }
 
 /// `tally gprof` takes gprof's own command line.
@@ -77,6 +82,7 @@ fn main() -> ExitCode {
         Command::Diff(a) => diff::run(a),
         Command::Dcpi(c) => dcpi::run(c),
         Command::Gprof(a) => gprof::run(a.args),
+        Command::Sim(a) => sim::run(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -51,6 +51,10 @@ pub struct LackeyReader<R> {
     input: R,
     buf: Vec<u8>,
     line: u64,
+    reading: Option<String>,
+    /// Valgrind's `--PID--` messages were seen: unprefixed lines that are
+    /// not records continue them.
+    verbose: bool,
 }
 
 impl<R: BufRead> LackeyReader<R> {
@@ -60,6 +64,8 @@ impl<R: BufRead> LackeyReader<R> {
             input,
             buf: Vec::with_capacity(64),
             line: 0,
+            reading: None,
+            verbose: false,
         }
     }
 
@@ -69,7 +75,7 @@ impl<R: BufRead> LackeyReader<R> {
     }
 
     /// The next record; `None` at the end of the trace.
-    pub fn next_access(&mut self) -> Result<Option<Access>, TraceError> {
+    pub fn next_record(&mut self) -> Result<Option<Record>, TraceError> {
         loop {
             self.buf.clear();
             let n = self
@@ -84,15 +90,78 @@ impl<R: BufRead> LackeyReader<R> {
             }
             self.line += 1;
             let l = self.buf.trim_ascii_end();
-            if l.is_empty() || l.starts_with(b"==") || l.starts_with(b"--") {
+            if l.starts_with(b"--") {
+                self.verbose = true;
+                let l = l.to_vec();
+                if let Some(o) = self.object_line(&l) {
+                    return Ok(Some(Record::Object(o)));
+                }
                 continue;
             }
-            return parse(l).map(Some).ok_or_else(|| TraceError::Bad {
-                line: self.line,
-                text: String::from_utf8_lossy(&l[..l.len().min(80)]).into_owned(),
-            });
+            if l.is_empty() || l.starts_with(b"==") {
+                continue;
+            }
+            let record_like =
+                l.starts_with(b"I  ") || matches!(l, [b' ', b'L' | b'S' | b'M', b' ', ..]);
+            if self.verbose && !record_like {
+                // The continuation of a multi-line `-v -v` message.
+                continue;
+            }
+            return parse(l)
+                .map(|a| Some(Record::Access(a)))
+                .ok_or_else(|| TraceError::Bad {
+                    line: self.line,
+                    text: String::from_utf8_lossy(&l[..l.len().min(80)]).into_owned(),
+                });
         }
     }
+
+    /// Valgrind's `-v -v` lines `--PID-- Reading syms from PATH` and, next,
+    /// `--PID--    svma 0x…, avma 0x…`: where each object was loaded.
+    fn object_line(&mut self, l: &[u8]) -> Option<Object> {
+        let text = std::str::from_utf8(l).ok()?;
+        let rest = text.trim_start_matches('-').split_once("--")?.1.trim();
+        if let Some(path) = rest.strip_prefix("Reading syms from ") {
+            self.reading = Some(path.trim().to_string());
+            return None;
+        }
+        let (svma, avma) = rest.strip_prefix("svma ")?.split_once(", avma ")?;
+        let hex = |s: &str| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok();
+        let (svma, avma) = (hex(svma)?, hex(avma)?);
+        Some(Object {
+            path: self.reading.take()?,
+            bias: avma.wrapping_sub(svma),
+        })
+    }
+
+    /// The next access, skipping object records.
+    pub fn next_access(&mut self) -> Result<Option<Access>, TraceError> {
+        loop {
+            match self.next_record()? {
+                Some(Record::Access(a)) => return Ok(Some(a)),
+                Some(Record::Object(_)) => {}
+                None => return Ok(None),
+            }
+        }
+    }
+}
+
+/// An object Valgrind loaded (from `-v -v` output in the trace).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Object {
+    /// Its path.
+    pub path: String,
+    /// Run-time address minus file address.
+    pub bias: u64,
+}
+
+/// One record of a trace with Valgrind's messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// An access.
+    Access(Access),
+    /// An object and its load bias.
+    Object(Object),
 }
 
 fn parse(l: &[u8]) -> Option<Access> {
@@ -149,6 +218,16 @@ mod tests {
         assert!(bad.next_access().unwrap().is_some());
         let e = bad.next_access().unwrap_err().to_string();
         assert!(e.contains("line 2") && e.contains("X 12,3"), "{e}");
+        let maps = "--9-- Reading syms from /lib/x.so\n--9--    svma 0x0000001060, avma 0x0004001060\nI  04001060,3\n";
+        let mut r = LackeyReader::new(maps.as_bytes());
+        assert_eq!(
+            r.next_record().unwrap(),
+            Some(Record::Object(Object {
+                path: "/lib/x.so".into(),
+                bias: 0x4000000
+            }))
+        );
+        assert!(matches!(r.next_record().unwrap(), Some(Record::Access(_))));
         let mut cut = LackeyReader::new("I  0401ab7".as_bytes());
         assert!(cut.next_access().is_err());
     }

@@ -8,8 +8,13 @@
 //! optional levels between. Costs are Cachegrind's events: `Ir I1mr ILmr
 //! Dr D1mr DLmr Dw D1mw DLmw`, and `Bc Bcm Bi Bim` for branches.
 
+pub mod attrib;
 pub mod branch;
 pub mod cache;
+pub mod engine;
+pub mod flow;
+pub mod machine;
+pub mod trace;
 
 pub use branch::{CondPredictor, IndirectPredictor};
 pub use cache::{Cache, CacheConfig, Policy};

@@ -115,6 +115,8 @@ struct Parsed {
     little_endian: bool,
     build_id: Option<Vec<u8>>,
     debuglink: Option<String>,
+    /// Whether the file has a `.symtab`.
+    has_symtab: bool,
 }
 
 impl ObjectFile {
@@ -150,6 +152,18 @@ impl ObjectFile {
             _ => return Err(SymbolsError::malformed(&path, "unknown ELF class")),
         }
         .map_err(|e| SymbolsError::malformed(&path, e))?;
+        let mut parsed = parsed;
+        if !parsed.has_symtab {
+            // A stripped file (Debian's libraries): its full symbol table,
+            // local functions included, is in the separate debug file, where
+            // Valgrind and gdb read it too.
+            if let Some(debug) = debug_symbols(&path, &parsed) {
+                let dynsym = std::mem::take(&mut parsed.symbols);
+                parsed.symbols = merge(debug.symbols, dynsym);
+                let dyn_objects = std::mem::take(&mut parsed.objects);
+                parsed.objects = merge(debug.objects, dyn_objects);
+            }
+        }
         let is_64 = data.get(EI_CLASS) == Some(&ELFCLASS64);
         Ok(ObjectFile {
             path,
@@ -302,6 +316,13 @@ impl ObjectFile {
         }))
     }
 
+    /// The executable parts of the file as `(start, end, file offset)`:
+    /// what relates a mapping of the file (offset and address, as in
+    /// `/proc/PID/maps`) to the file's own addresses.
+    pub fn code_ranges(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        self.code.iter().map(|c| (c.start, c.end, c.offset))
+    }
+
     /// The bytes of `[start, end)` in an executable section (cut at the
     /// section's end); `None` if `start` is in none.
     pub fn code_bytes(&self, start: u64, end: u64) -> Option<&[u8]> {
@@ -385,6 +406,31 @@ impl ObjectFile {
     }
 }
 
+/// The symbols of the separate debug file of a stripped file, if one of
+/// the same build is installed.
+fn debug_symbols(path: &Path, parsed: &Parsed) -> Option<Parsed> {
+    let id = parsed.build_id.as_deref()?;
+    for candidate in dwarf::debug_file_candidates(path, Some(id), parsed.debuglink.as_deref()) {
+        let Ok(data) = std::fs::read(&candidate) else {
+            continue;
+        };
+        if build_id_of(&data).as_deref() != Some(id) {
+            continue;
+        }
+        let p = match data.get(EI_CLASS) {
+            Some(&ELFCLASS32) => parse_elf::<elf::FileHeader32<Endianness>>(&data),
+            Some(&ELFCLASS64) => parse_elf::<elf::FileHeader64<Endianness>>(&data),
+            _ => continue,
+        };
+        if let Ok(p) = p
+            && p.has_symtab
+        {
+            return Some(p);
+        }
+    }
+    None
+}
+
 fn build_id_of(data: &[u8]) -> Option<Vec<u8>> {
     fn of<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Option<Vec<u8>> {
         let file = ElfFile::<Elf>::parse(data).ok()?;
@@ -446,6 +492,7 @@ fn parse_elf<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::Resul
     let (dyn_functions, dyn_objects) =
         read_symbols(&file, file.elf_dynamic_symbol_table(), versions.as_ref())?;
     let (functions, objects) = read_symbols(&file, file.elf_symbol_table(), None)?;
+    let has_symtab = !functions.is_empty();
     let symtab = symtab::read(&file, file.elf_symbol_table())?;
     let symtab_strings = symtab::strings(&file, file.elf_symbol_table());
     let section_list = symtab::sections(&file)?;
@@ -465,6 +512,7 @@ fn parse_elf<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::Resul
             .ok()
             .flatten()
             .map(|(name, _crc)| String::from_utf8_lossy(name).into_owned()),
+        has_symtab,
     })
 }
 

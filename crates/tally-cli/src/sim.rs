@@ -1,0 +1,595 @@
+//! `tally sim`: Cachegrind's cache and branch simulation of a program run
+//! under QEMU with tally's tracing plugin, or of a Lackey trace.
+
+use anyhow::{Context, anyhow, bail};
+use clap::Parser;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use tally_model::Format;
+use tally_sim::attrib::{AddressSpace, ProfileSpec, to_profile};
+use tally_sim::engine::{Engine, EngineOptions, Output};
+use tally_sim::flow::{Flow, classify_x86_64};
+use tally_sim::lackey::{LackeyReader, Record as LackeyRecord};
+use tally_sim::machine::{describe, host_caches, summary};
+use tally_sim::trace::{Record, TraceReader};
+use tally_sim::{CacheConfig, Hierarchy, HierarchyConfig, Policy};
+
+use crate::Outcome;
+
+/// Arguments of `tally sim`.
+#[derive(Parser, Debug)]
+#[command(
+    about = "Simulate caches and branch predictors as Cachegrind does, on a program run under QEMU or a Lackey trace",
+    after_help = "Examples:\n  tally sim --branch-sim=yes -- ./prog args\n  tally sim --I1=32768,8,64 --D1=32768,8,64 --LL=8388608,16,64 -- ./prog\n  tally sim --cache L2=262144,4,64 --policy=plru -- ./prog\n  tally sim --config 'small: --D1=8192,2,64 --LL=262144,8,64' -- ./prog\n  valgrind --tool=lackey --trace-mem=yes -v -v --log-file=trace ./prog\n  tally sim --lackey trace --binary ./prog"
+)]
+pub struct Args {
+    /// I1 cache: SIZE,ASSOC,LINE_SIZE (default: the host's, as Cachegrind).
+    #[arg(long = "I1", value_name = "S,A,L")]
+    i1: Option<String>,
+    /// D1 cache: SIZE,ASSOC,LINE_SIZE.
+    #[arg(long = "D1", value_name = "S,A,L")]
+    d1: Option<String>,
+    /// Last-level cache: SIZE,ASSOC,LINE_SIZE.
+    #[arg(long = "LL", value_name = "S,A,L")]
+    ll: Option<String>,
+    /// A level between L1 and LL, `NAME=SIZE,ASSOC,LINE_SIZE`; repeat for
+    /// more, in order from L1 outwards.
+    #[arg(long = "cache", value_name = "NAME=S,A,L")]
+    cache: Vec<String>,
+    /// Replacement policy of every cache: lru (Cachegrind's), fifo, plru, random[:SEED].
+    #[arg(long, default_value = "lru")]
+    policy: String,
+    /// Another machine simulated in the same pass: `NAME: --D1=… --LL=… --policy=…`
+    /// (caches not given are the main machine's); written to OUT.NAME.
+    #[arg(long = "config", value_name = "SPEC")]
+    configs: Vec<String>,
+    /// Simulate the caches.
+    #[arg(long = "cache-sim", value_name = "yes|no", default_value = "yes", value_parser = yes_no, action = clap::ArgAction::Set)]
+    cache_sim: bool,
+    /// Simulate the branch predictors.
+    #[arg(long = "branch-sim", value_name = "yes|no", default_value = "no", value_parser = yes_no, action = clap::ArgAction::Set)]
+    branch_sim: bool,
+    /// Output file (`%p`: the process id) [default: cachegrind.out.%p, or
+    /// callgrind.out.%p with --callgrind].
+    #[arg(long = "out-file", alias = "cachegrind-out-file", value_name = "FILE")]
+    out_file: Option<PathBuf>,
+    /// Write a Callgrind profile with call arcs instead of a Cachegrind one.
+    #[arg(long)]
+    callgrind: bool,
+    /// Simulate a Lackey trace (`valgrind --tool=lackey --trace-mem=yes`; with
+    /// `-v -v` in the same file the shared libraries are found too); `-` reads standard input.
+    #[arg(long, value_name = "TRACE")]
+    lackey: Option<PathBuf>,
+    /// Simulate a tally trace stream written by the QEMU plugin with `out=FILE`.
+    #[arg(long, value_name = "FILE", conflicts_with = "lackey")]
+    trace: Option<PathBuf>,
+    /// The program a trace is of (for symbols when the trace does not name it).
+    #[arg(long, value_name = "PROG")]
+    binary: Option<PathBuf>,
+    /// The QEMU user-mode emulator [default: qemu-<arch of PROG> on PATH].
+    #[arg(long, value_name = "PATH")]
+    qemu: Option<PathBuf>,
+    /// tally's QEMU plugin [default: $TALLY_QEMU_PLUGIN, or libtally_qemu_plugin.so next to tally].
+    #[arg(long, value_name = "PATH")]
+    plugin: Option<PathBuf>,
+    /// The program and its arguments.
+    #[arg(last = true, value_name = "PROG ARGS")]
+    command: Vec<String>,
+}
+
+fn yes_no(s: &str) -> Result<bool, String> {
+    match s {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err(format!("`{s}`: expected yes or no")),
+    }
+}
+
+/// One machine to simulate.
+struct Machine {
+    name: Option<String>,
+    config: HierarchyConfig,
+}
+
+fn parse_level(text: &str) -> anyhow::Result<(String, CacheConfig)> {
+    let (name, geo) = text.split_once('=').ok_or_else(|| {
+        anyhow!("--cache {text}: expected NAME=SIZE,ASSOC,LINE_SIZE (e.g. L2=262144,4,64)")
+    })?;
+    Ok((name.to_string(), CacheConfig::parse(name, geo)?))
+}
+
+fn machines(a: &Args) -> anyhow::Result<Vec<Machine>> {
+    let (hi1, hd1, hll) = host_caches();
+    let pick = |o: &Option<String>, name: &str, d: CacheConfig| -> anyhow::Result<CacheConfig> {
+        Ok(match o {
+            Some(t) => CacheConfig::parse(name, t)?,
+            None => d,
+        })
+    };
+    let main = HierarchyConfig {
+        i1: pick(&a.i1, "I1", hi1)?,
+        d1: pick(&a.d1, "D1", hd1)?,
+        middle: a
+            .cache
+            .iter()
+            .map(|c| parse_level(c).map(|x| x.1))
+            .collect::<anyhow::Result<_>>()?,
+        ll: pick(&a.ll, "LL", hll)?,
+        policy: Policy::parse(&a.policy)?,
+        iaddr_zero_bits: 0,
+    };
+    Hierarchy::new(&main)?;
+    let mut out = vec![Machine {
+        name: None,
+        config: main.clone(),
+    }];
+    for spec in &a.configs {
+        let (name, opts) = spec
+            .split_once(':')
+            .ok_or_else(|| anyhow!("--config `{spec}`: expected `NAME: --D1=… --LL=…`"))?;
+        let name = name.trim();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            bail!("--config `{spec}`: the name must be letters, digits, `-` or `_`");
+        }
+        if out.iter().any(|m| m.name.as_deref() == Some(name)) {
+            bail!("--config: the name `{name}` is used twice");
+        }
+        let mut c = main.clone();
+        let mut middle_given = false;
+        for o in opts.split_whitespace() {
+            let (k, v) = o
+                .strip_prefix("--")
+                .and_then(|o| o.split_once('='))
+                .ok_or_else(|| anyhow!("--config {name}: `{o}`: expected --KEY=VALUE"))?;
+            match k {
+                "I1" => c.i1 = CacheConfig::parse("I1", v)?,
+                "D1" => c.d1 = CacheConfig::parse("D1", v)?,
+                "LL" => c.ll = CacheConfig::parse("LL", v)?,
+                "policy" => c.policy = Policy::parse(v)?,
+                "cache" => {
+                    if !middle_given {
+                        c.middle.clear();
+                        middle_given = true;
+                    }
+                    c.middle.push(parse_level(v)?.1);
+                }
+                _ => bail!("--config {name}: unknown option --{k} (I1, D1, LL, cache, policy)"),
+            }
+        }
+        Hierarchy::new(&c).map_err(|e| anyhow!("--config {name}: {e}"))?;
+        out.push(Machine {
+            name: Some(name.to_string()),
+            config: c,
+        });
+    }
+    Ok(out)
+}
+
+/// What ended the run.
+enum Ending {
+    /// The stream ended normally.
+    Complete,
+    /// The program did not finish (crash, signal); why.
+    Incomplete(String),
+}
+
+pub fn run(a: Args) -> anyhow::Result<Outcome> {
+    let ms = machines(&a)?;
+    let opts = EngineOptions {
+        branch_sim: a.branch_sim,
+        calls: a.callgrind,
+        merge_modify: false,
+    };
+    let hier: Vec<Hierarchy> = ms
+        .iter()
+        .map(|m| Hierarchy::new(&m.config))
+        .collect::<Result<_, _>>()?;
+    let mut space = AddressSpace::new();
+    let (out, cmd, pid, ending, status) = if let Some(t) = &a.lackey {
+        let (out, cmd, pid) =
+            run_lackey(t, a.binary.as_deref(), Engine::new(hier, opts), &mut space)?;
+        (out, cmd, pid, Ending::Complete, None)
+    } else if let Some(t) = &a.trace {
+        let f = std::fs::File::open(t).with_context(|| format!("cannot open {}", t.display()))?;
+        let engine = Engine::new(
+            hier,
+            EngineOptions {
+                merge_modify: true,
+                ..opts
+            },
+        );
+        let (out, ending) = run_stream(f, t, engine, &mut space, true)?;
+        let cmd = a
+            .binary
+            .as_ref()
+            .map_or(String::new(), |b| b.display().to_string());
+        (out, cmd, std::process::id(), ending, None)
+    } else {
+        if a.command.is_empty() {
+            bail!(
+                "no program given: tally sim [OPTIONS] -- PROG ARGS (or --lackey TRACE, --trace FILE)"
+            );
+        }
+        let engine = Engine::new(
+            hier,
+            EngineOptions {
+                merge_modify: true,
+                ..opts
+            },
+        );
+        let (out, pid, ending, status) = run_native(&a, engine, &mut space)?;
+        (out, a.command.join(" "), pid, ending, Some(status))
+    };
+    for p in &space.problems {
+        eprintln!("tally sim: warning: {p} (its code is counted as ???)");
+    }
+    if let Ending::Incomplete(why) = &ending {
+        eprintln!(
+            "tally sim: warning: {why}; the profile covers the run up to there and is marked incomplete"
+        );
+    }
+    report(&a, &ms, &out, &space, &cmd, pid, &ending)?;
+    match status {
+        Some(s) if !s.success() => {
+            // The program's own failure is passed on, as Valgrind does.
+            use std::os::unix::process::ExitStatusExt;
+            let code = s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0));
+            std::process::exit(code);
+        }
+        _ => Ok(Outcome::Ok),
+    }
+}
+
+/// Events written, by index into [`Counts::EVENTS`].
+fn events(cache_sim: bool, branch_sim: bool) -> Vec<usize> {
+    let mut v = if cache_sim { (0..9).collect() } else { vec![0] };
+    if branch_sim {
+        v.extend(9..13);
+    }
+    v
+}
+
+fn report(
+    a: &Args,
+    ms: &[Machine],
+    out: &Output,
+    space: &AddressSpace,
+    cmd: &str,
+    pid: u32,
+    ending: &Ending,
+) -> anyhow::Result<()> {
+    let ev = events(a.cache_sim, a.branch_sim);
+    let default = if a.callgrind {
+        "callgrind.out.%p"
+    } else {
+        "cachegrind.out.%p"
+    };
+    let base = a
+        .out_file
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(default))
+        .to_string_lossy()
+        .replace("%p", &pid.to_string());
+    for (k, m) in ms.iter().enumerate() {
+        let mut desc = if a.cache_sim {
+            describe(&m.config)
+        } else {
+            Vec::new()
+        };
+        if let Ending::Incomplete(why) = ending {
+            desc.push(("incomplete".into(), why.clone()));
+        }
+        let spec = ProfileSpec {
+            format: if a.callgrind {
+                Format::Callgrind
+            } else {
+                Format::Cachegrind
+            },
+            cmd: cmd.to_string(),
+            desc,
+            events: &ev,
+            calls: a.callgrind,
+            pid: Some(u64::from(pid)),
+        };
+        let prof = to_profile(out, k, space, &spec);
+        let path = match &m.name {
+            None => PathBuf::from(&base),
+            Some(n) => PathBuf::from(format!("{base}.{n}")),
+        };
+        tally_formats::output::write_file(&path, |w| {
+            if a.callgrind {
+                tally_formats::callgrind::write(
+                    &prof,
+                    w,
+                    tally_formats::callgrind::WriteOptions::default(),
+                )
+            } else {
+                tally_formats::cachegrind::write(&prof, w)
+            }
+        })?;
+        let t = out.totals(k);
+        let prefix = format!("=={pid}==");
+        if let Some(n) = &m.name {
+            eprintln!("{prefix} configuration {n} ({})", path.display());
+        }
+        for line in summary(&t, a.cache_sim, a.branch_sim) {
+            if line.is_empty() {
+                eprintln!("{prefix} ");
+            } else {
+                eprintln!("{prefix} {line}");
+            }
+        }
+        if m.name.is_none() && ms.len() > 1 {
+            eprintln!("{prefix} ");
+        }
+    }
+    Ok(())
+}
+
+fn run_lackey(
+    path: &Path,
+    binary: Option<&Path>,
+    mut engine: Engine,
+    space: &mut AddressSpace,
+) -> anyhow::Result<(Output, String, u32)> {
+    let input: Box<dyn Read> = if path.as_os_str() == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(
+            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?,
+        )
+    };
+    let mut r = LackeyReader::new(BufReader::with_capacity(1 << 20, input));
+    let mut saw_objects = false;
+    let mut fallback_added = false;
+    let mut cmd = binary.map_or(String::new(), |b| b.display().to_string());
+    loop {
+        let rec = r
+            .next_record()
+            .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        match rec {
+            None => break,
+            Some(LackeyRecord::Object(o)) => {
+                if !saw_objects && cmd.is_empty() {
+                    cmd = o.path.clone();
+                }
+                saw_objects = true;
+                space.add_biased(Path::new(&o.path), o.bias);
+            }
+            Some(LackeyRecord::Access(acc)) => {
+                use tally_sim::lackey::Access;
+                if !saw_objects && !fallback_added {
+                    fallback_added = true;
+                    if let Some(b) = binary {
+                        add_binary_guess(space, b);
+                    }
+                }
+                match acc {
+                    Access::Instr { addr, size } => {
+                        let size = u8::try_from(size).map_err(|_| {
+                            anyhow!(
+                                "{}: line {}: an instruction of {size} bytes",
+                                path.display(),
+                                r.line()
+                            )
+                        })?;
+                        let i = engine.declare(addr, size, || space.classify(addr));
+                        engine.exec(i);
+                    }
+                    Access::Load { addr, size } => engine.load(addr, clamp(size)),
+                    Access::Store { addr, size } => engine.store(addr, clamp(size)),
+                    Access::Modify { addr, size } => engine.modify(addr, clamp(size)),
+                }
+            }
+        }
+    }
+    Ok((engine.finish(), cmd, std::process::id()))
+}
+
+fn clamp(size: u64) -> u8 {
+    u8::try_from(size).unwrap_or(u8::MAX)
+}
+
+/// A trace without Valgrind's load addresses: the program alone, at its
+/// own addresses, or where Valgrind loads position-independent programs.
+fn add_binary_guess(space: &mut AddressSpace, b: &Path) {
+    let pie = tally_symbols::ObjectFile::open(b)
+        .map(|f| f.code_ranges().map(|r| r.0).min().unwrap_or(0) < 0x10_0000)
+        .unwrap_or(false);
+    space.add_biased(b, if pie { 0x10_8000 } else { 0 });
+}
+
+/// Feeds a tally trace stream to the engine. `from_file`: a saved stream
+/// (errors name the file).
+fn run_stream(
+    input: impl Read,
+    name: &Path,
+    mut engine: Engine,
+    space: &mut AddressSpace,
+    x86: bool,
+) -> anyhow::Result<(Output, Ending)> {
+    let mut r = TraceReader::new(input).map_err(|e| anyhow!("{}: {e}", name.display()))?;
+    let mut ids: Vec<u32> = Vec::new();
+    let mut ending = Ending::Incomplete("the trace ends before the program's exit".into());
+    loop {
+        let rec = match r.next_record() {
+            Ok(Some(x)) => x,
+            Ok(None) => break,
+            Err(tally_sim::trace::StreamError::Truncated { offset }) => {
+                ending = Ending::Incomplete(format!(
+                    "{}: the trace is cut off inside a record at byte {offset}",
+                    name.display()
+                ));
+                break;
+            }
+            Err(e) => bail!("{}: {e}", name.display()),
+        };
+        match rec {
+            Record::Exec { id } => match ids.get(id as usize) {
+                Some(&i) if i != u32::MAX => engine.exec(i),
+                _ => bail!(
+                    "{}: byte {}: instruction {id} executed before it was declared",
+                    name.display(),
+                    r.offset()
+                ),
+            },
+            Record::Load { addr, size } => engine.load(addr, size),
+            Record::Store { addr, size } => engine.store(addr, size),
+            Record::Declare { id, addr, code } => {
+                let flow = if x86 {
+                    classify_x86_64(code, addr)
+                } else {
+                    Flow::default()
+                };
+                let size = code.len() as u8;
+                let i = engine.declare(addr, size, || flow);
+                let id = id as usize;
+                if ids.len() <= id {
+                    ids.resize(id + 1, u32::MAX);
+                }
+                ids[id] = i;
+            }
+            Record::Map {
+                start,
+                end,
+                offset,
+                path,
+            } => space.add_mapping(start, end, offset, path),
+            Record::Thread(t) => engine.thread(t),
+            Record::End => {
+                ending = Ending::Complete;
+                break;
+            }
+        }
+    }
+    Ok((engine.finish(), ending))
+}
+
+/// The QEMU user-mode emulator name for an ELF machine.
+fn qemu_for(prog: &Path) -> anyhow::Result<(&'static str, bool)> {
+    let mut head = [0u8; 20];
+    std::fs::File::open(prog)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .with_context(|| format!("cannot read {}", prog.display()))?;
+    if &head[..4] != b"\x7fELF" {
+        bail!(
+            "{}: not an ELF program (scripts: give their interpreter as PROG)",
+            prog.display()
+        );
+    }
+    let machine = u16::from_le_bytes([head[18], head[19]]);
+    Ok(match machine {
+        62 => ("qemu-x86_64", true),
+        3 => ("qemu-i386", false),
+        183 => ("qemu-aarch64", false),
+        40 => ("qemu-arm", false),
+        243 => ("qemu-riscv64", false),
+        m => bail!(
+            "{}: ELF machine {m} has no QEMU user-mode emulator known to tally",
+            prog.display()
+        ),
+    })
+}
+
+/// Finds `name` on PATH (or as given, if it has a slash).
+fn which(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        return Some(PathBuf::from(name)).filter(|p| p.is_file());
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+fn find_plugin(a: &Args) -> anyhow::Result<PathBuf> {
+    const NAME: &str = "libtally_qemu_plugin.so";
+    let candidates: Vec<PathBuf> = a
+        .plugin
+        .clone()
+        .into_iter()
+        .chain(std::env::var_os("TALLY_QEMU_PLUGIN").map(PathBuf::from))
+        .chain(
+            std::env::current_exe()
+                .ok()
+                .and_then(|e| e.parent().map(|d| d.join(NAME))),
+        )
+        .collect();
+    if let Some(explicit) = a.plugin.as_ref()
+        && !explicit.is_file()
+    {
+        bail!("--plugin {}: no such file", explicit.display());
+    }
+    candidates.into_iter().find(|p| p.is_file()).ok_or_else(|| {
+        anyhow!(
+            "tally's QEMU plugin is not built; build it with\n  cargo build --release --manifest-path crates/tally-qemu-plugin/Cargo.toml --target-dir target\n(or give --plugin PATH, or set TALLY_QEMU_PLUGIN)"
+        )
+    })
+}
+
+fn run_native(
+    a: &Args,
+    engine: Engine,
+    space: &mut AddressSpace,
+) -> anyhow::Result<(Output, u32, Ending, ExitStatus)> {
+    let prog = which(&a.command[0]).ok_or_else(|| {
+        anyhow!(
+            "{}: no such program (not a file, and not found on PATH)",
+            a.command[0]
+        )
+    })?;
+    let (emulator, x86) = qemu_for(&prog)?;
+    let qemu = match &a.qemu {
+        Some(q) => q.clone(),
+        None => which(emulator).ok_or_else(|| {
+            anyhow!("{emulator} not found: install QEMU's user-mode emulators (Debian: apt-get install qemu-user)")
+        })?,
+    };
+    let plugin = find_plugin(a)?;
+    let (reader, writer) = std::io::pipe().context("cannot create a pipe")?;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let wfd = writer.as_raw_fd();
+    const CHILD_FD: i32 = 3;
+    let mut c = Command::new(&qemu);
+    c.arg("-plugin")
+        .arg(format!("{},fd={CHILD_FD}", plugin.display()))
+        .arg(&prog)
+        .args(&a.command[1..])
+        .stdin(Stdio::inherit());
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(move || {
+            if libc::dup2(wfd, CHILD_FD) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = c
+        .spawn()
+        .with_context(|| format!("cannot run {}", qemu.display()))?;
+    drop(writer);
+    let pid = child.id();
+    let result = run_stream(reader, Path::new("<qemu plugin>"), engine, space, x86);
+    let status = child.wait().context("waiting for the program")?;
+    let (out, mut ending) = result?;
+    if !status.success() {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            ending = Ending::Incomplete(format!("the program was killed by signal {sig}"));
+        } else if let Ending::Incomplete(_) = ending {
+            ending = Ending::Incomplete(format!(
+                "the program stopped with status {} before its normal exit",
+                status.code().unwrap_or(-1)
+            ));
+        }
+    }
+    Ok((out, pid, ending, status))
+}

@@ -1,0 +1,352 @@
+//! A QEMU user-mode TCG plugin (plugin API version 1, QEMU 7.2 and later)
+//! that streams what the guest executes to `tally sim`: every executed
+//! instruction and every memory access, in the binary trace format that
+//! `tally_sim::trace` documents and reads.
+//!
+//! Arguments (`-plugin libtally_qemu_plugin.so,fd=N` or `,out=PATH`): where
+//! the stream goes. The plugin does no simulation: it only records, so its
+//! callbacks stay short, and tally simulates in another process while the
+//! program runs.
+//!
+//! Records are buffered per vCPU and written in whole buffers; a buffer
+//! from a different vCPU than the last one is preceded by a thread record.
+//! Instruction declarations (address, size, bytes) are written as soon as a
+//! block is translated, before any execution of it can be written. When a
+//! block lies outside every mapping already reported, the plugin reads the
+//! host's `/proc/self/maps` and reports the file mapping that holds it, in
+//! guest addresses (`guest = host - guest_base`, where `guest_base` is the
+//! difference between an instruction's host and guest addresses).
+
+use qemu_plugin_sys::*;
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::FromRawFd;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+
+/// Stream tags; kept equal to `tally_sim::trace`.
+const MAGIC: &[u8; 8] = b"TALLYTR1";
+const T_DECL: u8 = 1;
+const T_EXEC: u8 = 2;
+const T_LOAD: u8 = 3;
+const T_STORE: u8 = 4;
+const T_MAP: u8 = 5;
+const T_END: u8 = 6;
+const T_THREAD: u8 = 7;
+
+/// Bytes a vCPU buffers before writing.
+const FLUSH_AT: usize = 1 << 18;
+/// vCPUs with their own buffer; later ones share a locked slow path.
+const MAX_VCPUS: usize = 1024;
+
+#[unsafe(no_mangle)]
+pub static qemu_plugin_version: c_int = QEMU_PLUGIN_VERSION as c_int;
+
+/// The shared state behind the output: the stream, the last vCPU written,
+/// the next instruction id, and the guest ranges already reported.
+struct Out {
+    file: File,
+    last_vcpu: u32,
+    next_id: u32,
+    known: Vec<(u64, u64)>,
+    failed: bool,
+}
+
+static OUT: Mutex<Option<Out>> = Mutex::new(None);
+static BUFS: [AtomicPtr<Vec<u8>>; MAX_VCPUS] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_VCPUS];
+static OVERFLOW: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+static OVERFLOW_VCPU: AtomicU32 = AtomicU32::new(u32::MAX);
+
+fn write_out(out: &mut Out, vcpu: u32, bytes: &[u8]) {
+    if out.failed || bytes.is_empty() {
+        return;
+    }
+    let mut ok = true;
+    if vcpu != out.last_vcpu {
+        let mut t = [T_THREAD, 0, 0, 0, 0];
+        t[1..].copy_from_slice(&vcpu.to_le_bytes());
+        ok = out.file.write_all(&t).is_ok();
+        out.last_vcpu = vcpu;
+    }
+    if !ok || out.file.write_all(bytes).is_err() {
+        // The reader is gone (tally stopped): keep the program running,
+        // stop recording.
+        out.failed = true;
+    }
+}
+
+/// The buffer of `vcpu`, created on first use.
+#[inline]
+fn buffer(vcpu: c_uint) -> Option<&'static mut Vec<u8>> {
+    let slot = BUFS.get(vcpu as usize)?;
+    let mut p = slot.load(Ordering::Acquire);
+    if p.is_null() {
+        p = Box::into_raw(Box::new(Vec::with_capacity(FLUSH_AT + 64)));
+        slot.store(p, Ordering::Release);
+    }
+    // SAFETY: in user mode a vCPU is one guest thread, run by one host
+    // thread at a time, so only that thread touches its buffer (and the
+    // exit path, after the guest has stopped).
+    Some(unsafe { &mut *p })
+}
+
+fn flush(vcpu: u32, buf: &mut Vec<u8>) {
+    if let Ok(mut g) = OUT.lock()
+        && let Some(out) = g.as_mut()
+    {
+        write_out(out, vcpu, buf);
+    }
+    buf.clear();
+}
+
+#[inline]
+fn record(vcpu: c_uint, bytes: &[u8]) {
+    match buffer(vcpu) {
+        Some(buf) => {
+            buf.extend_from_slice(bytes);
+            if buf.len() >= FLUSH_AT {
+                flush(vcpu, buf);
+            }
+        }
+        None => {
+            let mut o = OVERFLOW.lock().unwrap_or_else(|e| e.into_inner());
+            if OVERFLOW_VCPU.swap(vcpu, Ordering::Relaxed) != vcpu {
+                let mut g = OUT.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(out) = g.as_mut() {
+                    let prev = OVERFLOW_VCPU.load(Ordering::Relaxed);
+                    write_out(out, prev, &o);
+                }
+                o.clear();
+            }
+            o.extend_from_slice(bytes);
+            if o.len() >= FLUSH_AT {
+                let mut g = OUT.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(out) = g.as_mut() {
+                    write_out(out, vcpu, &o);
+                }
+                o.clear();
+            }
+        }
+    }
+}
+
+unsafe extern "C" fn on_exec(vcpu: c_uint, udata: *mut c_void) {
+    let id = udata as usize as u32;
+    let mut r = [T_EXEC, 0, 0, 0, 0];
+    r[1..].copy_from_slice(&id.to_le_bytes());
+    record(vcpu, &r);
+}
+
+unsafe extern "C" fn on_mem(vcpu: c_uint, info: qemu_plugin_meminfo_t, vaddr: u64, _: *mut c_void) {
+    // SAFETY: plain queries of the access description QEMU passed in.
+    let (shift, store) = unsafe {
+        (
+            qemu_plugin_mem_size_shift(info),
+            qemu_plugin_mem_is_store(info),
+        )
+    };
+    let mut r = [0u8; 10];
+    r[0] = if store { T_STORE } else { T_LOAD };
+    r[1..9].copy_from_slice(&vaddr.to_le_bytes());
+    r[9] = 1u8 << shift;
+    record(vcpu, &r);
+}
+
+/// Reports the host file mapping holding host address `host` at guest
+/// addresses, unless already reported.
+fn report_mapping(out: &mut Out, guest: u64, host: u64, records: &mut Vec<u8>) {
+    if out.known.iter().any(|&(s, e)| s <= guest && guest < e) {
+        return;
+    }
+    let base = host.wrapping_sub(guest);
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    for line in maps.lines() {
+        let mut f = line.split_ascii_whitespace();
+        let (Some(range), Some(_perms), Some(off)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let (_dev, _inode) = (f.next(), f.next());
+        let path: String = f.collect::<Vec<_>>().join(" ");
+        let Some((s, e)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(s), Ok(e), Ok(off)) = (
+            u64::from_str_radix(s, 16),
+            u64::from_str_radix(e, 16),
+            u64::from_str_radix(off, 16),
+        ) else {
+            continue;
+        };
+        if s <= host && host < e {
+            let (gs, ge) = (s.wrapping_sub(base), e.wrapping_sub(base));
+            let path = if path.starts_with('/') {
+                path.as_bytes()
+            } else {
+                b""
+            };
+            let len = path.len().min(u16::MAX as usize);
+            records.push(T_MAP);
+            records.extend_from_slice(&gs.to_le_bytes());
+            records.extend_from_slice(&ge.to_le_bytes());
+            records.extend_from_slice(&off.to_le_bytes());
+            records.extend_from_slice(&(len as u16).to_le_bytes());
+            records.extend_from_slice(&path[..len]);
+            out.known.push((gs, ge));
+            return;
+        }
+    }
+    // Not in any mapping (cannot happen for code QEMU translated): report
+    // the page, unnamed, so it is asked about once.
+    let page = guest & !0xfff;
+    records.push(T_MAP);
+    records.extend_from_slice(&page.to_le_bytes());
+    records.extend_from_slice(&(page + 0x1000).to_le_bytes());
+    records.extend_from_slice(&0u64.to_le_bytes());
+    records.extend_from_slice(&0u16.to_le_bytes());
+    out.known.push((page, page + 0x1000));
+}
+
+unsafe extern "C" fn on_translate(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
+    let mut g = OUT.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(out) = g.as_mut() else { return };
+    // SAFETY: `tb` and its instructions are valid during this callback, as
+    // the plugin API guarantees; the data pointers cover `size` bytes.
+    unsafe {
+        let n = qemu_plugin_tb_n_insns(tb);
+        let mut records = Vec::with_capacity(n * 32);
+        for i in 0..n {
+            let insn = qemu_plugin_tb_get_insn(tb, i);
+            let vaddr = qemu_plugin_insn_vaddr(insn);
+            let size = qemu_plugin_insn_size(insn).min(255);
+            let data = std::slice::from_raw_parts(qemu_plugin_insn_data(insn) as *const u8, size);
+            if i == 0 {
+                let host = qemu_plugin_insn_haddr(insn) as u64;
+                report_mapping(out, vaddr, host, &mut records);
+            }
+            let id = out.next_id;
+            out.next_id = out.next_id.wrapping_add(1);
+            records.push(T_DECL);
+            records.extend_from_slice(&id.to_le_bytes());
+            records.extend_from_slice(&vaddr.to_le_bytes());
+            records.push(size as u8);
+            records.extend_from_slice(data);
+            qemu_plugin_register_vcpu_insn_exec_cb(
+                insn,
+                Some(on_exec),
+                qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                id as usize as *mut c_void,
+            );
+            qemu_plugin_register_vcpu_mem_cb(
+                insn,
+                Some(on_mem),
+                qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
+                std::ptr::null_mut(),
+            );
+        }
+        // Declarations carry no vCPU: written at once, ahead of any
+        // execution record that names them.
+        if !out.failed && out.file.write_all(&records).is_err() {
+            out.failed = true;
+        }
+    }
+}
+
+unsafe extern "C" fn on_exit(_id: qemu_plugin_id_t, _: *mut c_void) {
+    for (vcpu, slot) in BUFS.iter().enumerate() {
+        let p = slot.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: see `buffer`; the guest has stopped.
+            flush(vcpu as u32, unsafe { &mut *p });
+        }
+    }
+    let mut g = OUT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(out) = g.as_mut() {
+        let o = OVERFLOW.lock().map(|o| o.clone()).unwrap_or_default();
+        let v = OVERFLOW_VCPU.load(Ordering::Relaxed);
+        write_out(out, v, &o);
+        if !out.failed {
+            let _ = out.file.write_all(&[T_END]);
+            let _ = out.file.flush();
+        }
+    }
+}
+
+fn say(msg: &str) {
+    if let Ok(s) = std::ffi::CString::new(format!("tally-qemu-plugin: {msg}\n")) {
+        // SAFETY: a valid NUL-terminated string.
+        unsafe { qemu_plugin_outs(s.as_ptr()) };
+    }
+}
+
+/// Entry point QEMU calls after loading the plugin.
+///
+/// # Safety
+/// Called by QEMU with `argc` valid C strings in `argv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qemu_plugin_install(
+    id: qemu_plugin_id_t,
+    info: *const qemu_info_t,
+    argc: c_int,
+    argv: *mut *mut c_char,
+) -> c_int {
+    // SAFETY: QEMU passes a valid info block and argument vector.
+    let (system, args) = unsafe {
+        let system = (*info).system_emulation;
+        let args: Vec<String> = (0..argc.max(0) as usize)
+            .map(|i| CStr::from_ptr(*argv.add(i)).to_string_lossy().into_owned())
+            .collect();
+        (system, args)
+    };
+    if system {
+        say("user-mode emulation only (qemu-<arch>, not qemu-system-<arch>)");
+        return -1;
+    }
+    let mut file = None;
+    for a in &args {
+        if let Some(fd) = a.strip_prefix("fd=") {
+            match fd.parse::<i32>() {
+                // SAFETY: the caller handed this descriptor to the plugin.
+                Ok(fd) if fd >= 0 => file = Some(unsafe { File::from_raw_fd(fd) }),
+                _ => {
+                    say(&format!("bad argument `{a}`"));
+                    return -1;
+                }
+            }
+        } else if let Some(path) = a.strip_prefix("out=") {
+            match File::create(path) {
+                Ok(f) => file = Some(f),
+                Err(e) => {
+                    say(&format!("cannot create {path}: {e}"));
+                    return -1;
+                }
+            }
+        } else {
+            say(&format!("unknown argument `{a}` (fd=N or out=PATH)"));
+            return -1;
+        }
+    }
+    let Some(mut file) = file else {
+        say("no output: give fd=N or out=PATH");
+        return -1;
+    };
+    if file.write_all(MAGIC).is_err() {
+        say("cannot write the trace");
+        return -1;
+    }
+    *OUT.lock().unwrap_or_else(|e| e.into_inner()) = Some(Out {
+        file,
+        last_vcpu: 0,
+        next_id: 0,
+        known: Vec::new(),
+        failed: false,
+    });
+    // SAFETY: registering callbacks with the id QEMU gave.
+    unsafe {
+        qemu_plugin_register_vcpu_tb_trans_cb(id, Some(on_translate));
+        qemu_plugin_register_atexit_cb(id, Some(on_exit), std::ptr::null_mut());
+    }
+    0
+}

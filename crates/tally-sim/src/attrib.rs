@@ -1,0 +1,295 @@
+//! Attribution: the program's memory map (main executable and shared
+//! libraries at their load addresses) and the profile built from per
+//! instruction costs, with ELF symbols and DWARF lines of each image.
+
+use crate::Counts;
+use crate::engine::Output;
+use crate::flow::{Flow, classify_x86_64};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use tally_model::{
+    CallInfo, Events, FileId, Format, FunctionId, FunctionKey, Part, Positions, Profile,
+};
+use tally_symbols::ObjectFile;
+
+/// An object file loaded at `bias` (run-time address minus file address).
+pub struct Image {
+    /// The file as the program opened it.
+    pub path: PathBuf,
+    /// Run-time address minus the file's own address.
+    pub bias: u64,
+    /// Run-time range of its code.
+    pub start: u64,
+    /// End of that range.
+    pub end: u64,
+    /// The parsed file; `None` if it could not be read.
+    pub file: Option<ObjectFile>,
+}
+
+/// The images of one process.
+#[derive(Default)]
+pub struct AddressSpace {
+    images: Vec<Image>,
+    /// Files that could not be read, with the reason (reported once).
+    pub problems: Vec<String>,
+}
+
+impl AddressSpace {
+    /// An empty map.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The images, in the order they were added.
+    pub fn images(&self) -> &[Image] {
+        &self.images
+    }
+
+    fn open(&mut self, path: &Path) -> Option<ObjectFile> {
+        match ObjectFile::open(path) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                self.problems.push(e.to_string());
+                None
+            }
+        }
+    }
+
+    /// Adds `path` loaded at `bias` (Valgrind's `svma`/`avma` pair, or a
+    /// non-PIE executable at 0); its range is that of its code.
+    pub fn add_biased(&mut self, path: &Path, bias: u64) {
+        let file = self.open(path);
+        let (mut start, mut end) = (u64::MAX, 0);
+        if let Some(f) = &file {
+            for (s, e, _) in f.code_ranges() {
+                start = start.min(s.wrapping_add(bias));
+                end = end.max(e.wrapping_add(bias));
+            }
+        }
+        if start >= end {
+            return;
+        }
+        self.images.push(Image {
+            path: path.to_path_buf(),
+            bias,
+            start,
+            end,
+            file,
+        });
+    }
+
+    /// Adds a mapping `[start, end)` of `path` from file `offset`, as
+    /// `/proc/PID/maps` shows it; an empty path is anonymous memory.
+    pub fn add_mapping(&mut self, start: u64, end: u64, offset: u64, path: &[u8]) {
+        let path = PathBuf::from(String::from_utf8_lossy(path).into_owned());
+        let file = if path.as_os_str().is_empty() {
+            None
+        } else {
+            self.open(&path)
+        };
+        // The code range that lies in the mapped part of the file relates
+        // file addresses to run-time ones.
+        let bias = file.as_ref().and_then(|f| {
+            f.code_ranges()
+                .find(|&(_, _, off)| offset <= off && off - offset < end - start)
+                .map(|(s, _, off)| start.wrapping_add(off - offset).wrapping_sub(s))
+        });
+        self.images.push(Image {
+            path,
+            bias: bias.unwrap_or(0),
+            start,
+            end,
+            file: if bias.is_some() { file } else { None },
+        });
+    }
+
+    /// The image whose code holds `addr`.
+    #[inline]
+    pub fn find(&self, addr: u64) -> Option<&Image> {
+        self.images
+            .iter()
+            .rev()
+            .find(|i| i.start <= addr && addr < i.end)
+    }
+
+    /// The control-flow kind of the instruction at run-time `addr`, from
+    /// its image's bytes (x86-64 images only).
+    pub fn classify(&self, addr: u64) -> Flow {
+        let Some(img) = self.find(addr) else {
+            return Flow::default();
+        };
+        let Some(f) = img.file.as_ref().filter(|f| f.is_x86_64()) else {
+            return Flow::default();
+        };
+        let a = addr.wrapping_sub(img.bias);
+        match f.code_bytes(a, a + 15) {
+            Some(b) => classify_x86_64(b, addr),
+            None => Flow::default(),
+        }
+    }
+}
+
+/// What goes into a profile besides the costs.
+pub struct ProfileSpec<'a> {
+    /// Cachegrind or Callgrind.
+    pub format: Format,
+    /// `cmd:`.
+    pub cmd: String,
+    /// `desc:` lines, (type, value).
+    pub desc: Vec<(String, String)>,
+    /// Which of [`Counts::EVENTS`] to write, by index.
+    pub events: &'a [usize],
+    /// Write call arcs (Callgrind).
+    pub calls: bool,
+    /// `pid:`.
+    pub pid: Option<u64>,
+}
+
+/// Where an instruction is: object, function, file and line.
+struct Place {
+    function: FunctionId,
+    file: FileId,
+    line: u64,
+}
+
+/// Looks places up, one symbol lookup per instruction.
+struct Placer<'a> {
+    space: &'a AddressSpace,
+    fn_files: HashMap<(usize, u64), FileId>,
+}
+
+impl Placer<'_> {
+    fn place(&mut self, p: &mut Profile<u64>, addr: u64) -> Place {
+        let names = &mut p.names;
+        let unknown = names.file(b"???");
+        let Some((ix, img)) = self
+            .space
+            .images
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, i)| i.start <= addr && addr < i.end)
+        else {
+            let object = names.object(b"???");
+            let name = names.symbol(b"???");
+            let function = names.function(FunctionKey {
+                object,
+                file: unknown,
+                name,
+            });
+            return Place {
+                function,
+                file: unknown,
+                line: 0,
+            };
+        };
+        let object = names.object(img.path.as_os_str().as_encoded_bytes());
+        let a = addr.wrapping_sub(img.bias);
+        let f = img.file.as_ref();
+        let sym = f.and_then(|f| f.symbol_at(a));
+        let (file, line) = match f.and_then(|f| f.source_line(a)) {
+            Some((file, line)) => (names.file(file.as_bytes()), u64::from(line)),
+            None => (unknown, 0),
+        };
+        let fn_file = match (f, sym) {
+            (Some(f), Some(s)) => *self
+                .fn_files
+                .entry((ix, s.address))
+                .or_insert_with(|| match f.source_line(s.address) {
+                    Some((file, _)) => names.file(file.as_bytes()),
+                    None => unknown,
+                }),
+            _ => file,
+        };
+        let name = names.symbol(sym.map_or("???", |s| s.display_name()).as_bytes());
+        let function = names.function(FunctionKey {
+            object,
+            file: fn_file,
+            name,
+        });
+        Place {
+            function,
+            file,
+            line,
+        }
+    }
+}
+
+/// Builds the profile of machine `k` of a run.
+pub fn to_profile(
+    out: &Output,
+    k: usize,
+    space: &AddressSpace,
+    spec: &ProfileSpec<'_>,
+) -> Profile<u64> {
+    let names: Vec<&str> = spec.events.iter().map(|&i| Counts::EVENTS[i]).collect();
+    let events = Events::new(names).unwrap_or_else(|_| Events::new(["Ir"]).unwrap_or_default());
+    let mut prof = Profile::new(spec.format, events, Positions::INSTR_LINE);
+    if spec.format == Format::Callgrind {
+        prof.version = Some(1);
+        prof.creator = Some(format!("tally-sim {}", env!("CARGO_PKG_VERSION")).into_bytes());
+    }
+    let mut part = Part::new(Positions::INSTR_LINE, spec.events.len());
+    part.info.cmd = Some(spec.cmd.as_bytes().to_vec());
+    part.info.pid = spec.pid;
+    for (t, v) in &spec.desc {
+        part.info
+            .desc
+            .push((t.as_bytes().to_vec(), format!(" {v}").into_bytes()));
+    }
+    let mut placer = Placer {
+        space,
+        fn_files: HashMap::new(),
+    };
+    let pick = |c: &Counts| -> Vec<u64> {
+        let v = c.values();
+        spec.events.iter().map(|&i| v[i]).collect()
+    };
+    let mut order: Vec<usize> = (0..out.instrs.len()).collect();
+    order.sort_by_key(|&i| out.instrs[i].addr);
+    let mut places: HashMap<usize, Place> = HashMap::new();
+    let mut totals = vec![0u64; spec.events.len()];
+    for i in order {
+        let c = &out.costs[i * out.machines + k];
+        let v = pick(c);
+        if v.iter().all(|&x| x == 0) {
+            continue;
+        }
+        let addr = out.instrs[i].addr;
+        let pl = placer.place(&mut prof, addr);
+        part.lines.push(pl.function, pl.file, &[addr, pl.line], &v);
+        for (t, x) in totals.iter_mut().zip(&v) {
+            *t += x;
+        }
+        places.insert(i, pl);
+    }
+    if spec.calls && k == 0 {
+        let mut arcs: Vec<_> = out.arcs.iter().collect();
+        arcs.sort_by_key(|((site, target), _)| (out.instrs[*site as usize].addr, *target));
+        for ((site, target), arc) in arcs {
+            let site = *site as usize;
+            let s = match places.remove(&site) {
+                Some(p) => p,
+                None => placer.place(&mut prof, out.instrs[site].addr),
+            };
+            let t = placer.place(&mut prof, *target);
+            let info = CallInfo {
+                caller: s.function,
+                site_file: s.file,
+                callee: t.function,
+                count: arc.count,
+                seq: part.next_seq(),
+            };
+            part.calls.push(
+                info,
+                &[out.instrs[site].addr, s.line],
+                &[*target, t.line],
+                &pick(&arc.inclusive),
+            );
+            places.insert(site, s);
+        }
+    }
+    part.info.totals = Some(totals);
+    prof.parts.push(part);
+    prof
+}

@@ -1,0 +1,328 @@
+//! Machine descriptions as users give them, the host's own caches, and
+//! Cachegrind's end-of-run summary.
+
+use crate::{CacheConfig, Counts, HierarchyConfig, Policy, SimError};
+
+impl Policy {
+    /// Parses `lru`, `fifo`, `plru` (tree pseudo-LRU) or `random[:SEED]`.
+    pub fn parse(text: &str) -> Result<Policy, SimError> {
+        let bad = || SimError::Geometry {
+            cache: "all".into(),
+            message: format!(
+                "unknown replacement policy `{text}` (lru, fifo, plru, random or random:SEED)"
+            ),
+        };
+        Ok(match text {
+            "lru" => Policy::Lru,
+            "fifo" => Policy::Fifo,
+            "plru" | "tree-plru" => Policy::TreePlru,
+            "random" => Policy::Random(1),
+            _ => match text.strip_prefix("random:") {
+                Some(s) => Policy::Random(s.parse().map_err(|_| bad())?),
+                None => return Err(bad()),
+            },
+        })
+    }
+
+    /// The name [`Policy::parse`] reads back.
+    pub fn name(&self) -> String {
+        match self {
+            Policy::Lru => "lru".into(),
+            Policy::Fifo => "fifo".into(),
+            Policy::TreePlru => "plru".into(),
+            Policy::Random(s) => format!("random:{s}"),
+        }
+    }
+}
+
+/// Cachegrind's caches for this host: L1 data and instruction caches and
+/// the last level from `/sys/devices/system/cpu/cpu0/cache`, with the last
+/// level changed as Cachegrind changes it when its number of sets is not a
+/// power of two (sets rounded down to one, ways raised to keep at least the
+/// size). Without that information, Cachegrind's fallback: 64 KiB 2-way
+/// L1s and a 256 KiB 8-way LL, 64-byte lines.
+pub fn host_caches() -> (CacheConfig, CacheConfig, CacheConfig) {
+    let fallback = (
+        CacheConfig {
+            size: 65536,
+            assoc: 2,
+            line_size: 64,
+        },
+        CacheConfig {
+            size: 65536,
+            assoc: 2,
+            line_size: 64,
+        },
+        CacheConfig {
+            size: 262144,
+            assoc: 8,
+            line_size: 64,
+        },
+    );
+    let base = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
+    let read = |i: usize, f: &str| std::fs::read_to_string(base.join(format!("index{i}/{f}"))).ok();
+    let size = |s: &str| -> Option<u64> {
+        let s = s.trim();
+        if let Some(k) = s.strip_suffix('K') {
+            k.parse::<u64>().ok().map(|v| v * 1024)
+        } else if let Some(m) = s.strip_suffix('M') {
+            m.parse::<u64>().ok().map(|v| v << 20)
+        } else {
+            s.parse().ok()
+        }
+    };
+    let (mut i1, mut d1, mut ll): (
+        Option<CacheConfig>,
+        Option<CacheConfig>,
+        Option<(u32, CacheConfig)>,
+    ) = (None, None, None);
+    for i in 0..8 {
+        let (Some(level), Some(kind), Some(sz), Some(ways), Some(line)) = (
+            read(i, "level"),
+            read(i, "type"),
+            read(i, "size"),
+            read(i, "ways_of_associativity"),
+            read(i, "coherency_line_size"),
+        ) else {
+            continue;
+        };
+        let (Ok(level), Some(sz), Ok(ways), Ok(line)) = (
+            level.trim().parse::<u32>(),
+            size(&sz),
+            ways.trim().parse::<u64>(),
+            line.trim().parse::<u64>(),
+        ) else {
+            continue;
+        };
+        let c = CacheConfig {
+            size: sz,
+            assoc: ways,
+            line_size: line,
+        };
+        match (level, kind.trim()) {
+            (1, "Instruction") => i1 = Some(c),
+            (1, "Data") => d1 = Some(c),
+            (l, "Unified") if ll.is_none_or(|(m, _)| l > m) => ll = Some((l, c)),
+            _ => {}
+        }
+    }
+    let (Some(i1), Some(d1), Some((_, ll))) = (i1, d1, ll) else {
+        return fallback;
+    };
+    (i1, d1, tweak_ll(ll))
+}
+
+/// Cachegrind's adjustment of a last-level cache whose number of sets is
+/// not a power of two.
+pub fn tweak_ll(c: CacheConfig) -> CacheConfig {
+    if c.assoc == 0 || c.line_size == 0 {
+        return c;
+    }
+    let sets = c.size / (c.assoc * c.line_size);
+    if sets == 0 || sets.is_power_of_two() {
+        return c;
+    }
+    let sets = 1u64 << (63 - sets.leading_zeros());
+    let assoc = c.size.div_ceil(sets * c.line_size);
+    CacheConfig {
+        size: sets * assoc * c.line_size,
+        assoc,
+        line_size: c.line_size,
+    }
+}
+
+/// Describes a machine for `desc:` lines, as Cachegrind does for its three
+/// caches; middle levels and a policy other than LRU are added.
+pub fn describe(c: &HierarchyConfig) -> Vec<(String, String)> {
+    let mut v = vec![
+        (
+            "I1 cache".to_string(),
+            format!("        {}", c.i1.describe()),
+        ),
+        (
+            "D1 cache".to_string(),
+            format!("        {}", c.d1.describe()),
+        ),
+    ];
+    for (i, m) in c.middle.iter().enumerate() {
+        v.push((
+            format!("L{} cache", i + 2),
+            format!("        {}", m.describe()),
+        ));
+    }
+    v.push((
+        "LL cache".to_string(),
+        format!("        {}", c.ll.describe()),
+    ));
+    if c.policy != Policy::Lru {
+        v.push(("replacement".to_string(), c.policy.name()));
+    }
+    v
+}
+
+/// `n` with a comma every three digits.
+fn commas(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// Width of `n` printed with commas.
+fn width(n: u64) -> usize {
+    commas(n).len()
+}
+
+/// `100 * n / m` with `d` decimals, right-aligned in `w` columns.
+fn percent(n: u64, m: u64, d: usize, w: usize) -> String {
+    let s = if m == 0 {
+        "--%".to_string()
+    } else {
+        format!("{:.*}%", d, n as f64 * 100.0 / m as f64)
+    };
+    format!("{s:>w$}")
+}
+
+/// Cachegrind's summary of a run, line by line (without the `==PID==`
+/// prefix): the layout, widths and rounding of `cg_fini`.
+pub fn summary(t: &Counts, cache_sim: bool, branch_sim: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let l1 = width(t.ir);
+    let l2 = width(t.dr.max(t.bc));
+    let l3 = width(t.dw.max(t.bi));
+    let one = |label: &str, v: u64| format!("{label} {:>l1$}", commas(v));
+    let three = |label: &str, a: u64, b: u64, c: u64, r: &str, w: &str| {
+        format!(
+            "{label} {:>l1$}  ({:>l2$} {r} + {:>l3$} {w})",
+            commas(a),
+            commas(b),
+            commas(c)
+        )
+    };
+    out.push(one("I   refs:     ", t.ir));
+    if cache_sim {
+        out.push(one("I1  misses:   ", t.i1mr));
+        out.push(one("LLi misses:   ", t.ilmr));
+        let ir = t.ir.max(1);
+        out.push(format!("I1  miss rate: {}", percent(t.i1mr, ir, 2, l1 + 1)));
+        out.push(format!("LLi miss rate: {}", percent(t.ilmr, ir, 2, l1 + 1)));
+        out.push(String::new());
+        let (d, d1, dl) = (t.dr + t.dw, t.d1mr + t.d1mw, t.dlmr + t.dlmw);
+        out.push(three("D   refs:     ", d, t.dr, t.dw, "rd  ", "wr"));
+        out.push(three("D1  misses:   ", d1, t.d1mr, t.d1mw, "rd  ", "wr"));
+        out.push(three("LLd misses:   ", dl, t.dlmr, t.dlmw, "rd  ", "wr"));
+        let (dm, drm, dwm) = (d.max(1), t.dr.max(1), t.dw.max(1));
+        let rates = |label: &str, a: u64, b: u64, c: u64, sp: &str| {
+            format!(
+                "{label} {} ({}     + {}{sp})",
+                percent(a, dm, 1, l1 + 1),
+                percent(b, drm, 1, l2 + 1),
+                percent(c, dwm, 1, l3 + 1)
+            )
+        };
+        out.push(rates("D1  miss rate:", d1, t.d1mr, t.d1mw, "  "));
+        out.push(rates("LLd miss rate:", dl, t.dlmr, t.dlmw, "  "));
+        out.push(String::new());
+        let (llr, llrr, llrw) = (t.d1mr + t.d1mw + t.i1mr, t.d1mr + t.i1mr, t.d1mw);
+        out.push(three("LL refs:      ", llr, llrr, llrw, "rd  ", "wr"));
+        let (llm, llmr, llmw) = (t.dlmr + t.dlmw + t.ilmr, t.dlmr + t.ilmr, t.dlmw);
+        out.push(three("LL misses:    ", llm, llmr, llmw, "rd  ", "wr"));
+        out.push(format!(
+            "LL miss rate:  {} ({}     + {}  )",
+            percent(llm, t.ir + d, 1, l1 + 1),
+            percent(llmr, t.ir + t.dr, 1, l2 + 1),
+            percent(llmw, t.dw, 1, l3 + 1)
+        ));
+    }
+    if branch_sim {
+        let (bc, bi) = (t.bc.max(1), t.bi.max(1));
+        out.push(String::new());
+        out.push(three("Branches:     ", bc + bi, bc, bi, "cond", "ind"));
+        out.push(three(
+            "Mispredicts:  ",
+            t.bcm + t.bim,
+            t.bcm,
+            t.bim,
+            "cond",
+            "ind",
+        ));
+        out.push(format!(
+            "Mispred rate:  {} ({}     + {}   )",
+            percent(t.bcm + t.bim, bc + bi, 1, l1 + 1),
+            percent(t.bcm, bc, 1, l2 + 1),
+            percent(t.bim, bi, 1, l3 + 1)
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_matches_cachegrind_layout() {
+        // Totals and text of a real `valgrind --tool=cachegrind
+        // --branch-sim=yes` run (Valgrind 3.19).
+        let t = Counts {
+            ir: 1_998_438,
+            i1mr: 1_395,
+            ilmr: 1_372,
+            dr: 424_534,
+            d1mr: 2_953,
+            dlmr: 1_940,
+            dw: 178_345,
+            d1mw: 1_286,
+            dlmw: 1_197,
+            bc: 248_602,
+            bcm: 38_129,
+            bi: 40_302,
+            bim: 195,
+        };
+        let want = "\
+I   refs:      1,998,438
+I1  misses:        1,395
+LLi misses:        1,372
+I1  miss rate:      0.07%
+LLi miss rate:      0.07%
+
+D   refs:        602,879  (424,534 rd   + 178,345 wr)
+D1  misses:        4,239  (  2,953 rd   +   1,286 wr)
+LLd misses:        3,137  (  1,940 rd   +   1,197 wr)
+D1  miss rate:       0.7% (    0.7%     +     0.7%  )
+LLd miss rate:       0.5% (    0.5%     +     0.7%  )
+
+LL refs:           5,634  (  4,348 rd   +   1,286 wr)
+LL misses:         4,509  (  3,312 rd   +   1,197 wr)
+LL miss rate:        0.2% (    0.1%     +     0.7%  )
+
+Branches:        288,904  (248,602 cond +  40,302 ind)
+Mispredicts:      38,324  ( 38,129 cond +     195 ind)
+Mispred rate:       13.3% (   15.3%     +     0.5%   )";
+        assert_eq!(summary(&t, true, true).join("\n"), want);
+    }
+
+    #[test]
+    fn ll_tweak_as_cachegrind() {
+        // 260 MiB, 20 ways: 212,992 sets; Cachegrind simulates 33 ways of
+        // 131,072 sets (its warning on this machine).
+        let c = tweak_ll(CacheConfig {
+            size: 272_629_760,
+            assoc: 20,
+            line_size: 64,
+        });
+        assert_eq!((c.size, c.assoc), (276_824_064, 33));
+    }
+
+    #[test]
+    fn policies() {
+        assert_eq!(Policy::parse("random:7").unwrap(), Policy::Random(7));
+        assert_eq!(Policy::parse("plru").unwrap(), Policy::TreePlru);
+        assert!(Policy::parse("mru").is_err());
+    }
+}

@@ -1,0 +1,360 @@
+//! tally's binary trace stream: what the QEMU plugin
+//! (`crates/tally-qemu-plugin`) writes while the program runs and what
+//! [`TraceReader`] reads, record by record, from a pipe or a file.
+//!
+//! The stream starts with the 8 bytes `TALLYTR1`; then records, each a tag
+//! byte and a fixed little-endian body:
+//!
+//! | tag | record | body |
+//! |---|---|---|
+//! | 1 | declare an instruction | id u32, address u64, size u8, `size` bytes of code |
+//! | 2 | execute instruction `id` | id u32 |
+//! | 3 | load | address u64, size u8 |
+//! | 4 | store | address u64, size u8 |
+//! | 5 | a file mapping | start u64, end u64, file offset u64, path length u16, path |
+//! | 6 | end: the program exited normally | — |
+//! | 7 | the following records are of thread (vCPU) `n` | n u32 |
+//!
+//! Executions and accesses come in program order per thread; the accesses
+//! after an execution record are that instruction's. A stream that stops
+//! without an end record is of a program that crashed or was killed.
+//! Declarations are compact because an instruction is executed far more
+//! often than translated: an execution costs 5 bytes.
+
+use std::io::{self, Read, Write};
+
+/// The first bytes of every stream.
+pub const MAGIC: &[u8; 8] = b"TALLYTR1";
+const T_DECL: u8 = 1;
+const T_EXEC: u8 = 2;
+const T_LOAD: u8 = 3;
+const T_STORE: u8 = 4;
+const T_MAP: u8 = 5;
+const T_END: u8 = 6;
+const T_THREAD: u8 = 7;
+
+/// One record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Record<'a> {
+    /// An instruction translated: its id, address and code bytes.
+    Declare { id: u32, addr: u64, code: &'a [u8] },
+    /// A declared instruction executed.
+    Exec { id: u32 },
+    /// A data load by the last executed instruction.
+    Load { addr: u64, size: u8 },
+    /// A data store by the last executed instruction.
+    Store { addr: u64, size: u8 },
+    /// `[start, end)` maps `path` from file offset `offset` (empty path:
+    /// anonymous memory).
+    Map {
+        start: u64,
+        end: u64,
+        offset: u64,
+        path: &'a [u8],
+    },
+    /// Records that follow are of another thread.
+    Thread(u32),
+    /// The program exited normally; nothing follows.
+    End,
+}
+
+/// Why a stream cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StreamError {
+    /// Reading failed.
+    #[error("byte {offset}: {source}")]
+    Io {
+        offset: u64,
+        #[source]
+        source: io::Error,
+    },
+    /// Not a tally trace.
+    #[error("not a tally trace stream (it does not start with `TALLYTR1`)")]
+    Magic,
+    /// An unknown record tag.
+    #[error("byte {offset}: unknown record tag {tag}")]
+    Tag { offset: u64, tag: u8 },
+    /// The stream ends inside a record.
+    #[error("byte {offset}: the stream ends inside a record")]
+    Truncated { offset: u64 },
+}
+
+/// Reads a stream through a large buffer; records borrow from it.
+pub struct TraceReader<R> {
+    input: R,
+    buf: Vec<u8>,
+    pos: usize,
+    len: usize,
+    /// Stream offset of `buf[0]`.
+    base: u64,
+    eof: bool,
+}
+
+impl<R: Read> TraceReader<R> {
+    /// Checks the magic bytes and returns a reader positioned after them.
+    pub fn new(input: R) -> Result<Self, StreamError> {
+        let mut r = TraceReader {
+            input,
+            buf: vec![0; 1 << 20],
+            pos: 0,
+            len: 0,
+            base: 0,
+            eof: false,
+        };
+        if !r.fill(8)? || &r.buf[..8] != MAGIC {
+            return Err(StreamError::Magic);
+        }
+        r.pos = 8;
+        Ok(r)
+    }
+
+    /// Offset in the stream of the next record.
+    pub fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    /// Makes `n` bytes available at `pos`; `false` at the end of input.
+    fn fill(&mut self, n: usize) -> Result<bool, StreamError> {
+        if self.len - self.pos >= n {
+            return Ok(true);
+        }
+        if self.pos > 0 {
+            self.buf.copy_within(self.pos..self.len, 0);
+            self.base += self.pos as u64;
+            self.len -= self.pos;
+            self.pos = 0;
+        }
+        if self.buf.len() < n {
+            self.buf.resize(n, 0);
+        }
+        while self.len < n && !self.eof {
+            match self.input.read(&mut self.buf[self.len..]) {
+                Ok(0) => self.eof = true,
+                Ok(k) => self.len += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(source) => {
+                    return Err(StreamError::Io {
+                        offset: self.base + self.len as u64,
+                        source,
+                    });
+                }
+            }
+        }
+        Ok(self.len - self.pos >= n)
+    }
+
+    fn need(&mut self, n: usize) -> Result<(), StreamError> {
+        if self.fill(n)? {
+            Ok(())
+        } else {
+            Err(StreamError::Truncated {
+                offset: self.offset(),
+            })
+        }
+    }
+
+    /// The next record; `None` when the input ends (without an end record
+    /// if the program did not exit normally).
+    #[inline]
+    pub fn next_record(&mut self) -> Result<Option<Record<'_>>, StreamError> {
+        if !self.fill(1)? {
+            return Ok(None);
+        }
+        let tag = self.buf[self.pos];
+        let size = match tag {
+            T_EXEC | T_THREAD => 5,
+            T_LOAD | T_STORE => 10,
+            T_END => 1,
+            T_DECL => {
+                self.need(14)?;
+                14 + self.buf[self.pos + 13] as usize
+            }
+            T_MAP => {
+                self.need(27)?;
+                27 + u16::from_le_bytes([self.buf[self.pos + 25], self.buf[self.pos + 26]]) as usize
+            }
+            _ => {
+                return Err(StreamError::Tag {
+                    offset: self.offset(),
+                    tag,
+                });
+            }
+        };
+        self.need(size)?;
+        let b = &self.buf[self.pos..self.pos + size];
+        self.pos += size;
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or_default());
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
+        Ok(Some(match tag {
+            T_EXEC => Record::Exec { id: u32_at(1) },
+            T_LOAD => Record::Load {
+                addr: u64_at(1),
+                size: b[9],
+            },
+            T_STORE => Record::Store {
+                addr: u64_at(1),
+                size: b[9],
+            },
+            T_THREAD => Record::Thread(u32_at(1)),
+            T_END => Record::End,
+            T_DECL => Record::Declare {
+                id: u32_at(1),
+                addr: u64_at(5),
+                code: &b[14..],
+            },
+            _ => Record::Map {
+                start: u64_at(1),
+                end: u64_at(9),
+                offset: u64_at(17),
+                path: &b[27..],
+            },
+        }))
+    }
+}
+
+/// Writes a stream (for tests and benchmarks; the plugin writes its own).
+pub struct TraceWriter<W: Write> {
+    out: W,
+}
+
+impl<W: Write> TraceWriter<W> {
+    /// Starts a stream.
+    pub fn new(mut out: W) -> io::Result<Self> {
+        out.write_all(MAGIC)?;
+        Ok(TraceWriter { out })
+    }
+
+    /// Writes one record.
+    pub fn write(&mut self, r: &Record<'_>) -> io::Result<()> {
+        let o = &mut self.out;
+        match *r {
+            Record::Declare { id, addr, code } => {
+                let n = u8::try_from(code.len())
+                    .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "code too long"))?;
+                o.write_all(&[T_DECL])?;
+                o.write_all(&id.to_le_bytes())?;
+                o.write_all(&addr.to_le_bytes())?;
+                o.write_all(&[n])?;
+                o.write_all(code)
+            }
+            Record::Exec { id } => {
+                o.write_all(&[T_EXEC])?;
+                o.write_all(&id.to_le_bytes())
+            }
+            Record::Load { addr, size } | Record::Store { addr, size } => {
+                let t = if matches!(r, Record::Load { .. }) {
+                    T_LOAD
+                } else {
+                    T_STORE
+                };
+                o.write_all(&[t])?;
+                o.write_all(&addr.to_le_bytes())?;
+                o.write_all(&[size])
+            }
+            Record::Map {
+                start,
+                end,
+                offset,
+                path,
+            } => {
+                let n = u16::try_from(path.len())
+                    .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path too long"))?;
+                o.write_all(&[T_MAP])?;
+                o.write_all(&start.to_le_bytes())?;
+                o.write_all(&end.to_le_bytes())?;
+                o.write_all(&offset.to_le_bytes())?;
+                o.write_all(&n.to_le_bytes())?;
+                o.write_all(path)
+            }
+            Record::Thread(n) => {
+                o.write_all(&[T_THREAD])?;
+                o.write_all(&n.to_le_bytes())
+            }
+            Record::End => o.write_all(&[T_END]),
+        }
+    }
+
+    /// The output, flushed.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<Record<'static>> {
+        vec![
+            Record::Map {
+                start: 0x400000,
+                end: 0x403000,
+                offset: 0x1000,
+                path: b"/bin/x",
+            },
+            Record::Declare {
+                id: 0,
+                addr: 0x401000,
+                code: &[0x48, 0x89, 0xe5],
+            },
+            Record::Exec { id: 0 },
+            Record::Load {
+                addr: 0x7fff_0000,
+                size: 8,
+            },
+            Record::Thread(3),
+            Record::Store { addr: 16, size: 1 },
+            Record::End,
+        ]
+    }
+
+    #[test]
+    fn round_trip() {
+        let mut w = TraceWriter::new(Vec::new()).unwrap();
+        for r in sample() {
+            w.write(&r).unwrap();
+        }
+        let bytes = w.finish().unwrap();
+        let mut r = TraceReader::new(&bytes[..]).unwrap();
+        let mut got = Vec::new();
+        while let Some(x) = r.next_record().unwrap() {
+            got.push(format!("{x:?}"));
+        }
+        let want: Vec<String> = sample().iter().map(|x| format!("{x:?}")).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn every_cut_is_an_error_or_a_clean_end() {
+        let mut w = TraceWriter::new(Vec::new()).unwrap();
+        for r in sample() {
+            w.write(&r).unwrap();
+        }
+        let bytes = w.finish().unwrap();
+        for cut in 0..bytes.len() {
+            let Ok(mut r) = TraceReader::new(&bytes[..cut]) else {
+                assert!(cut < 8);
+                continue;
+            };
+            loop {
+                match r.next_record() {
+                    Ok(Some(_)) => {}
+                    Ok(None) => break,
+                    Err(e) => {
+                        assert!(matches!(e, StreamError::Truncated { .. }), "{e}");
+                        break;
+                    }
+                }
+            }
+        }
+        let mut bad = bytes.clone();
+        bad[8] = 99;
+        let mut r = TraceReader::new(&bad[..]).unwrap();
+        assert!(matches!(
+            r.next_record(),
+            Err(StreamError::Tag { offset: 8, tag: 99 })
+        ));
+    }
+}
