@@ -146,11 +146,12 @@ fn machines(a: &Args) -> anyhow::Result<Vec<Machine>> {
                 .strip_prefix("--")
                 .and_then(|o| o.split_once('='))
                 .ok_or_else(|| anyhow!("--config {name}: `{o}`: expected --KEY=VALUE"))?;
+            let ctx = |e: tally_sim::SimError| anyhow!("--config {name}: {e}");
             match k {
-                "I1" => c.i1 = CacheConfig::parse("I1", v)?,
-                "D1" => c.d1 = CacheConfig::parse("D1", v)?,
-                "LL" => c.ll = CacheConfig::parse("LL", v)?,
-                "policy" => c.policy = Policy::parse(v)?,
+                "I1" => c.i1 = CacheConfig::parse("I1", v).map_err(ctx)?,
+                "D1" => c.d1 = CacheConfig::parse("D1", v).map_err(ctx)?,
+                "LL" => c.ll = CacheConfig::parse("LL", v).map_err(ctx)?,
+                "policy" => c.policy = Policy::parse(v).map_err(ctx)?,
                 "cache" => {
                     if !middle_given {
                         c.middle.clear();
@@ -577,6 +578,17 @@ fn run_native(
         .with_context(|| format!("cannot run {}", qemu.display()))?;
     drop(writer);
     let pid = child.id();
+    // Ctrl-C reaches the program too; tally stays to write what was
+    // simulated. A SIGTERM to tally is passed on to the program.
+    CHILD.store(pid as i32, std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: installing handlers; the SIGTERM handler only calls kill(2).
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(
+            libc::SIGTERM,
+            forward_term as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+    }
     let result = run_stream(reader, Path::new("<qemu plugin>"), engine, space, x86);
     let status = child.wait().context("waiting for the program")?;
     let (out, mut ending) = result?;
@@ -592,4 +604,17 @@ fn run_native(
         }
     }
     Ok((out, pid, ending, status))
+}
+
+/// The program being traced, for [`forward_term`].
+static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn forward_term(_: libc::c_int) {
+    let pid = CHILD.load(std::sync::atomic::Ordering::SeqCst);
+    if pid > 0 {
+        // SAFETY: kill(2) is async-signal-safe.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
 }

@@ -245,14 +245,26 @@ pub fn to_profile(
         let v = c.values();
         spec.events.iter().map(|&i| v[i]).collect()
     };
+    // Calls go right after their call site's cost line, as Callgrind
+    // writes them: the site is then the previous position, which every
+    // reader (callgrind_annotate included) resolves the same way.
+    let mut arcs_at: HashMap<u32, Vec<(u64, &crate::engine::Arc)>> = HashMap::new();
+    if spec.calls && k == 0 {
+        for ((site, target), arc) in &out.arcs {
+            arcs_at.entry(*site).or_default().push((*target, arc));
+        }
+        for v in arcs_at.values_mut() {
+            v.sort_by_key(|x| x.0);
+        }
+    }
     let mut order: Vec<usize> = (0..out.instrs.len()).collect();
     order.sort_by_key(|&i| out.instrs[i].addr);
-    let mut places: HashMap<usize, Place> = HashMap::new();
     let mut totals = vec![0u64; spec.events.len()];
     for i in order {
         let c = &out.costs[i * out.machines + k];
         let v = pick(c);
-        if v.iter().all(|&x| x == 0) {
+        let calls = arcs_at.get(&(i as u32));
+        if v.iter().all(|&x| x == 0) && calls.is_none() {
             continue;
         }
         let addr = out.instrs[i].addr;
@@ -261,32 +273,21 @@ pub fn to_profile(
         for (t, x) in totals.iter_mut().zip(&v) {
             *t += x;
         }
-        places.insert(i, pl);
-    }
-    if spec.calls && k == 0 {
-        let mut arcs: Vec<_> = out.arcs.iter().collect();
-        arcs.sort_by_key(|((site, target), _)| (out.instrs[*site as usize].addr, *target));
-        for ((site, target), arc) in arcs {
-            let site = *site as usize;
-            let s = match places.remove(&site) {
-                Some(p) => p,
-                None => placer.place(&mut prof, out.instrs[site].addr),
-            };
+        for (target, arc) in calls.into_iter().flatten() {
             let t = placer.place(&mut prof, *target);
             let info = CallInfo {
-                caller: s.function,
-                site_file: s.file,
+                caller: pl.function,
+                site_file: pl.file,
                 callee: t.function,
                 count: arc.count,
                 seq: part.next_seq(),
             };
             part.calls.push(
                 info,
-                &[out.instrs[site].addr, s.line],
+                &[addr, pl.line],
                 &[*target, t.line],
                 &pick(&arc.inclusive),
             );
-            places.insert(site, s);
         }
     }
     part.info.totals = Some(totals);

@@ -43,6 +43,10 @@ pub struct EngineOptions {
 /// A call in progress.
 #[derive(Clone, Debug)]
 struct Frame {
+    /// Instructions run in the call so far, counted up to 3: a call whose
+    /// first or second instruction jumps indirectly (a PLT stub) is a call
+    /// of where that jump goes, as Callgrind reports it.
+    fresh: u8,
     site: u32,
     target: u64,
     ret: u64,
@@ -183,6 +187,11 @@ impl Engine {
         }
         self.th.cur = i;
         self.th.accessed = false;
+        if let Some(f) = self.th.stack.last_mut()
+            && f.fresh < 3
+        {
+            f.fresh += 1;
+        }
         self.on(i, |m, c| m.fetch(ins.addr, u64::from(ins.size), c));
         if ins.flow.kind != Kind::Other {
             self.th.pending = Some(i);
@@ -196,7 +205,16 @@ impl Engine {
         let bs = self.opts.branch_sim;
         match ins.flow.kind {
             Kind::Cond if bs => self.on(p, |m, c| m.cond_branch(ins.addr, next != fall, c)),
-            Kind::IndirectJump if bs => self.on(p, |m, c| m.indirect_branch(ins.addr, next, c)),
+            Kind::IndirectJump => {
+                if bs {
+                    self.on(p, |m, c| m.indirect_branch(ins.addr, next, c));
+                }
+                if let Some(f) = self.th.stack.last_mut()
+                    && f.fresh <= 2
+                {
+                    f.target = next;
+                }
+            }
             Kind::Rep if bs => {
                 let ran = self.th.accessed;
                 self.on(p, |m, c| m.cond_branch(ins.addr, ran, c));
@@ -216,6 +234,7 @@ impl Engine {
                 }
                 if self.opts.calls {
                     self.th.stack.push(Frame {
+                        fresh: 0,
                         site: p,
                         target: next,
                         ret: fall,
