@@ -186,7 +186,12 @@ impl Placer<'_> {
         let object = names.object(img.path.as_os_str().as_encoded_bytes());
         let a = addr.wrapping_sub(img.bias);
         let f = img.file.as_ref();
-        let sym = f.and_then(|f| f.symbol_at(a));
+        // Valgrind drops symbols of size 0 (`_init`, crtstuff's
+        // `frame_dummy`, ...): their code is `???` in its profiles, and so
+        // in ours, or per-function counts would not compare.
+        let sym = f
+            .and_then(|f| f.symbol_at(a))
+            .filter(|s| s.size > 0 || s.aliases.iter().any(|x| x.size > 0));
         let (file, line) = match f.and_then(|f| f.source_line(a)) {
             Some((file, line)) => (names.file(file.as_bytes()), u64::from(line)),
             None => (unknown, 0),
@@ -201,7 +206,7 @@ impl Placer<'_> {
                 }),
             _ => file,
         };
-        let name = names.symbol(sym.map_or("???", |s| s.display_name()).as_bytes());
+        let name = names.symbol(below_main(sym.map_or("???", |s| s.valgrind_name())).as_bytes());
         let function = names.function(FunctionKey {
             object,
             file: fn_file,
@@ -213,6 +218,18 @@ impl Placer<'_> {
             line,
         }
     }
+}
+
+/// Valgrind's name for the startup code that calls `main` (its
+/// `--show-below-main=no` default): the functions differ between libc
+/// versions, the name does not, so profiles compare across them.
+fn below_main(name: &str) -> &str {
+    let below = matches!(
+        name,
+        "_start" | "__libc_start_main" | "__libc_start_call_main" | "generic_start_main"
+    ) || name.starts_with("__libc_start_main.")
+        || name.starts_with("generic_start_main.");
+    if below { "(below main)" } else { name }
 }
 
 /// Builds the profile of machine `k` of a run.

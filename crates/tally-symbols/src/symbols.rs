@@ -84,6 +84,29 @@ impl Symbol {
         self.demangled.as_deref().unwrap_or(&self.name)
     }
 
+    /// The name Valgrind's tools print for this function, which picks
+    /// among aliases by its own rule: of the names as long as the function
+    /// (Valgrind groups names by address and size), the shortest before
+    /// any `@version`, then a versioned one, then the first in byte order;
+    /// demangled if mangled.
+    pub fn valgrind_name(&self) -> &str {
+        let size = self
+            .aliases
+            .iter()
+            .map(|a| a.size)
+            .fold(self.size, u64::max);
+        let names = std::iter::once((self.size, &self.name, &self.demangled))
+            .chain(self.aliases.iter().map(|a| (a.size, &a.name, &a.demangled)));
+        fn key(n: &str) -> (usize, bool, &str) {
+            let v = n.find('@');
+            (v.unwrap_or(n.len()), v.is_none(), n)
+        }
+        names
+            .filter(|(s, _, _)| *s == size)
+            .min_by(|a, b| key(a.1).cmp(&key(b.1)))
+            .map_or(self.display_name(), |(_, n, d)| d.as_deref().unwrap_or(n))
+    }
+
     /// Whether `addr` lies in `[address, end)`.
     pub fn contains(&self, addr: u64) -> bool {
         self.address <= addr && addr < self.end
@@ -516,6 +539,37 @@ mod tests {
         assert_eq!(aliases, ["malloc", "__libc_malloc"]);
         assert_eq!(t.find_function("malloc").unwrap().address, 0x1000);
         assert_eq!(t.find_function("__libc_malloc").unwrap().address, 0x1000);
+    }
+
+    #[test]
+    fn valgrind_names_follow_its_own_preference() {
+        // Names seen in Debian's libc: shortest before the version, then
+        // versioned, then byte order; names of another size do not count.
+        let t = SymbolTable::new(vec![
+            raw("__GI_____strtol_l_internal", 0x1000, 16, Binding::Local),
+            raw("____strtol_l_internal", 0x1000, 16, Binding::Local),
+            raw("_exit", 0x1010, 8, Binding::Global),
+            raw("_Exit", 0x1010, 8, Binding::Weak),
+            raw("__default_morecore@GLIBC_2.2.5", 0x1020, 8, Binding::Global),
+            raw("__default_morecore", 0x1020, 8, Binding::Global),
+            raw("__glibc_morecore", 0x1020, 8, Binding::Local),
+            raw("memcpy@GLIBC_2.2.5", 0x1030, 8, Binding::Global),
+            raw("memcpy@@GLIBC_2.14", 0x1030, 8, Binding::Global),
+            raw("memcpy", 0x1030, 8, Binding::Global),
+            raw("a", 0x1040, 2, Binding::Global),
+            raw("long_name", 0x1040, 8, Binding::Global),
+        ]);
+        let names: Vec<_> = t.symbols().iter().map(|s| s.valgrind_name()).collect();
+        assert_eq!(
+            names,
+            [
+                "____strtol_l_internal",
+                "_Exit",
+                "__glibc_morecore",
+                "memcpy@@GLIBC_2.14",
+                "long_name"
+            ]
+        );
     }
 
     #[test]
