@@ -554,20 +554,26 @@ fn run_native(
     };
     let plugin = find_plugin(a)?;
     let (reader, writer) = std::io::pipe().context("cannot create a pipe")?;
+    let buffers = shared_buffers().context("cannot create the plugin's buffer file")?;
     use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;
-    let wfd = writer.as_raw_fd();
+    let (wfd, bfd) = (writer.as_raw_fd(), buffers.as_raw_fd());
+    // The plugin moves both out of the guest's way at once.
     const CHILD_FD: i32 = 3;
+    const BUFFERS_FD: i32 = 4;
     let mut c = Command::new(&qemu);
     c.arg("-plugin")
-        .arg(format!("{},fd={CHILD_FD}", plugin.display()))
+        .arg(format!(
+            "{},fd={CHILD_FD},shm={BUFFERS_FD}",
+            plugin.display()
+        ))
         .arg(&prog)
         .args(&a.command[1..])
         .stdin(Stdio::inherit());
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         c.pre_exec(move || {
-            if libc::dup2(wfd, CHILD_FD) < 0 {
+            if libc::dup2(wfd, CHILD_FD) < 0 || libc::dup2(bfd, BUFFERS_FD) < 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
@@ -589,7 +595,14 @@ fn run_native(
             forward_term as extern "C" fn(libc::c_int) as libc::sighandler_t,
         );
     }
-    let result = run_stream(reader, Path::new("<qemu plugin>"), engine, space, x86);
+    // When the pipe ends, QEMU is gone: what it had not written yet is in
+    // the buffer file.
+    let input = WithTail {
+        head: reader,
+        tail: None,
+        buffers: &buffers,
+    };
+    let result = run_stream(input, Path::new("<qemu plugin>"), engine, space, x86);
     let status = child.wait().context("waiting for the program")?;
     let (out, mut ending) = result?;
     if !status.success() {
@@ -604,6 +617,51 @@ fn run_native(
         }
     }
     Ok((out, pid, ending, status))
+}
+
+/// Slots in the plugin's buffer file: vCPUs (guest threads) beyond these
+/// lose their last unwritten records if QEMU dies of a signal.
+const BUFFER_SLOTS: u32 = 64;
+
+/// An anonymous file for the plugin's buffers (sparse: only the slots of
+/// running threads take memory).
+fn shared_buffers() -> std::io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::fs::FileExt;
+    use tally_sim::trace::shared;
+    // SAFETY: memfd_create with a valid name; the descriptor is ours.
+    let fd = unsafe { libc::memfd_create(c"tally-sim-buffers".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor owned by nothing else.
+    let f = unsafe { std::fs::File::from_raw_fd(fd) };
+    f.set_len(shared::size(BUFFER_SLOTS))?;
+    f.write_all_at(&shared::header(BUFFER_SLOTS), 0)?;
+    Ok(f)
+}
+
+/// The plugin's stream, then, once it ends, the records left in the
+/// buffer file.
+struct WithTail<'a> {
+    head: std::io::PipeReader,
+    tail: Option<std::io::Cursor<Vec<u8>>>,
+    buffers: &'a std::fs::File,
+}
+
+impl Read for WithTail<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if let Some(t) = &mut self.tail {
+            return t.read(buf);
+        }
+        match self.head.read(buf)? {
+            0 => {
+                let rest = tally_sim::trace::shared::pending(self.buffers, BUFFER_SLOTS)?;
+                self.tail.insert(std::io::Cursor::new(rest)).read(buf)
+            }
+            n => Ok(n),
+        }
+    }
 }
 
 /// The program being traced, for [`forward_term`].

@@ -10,6 +10,10 @@
 //!
 //! Records are buffered per vCPU and written in whole buffers; a buffer
 //! from a different vCPU than the last one is preceded by a thread record.
+//! With `shm=FD` (a file tally made) the buffers of the first vCPUs live in
+//! that file, each behind a length that is updated after every record, so
+//! when QEMU dies without running the exit callback (the guest crashed or
+//! was killed by a signal) tally still finds the records not yet written.
 //! Instruction declarations (address, size, bytes) are written as soon as a
 //! block is translated, before any execution of it can be written. When a
 //! block lies outside every mapping already reported, the plugin reads the
@@ -23,7 +27,7 @@ use std::fs::File;
 use std::io::Write;
 use std::os::fd::FromRawFd;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Stream tags; kept equal to `tally_sim::trace`.
 const MAGIC: &[u8; 8] = b"TALLYTR1";
@@ -39,6 +43,13 @@ const T_THREAD: u8 = 7;
 const FLUSH_AT: usize = 1 << 18;
 /// vCPUs with their own buffer; later ones share a locked slow path.
 const MAX_VCPUS: usize = 1024;
+/// Room in a buffer: a flush starts at `FLUSH_AT`; no record is longer.
+const BUF_CAP: usize = FLUSH_AT + 64;
+/// Layout of the `shm=` file, shared with `tally sim`: this magic, the
+/// number of slots (u32) and each slot's size (u32), then the slots, each
+/// a little-endian u64 count of pending bytes followed by the bytes.
+const SHM_MAGIC: &[u8; 8] = b"TALLYSH1";
+const SHM_HEADER: usize = 16;
 
 #[unsafe(no_mangle)]
 pub static qemu_plugin_version: c_int = QEMU_PLUGIN_VERSION as c_int;
@@ -53,9 +64,23 @@ struct Out {
     failed: bool,
 }
 
+/// A vCPU's buffer: `BUF_CAP` bytes at `data`, in the shared file (then
+/// `published` is its pending-byte count there) or on the heap.
+struct Buf {
+    data: *mut u8,
+    len: usize,
+    published: *const AtomicU64,
+}
+
 static OUT: Mutex<Option<Out>> = Mutex::new(None);
-static BUFS: [AtomicPtr<Vec<u8>>; MAX_VCPUS] =
+static BUFS: [AtomicPtr<Buf>; MAX_VCPUS] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_VCPUS];
+/// The shared file's mapping: start (0 if none), size, slot count.
+static SHM_BASE: AtomicUsize = AtomicUsize::new(0);
+static SHM_SIZE: AtomicUsize = AtomicUsize::new(0);
+static SHM_SLOTS: AtomicUsize = AtomicUsize::new(0);
+/// Set in a forked child: it records nothing (the stream is the parent's).
+static SILENT: AtomicBool = AtomicBool::new(false);
 static OVERFLOW: Mutex<Vec<u8>> = Mutex::new(Vec::new());
 static OVERFLOW_VCPU: AtomicU32 = AtomicU32::new(u32::MAX);
 
@@ -77,13 +102,35 @@ fn write_out(out: &mut Out, vcpu: u32, bytes: &[u8]) {
     }
 }
 
-/// The buffer of `vcpu`, created on first use.
+/// The buffer of `vcpu`, created on first use: its slot of the shared
+/// file if it has one, else on the heap.
+#[cold]
+fn new_buffer(vcpu: usize) -> *mut Buf {
+    let base = SHM_BASE.load(Ordering::Acquire);
+    let slots = SHM_SLOTS.load(Ordering::Acquire);
+    let buf = if base != 0 && vcpu < slots {
+        let slot = base + SHM_HEADER + vcpu * (8 + BUF_CAP);
+        Buf {
+            data: (slot + 8) as *mut u8,
+            len: 0,
+            published: slot as *const AtomicU64,
+        }
+    } else {
+        Buf {
+            data: Box::leak(vec![0u8; BUF_CAP].into_boxed_slice()).as_mut_ptr(),
+            len: 0,
+            published: std::ptr::null(),
+        }
+    };
+    Box::into_raw(Box::new(buf))
+}
+
 #[inline]
-fn buffer(vcpu: c_uint) -> Option<&'static mut Vec<u8>> {
+fn buffer(vcpu: c_uint) -> Option<&'static mut Buf> {
     let slot = BUFS.get(vcpu as usize)?;
     let mut p = slot.load(Ordering::Acquire);
     if p.is_null() {
-        p = Box::into_raw(Box::new(Vec::with_capacity(FLUSH_AT + 64)));
+        p = new_buffer(vcpu as usize);
         slot.store(p, Ordering::Release);
     }
     // SAFETY: in user mode a vCPU is one guest thread, run by one host
@@ -92,21 +139,42 @@ fn buffer(vcpu: c_uint) -> Option<&'static mut Vec<u8>> {
     Some(unsafe { &mut *p })
 }
 
-fn flush(vcpu: u32, buf: &mut Vec<u8>) {
-    if let Ok(mut g) = OUT.lock()
+impl Buf {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `data` holds `BUF_CAP >= len` bytes, `len` of them written.
+        unsafe { std::slice::from_raw_parts(self.data, self.len) }
+    }
+
+    fn set_len(&mut self, len: usize) {
+        self.len = len;
+        if !self.published.is_null() {
+            // SAFETY: an aligned u64 in the shared mapping, live for the run.
+            unsafe { (*self.published).store(len as u64, Ordering::Release) };
+        }
+    }
+}
+
+fn flush(vcpu: u32, buf: &mut Buf) {
+    if !SILENT.load(Ordering::Relaxed)
+        && let Ok(mut g) = OUT.lock()
         && let Some(out) = g.as_mut()
     {
-        write_out(out, vcpu, buf);
+        write_out(out, vcpu, buf.bytes());
     }
-    buf.clear();
+    buf.set_len(0);
 }
 
 #[inline]
 fn record(vcpu: c_uint, bytes: &[u8]) {
     match buffer(vcpu) {
         Some(buf) => {
-            buf.extend_from_slice(bytes);
-            if buf.len() >= FLUSH_AT {
+            // SAFETY: `len < FLUSH_AT` before a record, and no record is
+            // longer than `BUF_CAP - FLUSH_AT`.
+            unsafe {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.data.add(buf.len), bytes.len());
+            }
+            buf.set_len(buf.len + bytes.len());
+            if buf.len >= FLUSH_AT {
                 flush(vcpu, buf);
             }
         }
@@ -209,6 +277,9 @@ fn report_mapping(out: &mut Out, guest: u64, host: u64, records: &mut Vec<u8>) {
 }
 
 unsafe extern "C" fn on_translate(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
+    if SILENT.load(Ordering::Relaxed) {
+        return;
+    }
     let mut g = OUT.lock().unwrap_or_else(|e| e.into_inner());
     let Some(out) = g.as_mut() else { return };
     // SAFETY: `tb` and its instructions are valid during this callback, as
@@ -255,6 +326,9 @@ unsafe extern "C" fn on_translate(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb
 }
 
 unsafe extern "C" fn on_exit(_id: qemu_plugin_id_t, _: *mut c_void) {
+    if SILENT.load(Ordering::Relaxed) {
+        return;
+    }
     for (vcpu, slot) in BUFS.iter().enumerate() {
         let p = slot.load(Ordering::Acquire);
         if !p.is_null() {
@@ -270,6 +344,78 @@ unsafe extern "C" fn on_exit(_id: qemu_plugin_id_t, _: *mut c_void) {
         if !out.failed {
             let _ = out.file.write_all(&[T_END]);
             let _ = out.file.flush();
+        }
+    }
+}
+
+/// Moves a descriptor to a high number, closed on exec: the guest shares
+/// QEMU's descriptor table, and expects 3 and up to be free, and programs
+/// it runs must not hold the stream open.
+fn keep_out_of_the_guests_way(file: File) -> std::io::Result<File> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // SAFETY: duplicating a descriptor we own.
+    let fd = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 1000) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    drop(file);
+    // SAFETY: `fd` is a new descriptor, owned by nothing else.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Maps the shared buffer file tally made and checks its header.
+fn map_shared(fd: i32) -> Result<(), String> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // SAFETY: the caller handed this descriptor to the plugin.
+    let f =
+        keep_out_of_the_guests_way(unsafe { File::from_raw_fd(fd) }).map_err(|e| e.to_string())?;
+    let size = f.metadata().map_err(|e| e.to_string())?.len() as usize;
+    if size < SHM_HEADER {
+        return Err("too small".into());
+    }
+    // SAFETY: mapping a file we own, shared, for the life of the process.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    // SAFETY: `size >= SHM_HEADER` bytes are mapped at `base`.
+    let head = unsafe { std::slice::from_raw_parts(base as *const u8, SHM_HEADER) };
+    let slots = u32::from_le_bytes([head[8], head[9], head[10], head[11]]) as usize;
+    let slot = u32::from_le_bytes([head[12], head[13], head[14], head[15]]) as usize;
+    if &head[..8] != SHM_MAGIC || slot != 8 + BUF_CAP || SHM_HEADER + slots * slot > size {
+        return Err("not a tally buffer file of this version".into());
+    }
+    SHM_SIZE.store(size, Ordering::Release);
+    SHM_SLOTS.store(slots.min(MAX_VCPUS), Ordering::Release);
+    SHM_BASE.store(base as usize, Ordering::Release);
+    Ok(())
+}
+
+/// In a child the guest forked: stop recording, and put private memory
+/// where the shared buffers were, so the child cannot touch the parent's.
+extern "C" fn in_forked_child() {
+    SILENT.store(true, Ordering::Relaxed);
+    let base = SHM_BASE.load(Ordering::Acquire);
+    if base != 0 {
+        // SAFETY: replacing our own mapping with anonymous memory.
+        unsafe {
+            libc::mmap(
+                base as *mut c_void,
+                SHM_SIZE.load(Ordering::Acquire),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                -1,
+                0,
+            );
         }
     }
 }
@@ -305,7 +451,18 @@ pub unsafe extern "C" fn qemu_plugin_install(
         return -1;
     }
     let mut file = None;
+    let mut shm = None;
     for a in &args {
+        if let Some(fd) = a.strip_prefix("shm=") {
+            match fd.parse::<i32>() {
+                Ok(fd) if fd >= 0 => shm = Some(fd),
+                _ => {
+                    say(&format!("bad argument `{a}`"));
+                    return -1;
+                }
+            }
+            continue;
+        }
         if let Some(fd) = a.strip_prefix("fd=") {
             match fd.parse::<i32>() {
                 // SAFETY: the caller handed this descriptor to the plugin.
@@ -328,10 +485,26 @@ pub unsafe extern "C" fn qemu_plugin_install(
             return -1;
         }
     }
-    let Some(mut file) = file else {
+    let Some(file) = file else {
         say("no output: give fd=N or out=PATH");
         return -1;
     };
+    let mut file = match keep_out_of_the_guests_way(file) {
+        Ok(f) => f,
+        Err(e) => {
+            say(&format!("cannot move the trace descriptor: {e}"));
+            return -1;
+        }
+    };
+    if let Some(fd) = shm
+        && let Err(e) = map_shared(fd)
+    {
+        say(&format!("shm={fd}: {e}"));
+        return -1;
+    }
+    // SAFETY: registering a fork handler that only makes async-signal-safe
+    // calls.
+    unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
     if file.write_all(MAGIC).is_err() {
         say("cannot write the trace");
         return -1;

@@ -115,10 +115,17 @@ impl<R: Read> TraceReader<R> {
     }
 
     /// Makes `n` bytes available at `pos`; `false` at the end of input.
+    #[inline(always)]
     fn fill(&mut self, n: usize) -> Result<bool, StreamError> {
         if self.len - self.pos >= n {
             return Ok(true);
         }
+        self.refill(n)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refill(&mut self, n: usize) -> Result<bool, StreamError> {
         if self.pos > 0 {
             self.buf.copy_within(self.pos..self.len, 0);
             self.base += self.pos as u64;
@@ -144,6 +151,7 @@ impl<R: Read> TraceReader<R> {
         Ok(self.len - self.pos >= n)
     }
 
+    #[inline(always)]
     fn need(&mut self, n: usize) -> Result<(), StreamError> {
         if self.fill(n)? {
             Ok(())
@@ -279,6 +287,63 @@ impl<W: Write> TraceWriter<W> {
     pub fn finish(mut self) -> io::Result<W> {
         self.out.flush()?;
         Ok(self.out)
+    }
+}
+
+/// The buffer file the QEMU plugin shares with `tally sim` (`shm=FD`).
+///
+/// The plugin keeps each of its first vCPUs' unwritten records in a slot of
+/// this file, behind a count updated after every record. QEMU skips the
+/// plugin's exit callback when the guest dies of a signal; the records it
+/// had not yet written are then still here, and [`pending`](shared::pending)
+/// turns them into the stream's tail.
+pub mod shared {
+    use std::fs::File;
+    use std::os::unix::fs::FileExt;
+
+    /// First bytes of the file; then the slot count and slot size (u32 each).
+    pub const MAGIC: &[u8; 8] = b"TALLYSH1";
+    /// Bytes before the first slot.
+    pub const HEADER: usize = 16;
+    /// Bytes of records a slot holds (the plugin writes at 256 KiB).
+    pub const CAPACITY: usize = (1 << 18) + 64;
+    /// A slot: the pending-byte count (u64), then the records.
+    pub const SLOT: usize = 8 + CAPACITY;
+
+    /// Size of a file with `slots` slots.
+    pub fn size(slots: u32) -> u64 {
+        (HEADER + slots as usize * SLOT) as u64
+    }
+
+    /// The header for `slots` slots.
+    pub fn header(slots: u32) -> [u8; HEADER] {
+        let mut h = [0u8; HEADER];
+        h[..8].copy_from_slice(MAGIC);
+        h[8..12].copy_from_slice(&slots.to_le_bytes());
+        h[12..].copy_from_slice(&(SLOT as u32).to_le_bytes());
+        h
+    }
+
+    /// The records left in the slots, each slot's behind a thread record:
+    /// stream bytes to append to what the plugin wrote. A slot whose count
+    /// is impossible is skipped.
+    pub fn pending(file: &File, slots: u32) -> std::io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        for k in 0..slots {
+            let at = (HEADER + k as usize * SLOT) as u64;
+            let mut n = [0u8; 8];
+            file.read_exact_at(&mut n, at)?;
+            let n = u64::from_le_bytes(n);
+            if n == 0 || n > CAPACITY as u64 {
+                continue;
+            }
+            out.push(super::T_THREAD);
+            out.extend_from_slice(&k.to_le_bytes());
+            let from = out.len();
+            out.resize(from + n as usize, 0);
+            file.read_exact_at(&mut out[from..], at + 8)?;
+        }
+        Ok(out)
     }
 }
 
