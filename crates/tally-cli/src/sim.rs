@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use tally_model::Format;
 use tally_sim::attrib::{AddressSpace, ProfileSpec, to_profile};
-use tally_sim::engine::{Engine, EngineOptions, Output};
-use tally_sim::flow::{Flow, classify_x86_64};
+use tally_sim::engine::{Engine, EngineOptions, Feeder, Output};
 use tally_sim::lackey::{LackeyReader, Record as LackeyRecord};
 use tally_sim::machine::{describe, host_caches, summary};
 use tally_sim::trace::{Record, TraceReader};
@@ -415,8 +414,15 @@ fn run_stream(
     x86: bool,
 ) -> anyhow::Result<(Output, Ending)> {
     let mut r = TraceReader::new(input).map_err(|e| anyhow!("{}: {e}", name.display()))?;
-    let mut ids: Vec<u32> = Vec::new();
+    let mut feeder = Feeder::new();
     let mut ending = Ending::Incomplete("the trace ends before the program's exit".into());
+    let undeclared = |r: &TraceReader<_>, id: u32| {
+        anyhow!(
+            "{}: byte {}: instruction {id} executed before it was declared",
+            name.display(),
+            r.offset()
+        )
+    };
     loop {
         let rec = match r.next_record() {
             Ok(Some(x)) => x,
@@ -431,42 +437,25 @@ fn run_stream(
             Err(e) => bail!("{}: {e}", name.display()),
         };
         match rec {
-            Record::Exec { id } => match ids.get(id as usize) {
-                Some(&i) if i != u32::MAX => engine.exec(i),
-                _ => bail!(
-                    "{}: byte {}: instruction {id} executed before it was declared",
-                    name.display(),
-                    r.offset()
-                ),
-            },
-            Record::Load { addr, size } => engine.load(addr, size),
-            Record::Store { addr, size } => engine.store(addr, size),
-            Record::Declare { id, addr, code } => {
-                let flow = if x86 {
-                    classify_x86_64(code, addr)
-                } else {
-                    Flow::default()
-                };
-                let size = code.len() as u8;
-                let i = engine.declare(addr, size, || flow);
-                let id = id as usize;
-                if ids.len() <= id {
-                    ids.resize(id + 1, u32::MAX);
-                }
-                ids[id] = i;
-            }
             Record::Map {
                 start,
                 end,
                 offset,
                 path,
             } => space.add_mapping(start, end, offset, path),
-            Record::Thread(t) => engine.thread(t),
             Record::End => {
                 ending = Ending::Complete;
                 break;
             }
+            rec => {
+                if let Err(id) = feeder.feed(&mut engine, &rec, x86) {
+                    return Err(undeclared(&r, id));
+                }
+            }
         }
+    }
+    if let Err(id) = feeder.finish(&mut engine) {
+        return Err(undeclared(&r, id));
     }
     Ok((engine.finish(), ending))
 }
@@ -554,6 +543,13 @@ fn run_native(
     };
     let plugin = find_plugin(a)?;
     let (reader, writer) = std::io::pipe().context("cannot create a pipe")?;
+    {
+        use std::os::fd::AsRawFd;
+        // A larger pipe lets QEMU and tally run side by side with fewer
+        // wake-ups; the system may refuse (its limit), which only costs time.
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe { libc::fcntl(reader.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+    }
     let buffers = shared_buffers().context("cannot create the plugin's buffer file")?;
     use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;

@@ -38,6 +38,12 @@ const T_STORE: u8 = 4;
 const T_MAP: u8 = 5;
 const T_END: u8 = 6;
 const T_THREAD: u8 = 7;
+const T_BLOCK: u8 = 8;
+const T_LOAD_AT: u8 = 9;
+const T_STORE_AT: u8 = 10;
+/// Longest block written as one block record; longer ones (rare) get a
+/// record per instruction.
+const MAX_BLOCK: usize = 255;
 
 /// Bytes a vCPU buffers before writing.
 const FLUSH_AT: usize = 1 << 18;
@@ -207,6 +213,38 @@ unsafe extern "C" fn on_exec(vcpu: c_uint, udata: *mut c_void) {
     record(vcpu, &r);
 }
 
+/// A block starts: `udata` holds its first instruction id (low 32 bits)
+/// and its length.
+unsafe extern "C" fn on_block(vcpu: c_uint, udata: *mut c_void) {
+    let v = udata as usize as u64;
+    let mut r = [T_BLOCK, 0, 0, 0, 0, 0];
+    r[1..5].copy_from_slice(&(v as u32).to_le_bytes());
+    r[5] = (v >> 32) as u8;
+    record(vcpu, &r);
+}
+
+/// An access by instruction `udata` of its block.
+unsafe extern "C" fn on_mem_at(
+    vcpu: c_uint,
+    info: qemu_plugin_meminfo_t,
+    vaddr: u64,
+    udata: *mut c_void,
+) {
+    // SAFETY: plain queries of the access description QEMU passed in.
+    let (shift, store) = unsafe {
+        (
+            qemu_plugin_mem_size_shift(info),
+            qemu_plugin_mem_is_store(info),
+        )
+    };
+    let mut r = [0u8; 11];
+    r[0] = if store { T_STORE_AT } else { T_LOAD_AT };
+    r[1] = udata as usize as u8;
+    r[2..10].copy_from_slice(&vaddr.to_le_bytes());
+    r[10] = 1u8 << shift;
+    record(vcpu, &r);
+}
+
 unsafe extern "C" fn on_mem(vcpu: c_uint, info: qemu_plugin_meminfo_t, vaddr: u64, _: *mut c_void) {
     // SAFETY: plain queries of the access description QEMU passed in.
     let (shift, store) = unsafe {
@@ -286,6 +324,7 @@ unsafe extern "C" fn on_translate(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb
     // the plugin API guarantees; the data pointers cover `size` bytes.
     unsafe {
         let n = qemu_plugin_tb_n_insns(tb);
+        let whole = n <= MAX_BLOCK;
         let mut records = Vec::with_capacity(n * 32);
         for i in 0..n {
             let insn = qemu_plugin_tb_get_insn(tb, i);
@@ -303,19 +342,39 @@ unsafe extern "C" fn on_translate(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb
             records.extend_from_slice(&vaddr.to_le_bytes());
             records.push(size as u8);
             records.extend_from_slice(data);
-            qemu_plugin_register_vcpu_insn_exec_cb(
-                insn,
-                Some(on_exec),
-                qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
-                id as usize as *mut c_void,
-            );
-            qemu_plugin_register_vcpu_mem_cb(
-                insn,
-                Some(on_mem),
-                qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
-                qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
-                std::ptr::null_mut(),
-            );
+            if i == 0 && whole {
+                // One record per run of the block; its instructions have
+                // consecutive ids from this one.
+                qemu_plugin_register_vcpu_tb_exec_cb(
+                    tb,
+                    Some(on_block),
+                    qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                    (u64::from(id) | (n as u64) << 32) as usize as *mut c_void,
+                );
+            }
+            if whole {
+                qemu_plugin_register_vcpu_mem_cb(
+                    insn,
+                    Some(on_mem_at),
+                    qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                    qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
+                    i as *mut c_void,
+                );
+            } else {
+                qemu_plugin_register_vcpu_insn_exec_cb(
+                    insn,
+                    Some(on_exec),
+                    qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                    id as usize as *mut c_void,
+                );
+                qemu_plugin_register_vcpu_mem_cb(
+                    insn,
+                    Some(on_mem),
+                    qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                    qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
+                    std::ptr::null_mut(),
+                );
+            }
         }
         // Declarations carry no vCPU: written at once, ahead of any
         // execution record that names them.

@@ -133,6 +133,11 @@ pub struct Cache {
     /// Tree-PLRU: `assoc - 1` direction bits per set (heap order).
     plru: Vec<bool>,
     rng: u64,
+    /// The line the last reference ended on. Referencing it again is a hit
+    /// that changes nothing under every policy (it is the most recent line
+    /// of its set), so it needs no lookup: most instruction fetches are
+    /// such.
+    recent: u64,
 }
 
 impl Cache {
@@ -162,6 +167,7 @@ impl Cache {
                 Policy::Random(seed) => seed | 1,
                 _ => 1,
             },
+            recent: u64::MAX,
         })
     }
 
@@ -176,8 +182,13 @@ impl Cache {
         let first = addr >> self.line_bits;
         let last = addr.wrapping_add(size.max(1) - 1) >> self.line_bits;
         if first == last {
+            if first == self.recent {
+                return false;
+            }
+            self.recent = first;
             return self.line_miss(first);
         }
+        self.recent = last;
         // Every line is looked up: each lookup updates its set.
         let mut miss = false;
         let mut line = first;
@@ -192,23 +203,42 @@ impl Cache {
     }
 
     /// Looks a line up, installs it on a miss; `true` for a miss.
-    #[inline]
+    ///
+    /// Most references hit the most recent line of their set; under LRU
+    /// and FIFO that changes nothing, so it is checked here, inlined, and
+    /// the rest is a call.
+    #[inline(always)]
     fn line_miss(&mut self, line: u64) -> bool {
         let set = (line & self.set_mask) as usize;
+        if matches!(self.policy, Policy::Lru | Policy::Fifo)
+            && self.tags.get(set * self.assoc) == Some(&line)
+        {
+            return false;
+        }
+        self.look_up(set, line)
+    }
+
+    #[inline(never)]
+    fn look_up(&mut self, set: usize, line: u64) -> bool {
         let a = self.assoc;
         let ways = &mut self.tags[set * a..(set + 1) * a];
         match self.policy {
             Policy::Lru => {
-                if ways[0] == line {
-                    return false;
-                }
-                if let Some(i) = ways.iter().position(|&t| t == line) {
-                    ways.copy_within(0..i, 1);
-                    ways[0] = line;
-                    return false;
-                }
-                ways.copy_within(0..a - 1, 1);
+                // One pass: shift each way down until the line is found
+                // (a hit, now in front) or falls off the end (a miss).
+                let mut prev = ways[0];
                 ways[0] = line;
+                if prev == line {
+                    return false;
+                }
+                for w in &mut ways[1..] {
+                    let t = *w;
+                    *w = prev;
+                    if t == line {
+                        return false;
+                    }
+                    prev = t;
+                }
                 true
             }
             Policy::Fifo => {

@@ -12,7 +12,8 @@
 //! of the first machine; the matching return pops it and the difference is
 //! the call's inclusive cost, as Callgrind reports it.
 
-use crate::flow::{Flow, Kind};
+use crate::flow::{Flow, Kind, classify_x86_64};
+use crate::trace::Record;
 use crate::{Counts, Hierarchy};
 use rustc_hash::FxHashMap;
 
@@ -178,7 +179,7 @@ impl Engine {
     }
 
     /// Instruction `i` executes.
-    #[inline]
+    #[inline(always)]
     pub fn exec(&mut self, i: u32) {
         self.release();
         let ins = self.instrs[i as usize];
@@ -187,7 +188,8 @@ impl Engine {
         }
         self.th.cur = i;
         self.th.accessed = false;
-        if let Some(f) = self.th.stack.last_mut()
+        if self.opts.calls
+            && let Some(f) = self.th.stack.last_mut()
             && f.fresh < 3
         {
             f.fresh += 1;
@@ -270,7 +272,7 @@ impl Engine {
     }
 
     /// Simulates the held access, if any.
-    #[inline]
+    #[inline(always)]
     fn release(&mut self) {
         if let Some(h) = self.th.held.take() {
             let cur = self.th.cur;
@@ -283,7 +285,7 @@ impl Engine {
     }
 
     /// A load by the current instruction.
-    #[inline]
+    #[inline(always)]
     pub fn load(&mut self, addr: u64, size: u8) {
         self.th.accessed = true;
         let cur = self.th.cur;
@@ -307,7 +309,7 @@ impl Engine {
     }
 
     /// A store by the current instruction.
-    #[inline]
+    #[inline(always)]
     pub fn store(&mut self, addr: u64, size: u8) {
         self.th.accessed = true;
         let cur = self.th.cur;
@@ -383,5 +385,270 @@ impl Engine {
             machines: self.machines.len(),
             arcs: self.arcs,
         }
+    }
+}
+
+/// Feeds the records of a tally trace stream to an [`Engine`]: maps the
+/// stream's instruction ids to the engine's, and runs blocks as the stream
+/// shows their instructions ran (see [`Record::Block`]).
+#[derive(Default)]
+pub struct Feeder {
+    ids: Vec<u32>,
+    block: Block,
+    thread: u32,
+    parked: FxHashMap<u32, Block>,
+}
+
+/// The current block of a thread: stream ids `first + done .. first + count`
+/// have not run yet.
+#[derive(Clone, Copy, Default)]
+struct Block {
+    first: u32,
+    count: u32,
+    done: u32,
+}
+
+impl Feeder {
+    /// A feeder for a new stream.
+    pub fn new() -> Feeder {
+        Feeder::default()
+    }
+
+    /// Feeds one record. `Map` records are the caller's (they name code,
+    /// they cost nothing); `End` ends every thread's block. Instructions
+    /// are classified as x86-64 when `x86`. The error is a stream id used
+    /// before its declaration.
+    #[inline]
+    pub fn feed(&mut self, e: &mut Engine, rec: &Record<'_>, x86: bool) -> Result<(), u32> {
+        match *rec {
+            Record::Exec { id } => {
+                self.run_block(e)?;
+                e.exec(self.index(id)?);
+            }
+            Record::Block { first, count } => {
+                // Blocks that did not run to their end, as QEMU (7.2)
+                // reports them: the new block starts at the instruction
+                // where the old one stopped, which did not run in it.
+                // - An instruction that may cross into the next page ends
+                //   a block before it; the plugin was shown it (its bytes
+                //   cut at the page end) as the block's last, and it runs
+                //   as the first of the next block.
+                // - A fault QEMU handles itself (a store into a page
+                //   holding translated code) restarts at that access.
+                let b = self.block;
+                if b.done < b.count {
+                    let next = e.instrs[self.index(first)? as usize].addr;
+                    let last = e.instrs[self.index(b.first.wrapping_add(b.count - 1))? as usize];
+                    if last.addr == next && last.addr & 0xfff > 0x1000 - 16 {
+                        self.block.count -= 1;
+                    } else if (e.instrs[self.index(b.first)? as usize].addr..last.addr)
+                        .contains(&next)
+                    {
+                        // The access that faulted is not among those seen.
+                        for k in b.done..b.count {
+                            let at = e.instrs[self.index(b.first.wrapping_add(k))? as usize];
+                            if at.addr == next && at.flow.memory {
+                                self.block.count = k;
+                                break;
+                            }
+                        }
+                    }
+                }
+                self.run_block(e)?;
+                self.block = Block {
+                    first,
+                    count: u32::from(count),
+                    done: 0,
+                };
+            }
+            Record::LoadAt { index, addr, size } => {
+                self.run_to(e, u32::from(index) + 1)?;
+                e.load(addr, size);
+            }
+            Record::StoreAt { index, addr, size } => {
+                self.run_to(e, u32::from(index) + 1)?;
+                e.store(addr, size);
+            }
+            Record::Load { addr, size } => e.load(addr, size),
+            Record::Store { addr, size } => e.store(addr, size),
+            Record::Declare { id, addr, code } => {
+                let flow = if x86 {
+                    classify_x86_64(code, addr)
+                } else {
+                    Flow::default()
+                };
+                let i = e.declare(addr, code.len() as u8, || flow);
+                let id = id as usize;
+                if self.ids.len() <= id {
+                    self.ids.resize(id + 1, u32::MAX);
+                }
+                self.ids[id] = i;
+            }
+            Record::Thread(t) => {
+                if t != self.thread {
+                    let b = std::mem::take(&mut self.block);
+                    self.parked.insert(self.thread, b);
+                    self.block = self.parked.remove(&t).unwrap_or_default();
+                    self.thread = t;
+                    e.thread(t);
+                }
+            }
+            Record::End => self.finish(e)?,
+            Record::Map { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// Runs what is left of every thread's block (at the end of a stream).
+    pub fn finish(&mut self, e: &mut Engine) -> Result<(), u32> {
+        self.run_block(e)?;
+        let parked: Vec<(u32, Block)> = self.parked.drain().collect();
+        let home = self.thread;
+        for (t, b) in parked {
+            if b.done < b.count {
+                e.thread(t);
+                self.block = b;
+                self.run_block(e)?;
+            }
+        }
+        e.thread(home);
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn index(&self, id: u32) -> Result<u32, u32> {
+        match self.ids.get(id as usize) {
+            Some(&i) if i != u32::MAX => Ok(i),
+            _ => Err(id),
+        }
+    }
+
+    #[inline(always)]
+    fn run_block(&mut self, e: &mut Engine) -> Result<(), u32> {
+        let n = self.block.count;
+        self.run_to(e, n)
+    }
+
+    /// Runs the block's instructions up to (not including) `end`.
+    #[inline(always)]
+    fn run_to(&mut self, e: &mut Engine, end: u32) -> Result<(), u32> {
+        let end = end.min(self.block.count);
+        while self.block.done < end {
+            let id = self.block.first.wrapping_add(self.block.done);
+            e.exec(self.index(id)?);
+            self.block.done += 1;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CacheConfig, HierarchyConfig, Policy};
+
+    fn engine() -> Engine {
+        let c = |size| CacheConfig {
+            size,
+            assoc: 2,
+            line_size: 64,
+        };
+        let m = Hierarchy::new(&HierarchyConfig {
+            i1: c(1024),
+            d1: c(1024),
+            middle: vec![],
+            ll: c(8192),
+            policy: Policy::Lru,
+            iaddr_zero_bits: 0,
+        })
+        .unwrap();
+        Engine::new(vec![m], EngineOptions::default())
+    }
+
+    /// Declares `code` (one instruction per slice) from `addr` with stream
+    /// ids from `id`.
+    fn declare(f: &mut Feeder, e: &mut Engine, id: u32, mut addr: u64, code: &[&[u8]]) {
+        for (k, c) in code.iter().enumerate() {
+            let r = Record::Declare {
+                id: id + k as u32,
+                addr,
+                code: c,
+            };
+            f.feed(e, &r, true).unwrap();
+            addr += c.len() as u64;
+        }
+    }
+
+    fn ir_by_addr(out: &Output) -> Vec<(u64, u64)> {
+        let mut v: Vec<(u64, u64)> = out
+            .instrs
+            .iter()
+            .zip(&out.costs)
+            .filter(|(_, c)| c.ir > 0)
+            .map(|(i, c)| (i.addr, c.ir))
+            .collect();
+        v.sort();
+        v
+    }
+
+    const NOP: &[u8] = &[0x90];
+    const STORE: &[u8] = &[0x48, 0x89, 0x07]; // mov %rax,(%rdi)
+
+    #[test]
+    fn blocks_run_as_far_as_the_stream_shows() {
+        let (mut f, mut e) = (Feeder::new(), engine());
+        declare(&mut f, &mut e, 0, 0x1000, &[NOP, STORE, NOP]);
+        let feed = |f: &mut Feeder, e: &mut Engine, r: Record| f.feed(e, &r, true).unwrap();
+        feed(&mut f, &mut e, Record::Block { first: 0, count: 3 });
+        feed(
+            &mut f,
+            &mut e,
+            Record::StoreAt {
+                index: 1,
+                addr: 0x8000,
+                size: 8,
+            },
+        );
+        // Two threads: thread 1 runs the block whole; thread 0 is still in
+        // its block when thread 1's records come.
+        feed(&mut f, &mut e, Record::Thread(1));
+        feed(&mut f, &mut e, Record::Block { first: 0, count: 3 });
+        feed(&mut f, &mut e, Record::Thread(0));
+        // A store into a code page faults; QEMU restarts at the store.
+        feed(&mut f, &mut e, Record::Block { first: 0, count: 3 });
+        feed(&mut f, &mut e, Record::Block { first: 1, count: 2 });
+        f.finish(&mut e).unwrap();
+        let out = e.finish();
+        // Thread 0: 0x1000 x2, 0x1001 x2 (one faulted before it ran, then
+        // ran in the restarted block), 0x1004 x2; thread 1: one of each.
+        assert_eq!(ir_by_addr(&out), [(0x1000, 3), (0x1001, 3), (0x1004, 3)]);
+        assert_eq!(out.totals(0).dw, 1);
+    }
+
+    #[test]
+    fn an_instruction_at_a_page_end_runs_in_the_next_block() {
+        let (mut f, mut e) = (Feeder::new(), engine());
+        // The plugin saw the instruction at 0x1ffe cut to one byte.
+        declare(&mut f, &mut e, 0, 0x1ffc, &[NOP, NOP, &[0x48]]);
+        declare(&mut f, &mut e, 3, 0x1ffe, &[&[0x48, 0x89, 0xc3]]);
+        for r in [
+            Record::Block { first: 0, count: 3 },
+            Record::Block { first: 3, count: 1 },
+        ] {
+            f.feed(&mut e, &r, true).unwrap();
+        }
+        f.finish(&mut e).unwrap();
+        let out = e.finish();
+        assert_eq!(ir_by_addr(&out), [(0x1ffc, 1), (0x1ffd, 1), (0x1ffe, 1)]);
+        assert_eq!(out.totals(0).ir, 3);
+    }
+
+    #[test]
+    fn undeclared_ids_are_errors() {
+        let (mut f, mut e) = (Feeder::new(), engine());
+        assert_eq!(f.feed(&mut e, &Record::Exec { id: 4 }, true), Err(4));
+        f.feed(&mut e, &Record::Block { first: 9, count: 2 }, true)
+            .unwrap();
+        assert_eq!(f.finish(&mut e), Err(9));
     }
 }

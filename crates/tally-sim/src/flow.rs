@@ -40,6 +40,9 @@ pub struct Flow {
     /// A locked read-modify-write (or `xchg` with memory): one access that
     /// Cachegrind counts as a modify, i.e. a read.
     pub atomic_rmw: bool,
+    /// It has an explicit memory operand that it reads or writes (`lea`,
+    /// `nop` and prefetches do not).
+    pub memory: bool,
 }
 
 /// Classifies the x86-64 instruction at the start of `code` (`Other` if it
@@ -83,7 +86,22 @@ pub fn classify_x86_64(code: &[u8], ip: u64) -> Flow {
         }
         _ => Kind::Other,
     };
-    Flow { kind, atomic_rmw }
+    let memory = has_mem
+        && !matches!(
+            i.mnemonic(),
+            Mnemonic::Lea
+                | Mnemonic::Nop
+                | Mnemonic::Prefetchnta
+                | Mnemonic::Prefetcht0
+                | Mnemonic::Prefetcht1
+                | Mnemonic::Prefetcht2
+                | Mnemonic::Prefetchw
+        );
+    Flow {
+        kind,
+        atomic_rmw,
+        memory,
+    }
 }
 
 #[cfg(test)]
@@ -112,5 +130,8 @@ mod tests {
         assert!(classify_x86_64(&[0x48, 0x87, 0x07], 0).atomic_rmw); // xchg %rax,(%rdi)
         assert!(!classify_x86_64(&[0x48, 0x87, 0xc3], 0).atomic_rmw); // xchg %rax,%rbx
         assert!(!classify_x86_64(&[0x48, 0x01, 0x07], 0).atomic_rmw);
+        assert!(classify_x86_64(&[0x48, 0x89, 0x07], 0).memory); // mov %rax,(%rdi)
+        assert!(!classify_x86_64(&[0x48, 0x8d, 0x07], 0).memory); // lea (%rdi),%rax
+        assert!(!classify_x86_64(&[0x0f, 0x1f, 0x40, 0x00], 0).memory); // nopl 0(%rax)
     }
 }

@@ -32,6 +32,9 @@ const T_STORE: u8 = 4;
 const T_MAP: u8 = 5;
 const T_END: u8 = 6;
 const T_THREAD: u8 = 7;
+const T_BLOCK: u8 = 8;
+const T_LOAD_AT: u8 = 9;
+const T_STORE_AT: u8 = 10;
 
 /// One record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,6 +55,17 @@ pub enum Record<'a> {
         offset: u64,
         path: &'a [u8],
     },
+    /// A block starts: instructions `first .. first + count` (declared,
+    /// with consecutive ids) run in order. Each counts as executed once a
+    /// later record shows it ran: an access by it or a later one of the
+    /// block, or any record but a declaration or a mapping; so a block cut
+    /// short by a fault counts to the faulting access, and, at the end of
+    /// the stream, whole.
+    Block { first: u32, count: u8 },
+    /// A data load by instruction `index` of the current block.
+    LoadAt { index: u8, addr: u64, size: u8 },
+    /// A data store by instruction `index` of the current block.
+    StoreAt { index: u8, addr: u64, size: u8 },
     /// Records that follow are of another thread.
     Thread(u32),
     /// The program exited normally; nothing follows.
@@ -172,7 +186,9 @@ impl<R: Read> TraceReader<R> {
         let tag = self.buf[self.pos];
         let size = match tag {
             T_EXEC | T_THREAD => 5,
+            T_BLOCK => 6,
             T_LOAD | T_STORE => 10,
+            T_LOAD_AT | T_STORE_AT => 11,
             T_END => 1,
             T_DECL => {
                 self.need(14)?;
@@ -203,6 +219,20 @@ impl<R: Read> TraceReader<R> {
             T_STORE => Record::Store {
                 addr: u64_at(1),
                 size: b[9],
+            },
+            T_BLOCK => Record::Block {
+                first: u32_at(1),
+                count: b[5],
+            },
+            T_LOAD_AT => Record::LoadAt {
+                index: b[1],
+                addr: u64_at(2),
+                size: b[10],
+            },
+            T_STORE_AT => Record::StoreAt {
+                index: b[1],
+                addr: u64_at(2),
+                size: b[10],
             },
             T_THREAD => Record::Thread(u32_at(1)),
             T_END => Record::End,
@@ -274,6 +304,21 @@ impl<W: Write> TraceWriter<W> {
                 o.write_all(&offset.to_le_bytes())?;
                 o.write_all(&n.to_le_bytes())?;
                 o.write_all(path)
+            }
+            Record::Block { first, count } => {
+                o.write_all(&[T_BLOCK])?;
+                o.write_all(&first.to_le_bytes())?;
+                o.write_all(&[count])
+            }
+            Record::LoadAt { index, addr, size } | Record::StoreAt { index, addr, size } => {
+                let t = if matches!(r, Record::LoadAt { .. }) {
+                    T_LOAD_AT
+                } else {
+                    T_STORE_AT
+                };
+                o.write_all(&[t, index])?;
+                o.write_all(&addr.to_le_bytes())?;
+                o.write_all(&[size])
             }
             Record::Thread(n) => {
                 o.write_all(&[T_THREAD])?;
@@ -371,6 +416,20 @@ mod tests {
             },
             Record::Thread(3),
             Record::Store { addr: 16, size: 1 },
+            Record::Block {
+                first: 7,
+                count: 200,
+            },
+            Record::LoadAt {
+                index: 3,
+                addr: 0x1234,
+                size: 32,
+            },
+            Record::StoreAt {
+                index: 199,
+                addr: u64::MAX,
+                size: 2,
+            },
             Record::End,
         ]
     }
