@@ -8,6 +8,11 @@
 //! callbacks stay short, and tally simulates in another process while the
 //! program runs.
 //!
+//! Each run of a block is one record (its first instruction id and length:
+//! the ids of a block are consecutive), and each memory access one record
+//! naming its instruction's index in the block; blocks over 255
+//! instructions get a record per instruction instead.
+//!
 //! Records are buffered per vCPU and written in whole buffers; a buffer
 //! from a different vCPU than the last one is preceded by a thread record.
 //! With `shm=FD` (a file tally made) the buffers of the first vCPUs live in
