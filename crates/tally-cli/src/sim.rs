@@ -203,7 +203,12 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
                 ..opts
             },
         );
-        let (out, ending) = run_stream(f, t, engine, &mut space, true)?;
+        // The stream does not say the architecture; the program does.
+        let x86 = match &a.binary {
+            Some(b) => qemu_for(b)?.1,
+            None => true,
+        };
+        let (out, ending) = run_stream(f, t, engine, &mut space, x86)?;
         let cmd = a
             .binary
             .as_ref()
@@ -404,8 +409,8 @@ fn add_binary_guess(space: &mut AddressSpace, b: &Path) {
     space.add_biased(b, if pie { 0x10_8000 } else { 0 });
 }
 
-/// Feeds a tally trace stream to the engine. `from_file`: a saved stream
-/// (errors name the file).
+/// Feeds a tally trace stream to the engine; errors name the stream
+/// `name` and the byte. `x86`: decode branches as x86-64.
 fn run_stream(
     input: impl Read,
     name: &Path,

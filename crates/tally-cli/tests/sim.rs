@@ -116,17 +116,9 @@ fn summary(p: &Path) -> Vec<u64> {
         .collect()
 }
 
-/// `1234567` as `1,234,567`.
+/// `1234567` as `1,234,567`, as the summary prints counts.
 fn commas(n: u64) -> String {
-    let digits = n.to_string();
-    let mut o = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            o.push(',');
-        }
-        o.push(c);
-    }
-    o
+    tally_report::format::thousands(i128::from(n))
 }
 
 const GEO_A: [&str; 3] = ["--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"];

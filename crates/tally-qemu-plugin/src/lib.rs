@@ -190,11 +190,16 @@ fn record(vcpu: c_uint, bytes: &[u8]) {
             }
         }
         None => {
+            // vCPUs past MAX_VCPUS share one buffer, written whenever
+            // another of them records.
+            if SILENT.load(Ordering::Relaxed) {
+                return;
+            }
             let mut o = OVERFLOW.lock().unwrap_or_else(|e| e.into_inner());
-            if OVERFLOW_VCPU.swap(vcpu, Ordering::Relaxed) != vcpu {
+            let prev = OVERFLOW_VCPU.swap(vcpu, Ordering::Relaxed);
+            if prev != vcpu {
                 let mut g = OUT.lock().unwrap_or_else(|e| e.into_inner());
                 if let Some(out) = g.as_mut() {
-                    let prev = OVERFLOW_VCPU.load(Ordering::Relaxed);
                     write_out(out, prev, &o);
                 }
                 o.clear();
@@ -400,11 +405,11 @@ unsafe extern "C" fn on_exit(_id: qemu_plugin_id_t, _: *mut c_void) {
             flush(vcpu as u32, unsafe { &mut *p });
         }
     }
+    // Locks in the order `record` takes them.
+    let o = OVERFLOW.lock().unwrap_or_else(|e| e.into_inner());
     let mut g = OUT.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(out) = g.as_mut() {
-        let o = OVERFLOW.lock().map(|o| o.clone()).unwrap_or_default();
-        let v = OVERFLOW_VCPU.load(Ordering::Relaxed);
-        write_out(out, v, &o);
+        write_out(out, OVERFLOW_VCPU.load(Ordering::Relaxed), &o);
         if !out.failed {
             let _ = out.file.write_all(&[T_END]);
             let _ = out.file.flush();
