@@ -429,6 +429,13 @@ fn run_stream(
         )
     };
     loop {
+        match feeder.feed_bytes(&mut engine, r.unread()) {
+            Ok(n) => r.consume(n),
+            Err((n, id)) => {
+                r.consume(n);
+                return Err(undeclared(&r, id));
+            }
+        }
         let rec = match r.next_record() {
             Ok(Some(x)) => x,
             Ok(None) => break,

@@ -13,7 +13,7 @@
 //! the call's inclusive cost, as Callgrind reports it.
 
 use crate::flow::{Flow, Kind, classify_x86_64};
-use crate::trace::Record;
+use crate::trace::{self, Record};
 use crate::{Counts, Hierarchy};
 use rustc_hash::FxHashMap;
 
@@ -96,6 +96,8 @@ pub struct Engine {
     th: Thread,
     thread_id: u32,
     parked: FxHashMap<u32, Thread>,
+    /// log2 of the smallest I1 line size of the machines.
+    i1_line_bits: u32,
 }
 
 /// What a run produced.
@@ -126,7 +128,13 @@ impl Engine {
     /// An engine over `machines` (at least one).
     pub fn new(machines: Vec<Hierarchy>, opts: EngineOptions) -> Engine {
         let n = machines.len().max(1);
+        let i1_line_bits = machines
+            .iter()
+            .map(|m| m.i1_line_size().trailing_zeros())
+            .min()
+            .unwrap_or(0);
         Engine {
+            i1_line_bits,
             machines,
             opts,
             instrs: vec![Instr::default()],
@@ -166,15 +174,20 @@ impl Engine {
     fn on(&mut self, i: u32, mut f: impl FnMut(&mut Hierarchy, &mut Counts)) {
         let n = self.machines.len();
         let base = i as usize * n;
-        for (k, m) in self.machines.iter_mut().enumerate() {
-            if k == 0 && self.opts.calls {
-                let mut d = Counts::default();
-                f(m, &mut d);
-                self.costs[base].add(&d);
-                self.running.add(&d);
-            } else {
-                f(m, &mut self.costs[base + k]);
-            }
+        let Some(costs) = self.costs.get_mut(base..base + n) else {
+            return;
+        };
+        let mut pairs = self.machines.iter_mut().zip(costs.iter_mut());
+        if self.opts.calls
+            && let Some((m, c)) = pairs.next()
+        {
+            let mut d = Counts::default();
+            f(m, &mut d);
+            c.add(&d);
+            self.running.add(&d);
+        }
+        for (m, c) in pairs {
+            f(m, c);
         }
     }
 
@@ -197,6 +210,60 @@ impl Engine {
         self.on(i, |m, c| m.fetch(ins.addr, u64::from(ins.size), c));
         if ins.flow.kind != Kind::Other {
             self.th.pending = Some(i);
+        }
+    }
+
+    /// The instructions of `run` execute one after another: none but the
+    /// last branches, and none accesses memory before the next starts. Their
+    /// `Ir` is the caller's to count ([`Engine::add_ir`]), which lets a
+    /// stream count a run of a block with two additions; only the I1
+    /// misses are kept here, by instruction.
+    #[inline(always)]
+    pub fn exec_plain(&mut self, run: &[Slot]) {
+        let (Some(first), Some(last)) = (run.first(), run.last()) else {
+            return;
+        };
+        self.release();
+        if let Some(p) = self.th.pending.take() {
+            self.resolve(p, first.addr);
+        }
+        self.th.cur = last.idx;
+        self.th.accessed = false;
+        let calls = self.opts.calls;
+        if calls {
+            if let Some(f) = self.th.stack.last_mut() {
+                f.fresh = (usize::from(f.fresh) + run.len()).min(3) as u8;
+            }
+            self.running.ir += run.len() as u64;
+        }
+        let n = self.machines.len();
+        let rest = run.get(1..).unwrap_or_default();
+        for (k, m) in self.machines.iter_mut().enumerate() {
+            for s in std::iter::once(first).chain(rest.iter().filter(|s| !s.cont)) {
+                let miss = m.fetch_lines(s.addr, u64::from(s.size));
+                if miss != 0 {
+                    let c = &mut self.costs[s.idx as usize * n + k];
+                    c.i1mr += 1;
+                    c.ilmr += u64::from(miss >> 1);
+                    if k == 0 && calls {
+                        self.running.i1mr += 1;
+                        self.running.ilmr += u64::from(miss >> 1);
+                    }
+                }
+            }
+        }
+        if !last.plain {
+            self.th.pending = Some(last.idx);
+        }
+    }
+
+    /// Instruction `i` executed `count` more times, counted outside
+    /// [`Engine::exec`] (see [`Engine::exec_plain`]).
+    pub fn add_ir(&mut self, i: u32, count: u64) {
+        let n = self.machines.len();
+        let base = i as usize * n;
+        for c in &mut self.costs[base..base + n] {
+            c.ir += count;
         }
     }
 
@@ -391,13 +458,51 @@ impl Engine {
 /// Feeds the records of a tally trace stream to an [`Engine`]: maps the
 /// stream's instruction ids to the engine's, and runs blocks as the stream
 /// shows their instructions ran (see [`Record::Block`]).
+///
+/// Most of a block is instructions that neither branch nor touch memory
+/// between two records; those run in bulk ([`Engine::exec_plain`]), their
+/// executions counted as differences over stream ids (a run of ids
+/// `a..b` adds one at `a` and takes one at `b`), summed at the end.
 #[derive(Default)]
 pub struct Feeder {
-    ids: Vec<u32>,
+    slots: Vec<Slot>,
+    runs: Vec<u64>,
     block: Block,
     thread: u32,
     parked: FxHashMap<u32, Block>,
 }
+
+/// A stream id's instruction, as the feeder needs it.
+#[derive(Clone, Copy, Debug)]
+pub struct Slot {
+    /// Its address.
+    pub addr: u64,
+    /// The engine's index (`u32::MAX`: not declared).
+    pub idx: u32,
+    /// Its length in bytes.
+    pub size: u8,
+    /// Neither a branch nor anything else [`Engine::exec`] must see.
+    pub plain: bool,
+    /// It has a memory operand.
+    pub memory: bool,
+    /// How many ids up to and including this one are plain (at most
+    /// 255): a run of a block is checked in one step.
+    pub plain_behind: u8,
+    /// It lies in the I1 line (of every machine) where the instruction of
+    /// the id before it ends: fetched right after that one, it hits and
+    /// changes nothing.
+    pub cont: bool,
+}
+
+const UNDECLARED: Slot = Slot {
+    addr: 0,
+    idx: u32::MAX,
+    size: 0,
+    plain: false,
+    memory: false,
+    plain_behind: 0,
+    cont: false,
+};
 
 /// The current block of a thread: stream ids `first + done .. first + count`
 /// have not run yet.
@@ -423,44 +528,9 @@ impl Feeder {
         match *rec {
             Record::Exec { id } => {
                 self.run_block(e)?;
-                e.exec(self.index(id)?);
+                e.exec(self.slot(id)?.idx);
             }
-            Record::Block { first, count } => {
-                // Blocks that did not run to their end, as QEMU (7.2)
-                // reports them: the new block starts at the instruction
-                // where the old one stopped, which did not run in it.
-                // - An instruction that may cross into the next page ends
-                //   a block before it; the plugin was shown it (its bytes
-                //   cut at the page end) as the block's last, and it runs
-                //   as the first of the next block.
-                // - A fault QEMU handles itself (a store into a page
-                //   holding translated code) restarts at that access.
-                let b = self.block;
-                if b.done < b.count {
-                    let next = e.instrs[self.index(first)? as usize].addr;
-                    let last = e.instrs[self.index(b.first.wrapping_add(b.count - 1))? as usize];
-                    if last.addr == next && last.addr & 0xfff > 0x1000 - 16 {
-                        self.block.count -= 1;
-                    } else if (e.instrs[self.index(b.first)? as usize].addr..last.addr)
-                        .contains(&next)
-                    {
-                        // The access that faulted is not among those seen.
-                        for k in b.done..b.count {
-                            let at = e.instrs[self.index(b.first.wrapping_add(k))? as usize];
-                            if at.addr == next && at.flow.memory {
-                                self.block.count = k;
-                                break;
-                            }
-                        }
-                    }
-                }
-                self.run_block(e)?;
-                self.block = Block {
-                    first,
-                    count: u32::from(count),
-                    done: 0,
-                };
-            }
+            Record::Block { first, count } => self.start_block(e, first, count)?,
             Record::LoadAt { index, addr, size } => {
                 self.run_to(e, u32::from(index) + 1)?;
                 e.load(addr, size);
@@ -477,12 +547,36 @@ impl Feeder {
                 } else {
                     Flow::default()
                 };
-                let i = e.declare(addr, code.len() as u8, || flow);
+                let size = code.len() as u8;
+                let idx = e.declare(addr, size, || flow);
                 let id = id as usize;
-                if self.ids.len() <= id {
-                    self.ids.resize(id + 1, u32::MAX);
+                if self.slots.len() <= id {
+                    self.slots.resize(id + 1, UNDECLARED);
+                    self.runs.resize(id + 2, 0);
                 }
-                self.ids[id] = i;
+                let bits = e.i1_line_bits;
+                let line = |a: u64| a >> bits;
+                let end = addr.wrapping_add(u64::from(size.max(1)) - 1);
+                let cont =
+                    id > 0 && self.slots[id - 1].idx != u32::MAX && line(addr) == line(end) && {
+                        let p = self.slots[id - 1];
+                        line(p.addr.wrapping_add(u64::from(p.size.max(1)) - 1)) == line(addr)
+                    };
+                let plain = e.instrs[idx as usize].flow.kind == Kind::Other;
+                let plain_behind = match (plain, id.checked_sub(1)) {
+                    (false, _) => 0,
+                    (true, None) => 1,
+                    (true, Some(p)) => self.slots[p].plain_behind.saturating_add(1),
+                };
+                self.slots[id] = Slot {
+                    addr,
+                    idx,
+                    size,
+                    plain_behind,
+                    plain,
+                    memory: e.instrs[idx as usize].flow.memory,
+                    cont,
+                };
             }
             Record::Thread(t) => {
                 if t != self.thread {
@@ -499,7 +593,81 @@ impl Feeder {
         Ok(())
     }
 
-    /// Runs what is left of every thread's block (at the end of a stream).
+    /// Feeds the block, load and store records at the start of `bytes`
+    /// (the commonest, decoded here without building [`Record`]s), up to
+    /// the first record of another kind or cut off; returns the bytes
+    /// taken. The error is the bytes taken before the record that names
+    /// an undeclared id, and that id.
+    #[inline]
+    pub fn feed_bytes(&mut self, e: &mut Engine, bytes: &[u8]) -> Result<usize, (usize, u32)> {
+        let mut p = 0;
+        while let Some(&tag) = bytes.get(p) {
+            match tag {
+                trace::T_BLOCK => {
+                    let Some(b) = bytes.get(p..p + 6) else { break };
+                    let first = u32::from_le_bytes([b[1], b[2], b[3], b[4]]);
+                    self.start_block(e, first, b[5]).map_err(|id| (p, id))?;
+                    p += 6;
+                }
+                trace::T_LOAD_AT | trace::T_STORE_AT => {
+                    let Some(b) = bytes.get(p..p + 11) else { break };
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(&b[2..10]);
+                    let addr = u64::from_le_bytes(a);
+                    self.run_to(e, u32::from(b[1]) + 1).map_err(|id| (p, id))?;
+                    if tag == trace::T_LOAD_AT {
+                        e.load(addr, b[10]);
+                    } else {
+                        e.store(addr, b[10]);
+                    }
+                    p += 11;
+                }
+                _ => break,
+            }
+        }
+        Ok(p)
+    }
+
+    /// A block starts: stream ids `first .. first + count`.
+    #[inline(always)]
+    fn start_block(&mut self, e: &mut Engine, first: u32, count: u8) -> Result<(), u32> {
+        // Blocks that did not run to their end, as QEMU (7.2) reports
+        // them: the new block starts at the instruction where the old one
+        // stopped, which did not run in it.
+        // - An instruction that may cross into the next page ends a block
+        //   before it; the plugin was shown it (its bytes cut at the page
+        //   end) as the block's last, and it runs as the first of the next
+        //   block.
+        // - A fault QEMU handles itself (a store into a page holding
+        //   translated code) restarts at that access.
+        let b = self.block;
+        if b.done < b.count {
+            let next = self.slot(first)?.addr;
+            let last = self.slot(b.first.wrapping_add(b.count - 1))?;
+            if last.addr == next && last.addr & 0xfff > 0x1000 - 16 {
+                self.block.count -= 1;
+            } else if (self.slot(b.first.wrapping_add(b.done))?.addr..last.addr).contains(&next) {
+                // The access that faulted is not among those seen.
+                for k in b.done..b.count {
+                    let at = self.slot(b.first.wrapping_add(k))?;
+                    if at.addr == next && at.memory {
+                        self.block.count = k;
+                        break;
+                    }
+                }
+            }
+        }
+        self.run_block(e)?;
+        self.block = Block {
+            first,
+            count: u32::from(count),
+            done: 0,
+        };
+        Ok(())
+    }
+
+    /// Runs what is left of every thread's block (at the end of a stream)
+    /// and gives the engine the executions counted here.
     pub fn finish(&mut self, e: &mut Engine) -> Result<(), u32> {
         self.run_block(e)?;
         let parked: Vec<(u32, Block)> = self.parked.drain().collect();
@@ -512,13 +680,21 @@ impl Feeder {
             }
         }
         e.thread(home);
+        let mut acc = 0u64;
+        for (r, s) in self.runs.iter_mut().zip(&self.slots) {
+            acc = acc.wrapping_add(*r);
+            *r = 0;
+            if acc != 0 && s.idx != u32::MAX {
+                e.add_ir(s.idx, acc);
+            }
+        }
         Ok(())
     }
 
     #[inline(always)]
-    fn index(&self, id: u32) -> Result<u32, u32> {
-        match self.ids.get(id as usize) {
-            Some(&i) if i != u32::MAX => Ok(i),
+    fn slot(&self, id: u32) -> Result<Slot, u32> {
+        match self.slots.get(id as usize) {
+            Some(s) if s.idx != u32::MAX => Ok(*s),
             _ => Err(id),
         }
     }
@@ -532,12 +708,54 @@ impl Feeder {
     /// Runs the block's instructions up to (not including) `end`.
     #[inline(always)]
     fn run_to(&mut self, e: &mut Engine, end: u32) -> Result<(), u32> {
-        let end = end.min(self.block.count);
-        while self.block.done < end {
-            let id = self.block.first.wrapping_add(self.block.done);
-            e.exec(self.index(id)?);
-            self.block.done += 1;
+        let b = self.block;
+        let end = end.min(b.count);
+        if b.done >= end {
+            return Ok(());
         }
+        let (from, to) = (
+            b.first.wrapping_add(b.done) as usize,
+            b.first.wrapping_add(end) as usize,
+        );
+        let Some(slots) = self.slots.get(from..to) else {
+            // Some id is past every declaration.
+            let bad = (from..to).find(|&i| i >= self.slots.len()).unwrap_or(from);
+            return Err(bad as u32);
+        };
+        let n = slots.len();
+        if let Some(l) = slots.last()
+            && l.idx != u32::MAX
+            && (n == 1 || usize::from(slots[n - 2].plain_behind) >= n - 1)
+        {
+            // The common case: all plain but perhaps the last (an
+            // undeclared id is not plain).
+            e.exec_plain(slots);
+            self.runs[from] = self.runs[from].wrapping_add(1);
+            self.runs[to] = self.runs[to].wrapping_sub(1);
+            self.block.done = end;
+            return Ok(());
+        }
+        let mut k = 0;
+        while k < slots.len() {
+            let n = slots[k..]
+                .iter()
+                .position(|s| !s.plain || s.idx == u32::MAX)
+                .unwrap_or(slots.len() - k);
+            // A branch ends a run, as its last.
+            let n = if k + n < slots.len() && slots[k + n].idx != u32::MAX {
+                n + 1
+            } else {
+                n
+            };
+            if n == 0 {
+                return Err((from + k) as u32);
+            }
+            e.exec_plain(&slots[k..k + n]);
+            self.runs[from + k] = self.runs[from + k].wrapping_add(1);
+            self.runs[from + k + n] = self.runs[from + k + n].wrapping_sub(1);
+            k += n;
+        }
+        self.block.done = end;
         Ok(())
     }
 }
@@ -641,6 +859,141 @@ mod tests {
         let out = e.finish();
         assert_eq!(ir_by_addr(&out), [(0x1ffc, 1), (0x1ffd, 1), (0x1ffe, 1)]);
         assert_eq!(out.totals(0).ir, 3);
+    }
+
+    proptest::proptest! {
+        /// Blocks run in bulk cost what the same instructions cost run
+        /// one by one, with accesses after each (the per-instruction
+        /// records): every event of every instruction on two machines
+        /// with different I1 lines, and the call arcs.
+        #[test]
+        fn blocks_cost_what_single_instructions_cost(
+            shapes in proptest::collection::vec(
+                (proptest::collection::vec(0u8..3, 0..12), 0u8..4),
+                1..6,
+            ),
+            path in proptest::collection::vec((0usize..6, 0u64..4096), 1..200),
+        ) {
+            const LOAD: &[u8] = &[0x48, 0x8b, 0x07]; // mov (%rdi),%rax
+            const JNE: &[u8] = &[0x75, 0x10];
+            const CALL: &[u8] = &[0xe8, 0, 0, 0, 0];
+            const RET: &[u8] = &[0xc3];
+            let machine = |i1_line: u64| {
+                let c = |size, line_size| CacheConfig {
+                    size,
+                    assoc: 2,
+                    line_size,
+                };
+                Hierarchy::new(&HierarchyConfig {
+                    i1: c(512, i1_line),
+                    d1: c(1024, 64),
+                    middle: vec![],
+                    ll: c(8192, 64),
+                    policy: Policy::Lru,
+                    iaddr_zero_bits: 0,
+                })
+                .unwrap()
+            };
+            let opts = EngineOptions {
+                branch_sim: true,
+                calls: true,
+                merge_modify: true,
+            };
+            let new = || Engine::new(vec![machine(64), machine(32)], opts);
+            // Blocks 0x1000 apart, instructions packed from an odd address
+            // so that some straddle lines.
+            let mut blocks = Vec::new();
+            let mut id = 0u32;
+            let (mut decls, mut by_block) = (Vec::new(), Vec::new());
+            for (b, (body, end)) in shapes.iter().enumerate() {
+                let mut addr = 0x10_0000 + 0x1000 * b as u64 + 29;
+                let mut code: Vec<&[u8]> = body.iter().map(|&k| [NOP, STORE, LOAD][k as usize]).collect();
+                match end {
+                    1 => code.push(JNE),
+                    2 => code.push(CALL),
+                    3 => code.push(RET),
+                    _ => {}
+                }
+                if code.is_empty() {
+                    code.push(NOP);
+                }
+                let first = id;
+                let mut kinds = Vec::new();
+                for c in &code {
+                    decls.push((id, addr, c.to_vec()));
+                    kinds.push(c.to_vec());
+                    addr += c.len() as u64;
+                    id += 1;
+                }
+                blocks.push((first, kinds));
+                by_block.push(b);
+            }
+            let records = |bulk: bool| {
+                let mut v: Vec<Record> = decls
+                    .iter()
+                    .map(|(id, addr, code)| Record::Declare { id: *id, addr: *addr, code })
+                    .collect();
+                for &(b, data) in &path {
+                    let (first, kinds) = &blocks[b % blocks.len()];
+                    let count = kinds.len() as u8;
+                    if bulk {
+                        v.push(Record::Block { first: *first, count });
+                    }
+                    for (k, c) in kinds.iter().enumerate() {
+                        let addr = 0x8000 + data * 8 + k as u64 * 24;
+                        if !bulk {
+                            v.push(Record::Exec { id: first + k as u32 });
+                        }
+                        let index = k as u8;
+                        match c.as_slice() {
+                            STORE if bulk => v.push(Record::StoreAt { index, addr, size: 8 }),
+                            LOAD if bulk => v.push(Record::LoadAt { index, addr, size: 8 }),
+                            STORE => v.push(Record::Store { addr, size: 8 }),
+                            LOAD => v.push(Record::Load { addr, size: 8 }),
+                            _ => {}
+                        }
+                    }
+                }
+                v
+            };
+            let result = |mut f: Feeder, mut e: Engine| {
+                f.finish(&mut e).unwrap();
+                let out = e.finish();
+                let mut arcs: Vec<_> = out.arcs.into_iter().collect();
+                arcs.sort_by_key(|(k, _)| *k);
+                (out.instrs, out.costs, arcs)
+            };
+            let fed = |bulk: bool| {
+                let (mut f, mut e) = (Feeder::new(), new());
+                for r in records(bulk) {
+                    f.feed(&mut e, &r, true).unwrap();
+                }
+                result(f, e)
+            };
+            // As `tally sim` reads a stream: the commonest records decoded
+            // by the feeder from the bytes, the rest as records.
+            let read = || {
+                let mut w = crate::trace::TraceWriter::new(Vec::new()).unwrap();
+                for r in records(true) {
+                    w.write(&r).unwrap();
+                }
+                let bytes = w.finish().unwrap();
+                let mut r = crate::trace::TraceReader::new(&bytes[..]).unwrap();
+                let (mut f, mut e) = (Feeder::new(), new());
+                loop {
+                    let n = f.feed_bytes(&mut e, r.unread()).unwrap();
+                    r.consume(n);
+                    match r.next_record().unwrap() {
+                        Some(rec) => f.feed(&mut e, &rec, true).unwrap(),
+                        None => break,
+                    }
+                }
+                result(f, e)
+            };
+            let one_by_one = fed(false);
+            proptest::prop_assert_eq!(&fed(true), &one_by_one);
+            proptest::prop_assert_eq!(&read(), &one_by_one);
+        }
     }
 
     #[test]

@@ -179,6 +179,22 @@ impl Hierarchy {
         }
     }
 
+    /// The I1 line size in bytes.
+    pub fn i1_line_size(&self) -> u64 {
+        self.i1.config().line_size
+    }
+
+    /// An instruction fetch whose `Ir` the caller counts: 0 for an I1
+    /// hit, 1 for an I1 miss that a lower level held, 2 for a miss of
+    /// every level.
+    #[inline(always)]
+    pub fn fetch_lines(&mut self, addr: u64, size: u64) -> u8 {
+        if !self.i1.access(addr, size) {
+            return 0;
+        }
+        1 + u8::from(self.below(addr, size))
+    }
+
     /// A data read (a modify, read then write, counts as one read).
     #[inline]
     pub fn read(&mut self, addr: u64, size: u64, c: &mut Counts) {

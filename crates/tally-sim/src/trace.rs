@@ -32,9 +32,9 @@ const T_STORE: u8 = 4;
 const T_MAP: u8 = 5;
 const T_END: u8 = 6;
 const T_THREAD: u8 = 7;
-const T_BLOCK: u8 = 8;
-const T_LOAD_AT: u8 = 9;
-const T_STORE_AT: u8 = 10;
+pub(crate) const T_BLOCK: u8 = 8;
+pub(crate) const T_LOAD_AT: u8 = 9;
+pub(crate) const T_STORE_AT: u8 = 10;
 
 /// One record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,6 +126,20 @@ impl<R: Read> TraceReader<R> {
     /// Offset in the stream of the next record.
     pub fn offset(&self) -> u64 {
         self.base + self.pos as u64
+    }
+
+    /// The bytes read but not yet taken as records (for a caller that
+    /// decodes the commonest records itself, see
+    /// [`crate::engine::Feeder::feed_bytes`]).
+    #[inline(always)]
+    pub fn unread(&self) -> &[u8] {
+        &self.buf[self.pos..self.len]
+    }
+
+    /// Takes `n` bytes of [`TraceReader::unread`] as read.
+    #[inline(always)]
+    pub fn consume(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.len);
     }
 
     /// Makes `n` bytes available at `pos`; `false` at the end of input.
