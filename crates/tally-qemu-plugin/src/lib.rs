@@ -233,6 +233,44 @@ unsafe extern "C" fn on_block(vcpu: c_uint, udata: *mut c_void) {
     record(vcpu, &r);
 }
 
+/// Whether QEMU's access descriptions are decoded here rather than by
+/// asking QEMU: bit 0 set once a load decoded here agreed with QEMU, bit 1
+/// once a store did, 4 if one disagreed.
+static MEMINFO_CHECKED: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// An access's size (log2) and direction. QEMU 7.2 builds the description
+/// as `(memop << 4 | mmu index) | rw << 16`, the size in the memop's low
+/// three bits and `rw` 1 for loads, 2 for stores; decoding it here saves
+/// two calls into QEMU per access. Until a load and a store have been
+/// decoded both ways and agreed, QEMU is asked too, and a QEMU that builds
+/// the description otherwise is asked every time.
+#[inline(always)]
+fn meminfo(info: qemu_plugin_meminfo_t) -> (u32, bool) {
+    let ours = ((info >> 4) & 7, (info >> 16) & 2 != 0);
+    let state = MEMINFO_CHECKED.load(Ordering::Relaxed);
+    if state == 3 {
+        return ours;
+    }
+    // SAFETY: plain queries of the access description QEMU passed in.
+    let theirs = unsafe {
+        (
+            qemu_plugin_mem_size_shift(info),
+            qemu_plugin_mem_is_store(info),
+        )
+    };
+    if state < 4 {
+        let bit = if theirs != ours {
+            4
+        } else if theirs.1 {
+            2
+        } else {
+            1
+        };
+        MEMINFO_CHECKED.fetch_or(bit, Ordering::Relaxed);
+    }
+    theirs
+}
+
 /// An access by instruction `udata` of its block.
 unsafe extern "C" fn on_mem_at(
     vcpu: c_uint,
@@ -240,13 +278,7 @@ unsafe extern "C" fn on_mem_at(
     vaddr: u64,
     udata: *mut c_void,
 ) {
-    // SAFETY: plain queries of the access description QEMU passed in.
-    let (shift, store) = unsafe {
-        (
-            qemu_plugin_mem_size_shift(info),
-            qemu_plugin_mem_is_store(info),
-        )
-    };
+    let (shift, store) = meminfo(info);
     let mut r = [0u8; 11];
     r[0] = if store { T_STORE_AT } else { T_LOAD_AT };
     r[1] = udata as usize as u8;
@@ -256,13 +288,7 @@ unsafe extern "C" fn on_mem_at(
 }
 
 unsafe extern "C" fn on_mem(vcpu: c_uint, info: qemu_plugin_meminfo_t, vaddr: u64, _: *mut c_void) {
-    // SAFETY: plain queries of the access description QEMU passed in.
-    let (shift, store) = unsafe {
-        (
-            qemu_plugin_mem_size_shift(info),
-            qemu_plugin_mem_is_store(info),
-        )
-    };
+    let (shift, store) = meminfo(info);
     let mut r = [0u8; 10];
     r[0] = if store { T_STORE } else { T_LOAD };
     r[1..9].copy_from_slice(&vaddr.to_le_bytes());
