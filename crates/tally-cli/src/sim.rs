@@ -3,7 +3,7 @@
 
 use anyhow::{Context, anyhow, bail};
 use clap::Parser;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use tally_model::Format;
@@ -208,7 +208,7 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
             Some(b) => qemu_for(b)?.1,
             None => true,
         };
-        let (out, ending) = run_stream(f, t, engine, &mut space, x86)?;
+        let (out, ending) = run_stream(f, t, engine, &mut space, x86, None)?;
         let cmd = a
             .binary
             .as_ref()
@@ -417,6 +417,7 @@ fn run_stream(
     mut engine: Engine,
     space: &mut AddressSpace,
     x86: bool,
+    mut pool: Option<&mut Pool>,
 ) -> anyhow::Result<(Output, Ending)> {
     let mut r = TraceReader::new(input).map_err(|e| anyhow!("{}: {e}", name.display()))?;
     let mut feeder = Feeder::new();
@@ -458,6 +459,27 @@ fn run_stream(
             Record::End => {
                 ending = Ending::Complete;
                 break;
+            }
+            Record::Slot { slot, len } => {
+                let at = r.offset();
+                let Some(p) = pool.as_deref_mut() else {
+                    bail!(
+                        "{}: byte {at}: a record of the plugin's buffer file in a stream without one",
+                        name.display()
+                    );
+                };
+                let Some(bytes) = p.records(slot, len) else {
+                    bail!(
+                        "{}: byte {at}: slot {slot} ({len} bytes) is not in the plugin's buffer file",
+                        name.display()
+                    );
+                };
+                feeder
+                    .feed_slice(&mut engine, bytes, x86)
+                    .map_err(|(k, e)| {
+                        anyhow!("{}: byte {at}: slot {slot}, byte {k}: {e}", name.display())
+                    })?;
+                p.give_back(slot);
             }
             rec => {
                 if let Err(id) = feeder.feed(&mut engine, &rec, x86) {
@@ -563,16 +585,24 @@ fn run_native(
         unsafe { libc::fcntl(reader.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
     }
     let buffers = shared_buffers().context("cannot create the plugin's buffer file")?;
+    // The pool: slots the plugin takes from this pipe. Few, so that the
+    // ones in use stay in the processors' caches.
+    let (free_r, mut free_w) = std::io::pipe().context("cannot create a pipe")?;
+    for k in 0..POOL_SLOTS {
+        free_w.write_all(&k.to_le_bytes())?;
+    }
+    let mut pool = Pool::new(&buffers, free_w).context("cannot map the plugin's buffer file")?;
     use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;
-    let (wfd, bfd) = (writer.as_raw_fd(), buffers.as_raw_fd());
-    // The plugin moves both out of the guest's way at once.
+    let (wfd, bfd, ffd) = (writer.as_raw_fd(), buffers.as_raw_fd(), free_r.as_raw_fd());
+    // The plugin moves them out of the guest's way at once.
     const CHILD_FD: i32 = 3;
     const BUFFERS_FD: i32 = 4;
+    const FREE_FD: i32 = 5;
     let mut c = Command::new(&qemu);
     c.arg("-plugin")
         .arg(format!(
-            "{},fd={CHILD_FD},shm={BUFFERS_FD}",
+            "{},fd={CHILD_FD},shm={BUFFERS_FD},free={FREE_FD}",
             plugin.display()
         ))
         .arg(&prog)
@@ -581,7 +611,10 @@ fn run_native(
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         c.pre_exec(move || {
-            if libc::dup2(wfd, CHILD_FD) < 0 || libc::dup2(bfd, BUFFERS_FD) < 0 {
+            if libc::dup2(wfd, CHILD_FD) < 0
+                || libc::dup2(bfd, BUFFERS_FD) < 0
+                || libc::dup2(ffd, FREE_FD) < 0
+            {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
@@ -591,6 +624,7 @@ fn run_native(
         .spawn()
         .with_context(|| format!("cannot run {}", qemu.display()))?;
     drop(writer);
+    drop(free_r);
     let pid = child.id();
     // Ctrl-C reaches the program too; tally stays to write what was
     // simulated. A SIGTERM to tally is passed on to the program.
@@ -610,7 +644,14 @@ fn run_native(
         tail: None,
         buffers: &buffers,
     };
-    let result = run_stream(input, Path::new("<qemu plugin>"), engine, space, x86);
+    let result = run_stream(
+        input,
+        Path::new("<qemu plugin>"),
+        engine,
+        space,
+        x86,
+        Some(&mut pool),
+    );
     let status = child.wait().context("waiting for the program")?;
     let (out, mut ending) = result?;
     if !status.success() {
@@ -627,9 +668,14 @@ fn run_native(
     Ok((out, pid, ending, status))
 }
 
-/// Slots in the plugin's buffer file: vCPUs (guest threads) beyond these
-/// lose their last unwritten records if QEMU dies of a signal.
+/// Slots in the plugin's buffer file.
 const BUFFER_SLOTS: u32 = 64;
+
+/// Slots of the file in the pool the plugin's buffers come from (the
+/// others are not used). A guest thread that starts when none is free
+/// writes its records into the stream itself, and loses its last
+/// unwritten ones if QEMU dies of a signal.
+const POOL_SLOTS: u32 = 8;
 
 /// An anonymous file for the plugin's buffers (sparse: only the slots of
 /// running threads take memory).
@@ -647,6 +693,65 @@ fn shared_buffers() -> std::io::Result<std::fs::File> {
     f.set_len(shared::size(BUFFER_SLOTS))?;
     f.write_all_at(&shared::header(BUFFER_SLOTS), 0)?;
     Ok(f)
+}
+
+/// The plugin's buffer file, mapped to read the slots it hands over, and
+/// the pipe that hands them back (see `tally_sim::trace::shared`).
+struct Pool {
+    base: *const u8,
+    size: usize,
+    free: std::io::PipeWriter,
+}
+
+impl Pool {
+    fn new(file: &std::fs::File, free: std::io::PipeWriter) -> std::io::Result<Pool> {
+        use std::os::fd::AsRawFd;
+        let size = file.metadata()?.len() as usize;
+        // SAFETY: mapping a file we own, read-only, shared with the plugin.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Pool {
+            base: base as *const u8,
+            size,
+            free,
+        })
+    }
+
+    /// The records in `slot`, which the plugin has handed over.
+    fn records(&self, slot: u32, len: u32) -> Option<&[u8]> {
+        let r = tally_sim::trace::shared::records(slot, len)?;
+        if r.end > self.size {
+            return None;
+        }
+        // SAFETY: inside the mapping, which lives as long as `self`; the
+        // plugin does not write a slot it handed over until it is given
+        // back.
+        Some(unsafe { std::slice::from_raw_parts(self.base.add(r.start), r.len()) })
+    }
+
+    /// Gives `slot` back to the plugin (which may have exited: then
+    /// nobody takes it).
+    fn give_back(&mut self, slot: u32) {
+        let _ = self.free.write_all(&slot.to_le_bytes());
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // SAFETY: unmapping what `new` mapped, no longer borrowed.
+        unsafe { libc::munmap(self.base as *mut libc::c_void, self.size) };
+    }
 }
 
 /// The plugin's stream, then, once it ends, the records left in the

@@ -46,6 +46,7 @@ const T_THREAD: u8 = 7;
 const T_BLOCK: u8 = 8;
 const T_LOAD_AT: u8 = 9;
 const T_STORE_AT: u8 = 10;
+const T_SLOT: u8 = 11;
 /// Longest block written as one block record; longer ones (rare) get a
 /// record per instruction.
 const MAX_BLOCK: usize = 255;
@@ -81,7 +82,11 @@ struct Buf {
     data: *mut u8,
     len: usize,
     published: *const AtomicU64,
+    /// The pool slot it is (`NO_SLOT`: a slot of its own, or the heap).
+    slot: u32,
 }
+
+const NO_SLOT: u32 = u32::MAX;
 
 static OUT: Mutex<Option<Out>> = Mutex::new(None);
 static BUFS: [AtomicPtr<Buf>; MAX_VCPUS] =
@@ -92,6 +97,9 @@ static SHM_SIZE: AtomicUsize = AtomicUsize::new(0);
 static SHM_SLOTS: AtomicUsize = AtomicUsize::new(0);
 /// Set in a forked child: it records nothing (the stream is the parent's).
 static SILENT: AtomicBool = AtomicBool::new(false);
+/// The pipe tally hands free slots back through (`free=`): with it the
+/// shared file's slots are a pool (see `tally_sim::trace::shared`).
+static FREE: Mutex<Option<File>> = Mutex::new(None);
 static OVERFLOW: Mutex<Vec<u8>> = Mutex::new(Vec::new());
 static OVERFLOW_VCPU: AtomicU32 = AtomicU32::new(u32::MAX);
 
@@ -113,27 +121,90 @@ fn write_out(out: &mut Out, vcpu: u32, bytes: &[u8]) {
     }
 }
 
-/// The buffer of `vcpu`, created on first use: its slot of the shared
-/// file if it has one, else on the heap.
+/// The buffer of `vcpu`, created on first use: a slot of the pool (for
+/// the first half as many vCPUs as there are slots, so that slots always
+/// come back), else its own slot of the shared file if it has one, else
+/// on the heap.
 #[cold]
 fn new_buffer(vcpu: usize) -> *mut Buf {
     let base = SHM_BASE.load(Ordering::Acquire);
     let slots = SHM_SLOTS.load(Ordering::Acquire);
-    let buf = if base != 0 && vcpu < slots {
-        let slot = base + SHM_HEADER + vcpu * (8 + BUF_CAP);
-        Buf {
-            data: (slot + 8) as *mut u8,
-            len: 0,
-            published: slot as *const AtomicU64,
+    let pooled = vcpu < slots / 2 && !SILENT.load(Ordering::Relaxed);
+    let buf = match if pooled { take_slot(false) } else { None } {
+        Some(b) => b,
+        None if base != 0 && vcpu < slots && !pooled_mode() => {
+            let slot = base + SHM_HEADER + vcpu * (8 + BUF_CAP);
+            Buf {
+                data: (slot + 8) as *mut u8,
+                len: 0,
+                published: slot as *const AtomicU64,
+                slot: NO_SLOT,
+            }
         }
-    } else {
-        Buf {
-            data: Box::leak(vec![0u8; BUF_CAP].into_boxed_slice()).as_mut_ptr(),
-            len: 0,
-            published: std::ptr::null(),
-        }
+        None => heap_buffer(),
     };
     Box::into_raw(Box::new(buf))
+}
+
+fn heap_buffer() -> Buf {
+    Buf {
+        data: Box::leak(vec![0u8; BUF_CAP].into_boxed_slice()).as_mut_ptr(),
+        len: 0,
+        published: std::ptr::null(),
+        slot: NO_SLOT,
+    }
+}
+
+fn pooled_mode() -> bool {
+    FREE.lock().map(|f| f.is_some()).unwrap_or(false)
+}
+
+/// A free slot of the pool; `None` without a pool, once tally is gone,
+/// or, unless `wait`, if none is free now. Waiting is only for a thread
+/// that has just handed a slot over: it gets one back when tally has read
+/// it, whatever other threads hold.
+fn take_slot(wait: bool) -> Option<Buf> {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let base = SHM_BASE.load(Ordering::Acquire);
+    let slots = SHM_SLOTS.load(Ordering::Acquire);
+    let mut g = FREE.lock().unwrap_or_else(|e| e.into_inner());
+    let f = g.as_mut()?;
+    let mut n = [0u8; 4];
+    let k = loop {
+        match f.read(&mut n) {
+            Ok(4) => break u32::from_le_bytes(n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if !wait {
+                    return None;
+                }
+                let mut p = libc::pollfd {
+                    fd: f.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd.
+                unsafe { libc::poll(&mut p, 1, -1) };
+            }
+            // The end (tally is gone) or a broken pipe.
+            _ => {
+                *g = None;
+                return None;
+            }
+        }
+    };
+    if base == 0 || k as usize >= slots {
+        *g = None;
+        return None;
+    }
+    let slot = base + SHM_HEADER + k as usize * (8 + BUF_CAP);
+    Some(Buf {
+        data: (slot + 8) as *mut u8,
+        len: 0,
+        published: slot as *const AtomicU64,
+        slot: k,
+    })
 }
 
 #[inline]
@@ -165,54 +236,82 @@ impl Buf {
     }
 }
 
-fn flush(vcpu: u32, buf: &mut Buf) {
-    if !SILENT.load(Ordering::Relaxed)
-        && let Ok(mut g) = OUT.lock()
+/// Hands the buffer's records on: a pool slot is announced in the stream
+/// and, if `refill`, replaced by a free one; other buffers are written.
+fn flush(vcpu: u32, buf: &mut Buf, refill: bool) {
+    if SILENT.load(Ordering::Relaxed) {
+        buf.len = 0;
+        return;
+    }
+    if buf.slot == NO_SLOT {
+        if let Ok(mut g) = OUT.lock()
+            && let Some(out) = g.as_mut()
+        {
+            write_out(out, vcpu, buf.bytes());
+        }
+        buf.set_len(0);
+        return;
+    }
+    if buf.len == 0 {
+        return;
+    }
+    // Zeroed first: a count left in the file means records not yet in the
+    // stream.
+    let mut r = [T_SLOT, 0, 0, 0, 0, 0, 0, 0, 0];
+    r[1..5].copy_from_slice(&buf.slot.to_le_bytes());
+    r[5..].copy_from_slice(&(buf.len as u32).to_le_bytes());
+    buf.set_len(0);
+    if let Ok(mut g) = OUT.lock()
         && let Some(out) = g.as_mut()
     {
-        write_out(out, vcpu, buf.bytes());
+        write_out(out, vcpu, &r);
     }
-    buf.set_len(0);
+    if refill {
+        *buf = take_slot(true).unwrap_or_else(heap_buffer);
+    }
 }
 
-#[inline]
-fn record(vcpu: c_uint, bytes: &[u8]) {
+#[inline(always)]
+fn record<const N: usize>(vcpu: c_uint, bytes: &[u8; N]) {
     match buffer(vcpu) {
         Some(buf) => {
             // SAFETY: `len < FLUSH_AT` before a record, and no record is
             // longer than `BUF_CAP - FLUSH_AT`.
             unsafe {
-                std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.data.add(buf.len), bytes.len());
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.data.add(buf.len), N);
             }
-            buf.set_len(buf.len + bytes.len());
+            buf.set_len(buf.len + N);
             if buf.len >= FLUSH_AT {
-                flush(vcpu, buf);
+                flush(vcpu, buf, true);
             }
         }
-        None => {
-            // vCPUs past MAX_VCPUS share one buffer, written whenever
-            // another of them records.
-            if SILENT.load(Ordering::Relaxed) {
-                return;
-            }
-            let mut o = OVERFLOW.lock().unwrap_or_else(|e| e.into_inner());
-            let prev = OVERFLOW_VCPU.swap(vcpu, Ordering::Relaxed);
-            if prev != vcpu {
-                let mut g = OUT.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(out) = g.as_mut() {
-                    write_out(out, prev, &o);
-                }
-                o.clear();
-            }
-            o.extend_from_slice(bytes);
-            if o.len() >= FLUSH_AT {
-                let mut g = OUT.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(out) = g.as_mut() {
-                    write_out(out, vcpu, &o);
-                }
-                o.clear();
-            }
+        None => record_overflow(vcpu, bytes),
+    }
+}
+
+/// vCPUs past MAX_VCPUS share one buffer, written whenever another of
+/// them records.
+#[cold]
+fn record_overflow(vcpu: c_uint, bytes: &[u8]) {
+    if SILENT.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut o = OVERFLOW.lock().unwrap_or_else(|e| e.into_inner());
+    let prev = OVERFLOW_VCPU.swap(vcpu, Ordering::Relaxed);
+    if prev != vcpu {
+        let mut g = OUT.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(out) = g.as_mut() {
+            write_out(out, prev, &o);
         }
+        o.clear();
+    }
+    o.extend_from_slice(bytes);
+    if o.len() >= FLUSH_AT {
+        let mut g = OUT.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(out) = g.as_mut() {
+            write_out(out, vcpu, &o);
+        }
+        o.clear();
     }
 }
 
@@ -428,7 +527,7 @@ unsafe extern "C" fn on_exit(_id: qemu_plugin_id_t, _: *mut c_void) {
         let p = slot.load(Ordering::Acquire);
         if !p.is_null() {
             // SAFETY: see `buffer`; the guest has stopped.
-            flush(vcpu as u32, unsafe { &mut *p });
+            flush(vcpu as u32, unsafe { &mut *p }, false);
         }
     }
     // Locks in the order `record` takes them.
@@ -547,14 +646,22 @@ pub unsafe extern "C" fn qemu_plugin_install(
     }
     let mut file = None;
     let mut shm = None;
+    let mut free = None;
     for a in &args {
-        if let Some(fd) = a.strip_prefix("shm=") {
-            match fd.parse::<i32>() {
-                Ok(fd) if fd >= 0 => shm = Some(fd),
-                _ => {
-                    say(&format!("bad argument `{a}`"));
-                    return -1;
-                }
+        let fd_arg = |v: &str| v.parse::<i32>().ok().filter(|&fd| fd >= 0);
+        if let Some(v) = a.strip_prefix("shm=") {
+            shm = fd_arg(v);
+            if shm.is_none() {
+                say(&format!("bad argument `{a}`"));
+                return -1;
+            }
+            continue;
+        }
+        if let Some(v) = a.strip_prefix("free=") {
+            free = fd_arg(v);
+            if free.is_none() {
+                say(&format!("bad argument `{a}`"));
+                return -1;
             }
             continue;
         }
@@ -576,7 +683,9 @@ pub unsafe extern "C" fn qemu_plugin_install(
                 }
             }
         } else {
-            say(&format!("unknown argument `{a}` (fd=N or out=PATH)"));
+            say(&format!(
+                "unknown argument `{a}` (fd=N or out=PATH, shm=N, free=N)"
+            ));
             return -1;
         }
     }
@@ -596,6 +705,25 @@ pub unsafe extern "C" fn qemu_plugin_install(
     {
         say(&format!("shm={fd}: {e}"));
         return -1;
+    }
+    if let Some(fd) = free {
+        if shm.is_none() {
+            say("free= needs shm=");
+            return -1;
+        }
+        // SAFETY: the caller handed this descriptor to the plugin.
+        match keep_out_of_the_guests_way(unsafe { File::from_raw_fd(fd) }) {
+            Ok(f) => {
+                use std::os::fd::AsRawFd;
+                // SAFETY: fcntl on a descriptor we own.
+                unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+                *FREE.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
+            }
+            Err(e) => {
+                say(&format!("free={fd}: {e}"));
+                return -1;
+            }
+        }
     }
     // SAFETY: registering a fork handler that only makes async-signal-safe
     // calls.

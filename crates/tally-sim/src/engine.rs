@@ -472,6 +472,23 @@ pub struct Feeder {
     parked: FxHashMap<u32, Block>,
 }
 
+/// What is wrong with a record in a slot of the shared buffer file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SliceError {
+    /// An instruction executed before its declaration.
+    #[error("instruction {0} executed before it was declared")]
+    Undeclared(u32),
+    /// An unknown tag.
+    #[error("unknown record tag {0}")]
+    Tag(u8),
+    /// The slot ends inside a record.
+    #[error("the slot ends inside a record")]
+    Truncated,
+    /// A record that belongs in the stream itself.
+    #[error("a mapping, end or slot record inside a slot")]
+    Misplaced,
+}
+
 /// A stream id's instruction, as the feeder needs it.
 #[derive(Clone, Copy, Debug)]
 pub struct Slot {
@@ -588,7 +605,8 @@ impl Feeder {
                 }
             }
             Record::End => self.finish(e)?,
-            Record::Map { .. } => {}
+            // The caller's: mappings name code, slots hold records.
+            Record::Map { .. } | Record::Slot { .. } => {}
         }
         Ok(())
     }
@@ -626,6 +644,38 @@ impl Feeder {
             }
         }
         Ok(p)
+    }
+
+    /// Feeds all the records of `bytes`, a slot of the plugin's shared
+    /// buffer file (see [`crate::trace::shared`]): records of one thread
+    /// that execute code. The error is the offset in `bytes` of the record
+    /// at fault and what is wrong with it.
+    pub fn feed_slice(
+        &mut self,
+        e: &mut Engine,
+        bytes: &[u8],
+        x86: bool,
+    ) -> Result<(), (usize, SliceError)> {
+        let mut p = 0;
+        while p < bytes.len() {
+            p += self
+                .feed_bytes(e, &bytes[p..])
+                .map_err(|(n, id)| (p + n, SliceError::Undeclared(id)))?;
+            match trace::decode(&bytes[p..]) {
+                Err(tag) => return Err((p, SliceError::Tag(tag))),
+                Ok(trace::Decoded::Need(_)) if p == bytes.len() => break,
+                Ok(trace::Decoded::Need(_)) => return Err((p, SliceError::Truncated)),
+                Ok(trace::Decoded::Record(r, n)) => {
+                    if matches!(r, Record::Slot { .. } | Record::Map { .. } | Record::End) {
+                        return Err((p, SliceError::Misplaced));
+                    }
+                    self.feed(e, &r, x86)
+                        .map_err(|id| (p, SliceError::Undeclared(id)))?;
+                    p += n;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// A block starts: stream ids `first .. first + count`.

@@ -14,6 +14,10 @@
 //! | 5 | a file mapping | start u64, end u64, file offset u64, path length u16, path |
 //! | 6 | end: the program exited normally | — |
 //! | 7 | the following records are of thread (vCPU) `n` | n u32 |
+//! | 8 | a block runs: ids `first ..first + count` | first u32, count u8 |
+//! | 9 | load by instruction `index` of the block | index u8, address u64, size u8 |
+//! | 10 | store by instruction `index` of the block | index u8, address u64, size u8 |
+//! | 11 | records in a slot of the shared buffer file | slot u32, length u32 |
 //!
 //! Executions and accesses come in program order per thread; the accesses
 //! after an execution record are that instruction's. A stream that stops
@@ -35,6 +39,7 @@ const T_THREAD: u8 = 7;
 pub(crate) const T_BLOCK: u8 = 8;
 pub(crate) const T_LOAD_AT: u8 = 9;
 pub(crate) const T_STORE_AT: u8 = 10;
+const T_SLOT: u8 = 11;
 
 /// One record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,6 +73,10 @@ pub enum Record<'a> {
     StoreAt { index: u8, addr: u64, size: u8 },
     /// Records that follow are of another thread.
     Thread(u32),
+    /// The next `len` bytes of records are in slot `slot` of the shared
+    /// buffer file ([`shared`]), not in the stream; the reader hands the
+    /// slot back once they are read.
+    Slot { slot: u32, len: u32 },
     /// The program exited normally; nothing follows.
     End,
 }
@@ -179,90 +188,115 @@ impl<R: Read> TraceReader<R> {
         Ok(self.len - self.pos >= n)
     }
 
-    #[inline(always)]
-    fn need(&mut self, n: usize) -> Result<(), StreamError> {
-        if self.fill(n)? {
-            Ok(())
-        } else {
-            Err(StreamError::Truncated {
-                offset: self.offset(),
-            })
-        }
-    }
-
     /// The next record; `None` when the input ends (without an end record
     /// if the program did not exit normally).
     #[inline]
     pub fn next_record(&mut self) -> Result<Option<Record<'_>>, StreamError> {
-        if !self.fill(1)? {
-            return Ok(None);
+        loop {
+            let at = self.offset();
+            match decode(&self.buf[self.pos..self.len]) {
+                Err(tag) => return Err(StreamError::Tag { offset: at, tag }),
+                Ok(Decoded::Need(n)) => {
+                    if !self.fill(n)? {
+                        if self.pos == self.len {
+                            return Ok(None);
+                        }
+                        return Err(StreamError::Truncated { offset: at });
+                    }
+                }
+                Ok(Decoded::Record(_, n)) => {
+                    let from = self.pos;
+                    self.pos += n;
+                    return match decode(&self.buf[from..from + n]) {
+                        Ok(Decoded::Record(r, _)) => Ok(Some(r)),
+                        _ => Err(StreamError::Truncated { offset: at }),
+                    };
+                }
+            }
         }
-        let tag = self.buf[self.pos];
-        let size = match tag {
-            T_EXEC | T_THREAD => 5,
-            T_BLOCK => 6,
-            T_LOAD | T_STORE => 10,
-            T_LOAD_AT | T_STORE_AT => 11,
-            T_END => 1,
-            T_DECL => {
-                self.need(14)?;
-                14 + self.buf[self.pos + 13] as usize
-            }
-            T_MAP => {
-                self.need(27)?;
-                27 + u16::from_le_bytes([self.buf[self.pos + 25], self.buf[self.pos + 26]]) as usize
-            }
-            _ => {
-                return Err(StreamError::Tag {
-                    offset: self.offset(),
-                    tag,
-                });
-            }
-        };
-        self.need(size)?;
-        let b = &self.buf[self.pos..self.pos + size];
-        self.pos += size;
-        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or_default());
-        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
-        Ok(Some(match tag {
-            T_EXEC => Record::Exec { id: u32_at(1) },
-            T_LOAD => Record::Load {
-                addr: u64_at(1),
-                size: b[9],
-            },
-            T_STORE => Record::Store {
-                addr: u64_at(1),
-                size: b[9],
-            },
-            T_BLOCK => Record::Block {
-                first: u32_at(1),
-                count: b[5],
-            },
-            T_LOAD_AT => Record::LoadAt {
-                index: b[1],
-                addr: u64_at(2),
-                size: b[10],
-            },
-            T_STORE_AT => Record::StoreAt {
-                index: b[1],
-                addr: u64_at(2),
-                size: b[10],
-            },
-            T_THREAD => Record::Thread(u32_at(1)),
-            T_END => Record::End,
-            T_DECL => Record::Declare {
-                id: u32_at(1),
-                addr: u64_at(5),
-                code: &b[14..],
-            },
-            _ => Record::Map {
-                start: u64_at(1),
-                end: u64_at(9),
-                offset: u64_at(17),
-                path: &b[27..],
-            },
-        }))
     }
+}
+
+/// What [`decode`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Decoded<'a> {
+    /// A record and its length in bytes.
+    Record(Record<'a>, usize),
+    /// The bytes hold only part of a record that takes this many.
+    Need(usize),
+}
+
+/// Decodes the record at the start of `b`; the error is an unknown tag.
+#[inline]
+pub fn decode(b: &[u8]) -> Result<Decoded<'_>, u8> {
+    let Some(&tag) = b.first() else {
+        return Ok(Decoded::Need(1));
+    };
+    let size = match tag {
+        T_EXEC | T_THREAD => 5,
+        T_BLOCK => 6,
+        T_SLOT => 9,
+        T_LOAD | T_STORE => 10,
+        T_LOAD_AT | T_STORE_AT => 11,
+        T_END => 1,
+        T_DECL => match b.get(13) {
+            Some(&n) => 14 + n as usize,
+            None => 14,
+        },
+        T_MAP => match b.get(25..27) {
+            Some(n) => 27 + u16::from_le_bytes([n[0], n[1]]) as usize,
+            None => 27,
+        },
+        _ => return Err(tag),
+    };
+    let Some(b) = b.get(..size) else {
+        return Ok(Decoded::Need(size));
+    };
+    let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or_default());
+    let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
+    let r = match tag {
+        T_EXEC => Record::Exec { id: u32_at(1) },
+        T_LOAD => Record::Load {
+            addr: u64_at(1),
+            size: b[9],
+        },
+        T_STORE => Record::Store {
+            addr: u64_at(1),
+            size: b[9],
+        },
+        T_BLOCK => Record::Block {
+            first: u32_at(1),
+            count: b[5],
+        },
+        T_LOAD_AT => Record::LoadAt {
+            index: b[1],
+            addr: u64_at(2),
+            size: b[10],
+        },
+        T_STORE_AT => Record::StoreAt {
+            index: b[1],
+            addr: u64_at(2),
+            size: b[10],
+        },
+        T_THREAD => Record::Thread(u32_at(1)),
+        T_SLOT => Record::Slot {
+            slot: u32_at(1),
+            len: u32_at(5),
+        },
+        T_END => Record::End,
+        T_DECL => Record::Declare {
+            id: u32_at(1),
+            addr: u64_at(5),
+            code: &b[14..],
+        },
+        _ => Record::Map {
+            start: u64_at(1),
+            end: u64_at(9),
+            offset: u64_at(17),
+            path: &b[27..],
+        },
+    };
+    Ok(Decoded::Record(r, size))
 }
 
 /// Writes a stream (for tests and benchmarks; the plugin writes its own).
@@ -338,6 +372,11 @@ impl<W: Write> TraceWriter<W> {
                 o.write_all(&[T_THREAD])?;
                 o.write_all(&n.to_le_bytes())
             }
+            Record::Slot { slot, len } => {
+                o.write_all(&[T_SLOT])?;
+                o.write_all(&slot.to_le_bytes())?;
+                o.write_all(&len.to_le_bytes())
+            }
             Record::End => o.write_all(&[T_END]),
         }
     }
@@ -356,6 +395,16 @@ impl<W: Write> TraceWriter<W> {
 /// plugin's exit callback when the guest dies of a signal; the records it
 /// had not yet written are then still here, and [`pending`](shared::pending)
 /// turns them into the stream's tail.
+///
+/// The slots are a pool when the plugin is also given a pipe of free slot
+/// numbers (`free=FD`): a thread fills a slot it took from that pipe,
+/// publishing its byte count as it goes; when the slot is full it zeroes
+/// the count, writes a [`Record::Slot`] into the stream, and takes another
+/// slot. The reader feeds the slot's records where that record stands and
+/// writes the slot number back into the pipe. Records then cross from the
+/// plugin to tally without being copied through the stream. A slot whose
+/// count is not zero holds records not yet in the stream: what a thread
+/// had written when QEMU stopped.
 pub mod shared {
     use std::fs::File;
     use std::os::unix::fs::FileExt;
@@ -368,6 +417,13 @@ pub mod shared {
     pub const CAPACITY: usize = (1 << 18) + 64;
     /// A slot: the pending-byte count (u64), then the records.
     pub const SLOT: usize = 8 + CAPACITY;
+
+    /// Where in the file the `len` bytes of records of slot `slot` are
+    /// (`None` if more than a slot holds).
+    pub fn records(slot: u32, len: u32) -> Option<std::ops::Range<usize>> {
+        let at = HEADER.checked_add((slot as usize).checked_mul(SLOT)?)? + 8;
+        (len as usize <= CAPACITY).then(|| at..at + len as usize)
+    }
 
     /// Size of a file with `slots` slots.
     pub fn size(slots: u32) -> u64 {
