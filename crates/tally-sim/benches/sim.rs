@@ -129,8 +129,15 @@ fn consume(bytes: &[u8], machines: usize) -> u64 {
     );
     let mut r = TraceReader::new(bytes).expect("stream");
     let mut f = Feeder::new();
-    while let Some(rec) = r.next_record().expect("stream") {
-        f.feed(&mut e, &rec, true).expect("declared");
+    // As `tally sim` reads: block and access records decoded by the
+    // feeder from the buffer, the others as records.
+    loop {
+        let n = f.feed_bytes(&mut e, r.unread()).expect("declared");
+        r.consume(n);
+        match r.next_record().expect("stream") {
+            Some(rec) => f.feed(&mut e, &rec, true).expect("declared"),
+            None => break,
+        }
     }
     f.finish(&mut e).expect("declared");
     e.finish().totals(0).ir
