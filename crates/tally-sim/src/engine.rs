@@ -267,8 +267,24 @@ impl Engine {
         }
     }
 
-    /// The pending branch `p` is followed by the instruction at `next`.
+    /// The pending branch `p` is followed by the instruction at `next`:
+    /// conditional branches, most of them, here; the rest in
+    /// [`Engine::resolve_other`].
+    #[inline(always)]
     fn resolve(&mut self, p: u32, next: u64) {
+        let ins = self.instrs[p as usize];
+        if ins.flow.kind == Kind::Cond {
+            if self.opts.branch_sim {
+                let taken = next != ins.addr.wrapping_add(u64::from(ins.size));
+                self.on(p, |m, c| m.cond_branch(ins.addr, taken, c));
+            }
+            return;
+        }
+        self.resolve_other(p, next);
+    }
+
+    #[inline(never)]
+    fn resolve_other(&mut self, p: u32, next: u64) {
         let ins = self.instrs[p as usize];
         let fall = ins.addr.wrapping_add(u64::from(ins.size));
         let bs = self.opts.branch_sim;
