@@ -648,18 +648,13 @@ pub unsafe extern "C" fn qemu_plugin_install(
     let mut shm = None;
     let mut free = None;
     for a in &args {
-        let fd_arg = |v: &str| v.parse::<i32>().ok().filter(|&fd| fd >= 0);
-        if let Some(v) = a.strip_prefix("shm=") {
-            shm = fd_arg(v);
-            if shm.is_none() {
-                say(&format!("bad argument `{a}`"));
-                return -1;
-            }
-            continue;
-        }
-        if let Some(v) = a.strip_prefix("free=") {
-            free = fd_arg(v);
-            if free.is_none() {
+        let fd_arg = a
+            .strip_prefix("shm=")
+            .map(|v| (&mut shm, v))
+            .or_else(|| a.strip_prefix("free=").map(|v| (&mut free, v)));
+        if let Some((slot, v)) = fd_arg {
+            *slot = v.parse::<i32>().ok().filter(|&fd| fd >= 0);
+            if slot.is_none() {
                 say(&format!("bad argument `{a}`"));
                 return -1;
             }
