@@ -585,10 +585,9 @@ fn run_native(
         unsafe { libc::fcntl(reader.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
     }
     let buffers = shared_buffers().context("cannot create the plugin's buffer file")?;
-    // The pool: slots the plugin takes from this pipe. Few, so that the
-    // ones in use stay in the processors' caches.
+    // Every slot starts free; the plugin takes them from this pipe.
     let (free_r, mut free_w) = std::io::pipe().context("cannot create a pipe")?;
-    for k in 0..POOL_SLOTS {
+    for k in 0..BUFFER_SLOTS {
         free_w.write_all(&k.to_le_bytes())?;
     }
     let mut pool = Pool::new(&buffers, free_w).context("cannot map the plugin's buffer file")?;
@@ -668,14 +667,13 @@ fn run_native(
     Ok((out, pid, ending, status))
 }
 
-/// Slots in the plugin's buffer file.
-const BUFFER_SLOTS: u32 = 64;
-
-/// Slots of the file in the pool the plugin's buffers come from (the
-/// others are not used). A guest thread that starts when none is free
-/// writes its records into the stream itself, and loses its last
-/// unwritten ones if QEMU dies of a signal.
-const POOL_SLOTS: u32 = 8;
+/// Slots in the plugin's buffer file, the pool its buffers come from:
+/// few, so that the ones in use stay in the processors' caches. The
+/// plugin gives them to its first `BUFFER_SLOTS / 2` threads (so that a
+/// thread that hands one over always gets one back); the others write
+/// their records into the stream itself, and lose their last unwritten
+/// ones if QEMU dies of a signal.
+const BUFFER_SLOTS: u32 = 8;
 
 /// An anonymous file for the plugin's buffers (sparse: only the slots of
 /// running threads take memory).

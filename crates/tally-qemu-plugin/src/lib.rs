@@ -100,6 +100,8 @@ static SILENT: AtomicBool = AtomicBool::new(false);
 /// The pipe tally hands free slots back through (`free=`): with it the
 /// shared file's slots are a pool (see `tally_sim::trace::shared`).
 static FREE: Mutex<Option<File>> = Mutex::new(None);
+/// Set once at start when there is a pool (the pipe may close later).
+static POOLED: AtomicBool = AtomicBool::new(false);
 static OVERFLOW: Mutex<Vec<u8>> = Mutex::new(Vec::new());
 static OVERFLOW_VCPU: AtomicU32 = AtomicU32::new(u32::MAX);
 
@@ -132,15 +134,10 @@ fn new_buffer(vcpu: usize) -> *mut Buf {
     let pooled = vcpu < slots / 2 && !SILENT.load(Ordering::Relaxed);
     let buf = match if pooled { take_slot(false) } else { None } {
         Some(b) => b,
-        None if base != 0 && vcpu < slots && !pooled_mode() => {
-            let slot = base + SHM_HEADER + vcpu * (8 + BUF_CAP);
-            Buf {
-                data: (slot + 8) as *mut u8,
-                len: 0,
-                published: slot as *const AtomicU64,
-                slot: NO_SLOT,
-            }
-        }
+        None if base != 0 && vcpu < slots && !POOLED.load(Ordering::Relaxed) => Buf {
+            slot: NO_SLOT,
+            ..slot_buffer(base, vcpu)
+        },
         None => heap_buffer(),
     };
     Box::into_raw(Box::new(buf))
@@ -155,8 +152,15 @@ fn heap_buffer() -> Buf {
     }
 }
 
-fn pooled_mode() -> bool {
-    FREE.lock().map(|f| f.is_some()).unwrap_or(false)
+/// Slot `k` of the shared file mapped at `base`, as a buffer.
+fn slot_buffer(base: usize, k: usize) -> Buf {
+    let slot = base + SHM_HEADER + k * (8 + BUF_CAP);
+    Buf {
+        data: (slot + 8) as *mut u8,
+        len: 0,
+        published: slot as *const AtomicU64,
+        slot: k as u32,
+    }
 }
 
 /// A free slot of the pool; `None` without a pool, once tally is gone,
@@ -198,13 +202,7 @@ fn take_slot(wait: bool) -> Option<Buf> {
         *g = None;
         return None;
     }
-    let slot = base + SHM_HEADER + k as usize * (8 + BUF_CAP);
-    Some(Buf {
-        data: (slot + 8) as *mut u8,
-        len: 0,
-        published: slot as *const AtomicU64,
-        slot: k,
-    })
+    Some(slot_buffer(base, k as usize))
 }
 
 #[inline]
@@ -713,6 +711,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
                 // SAFETY: fcntl on a descriptor we own.
                 unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
                 *FREE.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
+                POOLED.store(true, Ordering::Relaxed);
             }
             Err(e) => {
                 say(&format!("free={fd}: {e}"));

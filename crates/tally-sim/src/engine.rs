@@ -252,7 +252,7 @@ impl Engine {
                 }
             }
         }
-        if !last.plain {
+        if last.plain_behind == 0 {
             self.th.pending = Some(last.idx);
         }
     }
@@ -514,12 +514,11 @@ pub struct Slot {
     pub idx: u32,
     /// Its length in bytes.
     pub size: u8,
-    /// Neither a branch nor anything else [`Engine::exec`] must see.
-    pub plain: bool,
     /// It has a memory operand.
     pub memory: bool,
-    /// How many ids up to and including this one are plain (at most
-    /// 255): a run of a block is checked in one step.
+    /// How many ids up to and including this one are plain, neither a
+    /// branch nor anything else [`Engine::exec`] must see (at most 255; 0:
+    /// this one is not): a run of a block is checked in one step.
     pub plain_behind: u8,
     /// It lies in the I1 line (of every machine) where the instruction of
     /// the id before it ends: fetched right after that one, it hits and
@@ -531,7 +530,6 @@ const UNDECLARED: Slot = Slot {
     addr: 0,
     idx: u32::MAX,
     size: 0,
-    plain: false,
     memory: false,
     plain_behind: 0,
     cont: false,
@@ -606,7 +604,6 @@ impl Feeder {
                     idx,
                     size,
                     plain_behind,
-                    plain,
                     memory: e.instrs[idx as usize].flow.memory,
                     cont,
                 };
@@ -771,6 +768,13 @@ impl Feeder {
         self.run_to(e, n)
     }
 
+    /// Ids `at .. at + n` executed once more.
+    #[inline(always)]
+    fn count_run(runs: &mut [u64], at: usize, n: usize) {
+        runs[at] = runs[at].wrapping_add(1);
+        runs[at + n] = runs[at + n].wrapping_sub(1);
+    }
+
     /// Runs the block's instructions up to (not including) `end`.
     #[inline(always)]
     fn run_to(&mut self, e: &mut Engine, end: u32) -> Result<(), u32> {
@@ -789,36 +793,29 @@ impl Feeder {
             return Err(bad as u32);
         };
         let n = slots.len();
-        if let Some(l) = slots.last()
-            && l.idx != u32::MAX
+        if slots[n - 1].idx != u32::MAX
             && (n == 1 || usize::from(slots[n - 2].plain_behind) >= n - 1)
         {
-            // The common case: all plain but perhaps the last (an
-            // undeclared id is not plain).
+            // The common case: one run (an undeclared id is not plain).
             e.exec_plain(slots);
-            self.runs[from] = self.runs[from].wrapping_add(1);
-            self.runs[to] = self.runs[to].wrapping_sub(1);
+            Self::count_run(&mut self.runs, from, n);
             self.block.done = end;
             return Ok(());
         }
         let mut k = 0;
         while k < slots.len() {
-            let n = slots[k..]
+            // A run: plain instructions, and the branch that ends it.
+            let rest = &slots[k..];
+            let p = rest
                 .iter()
-                .position(|s| !s.plain || s.idx == u32::MAX)
-                .unwrap_or(slots.len() - k);
-            // A branch ends a run, as its last.
-            let n = if k + n < slots.len() && slots[k + n].idx != u32::MAX {
-                n + 1
-            } else {
-                n
-            };
+                .position(|s| s.plain_behind == 0)
+                .unwrap_or(rest.len());
+            let n = p + usize::from(p < rest.len() && rest[p].idx != u32::MAX);
             if n == 0 {
                 return Err((from + k) as u32);
             }
-            e.exec_plain(&slots[k..k + n]);
-            self.runs[from + k] = self.runs[from + k].wrapping_add(1);
-            self.runs[from + k + n] = self.runs[from + k + n].wrapping_sub(1);
+            e.exec_plain(&rest[..n]);
+            Self::count_run(&mut self.runs, from + k, n);
             k += n;
         }
         self.block.done = end;
@@ -970,7 +967,7 @@ mod tests {
             // so that some straddle lines.
             let mut blocks = Vec::new();
             let mut id = 0u32;
-            let (mut decls, mut by_block) = (Vec::new(), Vec::new());
+            let mut decls = Vec::new();
             for (b, (body, end)) in shapes.iter().enumerate() {
                 let mut addr = 0x10_0000 + 0x1000 * b as u64 + 29;
                 let mut code: Vec<&[u8]> = body.iter().map(|&k| [NOP, STORE, LOAD][k as usize]).collect();
@@ -992,7 +989,6 @@ mod tests {
                     id += 1;
                 }
                 blocks.push((first, kinds));
-                by_block.push(b);
             }
             let records = |bulk: bool| {
                 let mut v: Vec<Record> = decls

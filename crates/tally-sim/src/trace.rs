@@ -194,24 +194,18 @@ impl<R: Read> TraceReader<R> {
     pub fn next_record(&mut self) -> Result<Option<Record<'_>>, StreamError> {
         loop {
             let at = self.offset();
-            match decode(&self.buf[self.pos..self.len]) {
-                Err(tag) => return Err(StreamError::Tag { offset: at, tag }),
-                Ok(Decoded::Need(n)) => {
-                    if !self.fill(n)? {
-                        if self.pos == self.len {
-                            return Ok(None);
-                        }
-                        return Err(StreamError::Truncated { offset: at });
-                    }
+            let n = record_len(&self.buf[self.pos..self.len])
+                .map_err(|tag| StreamError::Tag { offset: at, tag })?;
+            if self.len - self.pos >= n {
+                let from = self.pos;
+                self.pos += n;
+                return Ok(Some(parse(&self.buf[from..from + n])));
+            }
+            if !self.fill(n)? {
+                if self.pos == self.len {
+                    return Ok(None);
                 }
-                Ok(Decoded::Record(_, n)) => {
-                    let from = self.pos;
-                    self.pos += n;
-                    return match decode(&self.buf[from..from + n]) {
-                        Ok(Decoded::Record(r, _)) => Ok(Some(r)),
-                        _ => Err(StreamError::Truncated { offset: at }),
-                    };
-                }
+                return Err(StreamError::Truncated { offset: at });
             }
         }
     }
@@ -229,10 +223,21 @@ pub enum Decoded<'a> {
 /// Decodes the record at the start of `b`; the error is an unknown tag.
 #[inline]
 pub fn decode(b: &[u8]) -> Result<Decoded<'_>, u8> {
+    let n = record_len(b)?;
+    Ok(match b.get(..n) {
+        Some(b) => Decoded::Record(parse(b), n),
+        None => Decoded::Need(n),
+    })
+}
+
+/// The length of the record at the start of `b`, as far as `b` shows it
+/// (1 for no bytes; more than `b.len()` if the record is cut off); the
+/// error is an unknown tag.
+fn record_len(b: &[u8]) -> Result<usize, u8> {
     let Some(&tag) = b.first() else {
-        return Ok(Decoded::Need(1));
+        return Ok(1);
     };
-    let size = match tag {
+    Ok(match tag {
         T_EXEC | T_THREAD => 5,
         T_BLOCK => 6,
         T_SLOT => 9,
@@ -248,13 +253,14 @@ pub fn decode(b: &[u8]) -> Result<Decoded<'_>, u8> {
             None => 27,
         },
         _ => return Err(tag),
-    };
-    let Some(b) = b.get(..size) else {
-        return Ok(Decoded::Need(size));
-    };
+    })
+}
+
+/// The record `b` holds, whole (its length checked by [`record_len`]).
+fn parse(b: &[u8]) -> Record<'_> {
     let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or_default());
     let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
-    let r = match tag {
+    match b[0] {
         T_EXEC => Record::Exec { id: u32_at(1) },
         T_LOAD => Record::Load {
             addr: u64_at(1),
@@ -295,8 +301,7 @@ pub fn decode(b: &[u8]) -> Result<Decoded<'_>, u8> {
             offset: u64_at(17),
             path: &b[27..],
         },
-    };
-    Ok(Decoded::Record(r, size))
+    }
 }
 
 /// Writes a stream (for tests and benchmarks; the plugin writes its own).
