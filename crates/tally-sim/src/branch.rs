@@ -34,7 +34,7 @@ impl CondPredictor {
 
     /// Predicts the branch at `addr`, learns that it was `taken`; `true`
     /// for a mispredict.
-    #[inline]
+    #[inline(always)]
     pub fn predict(&mut self, addr: u64, taken: bool) -> bool {
         let hist = self.history & ((1 << HIST_BITS) - 1);
         let low = (addr >> self.shift) & ((1 << ADDR_BITS) - 1);
@@ -69,7 +69,7 @@ impl IndirectPredictor {
 
     /// Predicts the target of the branch at `addr`, learns `target`;
     /// `true` for a mispredict.
-    #[inline]
+    #[inline(always)]
     pub fn predict(&mut self, addr: u64, target: u64) -> bool {
         let i = ((addr >> self.shift) & ((1 << BTAC_BITS) - 1)) as usize;
         let miss = self.targets[i] != target;

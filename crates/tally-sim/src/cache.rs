@@ -177,7 +177,7 @@ impl Cache {
     }
 
     /// One reference of `size` bytes at `addr`; `true` for a miss.
-    #[inline]
+    #[inline(always)]
     pub fn access(&mut self, addr: u64, size: u64) -> bool {
         let first = addr >> self.line_bits;
         let last = addr.wrapping_add(size.max(1) - 1) >> self.line_bits;

@@ -170,8 +170,19 @@ impl Engine {
     /// Applies `f` to machine `k` and the counts of instruction `i`; the
     /// first machine's events also go to the running totals when calls
     /// are tracked.
+    ///
+    /// `ONE` is the lean case ([`Engine::lean`]): one machine, no call
+    /// tracking, so no loop over machines and no running totals; each hot
+    /// path is compiled once for it and once for the rest.
     #[inline(always)]
-    fn on(&mut self, i: u32, mut f: impl FnMut(&mut Hierarchy, &mut Counts)) {
+    fn on<const ONE: bool>(&mut self, i: u32, mut f: impl FnMut(&mut Hierarchy, &mut Counts)) {
+        if ONE {
+            if let (Some(m), Some(c)) = (self.machines.first_mut(), self.costs.get_mut(i as usize))
+            {
+                f(m, c);
+            }
+            return;
+        }
         let n = self.machines.len();
         let base = i as usize * n;
         let Some(costs) = self.costs.get_mut(base..base + n) else {
@@ -194,10 +205,10 @@ impl Engine {
     /// Instruction `i` executes.
     #[inline(always)]
     pub fn exec(&mut self, i: u32) {
-        self.release();
+        self.release::<false>();
         let ins = self.instrs[i as usize];
         if let Some(p) = self.th.pending.take() {
-            self.resolve(p, ins.addr);
+            self.resolve::<false>(p, ins.addr);
         }
         self.th.cur = i;
         self.th.accessed = false;
@@ -207,7 +218,7 @@ impl Engine {
         {
             f.fresh += 1;
         }
-        self.on(i, |m, c| m.fetch(ins.addr, u64::from(ins.size), c));
+        self.on::<false>(i, |m, c| m.fetch(ins.addr, u64::from(ins.size), c));
         if ins.flow.kind != Kind::Other {
             self.th.pending = Some(i);
         }
@@ -218,17 +229,47 @@ impl Engine {
     /// `Ir` is the caller's to count ([`Engine::add_ir`]), which lets a
     /// stream count a run of a block with two additions; only the I1
     /// misses are kept here, by instruction.
-    #[inline(always)]
     pub fn exec_plain(&mut self, run: &[Slot]) {
+        self.exec_plain_as::<false>(run)
+    }
+
+    /// No more than one machine and no call tracking: the hot paths
+    /// compiled for that case apply.
+    pub fn lean(&self) -> bool {
+        self.machines.len() == 1 && !self.opts.calls
+    }
+
+    #[inline(always)]
+    fn exec_plain_as<const ONE: bool>(&mut self, run: &[Slot]) {
         let (Some(first), Some(last)) = (run.first(), run.last()) else {
             return;
         };
-        self.release();
+        self.release::<ONE>();
         if let Some(p) = self.th.pending.take() {
-            self.resolve(p, first.addr);
+            self.resolve::<ONE>(p, first.addr);
         }
         self.th.cur = last.idx;
         self.th.accessed = false;
+        if ONE {
+            if let Some(m) = self.machines.first_mut() {
+                for (j, s) in run.iter().enumerate() {
+                    if j > 0 && s.cont {
+                        continue;
+                    }
+                    let miss = m.fetch_lines(s.addr, u64::from(s.size));
+                    if miss != 0
+                        && let Some(c) = self.costs.get_mut(s.idx as usize)
+                    {
+                        c.i1mr += 1;
+                        c.ilmr += u64::from(miss >> 1);
+                    }
+                }
+            }
+            if last.plain_behind == 0 {
+                self.th.pending = Some(last.idx);
+            }
+            return;
+        }
         let calls = self.opts.calls;
         if calls {
             if let Some(f) = self.th.stack.last_mut() {
@@ -271,16 +312,29 @@ impl Engine {
     /// conditional branches, most of them, here; the rest in
     /// [`Engine::resolve_other`].
     #[inline(always)]
-    fn resolve(&mut self, p: u32, next: u64) {
+    fn resolve<const ONE: bool>(&mut self, p: u32, next: u64) {
         let ins = self.instrs[p as usize];
-        if ins.flow.kind == Kind::Cond {
-            if self.opts.branch_sim {
-                let taken = next != ins.addr.wrapping_add(u64::from(ins.size));
-                self.on(p, |m, c| m.cond_branch(ins.addr, taken, c));
+        match ins.flow.kind {
+            Kind::Cond => {
+                if self.opts.branch_sim {
+                    let taken = next != ins.addr.wrapping_add(u64::from(ins.size));
+                    self.on::<ONE>(
+                        p,
+                        #[inline(always)]
+                        |m, c| m.cond_branch(ins.addr, taken, c),
+                    );
+                }
             }
-            return;
+            // QEMU runs a `rep` instruction one iteration per execution;
+            // each is Cachegrind's conditional branch (did it run?).
+            Kind::Rep => {
+                if self.opts.branch_sim {
+                    let ran = self.th.accessed;
+                    self.on::<ONE>(p, |m, c| m.cond_branch(ins.addr, ran, c));
+                }
+            }
+            _ => self.resolve_other(p, next),
         }
-        self.resolve_other(p, next);
     }
 
     #[inline(never)]
@@ -289,10 +343,12 @@ impl Engine {
         let fall = ins.addr.wrapping_add(u64::from(ins.size));
         let bs = self.opts.branch_sim;
         match ins.flow.kind {
-            Kind::Cond if bs => self.on(p, |m, c| m.cond_branch(ins.addr, next != fall, c)),
+            Kind::Cond if bs => {
+                self.on::<false>(p, |m, c| m.cond_branch(ins.addr, next != fall, c))
+            }
             Kind::IndirectJump => {
                 if bs {
-                    self.on(p, |m, c| m.indirect_branch(ins.addr, next, c));
+                    self.on::<false>(p, |m, c| m.indirect_branch(ins.addr, next, c));
                 }
                 if let Some(f) = self.th.stack.last_mut()
                     && f.fresh <= 2
@@ -300,13 +356,9 @@ impl Engine {
                     f.target = next;
                 }
             }
-            Kind::Rep if bs => {
-                let ran = self.th.accessed;
-                self.on(p, |m, c| m.cond_branch(ins.addr, ran, c));
-            }
             Kind::RepCond if bs => {
                 let ran = self.th.accessed;
-                self.on(p, |m, c| {
+                self.on::<false>(p, |m, c| {
                     m.cond_branch(ins.addr, ran, c);
                     if ran {
                         m.cond_branch(ins.addr, next == ins.addr, c);
@@ -315,7 +367,7 @@ impl Engine {
             }
             Kind::Call | Kind::IndirectCall => {
                 if bs && ins.flow.kind == Kind::IndirectCall {
-                    self.on(p, |m, c| m.indirect_branch(ins.addr, next, c));
+                    self.on::<false>(p, |m, c| m.indirect_branch(ins.addr, next, c));
                 }
                 if self.opts.calls {
                     self.th.stack.push(Frame {
@@ -356,20 +408,32 @@ impl Engine {
 
     /// Simulates the held access, if any.
     #[inline(always)]
-    fn release(&mut self) {
+    fn release<const ONE: bool>(&mut self) {
         if let Some(h) = self.th.held.take() {
             let cur = self.th.cur;
             if h.store {
-                self.on(cur, |m, c| m.write(h.addr, h.size, c));
+                self.on::<ONE>(
+                    cur,
+                    #[inline(always)]
+                    |m, c| m.write(h.addr, h.size, c),
+                );
             } else {
-                self.on(cur, |m, c| m.read(h.addr, h.size, c));
+                self.on::<ONE>(
+                    cur,
+                    #[inline(always)]
+                    |m, c| m.read(h.addr, h.size, c),
+                );
             }
         }
     }
 
     /// A load by the current instruction.
-    #[inline(always)]
     pub fn load(&mut self, addr: u64, size: u8) {
+        self.load_as::<false>(addr, size)
+    }
+
+    #[inline(always)]
+    fn load_as<const ONE: bool>(&mut self, addr: u64, size: u8) {
         self.th.accessed = true;
         let cur = self.th.cur;
         if self.opts.merge_modify {
@@ -378,7 +442,7 @@ impl Engine {
                     h.size += u64::from(size)
                 }
                 _ => {
-                    self.release();
+                    self.release::<ONE>();
                     self.th.held = Some(Held {
                         store: false,
                         addr,
@@ -388,12 +452,16 @@ impl Engine {
             }
             return;
         }
-        self.on(cur, |m, c| m.read(addr, u64::from(size), c));
+        self.on::<ONE>(cur, |m, c| m.read(addr, u64::from(size), c));
     }
 
     /// A store by the current instruction.
-    #[inline(always)]
     pub fn store(&mut self, addr: u64, size: u8) {
+        self.store_as::<false>(addr, size)
+    }
+
+    #[inline(always)]
+    fn store_as<const ONE: bool>(&mut self, addr: u64, size: u8) {
         self.th.accessed = true;
         let cur = self.th.cur;
         if self.opts.merge_modify {
@@ -401,13 +469,13 @@ impl Engine {
             match self.th.held {
                 // The store half of a read-modify-write: one modify, which
                 // is a read.
-                Some(h) if !h.store && h.addr == addr && h.size == size => self.release(),
+                Some(h) if !h.store && h.addr == addr && h.size == size => self.release::<ONE>(),
                 Some(ref mut h) if h.store && h.addr.wrapping_add(h.size) == addr => h.size += size,
                 _ => {
-                    self.release();
+                    self.release::<ONE>();
                     if self.instrs[cur as usize].flow.atomic_rmw {
                         // A locked read-modify-write is reported once.
-                        self.on(cur, |m, c| m.read(addr, size, c));
+                        self.on::<ONE>(cur, |m, c| m.read(addr, size, c));
                     } else {
                         self.th.held = Some(Held {
                             store: true,
@@ -419,7 +487,7 @@ impl Engine {
             }
             return;
         }
-        self.on(cur, |m, c| m.write(addr, u64::from(size), c));
+        self.on::<ONE>(cur, |m, c| m.write(addr, u64::from(size), c));
     }
 
     /// A modify (load and store of the same bytes): one read.
@@ -427,7 +495,7 @@ impl Engine {
     pub fn modify(&mut self, addr: u64, size: u8) {
         self.th.accessed = true;
         let cur = self.th.cur;
-        self.on(cur, |m, c| m.read(addr, u64::from(size), c));
+        self.on::<false>(cur, |m, c| m.read(addr, u64::from(size), c));
     }
 
     /// Records that follow are of thread `t`.
@@ -435,7 +503,7 @@ impl Engine {
         if t == self.thread_id {
             return;
         }
-        self.release();
+        self.release::<false>();
         let now = std::mem::take(&mut self.th);
         self.parked.insert(self.thread_id, now);
         self.th = self.parked.remove(&t).unwrap_or_default();
@@ -449,14 +517,14 @@ impl Engine {
         threads.push(std::mem::take(&mut self.th));
         for t in threads {
             self.th = t;
-            self.release();
+            self.release::<false>();
             // A branch at the very end has no successor; a conditional one
             // is resolved as not taken (the exit path).
             if let Some(p) = self.th.pending.take()
                 && self.instrs[p as usize].flow.kind == Kind::Cond
             {
                 let ins = self.instrs[p as usize];
-                self.resolve(p, ins.addr.wrapping_add(u64::from(ins.size)));
+                self.resolve::<false>(p, ins.addr.wrapping_add(u64::from(ins.size)));
             }
             while let Some(f) = self.th.stack.pop() {
                 self.close(f);
@@ -558,16 +626,16 @@ impl Feeder {
     pub fn feed(&mut self, e: &mut Engine, rec: &Record<'_>, x86: bool) -> Result<(), u32> {
         match *rec {
             Record::Exec { id } => {
-                self.run_block(e)?;
+                self.run_block::<false>(e)?;
                 e.exec(self.slot(id)?.idx);
             }
-            Record::Block { first, count } => self.start_block(e, first, count)?,
+            Record::Block { first, count } => self.start_block::<false>(e, first, count)?,
             Record::LoadAt { index, addr, size } => {
-                self.run_to(e, u32::from(index) + 1)?;
+                self.run_to::<false>(e, u32::from(index) + 1)?;
                 e.load(addr, size);
             }
             Record::StoreAt { index, addr, size } => {
-                self.run_to(e, u32::from(index) + 1)?;
+                self.run_to::<false>(e, u32::from(index) + 1)?;
                 e.store(addr, size);
             }
             Record::Load { addr, size } => e.load(addr, size),
@@ -629,15 +697,28 @@ impl Feeder {
     /// the first record of another kind or cut off; returns the bytes
     /// taken. The error is the bytes taken before the record that names
     /// an undeclared id, and that id.
-    #[inline]
     pub fn feed_bytes(&mut self, e: &mut Engine, bytes: &[u8]) -> Result<usize, (usize, u32)> {
+        if e.lean() {
+            self.feed_bytes_as::<true>(e, bytes)
+        } else {
+            self.feed_bytes_as::<false>(e, bytes)
+        }
+    }
+
+    #[inline(never)]
+    fn feed_bytes_as<const ONE: bool>(
+        &mut self,
+        e: &mut Engine,
+        bytes: &[u8],
+    ) -> Result<usize, (usize, u32)> {
         let mut p = 0;
         while let Some(&tag) = bytes.get(p) {
             match tag {
                 trace::T_BLOCK => {
                     let Some(b) = bytes.get(p..p + 6) else { break };
                     let first = u32::from_le_bytes([b[1], b[2], b[3], b[4]]);
-                    self.start_block(e, first, b[5]).map_err(|id| (p, id))?;
+                    self.start_block::<ONE>(e, first, b[5])
+                        .map_err(|id| (p, id))?;
                     p += 6;
                 }
                 trace::T_LOAD_AT | trace::T_STORE_AT => {
@@ -645,11 +726,12 @@ impl Feeder {
                     let mut a = [0u8; 8];
                     a.copy_from_slice(&b[2..10]);
                     let addr = u64::from_le_bytes(a);
-                    self.run_to(e, u32::from(b[1]) + 1).map_err(|id| (p, id))?;
+                    self.run_to::<ONE>(e, u32::from(b[1]) + 1)
+                        .map_err(|id| (p, id))?;
                     if tag == trace::T_LOAD_AT {
-                        e.load(addr, b[10]);
+                        e.load_as::<ONE>(addr, b[10]);
                     } else {
-                        e.store(addr, b[10]);
+                        e.store_as::<ONE>(addr, b[10]);
                     }
                     p += 11;
                 }
@@ -693,7 +775,12 @@ impl Feeder {
 
     /// A block starts: stream ids `first .. first + count`.
     #[inline(always)]
-    fn start_block(&mut self, e: &mut Engine, first: u32, count: u8) -> Result<(), u32> {
+    fn start_block<const ONE: bool>(
+        &mut self,
+        e: &mut Engine,
+        first: u32,
+        count: u8,
+    ) -> Result<(), u32> {
         // Blocks that did not run to their end, as QEMU (7.2) reports
         // them: the new block starts at the instruction where the old one
         // stopped, which did not run in it.
@@ -703,8 +790,24 @@ impl Feeder {
         //   block.
         // - A fault QEMU handles itself (a store into a page holding
         //   translated code) restarts at that access.
+        if self.block.done < self.block.count {
+            self.cut_block(first)?;
+        }
+        self.run_block::<ONE>(e)?;
+        self.block = Block {
+            first,
+            count: u32::from(count),
+            done: 0,
+        };
+        Ok(())
+    }
+
+    /// Ends the current block where it stopped, if it did not run to its
+    /// end (see [`Feeder::start_block`]); the next block starts at `first`.
+    #[inline(always)]
+    fn cut_block(&mut self, first: u32) -> Result<(), u32> {
         let b = self.block;
-        if b.done < b.count {
+        {
             let next = self.slot(first)?.addr;
             let last = self.slot(b.first.wrapping_add(b.count - 1))?;
             if last.addr == next && last.addr & 0xfff > 0x1000 - 16 {
@@ -720,26 +823,20 @@ impl Feeder {
                 }
             }
         }
-        self.run_block(e)?;
-        self.block = Block {
-            first,
-            count: u32::from(count),
-            done: 0,
-        };
         Ok(())
     }
 
     /// Runs what is left of every thread's block (at the end of a stream)
     /// and gives the engine the executions counted here.
     pub fn finish(&mut self, e: &mut Engine) -> Result<(), u32> {
-        self.run_block(e)?;
+        self.run_block::<false>(e)?;
         let parked: Vec<(u32, Block)> = self.parked.drain().collect();
         let home = self.thread;
         for (t, b) in parked {
             if b.done < b.count {
                 e.thread(t);
                 self.block = b;
-                self.run_block(e)?;
+                self.run_block::<false>(e)?;
             }
         }
         e.thread(home);
@@ -763,9 +860,9 @@ impl Feeder {
     }
 
     #[inline(always)]
-    fn run_block(&mut self, e: &mut Engine) -> Result<(), u32> {
+    fn run_block<const ONE: bool>(&mut self, e: &mut Engine) -> Result<(), u32> {
         let n = self.block.count;
-        self.run_to(e, n)
+        self.run_to::<ONE>(e, n)
     }
 
     /// Ids `at .. at + n` executed once more.
@@ -777,7 +874,7 @@ impl Feeder {
 
     /// Runs the block's instructions up to (not including) `end`.
     #[inline(always)]
-    fn run_to(&mut self, e: &mut Engine, end: u32) -> Result<(), u32> {
+    fn run_to<const ONE: bool>(&mut self, e: &mut Engine, end: u32) -> Result<(), u32> {
         let b = self.block;
         let end = end.min(b.count);
         if b.done >= end {
@@ -797,11 +894,27 @@ impl Feeder {
             && (n == 1 || usize::from(slots[n - 2].plain_behind) >= n - 1)
         {
             // The common case: one run (an undeclared id is not plain).
-            e.exec_plain(slots);
+            e.exec_plain_as::<ONE>(slots);
             Self::count_run(&mut self.runs, from, n);
             self.block.done = end;
             return Ok(());
         }
+        self.run_runs::<ONE>(e, from, end)
+    }
+
+    /// [`Feeder::run_to`] when ids `from ..` (of the block) up to `end`
+    /// are more than one run, or hold an undeclared id.
+    #[inline(never)]
+    fn run_runs<const ONE: bool>(
+        &mut self,
+        e: &mut Engine,
+        from: usize,
+        end: u32,
+    ) -> Result<(), u32> {
+        let to = self.block.first.wrapping_add(end) as usize;
+        let Some(slots) = self.slots.get(from..to) else {
+            return Err(from as u32);
+        };
         let mut k = 0;
         while k < slots.len() {
             // A run: plain instructions, and the branch that ends it.
@@ -814,7 +927,7 @@ impl Feeder {
             if n == 0 {
                 return Err((from + k) as u32);
             }
-            e.exec_plain(&rest[..n]);
+            e.exec_plain_as::<ONE>(&rest[..n]);
             Self::count_run(&mut self.runs, from + k, n);
             k += n;
         }
@@ -928,7 +1041,9 @@ mod tests {
         /// Blocks run in bulk cost what the same instructions cost run
         /// one by one, with accesses after each (the per-instruction
         /// records): every event of every instruction on two machines
-        /// with different I1 lines, and the call arcs.
+        /// with different I1 lines, and the call arcs; or, `lean`, on one
+        /// machine without call tracking, the case with its own code
+        /// ([`Engine::lean`]).
         #[test]
         fn blocks_cost_what_single_instructions_cost(
             shapes in proptest::collection::vec(
@@ -936,6 +1051,7 @@ mod tests {
                 1..6,
             ),
             path in proptest::collection::vec((0usize..6, 0u64..4096), 1..200),
+            lean in proptest::bool::ANY,
         ) {
             const LOAD: &[u8] = &[0x48, 0x8b, 0x07]; // mov (%rdi),%rax
             const JNE: &[u8] = &[0x75, 0x10];
@@ -959,10 +1075,19 @@ mod tests {
             };
             let opts = EngineOptions {
                 branch_sim: true,
-                calls: true,
+                calls: !lean,
                 merge_modify: true,
             };
-            let new = || Engine::new(vec![machine(64), machine(32)], opts);
+            let new = || {
+                let machines = if lean {
+                    vec![machine(32)]
+                } else {
+                    vec![machine(64), machine(32)]
+                };
+                let e = Engine::new(machines, opts);
+                assert_eq!(e.lean(), lean);
+                e
+            };
             // Blocks 0x1000 apart, instructions packed from an odd address
             // so that some straddle lines.
             let mut blocks = Vec::new();

@@ -168,7 +168,7 @@ impl Hierarchy {
     }
 
     /// An instruction fetch of `size` bytes.
-    #[inline]
+    #[inline(always)]
     pub fn fetch(&mut self, addr: u64, size: u64, c: &mut Counts) {
         c.ir += 1;
         if self.i1.access(addr, size) {
@@ -196,7 +196,7 @@ impl Hierarchy {
     }
 
     /// A data read (a modify, read then write, counts as one read).
-    #[inline]
+    #[inline(always)]
     pub fn read(&mut self, addr: u64, size: u64, c: &mut Counts) {
         c.dr += 1;
         if self.d1.access(addr, size) {
@@ -208,7 +208,7 @@ impl Hierarchy {
     }
 
     /// A data write.
-    #[inline]
+    #[inline(always)]
     pub fn write(&mut self, addr: u64, size: u64, c: &mut Counts) {
         c.dw += 1;
         if self.d1.access(addr, size) {
@@ -220,7 +220,7 @@ impl Hierarchy {
     }
 
     /// A conditional branch at `addr` and whether it was taken.
-    #[inline]
+    #[inline(always)]
     pub fn cond_branch(&mut self, addr: u64, taken: bool, c: &mut Counts) {
         c.bc += 1;
         if self.cond.predict(addr, taken) {
@@ -229,7 +229,7 @@ impl Hierarchy {
     }
 
     /// An indirect branch at `addr` to `target`.
-    #[inline]
+    #[inline(always)]
     pub fn indirect_branch(&mut self, addr: u64, target: u64, c: &mut Counts) {
         c.bi += 1;
         if self.indirect.predict(addr, target) {
