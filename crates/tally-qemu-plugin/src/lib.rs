@@ -6,7 +6,8 @@
 //! Arguments (`-plugin libtally_qemu_plugin.so,fd=N` or `,out=PATH`): where
 //! the stream goes. The plugin does no simulation: it only records, so its
 //! callbacks stay short, and tally simulates in another process while the
-//! program runs.
+//! program runs. (Built with the `inprocess` feature, `inprocess=on`
+//! simulates inside QEMU instead and prints the totals: see `inprocess`.)
 //!
 //! Each run of a block is one record (its first instruction id and length:
 //! the ids of a block are consecutive), and each memory access one record
@@ -25,6 +26,9 @@
 //! host's `/proc/self/maps` and reports the file mapping that holds it, in
 //! guest addresses (`guest = host - guest_base`, where `guest_base` is the
 //! difference between an instruction's host and guest addresses).
+
+#[cfg(feature = "inprocess")]
+mod inprocess;
 
 use qemu_plugin_sys::*;
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
@@ -74,6 +78,24 @@ struct Out {
     next_id: u32,
     known: Vec<(u64, u64)>,
     failed: bool,
+    #[cfg(feature = "inprocess")]
+    sim: Option<inprocess::Sim>,
+}
+
+impl Out {
+    /// Writes `bytes` to the stream (or, in process, simulates them);
+    /// `false` if that failed.
+    fn put(&mut self, bytes: &[u8]) -> bool {
+        #[cfg(feature = "inprocess")]
+        if let Some(sim) = self.sim.as_mut() {
+            if let Err(e) = sim.put(bytes) {
+                say(&format!("in-process simulation: {e}"));
+                return false;
+            }
+            return true;
+        }
+        self.file.write_all(bytes).is_ok()
+    }
 }
 
 /// A vCPU's buffer: `BUF_CAP` bytes at `data`, in the shared file (then
@@ -113,10 +135,10 @@ fn write_out(out: &mut Out, vcpu: u32, bytes: &[u8]) {
     if vcpu != out.last_vcpu {
         let mut t = [T_THREAD, 0, 0, 0, 0];
         t[1..].copy_from_slice(&vcpu.to_le_bytes());
-        ok = out.file.write_all(&t).is_ok();
+        ok = out.put(&t);
         out.last_vcpu = vcpu;
     }
-    if !ok || out.file.write_all(bytes).is_err() {
+    if !ok || !out.put(bytes) {
         // The reader is gone (tally stopped): keep the program running,
         // stop recording.
         out.failed = true;
@@ -511,7 +533,7 @@ unsafe extern "C" fn on_translate(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb
         }
         // Declarations carry no vCPU: written at once, ahead of any
         // execution record that names them.
-        if !out.failed && out.file.write_all(&records).is_err() {
+        if !out.failed && !out.put(&records) {
             out.failed = true;
         }
     }
@@ -534,7 +556,7 @@ unsafe extern "C" fn on_exit(_id: qemu_plugin_id_t, _: *mut c_void) {
     if let Some(out) = g.as_mut() {
         write_out(out, OVERFLOW_VCPU.load(Ordering::Relaxed), &o);
         if !out.failed {
-            let _ = out.file.write_all(&[T_END]);
+            let _ = out.put(&[T_END]);
             let _ = out.file.flush();
         }
     }
@@ -643,6 +665,8 @@ pub unsafe extern "C" fn qemu_plugin_install(
         return -1;
     }
     let mut file = None;
+    #[cfg(feature = "inprocess")]
+    let mut in_process = false;
     let mut shm = None;
     let mut free = None;
     for a in &args {
@@ -656,6 +680,12 @@ pub unsafe extern "C" fn qemu_plugin_install(
                 say(&format!("bad argument `{a}`"));
                 return -1;
             }
+            continue;
+        }
+        #[cfg(feature = "inprocess")]
+        if a == "inprocess=on" {
+            in_process = true;
+            file = File::create("/dev/null").ok();
             continue;
         }
         if let Some(fd) = a.strip_prefix("fd=") {
@@ -732,6 +762,17 @@ pub unsafe extern "C" fn qemu_plugin_install(
         next_id: 0,
         known: Vec::new(),
         failed: false,
+        #[cfg(feature = "inprocess")]
+        sim: match in_process {
+            true => match inprocess::Sim::new() {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    say(&format!("in-process simulation: {e}"));
+                    return -1;
+                }
+            },
+            false => None,
+        },
     });
     // SAFETY: registering callbacks with the id QEMU gave.
     unsafe {
