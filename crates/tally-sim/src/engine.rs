@@ -229,6 +229,7 @@ impl Engine {
     /// `Ir` is the caller's to count ([`Engine::add_ir`]), which lets a
     /// stream count a run of a block with two additions; only the I1
     /// misses are kept here, by instruction.
+    #[inline]
     pub fn exec_plain(&mut self, run: &[Slot]) {
         self.exec_plain_as::<false>(run)
     }
@@ -428,6 +429,7 @@ impl Engine {
     }
 
     /// A load by the current instruction.
+    #[inline]
     pub fn load(&mut self, addr: u64, size: u8) {
         self.load_as::<false>(addr, size)
     }
@@ -456,6 +458,7 @@ impl Engine {
     }
 
     /// A store by the current instruction.
+    #[inline]
     pub fn store(&mut self, addr: u64, size: u8) {
         self.store_as::<false>(addr, size)
     }
