@@ -416,6 +416,33 @@ fn bad_input_is_reported_clearly() {
     assert!(e.contains("not a tally trace"), "{e}");
 }
 
+/// The plugin says why it will not load on standard error, not only in
+/// QEMU's log.
+#[test]
+fn the_plugin_says_why_it_refuses() {
+    if !have_qemu() {
+        return;
+    }
+    let plugin = std::env::var_os("TALLY_QEMU_PLUGIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(tally_path()).with_file_name("libtally_qemu_plugin.so"));
+    for (arg, says) in [
+        ("bogus=1", "unknown argument `bogus=1`"),
+        ("fd=x", "bad argument `fd=x`"),
+        ("free=5", "no output"),
+    ] {
+        let o = Command::new("qemu-x86_64")
+            .arg("-plugin")
+            .arg(format!("{},{arg}", plugin.display()))
+            .arg("/bin/true")
+            .output()
+            .unwrap();
+        assert!(!o.status.success());
+        let e = stderr(&o);
+        assert!(e.contains(&format!("tally-qemu-plugin: {says}")), "{e}");
+    }
+}
+
 #[test]
 fn a_crash_or_a_kill_leaves_an_incomplete_profile() {
     if !have_qemu() || !have("gcc", "--version") {

@@ -634,6 +634,15 @@ extern "C" fn in_forked_child() {
     }
 }
 
+/// Refuses to install: the reason goes to standard error, where the user
+/// of `tally sim` sees it (QEMU itself only says that installing failed).
+fn refuse(msg: &str) -> c_int {
+    let _ = writeln!(std::io::stderr(), "tally-qemu-plugin: {msg}");
+    -1
+}
+
+/// A message in QEMU's log (`-d plugin`).
+#[cfg(feature = "inprocess")]
 fn say(msg: &str) {
     if let Ok(s) = std::ffi::CString::new(format!("tally-qemu-plugin: {msg}\n")) {
         // SAFETY: a valid NUL-terminated string.
@@ -661,8 +670,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
         (system, args)
     };
     if system {
-        say("user-mode emulation only (qemu-<arch>, not qemu-system-<arch>)");
-        return -1;
+        return refuse("user-mode emulation only (qemu-<arch>, not qemu-system-<arch>)");
     }
     let mut file = None;
     #[cfg(feature = "inprocess")]
@@ -677,8 +685,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
         if let Some((slot, v)) = fd_arg {
             *slot = v.parse::<i32>().ok().filter(|&fd| fd >= 0);
             if slot.is_none() {
-                say(&format!("bad argument `{a}`"));
-                return -1;
+                return refuse(&format!("bad argument `{a}`"));
             }
             continue;
         }
@@ -693,46 +700,39 @@ pub unsafe extern "C" fn qemu_plugin_install(
                 // SAFETY: the caller handed this descriptor to the plugin.
                 Ok(fd) if fd >= 0 => file = Some(unsafe { File::from_raw_fd(fd) }),
                 _ => {
-                    say(&format!("bad argument `{a}`"));
-                    return -1;
+                    return refuse(&format!("bad argument `{a}`"));
                 }
             }
         } else if let Some(path) = a.strip_prefix("out=") {
             match File::create(path) {
                 Ok(f) => file = Some(f),
                 Err(e) => {
-                    say(&format!("cannot create {path}: {e}"));
-                    return -1;
+                    return refuse(&format!("cannot create {path}: {e}"));
                 }
             }
         } else {
-            say(&format!(
+            return refuse(&format!(
                 "unknown argument `{a}` (fd=N or out=PATH, shm=N, free=N)"
             ));
-            return -1;
         }
     }
     let Some(file) = file else {
-        say("no output: give fd=N or out=PATH");
-        return -1;
+        return refuse("no output: give fd=N or out=PATH");
     };
     let mut file = match keep_out_of_the_guests_way(file) {
         Ok(f) => f,
         Err(e) => {
-            say(&format!("cannot move the trace descriptor: {e}"));
-            return -1;
+            return refuse(&format!("cannot move the trace descriptor: {e}"));
         }
     };
     if let Some(fd) = shm
         && let Err(e) = map_shared(fd)
     {
-        say(&format!("shm={fd}: {e}"));
-        return -1;
+        return refuse(&format!("shm={fd}: {e}"));
     }
     if let Some(fd) = free {
         if shm.is_none() {
-            say("free= needs shm=");
-            return -1;
+            return refuse("free= needs shm=");
         }
         // SAFETY: the caller handed this descriptor to the plugin.
         match keep_out_of_the_guests_way(unsafe { File::from_raw_fd(fd) }) {
@@ -744,8 +744,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
                 POOLED.store(true, Ordering::Relaxed);
             }
             Err(e) => {
-                say(&format!("free={fd}: {e}"));
-                return -1;
+                return refuse(&format!("free={fd}: {e}"));
             }
         }
     }
@@ -753,8 +752,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
     // calls.
     unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
     if file.write_all(MAGIC).is_err() {
-        say("cannot write the trace");
-        return -1;
+        return refuse("cannot write the trace");
     }
     *OUT.lock().unwrap_or_else(|e| e.into_inner()) = Some(Out {
         file,
@@ -767,8 +765,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
             true => match inprocess::Sim::new() {
                 Ok(s) => Some(s),
                 Err(e) => {
-                    say(&format!("in-process simulation: {e}"));
-                    return -1;
+                    return refuse(&format!("in-process simulation: {e}"));
                 }
             },
             false => None,
