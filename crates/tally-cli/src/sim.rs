@@ -184,6 +184,7 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
         branch_sim: a.branch_sim,
         calls: a.callgrind,
         merge_modify: false,
+        no_icache: !a.cache_sim,
     };
     let hier: Vec<Hierarchy> = ms
         .iter()
@@ -208,7 +209,7 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
             Some(b) => qemu_for(b)?.1,
             None => true,
         };
-        let (out, ending) = run_stream(f, t, engine, &mut space, x86, None)?;
+        let (out, ending) = run_stream(f, t, engine, &mut space, x86, None, accesses_needed(&a))?;
         let cmd = a
             .binary
             .as_ref()
@@ -409,8 +410,17 @@ fn add_binary_guess(space: &mut AddressSpace, b: &Path) {
     space.add_biased(b, if pie { 0x10_8000 } else { 0 });
 }
 
+/// Whether the run needs memory accesses: without cache or branch
+/// simulation only executions count, and the plugin records none (its
+/// `mem=off`), which spares QEMU a callback per access.
+fn accesses_needed(a: &Args) -> bool {
+    a.cache_sim || a.branch_sim
+}
+
 /// Feeds a tally trace stream to the engine; errors name the stream
-/// `name` and the byte. `x86`: decode branches as x86-64.
+/// `name` and the byte. `x86`: decode branches as x86-64. Without cache
+/// and branch simulation the stream is taken to have no accesses (see
+/// [`accesses_needed`]).
 fn run_stream(
     input: impl Read,
     name: &Path,
@@ -418,9 +428,14 @@ fn run_stream(
     space: &mut AddressSpace,
     x86: bool,
     mut pool: Option<&mut Pool>,
+    accesses: bool,
 ) -> anyhow::Result<(Output, Ending)> {
     let mut r = TraceReader::new(input).map_err(|e| anyhow!("{}: {e}", name.display()))?;
-    let mut feeder = Feeder::new();
+    let mut feeder = if accesses {
+        Feeder::new()
+    } else {
+        Feeder::without_accesses()
+    };
     let mut ending = Ending::Incomplete("the trace ends before the program's exit".into());
     let undeclared = |r: &TraceReader<_>, id: u32| {
         anyhow!(
@@ -598,10 +613,11 @@ fn run_native(
     const CHILD_FD: i32 = 3;
     const BUFFERS_FD: i32 = 4;
     const FREE_FD: i32 = 5;
+    let mem = if accesses_needed(a) { "on" } else { "off" };
     let mut c = Command::new(&qemu);
     c.arg("-plugin")
         .arg(format!(
-            "{},fd={CHILD_FD},shm={BUFFERS_FD},free={FREE_FD}",
+            "{},fd={CHILD_FD},shm={BUFFERS_FD},free={FREE_FD},mem={mem}",
             plugin.display()
         ))
         .arg(&prog)
@@ -650,6 +666,7 @@ fn run_native(
         space,
         x86,
         Some(&mut pool),
+        accesses_needed(a),
     );
     let status = child.wait().context("waiting for the program")?;
     let (out, mut ending) = result?;

@@ -285,6 +285,35 @@ fn native_run_matches_cachegrind() {
     assert!(text.contains(&commas(ts[0])), "{text}");
 }
 
+/// Without cache and branch simulation the plugin records no accesses;
+/// the instructions counted are the same, function by function, and the
+/// profile has `Ir` only, as Cachegrind's `--cache-sim=no` writes it.
+#[test]
+fn counts_without_simulation_need_no_accesses() {
+    if !have_qemu() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let w = workload();
+    let run = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        let mut args = vec!["sim", "--out-file", s(&out)];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", s(&w), "1500", "1"]);
+        let o = tally(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        per_function(&out)
+    };
+    let (ev, full) = run("full.out", &[]);
+    let (ev_ir, ir) = run("ir.out", &["--cache-sim=no"]);
+    assert_eq!(ev_ir, ["Ir"]);
+    assert_eq!(ev[0], "Ir");
+    assert_eq!(full.len(), ir.len());
+    for (f, v) in &full {
+        assert_eq!(ir.get(f).map(|c| c[0]), Some(v[0]), "Ir of {f}");
+    }
+}
+
 #[test]
 fn callgrind_output_has_the_calls() {
     if !have("valgrind", "--version") || !have_qemu() {
@@ -430,6 +459,7 @@ fn the_plugin_says_why_it_refuses() {
         ("bogus=1", "unknown argument `bogus=1`"),
         ("fd=x", "bad argument `fd=x`"),
         ("free=5", "no output"),
+        ("mem=maybe", "bad argument `mem=maybe` (mem=on or mem=off)"),
     ] {
         let o = Command::new("qemu-x86_64")
             .arg("-plugin")

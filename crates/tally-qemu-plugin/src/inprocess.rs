@@ -32,6 +32,7 @@ impl Sim {
             branch_sim: true,
             calls: false,
             merge_modify: true,
+            no_icache: false,
         };
         Ok(Sim {
             feeder: Feeder::new(),

@@ -4,7 +4,8 @@
 //! `tally_sim::trace` documents and reads.
 //!
 //! Arguments (`-plugin libtally_qemu_plugin.so,fd=N` or `,out=PATH`): where
-//! the stream goes. The plugin does no simulation: it only records, so its
+//! the stream goes; `mem=off` leaves memory accesses out (for runs that
+//! count executions only). The plugin does no simulation: it only records, so its
 //! callbacks stay short, and tally simulates in another process while the
 //! program runs. (Built with the `inprocess` feature, `inprocess=on`
 //! simulates inside QEMU instead and prints the totals: see `inprocess`.)
@@ -117,6 +118,9 @@ static BUFS: [AtomicPtr<Buf>; MAX_VCPUS] =
 static SHM_BASE: AtomicUsize = AtomicUsize::new(0);
 static SHM_SIZE: AtomicUsize = AtomicUsize::new(0);
 static SHM_SLOTS: AtomicUsize = AtomicUsize::new(0);
+/// `mem=off`: no access records (tally simulates no cache and no branch,
+/// so only executions count), which spares QEMU a callback per access.
+static NO_MEM: AtomicBool = AtomicBool::new(false);
 /// Set in a forked child: it records nothing (the stream is the parent's).
 static SILENT: AtomicBool = AtomicBool::new(false);
 /// The pipe tally hands free slots back through (`free=`): with it the
@@ -507,7 +511,11 @@ unsafe extern "C" fn on_translate(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb
                     (u64::from(id) | (n as u64) << 32) as usize as *mut c_void,
                 );
             }
+            let mem = !NO_MEM.load(Ordering::Relaxed);
             if whole {
+                if !mem {
+                    continue;
+                }
                 qemu_plugin_register_vcpu_mem_cb(
                     insn,
                     Some(on_mem_at),
@@ -522,6 +530,9 @@ unsafe extern "C" fn on_translate(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb
                     qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
                     id as usize as *mut c_void,
                 );
+                if !mem {
+                    continue;
+                }
                 qemu_plugin_register_vcpu_mem_cb(
                     insn,
                     Some(on_mem),
@@ -695,6 +706,14 @@ pub unsafe extern "C" fn qemu_plugin_install(
             file = File::create("/dev/null").ok();
             continue;
         }
+        if let Some(v) = a.strip_prefix("mem=") {
+            match v {
+                "on" => NO_MEM.store(false, Ordering::Relaxed),
+                "off" => NO_MEM.store(true, Ordering::Relaxed),
+                _ => return refuse(&format!("bad argument `{a}` (mem=on or mem=off)")),
+            }
+            continue;
+        }
         if let Some(fd) = a.strip_prefix("fd=") {
             match fd.parse::<i32>() {
                 // SAFETY: the caller handed this descriptor to the plugin.
@@ -712,7 +731,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
             }
         } else {
             return refuse(&format!(
-                "unknown argument `{a}` (fd=N or out=PATH, shm=N, free=N)"
+                "unknown argument `{a}` (fd=N or out=PATH, shm=N, free=N, mem=off)"
             ));
         }
     }

@@ -39,6 +39,9 @@ pub struct EngineOptions {
     /// is one modify (counted as a read), as Cachegrind merges them; for
     /// sources that report the two halves separately (QEMU).
     pub merge_modify: bool,
+    /// Leave the instruction cache out of runs of instructions (for
+    /// counts without cache simulation, where only `Ir` is reported).
+    pub no_icache: bool,
 }
 
 /// A call in progress.
@@ -218,7 +221,11 @@ impl Engine {
         {
             f.fresh += 1;
         }
-        self.on::<false>(i, |m, c| m.fetch(ins.addr, u64::from(ins.size), c));
+        if self.opts.no_icache {
+            self.on::<false>(i, |_, c| c.ir += 1);
+        } else {
+            self.on::<false>(i, |m, c| m.fetch(ins.addr, u64::from(ins.size), c));
+        }
         if ins.flow.kind != Kind::Other {
             self.th.pending = Some(i);
         }
@@ -251,7 +258,16 @@ impl Engine {
         }
         self.th.cur = last.idx;
         self.th.accessed = false;
-        if ONE {
+        let calls = !ONE && self.opts.calls;
+        if calls {
+            if let Some(f) = self.th.stack.last_mut() {
+                f.fresh = (usize::from(f.fresh) + run.len()).min(3) as u8;
+            }
+            self.running.ir += run.len() as u64;
+        }
+        if self.opts.no_icache {
+            // Only `Ir`, counted by the caller.
+        } else if ONE {
             if let Some(m) = self.machines.first_mut() {
                 for (j, s) in run.iter().enumerate() {
                     if j > 0 && s.cont {
@@ -266,30 +282,20 @@ impl Engine {
                     }
                 }
             }
-            if last.plain_behind == 0 {
-                self.th.pending = Some(last.idx);
-            }
-            return;
-        }
-        let calls = self.opts.calls;
-        if calls {
-            if let Some(f) = self.th.stack.last_mut() {
-                f.fresh = (usize::from(f.fresh) + run.len()).min(3) as u8;
-            }
-            self.running.ir += run.len() as u64;
-        }
-        let n = self.machines.len();
-        let rest = run.get(1..).unwrap_or_default();
-        for (k, m) in self.machines.iter_mut().enumerate() {
-            for s in std::iter::once(first).chain(rest.iter().filter(|s| !s.cont)) {
-                let miss = m.fetch_lines(s.addr, u64::from(s.size));
-                if miss != 0 {
-                    let c = &mut self.costs[s.idx as usize * n + k];
-                    c.i1mr += 1;
-                    c.ilmr += u64::from(miss >> 1);
-                    if k == 0 && calls {
-                        self.running.i1mr += 1;
-                        self.running.ilmr += u64::from(miss >> 1);
+        } else {
+            let n = self.machines.len();
+            let rest = run.get(1..).unwrap_or_default();
+            for (k, m) in self.machines.iter_mut().enumerate() {
+                for s in std::iter::once(first).chain(rest.iter().filter(|s| !s.cont)) {
+                    let miss = m.fetch_lines(s.addr, u64::from(s.size));
+                    if miss != 0 {
+                        let c = &mut self.costs[s.idx as usize * n + k];
+                        c.i1mr += 1;
+                        c.ilmr += u64::from(miss >> 1);
+                        if k == 0 && calls {
+                            self.running.i1mr += 1;
+                            self.running.ilmr += u64::from(miss >> 1);
+                        }
                     }
                 }
             }
@@ -557,6 +563,10 @@ pub struct Feeder {
     block: Block,
     thread: u32,
     parked: FxHashMap<u32, Block>,
+    /// The stream has no access records (the plugin's `mem=off`): a block
+    /// that a later one starts inside is taken as a loop, never as a
+    /// restart at a faulting access, which only access records show.
+    no_accesses: bool,
 }
 
 /// What is wrong with a record in a slot of the shared buffer file.
@@ -619,6 +629,17 @@ impl Feeder {
     /// A feeder for a new stream.
     pub fn new() -> Feeder {
         Feeder::default()
+    }
+
+    /// A feeder for a stream recorded without memory accesses (the
+    /// plugin's `mem=off`), which counts executions only. A block cut
+    /// short by a fault QEMU handles itself (a store into a page of
+    /// translated code) then counts as run whole.
+    pub fn without_accesses() -> Feeder {
+        Feeder {
+            no_accesses: true,
+            ..Feeder::default()
+        }
     }
 
     /// Feeds one record. `Map` records are the caller's (they name code,
@@ -810,19 +831,19 @@ impl Feeder {
     #[inline(always)]
     fn cut_block(&mut self, first: u32) -> Result<(), u32> {
         let b = self.block;
+        let next = self.slot(first)?.addr;
+        let last = self.slot(b.first.wrapping_add(b.count - 1))?;
+        if last.addr == next && last.addr & 0xfff > 0x1000 - 16 {
+            self.block.count -= 1;
+        } else if !self.no_accesses
+            && (self.slot(b.first.wrapping_add(b.done))?.addr..last.addr).contains(&next)
         {
-            let next = self.slot(first)?.addr;
-            let last = self.slot(b.first.wrapping_add(b.count - 1))?;
-            if last.addr == next && last.addr & 0xfff > 0x1000 - 16 {
-                self.block.count -= 1;
-            } else if (self.slot(b.first.wrapping_add(b.done))?.addr..last.addr).contains(&next) {
-                // The access that faulted is not among those seen.
-                for k in b.done..b.count {
-                    let at = self.slot(b.first.wrapping_add(k))?;
-                    if at.addr == next && at.memory {
-                        self.block.count = k;
-                        break;
-                    }
+            // The access that faulted is not among those seen.
+            for k in b.done..b.count {
+                let at = self.slot(b.first.wrapping_add(k))?;
+                if at.addr == next && at.memory {
+                    self.block.count = k;
+                    break;
                 }
             }
         }
@@ -1046,7 +1067,7 @@ mod tests {
         /// records): every event of every instruction on two machines
         /// with different I1 lines, and the call arcs; or, `lean`, on one
         /// machine without call tracking, the case with its own code
-        /// ([`Engine::lean`]).
+        /// ([`Engine::lean`]); with or without the instruction cache.
         #[test]
         fn blocks_cost_what_single_instructions_cost(
             shapes in proptest::collection::vec(
@@ -1055,6 +1076,7 @@ mod tests {
             ),
             path in proptest::collection::vec((0usize..6, 0u64..4096), 1..200),
             lean in proptest::bool::ANY,
+            no_icache in proptest::bool::ANY,
         ) {
             const LOAD: &[u8] = &[0x48, 0x8b, 0x07]; // mov (%rdi),%rax
             const JNE: &[u8] = &[0x75, 0x10];
@@ -1080,6 +1102,7 @@ mod tests {
                 branch_sim: true,
                 calls: !lean,
                 merge_modify: true,
+                no_icache,
             };
             let new = || {
                 let machines = if lean {
