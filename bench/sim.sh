@@ -8,7 +8,8 @@
 # and Debian's gzip compressing 2.9 MB of text. tally runs the program under
 # QEMU with its plugin (built here) and simulates Cachegrind's default
 # machine with branch simulation; Cachegrind runs with
-# --cache-sim=yes --branch-sim=yes. The same environment for both (env -i).
+# --cache-sim=yes --branch-sim=yes; then both count instructions only
+# (--cache-sim=no). The same environment for both (env -i).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p tally-cli >&2
@@ -41,6 +42,10 @@ for prog in "$w 12000 7" "/usr/bin/gzip -6 -c $tmp/input"; do
     row "$name tally sim" $clean "$tally" sim --branch-sim=yes --out-file "$tmp/t.out" -- $prog
     row "$name cachegrind" $clean valgrind --tool=cachegrind --cache-sim=yes --branch-sim=yes --cachegrind-out-file="$tmp/c.out" $prog
 done
+# Counting only (Cachegrind 3.21's default): Ir, no simulation.
+gz="/usr/bin/gzip -6 -c $tmp/input"
+row "gzip tally sim, Ir only" $clean "$tally" sim --cache-sim=no --out-file "$tmp/t.out" -- $gz
+row "gzip cachegrind, Ir only" $clean valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file="$tmp/c.out" $gz
 
 # Exactness of the same runs, totals per event.
 for prog in "$w 12000 7" "/usr/bin/gzip -6 -c $tmp/input"; do
