@@ -721,6 +721,7 @@ impl Feeder {
     /// the first record of another kind or cut off; returns the bytes
     /// taken. The error is the bytes taken before the record that names
     /// an undeclared id, and that id.
+    #[inline]
     pub fn feed_bytes(&mut self, e: &mut Engine, bytes: &[u8]) -> Result<usize, (usize, u32)> {
         if e.lean() {
             self.feed_bytes_as::<true>(e, bytes)
