@@ -1,5 +1,5 @@
 //! The simulation run inside QEMU (feature `inprocess`, argument
-//! `inprocess`), to measure it against tally's two-process pipeline: the
+//! `inprocess=on`), to measure it against tally's two-process pipeline: the
 //! stream the plugin would write is fed to a `tally_sim` engine in the
 //! thread that produced it, and the totals are printed at exit. No
 //! profile is written: attribution needs symbols, which tally loads.
@@ -43,13 +43,12 @@ impl Sim {
 
     /// Simulates the records in `bytes`; an error ends the simulation.
     pub fn put(&mut self, bytes: &[u8]) -> Result<(), String> {
-        let mut data = std::mem::take(&mut self.carry);
-        let data: &[u8] = if data.is_empty() {
+        let mut joined = std::mem::take(&mut self.carry);
+        let data: &[u8] = if joined.is_empty() {
             bytes
         } else {
-            data.extend_from_slice(bytes);
-            self.carry = data;
-            &std::mem::take(&mut self.carry)[..]
+            joined.extend_from_slice(bytes);
+            &joined
         };
         let Some(e) = self.engine.as_mut() else {
             return Ok(());

@@ -241,8 +241,8 @@ impl Engine {
         self.exec_plain_as::<false>(run)
     }
 
-    /// No more than one machine and no call tracking: the hot paths
-    /// compiled for that case apply.
+    /// One machine and no call tracking: the hot paths compiled for that
+    /// case apply.
     pub fn lean(&self) -> bool {
         self.machines.len() == 1 && !self.opts.calls
     }
@@ -265,9 +265,20 @@ impl Engine {
             }
             self.running.ir += run.len() as u64;
         }
-        if self.opts.no_icache {
-            // Only `Ir`, counted by the caller.
-        } else if ONE {
+        if !self.opts.no_icache {
+            self.fetch_run::<ONE>(run, calls);
+        }
+        if last.plain_behind == 0 {
+            self.th.pending = Some(last.idx);
+        }
+    }
+
+    /// The I1 lookups of a run: only where an instruction leaves the line
+    /// of the one before; misses kept by instruction (and in the running
+    /// totals when `calls`).
+    #[inline(always)]
+    fn fetch_run<const ONE: bool>(&mut self, run: &[Slot], calls: bool) {
+        if ONE {
             if let Some(m) = self.machines.first_mut() {
                 for (j, s) in run.iter().enumerate() {
                     if j > 0 && s.cont {
@@ -282,26 +293,22 @@ impl Engine {
                     }
                 }
             }
-        } else {
-            let n = self.machines.len();
-            let rest = run.get(1..).unwrap_or_default();
-            for (k, m) in self.machines.iter_mut().enumerate() {
-                for s in std::iter::once(first).chain(rest.iter().filter(|s| !s.cont)) {
-                    let miss = m.fetch_lines(s.addr, u64::from(s.size));
-                    if miss != 0 {
-                        let c = &mut self.costs[s.idx as usize * n + k];
-                        c.i1mr += 1;
-                        c.ilmr += u64::from(miss >> 1);
-                        if k == 0 && calls {
-                            self.running.i1mr += 1;
-                            self.running.ilmr += u64::from(miss >> 1);
-                        }
+            return;
+        }
+        let n = self.machines.len();
+        for (k, m) in self.machines.iter_mut().enumerate() {
+            for (_, s) in run.iter().enumerate().filter(|(j, s)| *j == 0 || !s.cont) {
+                let miss = m.fetch_lines(s.addr, u64::from(s.size));
+                if miss != 0 {
+                    let c = &mut self.costs[s.idx as usize * n + k];
+                    c.i1mr += 1;
+                    c.ilmr += u64::from(miss >> 1);
+                    if k == 0 && calls {
+                        self.running.i1mr += 1;
+                        self.running.ilmr += u64::from(miss >> 1);
                     }
                 }
             }
-        }
-        if last.plain_behind == 0 {
-            self.th.pending = Some(last.idx);
         }
     }
 
