@@ -733,7 +733,12 @@ impl Feeder {
         if e.lean() && e.opts.merge_modify {
             // What the lean loop leaves (a record it does not take) goes
             // through the general path, one record at a time.
-            let n = self.feed_lean(e, bytes);
+            let n = match (e.opts.branch_sim, e.opts.no_icache) {
+                (true, false) => self.feed_lean::<true, true>(e, bytes),
+                (true, true) => self.feed_lean::<true, false>(e, bytes),
+                (false, false) => self.feed_lean::<false, true>(e, bytes),
+                (false, true) => self.feed_lean::<false, false>(e, bytes),
+            };
             let k = self.feed_bytes_as::<true>(e, &bytes[n..]);
             k.map(|k| n + k).map_err(|(k, id)| (n + k, id))
         } else {
@@ -749,17 +754,19 @@ impl Feeder {
     /// at any other record it stops, having changed nothing for it, and
     /// returns the bytes taken, so the general path handles that record.
     #[inline(never)]
-    fn feed_lean(&mut self, e: &mut Engine, bytes: &[u8]) -> usize {
+    fn feed_lean<const BS: bool, const ICACHE: bool>(
+        &mut self,
+        e: &mut Engine,
+        bytes: &[u8],
+    ) -> usize {
         let Some(m) = e.machines.first_mut() else {
             return 0;
         };
-        let mut l = Lean {
+        let mut l = Lean::<BS, ICACHE> {
             m,
             costs: &mut e.costs,
             instrs: &e.instrs,
             runs: &mut self.runs,
-            bs: e.opts.branch_sim,
-            icache: !e.opts.no_icache,
             cur: e.th.cur,
             pending: e.th.pending,
             accessed: e.th.accessed,
@@ -1077,20 +1084,18 @@ impl Feeder {
 /// [`Engine::store`] do in that case; the property test
 /// `blocks_cost_what_single_instructions_cost` holds the two to the same
 /// counts.
-struct Lean<'a> {
+struct Lean<'a, const BS: bool, const ICACHE: bool> {
     m: &'a mut Hierarchy,
     costs: &'a mut [Counts],
     instrs: &'a [Instr],
     runs: &'a mut [u64],
-    bs: bool,
-    icache: bool,
     cur: u32,
     pending: Option<u32>,
     accessed: bool,
     held: Option<Held>,
 }
 
-impl Lean<'_> {
+impl<const BS: bool, const ICACHE: bool> Lean<'_, BS, ICACHE> {
     /// Simulates the held access, if any.
     #[inline(always)]
     fn release(&mut self) {
@@ -1132,13 +1137,13 @@ impl Lean<'_> {
         // (The general path leaves branches pending without branch
         // simulation too.)
         if let Some(p) = self.pending.take()
-            && self.bs
+            && BS
         {
             self.resolve(p, first.addr);
         }
         self.cur = last.idx;
         self.accessed = false;
-        if self.icache {
+        if ICACHE {
             for (j, s) in run.iter().enumerate() {
                 if j > 0 && s.cont {
                     continue;
@@ -1154,7 +1159,7 @@ impl Lean<'_> {
         }
         // Without branch simulation (and calls) a branch's outcome
         // changes nothing.
-        if self.bs && last.plain_behind == 0 {
+        if BS && last.plain_behind == 0 {
             self.pending = Some(last.idx);
         }
         if let Some(r) = self.runs.get_mut(from) {
