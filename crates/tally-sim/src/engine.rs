@@ -280,10 +280,8 @@ impl Engine {
     fn fetch_run<const ONE: bool>(&mut self, run: &[Slot], calls: bool) {
         if ONE {
             if let Some(m) = self.machines.first_mut() {
-                for (j, s) in run.iter().enumerate() {
-                    if j > 0 && s.cont {
-                        continue;
-                    }
+                let mut j = 0;
+                while let Some(s) = run.get(j) {
                     let miss = m.fetch_lines(s.addr, u64::from(s.size));
                     if miss != 0
                         && let Some(c) = self.costs.get_mut(s.idx as usize)
@@ -291,13 +289,16 @@ impl Engine {
                         c.i1mr += 1;
                         c.ilmr += u64::from(miss >> 1);
                     }
+                    j += usize::from(s.next);
                 }
             }
             return;
         }
         let n = self.machines.len();
         for (k, m) in self.machines.iter_mut().enumerate() {
-            for (_, s) in run.iter().enumerate().filter(|(j, s)| *j == 0 || !s.cont) {
+            let mut j = 0;
+            while let Some(s) = run.get(j) {
+                j += usize::from(s.next);
                 let miss = m.fetch_lines(s.addr, u64::from(s.size));
                 if miss != 0 {
                     let c = &mut self.costs[s.idx as usize * n + k];
@@ -608,11 +609,19 @@ pub struct Slot {
     /// branch nor anything else [`Engine::exec`] must see (at most 255; 0:
     /// this one is not): a run of a block is checked in one step.
     pub plain_behind: u8,
-    /// It lies in the I1 line (of every machine) where the instruction of
-    /// the id before it ends: fetched right after that one, it hits and
-    /// changes nothing.
-    pub cont: bool,
+    /// How far ahead the next id is that leaves the I1 line (of every
+    /// machine) where the instruction of the id before it ends
+    /// ([`NO_FETCH`]: none known). Fetched right after that one, an id
+    /// that does not leave it hits and changes nothing, so a run looks up
+    /// its first id and then only these, without a test per id. (A
+    /// lookup too many would change nothing either, so an id declared out
+    /// of order just says 1.)
+    pub next: u8,
 }
+
+/// [`Slot::next`] when no later id is known to need an I1 lookup: past
+/// the end of any run (a block is at most 255 ids).
+pub const NO_FETCH: u8 = u8::MAX;
 
 const UNDECLARED: Slot = Slot {
     addr: 0,
@@ -620,7 +629,7 @@ const UNDECLARED: Slot = Slot {
     size: 0,
     memory: false,
     plain_behind: 0,
-    cont: false,
+    next: NO_FETCH,
 };
 
 /// The current block of a thread: stream ids `first + done .. first + count`
@@ -680,6 +689,7 @@ impl Feeder {
                 let size = code.len() as u8;
                 let idx = e.declare(addr, size, || flow);
                 let id = id as usize;
+                let in_order = id == self.slots.len();
                 if self.slots.len() <= id {
                     self.slots.resize(id + 1, UNDECLARED);
                     self.runs.resize(id + 2, 0);
@@ -687,11 +697,24 @@ impl Feeder {
                 let bits = e.i1_line_bits;
                 let line = |a: u64| a >> bits;
                 let end = addr.wrapping_add(u64::from(size.max(1)) - 1);
-                let cont =
-                    id > 0 && self.slots[id - 1].idx != u32::MAX && line(addr) == line(end) && {
+                let cont = in_order
+                    && id > 0
+                    && self.slots[id - 1].idx != u32::MAX
+                    && line(addr) == line(end)
+                    && {
                         let p = self.slots[id - 1];
                         line(p.addr.wrapping_add(u64::from(p.size.max(1)) - 1)) == line(addr)
                     };
+                if !cont {
+                    // Runs through the ids before it must look it up.
+                    for k in (id.saturating_sub(usize::from(NO_FETCH) - 1)..id).rev() {
+                        let s = &mut self.slots[k];
+                        if s.idx == u32::MAX || s.next != NO_FETCH {
+                            break;
+                        }
+                        s.next = (id - k) as u8;
+                    }
+                }
                 let plain = e.instrs[idx as usize].flow.kind == Kind::Other;
                 let plain_behind = match (plain, id.checked_sub(1)) {
                     (false, _) => 0,
@@ -704,7 +727,7 @@ impl Feeder {
                     size,
                     plain_behind,
                     memory: e.instrs[idx as usize].flow.memory,
-                    cont,
+                    next: if in_order { NO_FETCH } else { 1 },
                 };
             }
             Record::Thread(t) => {
@@ -782,8 +805,9 @@ impl Feeder {
             let s = slots.get(from as usize..to as usize)?;
             let n = s.len();
             let last = s.last()?;
-            (last.idx != u32::MAX && (n == 1 || usize::from(s[n - 2].plain_behind) >= n - 1))
-                .then_some(s)
+            // (For one id, `s[0].plain_behind >= 0` holds: no branch on n.)
+            let before = s.get(n.saturating_sub(2))?;
+            (last.idx != u32::MAX && usize::from(before.plain_behind) >= n - 1).then_some(s)
         };
         while let Some(&tag) = bytes.get(p) {
             match tag {
@@ -1144,10 +1168,8 @@ impl<const BS: bool, const ICACHE: bool> Lean<'_, BS, ICACHE> {
         self.cur = last.idx;
         self.accessed = false;
         if ICACHE {
-            for (j, s) in run.iter().enumerate() {
-                if j > 0 && s.cont {
-                    continue;
-                }
+            let mut j = 0;
+            while let Some(s) = run.get(j) {
                 let miss = self.m.fetch_lines(s.addr, u64::from(s.size));
                 if miss != 0
                     && let Some(c) = self.costs.get_mut(s.idx as usize)
@@ -1155,6 +1177,7 @@ impl<const BS: bool, const ICACHE: bool> Lean<'_, BS, ICACHE> {
                     c.i1mr += 1;
                     c.ilmr += u64::from(miss >> 1);
                 }
+                j += usize::from(s.next);
             }
         }
         // Without branch simulation (and calls) a branch's outcome
