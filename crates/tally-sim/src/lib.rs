@@ -223,18 +223,14 @@ impl Hierarchy {
     #[inline(always)]
     pub fn cond_branch(&mut self, addr: u64, taken: bool, c: &mut Counts) {
         c.bc += 1;
-        if self.cond.predict(addr, taken) {
-            c.bcm += 1;
-        }
+        c.bcm += u64::from(self.cond.predict(addr, taken));
     }
 
     /// An indirect branch at `addr` to `target`.
     #[inline(always)]
     pub fn indirect_branch(&mut self, addr: u64, target: u64, c: &mut Counts) {
         c.bi += 1;
-        if self.indirect.predict(addr, target) {
-            c.bim += 1;
-        }
+        c.bim += u64::from(self.indirect.predict(addr, target));
     }
 }
 
