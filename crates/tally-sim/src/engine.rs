@@ -1348,6 +1348,26 @@ mod tests {
         v
     }
 
+    /// Feeds `records` as `tally sim` reads a stream: written out, the
+    /// commonest records decoded by the feeder from the bytes, the rest
+    /// read as records.
+    fn feed_as_stream(records: &[Record<'_>], f: &mut Feeder, e: &mut Engine) {
+        let mut w = crate::trace::TraceWriter::new(Vec::new()).unwrap();
+        for r in records {
+            w.write(r).unwrap();
+        }
+        let bytes = w.finish().unwrap();
+        let mut r = crate::trace::TraceReader::new(&bytes[..]).unwrap();
+        loop {
+            let n = f.feed_bytes(e, r.unread()).unwrap();
+            r.consume(n);
+            match r.next_record().unwrap() {
+                Some(rec) => f.feed(e, &rec, true).unwrap(),
+                None => break,
+            }
+        }
+    }
+
     /// Feeds `records` one at a time, and as `tally sim` reads a stream
     /// (the commonest records decoded by the feeder from the bytes, which
     /// on this engine, merging accesses as for QEMU, is the lean loop);
@@ -1364,21 +1384,8 @@ mod tests {
         }
         f.finish(&mut e).unwrap();
         let one = e.finish();
-        let mut w = crate::trace::TraceWriter::new(Vec::new()).unwrap();
-        for r in records {
-            w.write(r).unwrap();
-        }
-        let bytes = w.finish().unwrap();
-        let mut r = crate::trace::TraceReader::new(&bytes[..]).unwrap();
         let (mut f, mut e) = (Feeder::new(), new());
-        loop {
-            let n = f.feed_bytes(&mut e, r.unread()).unwrap();
-            r.consume(n);
-            match r.next_record().unwrap() {
-                Some(rec) => f.feed(&mut e, &rec, true).unwrap(),
-                None => break,
-            }
-        }
+        feed_as_stream(records, &mut f, &mut e);
         f.finish(&mut e).unwrap();
         let two = e.finish();
         assert_eq!((&one.instrs, &one.costs), (&two.instrs, &two.costs));
@@ -1526,21 +1533,8 @@ mod tests {
             // As `tally sim` reads a stream: the commonest records decoded
             // by the feeder from the bytes, the rest as records.
             let read = || {
-                let mut w = crate::trace::TraceWriter::new(Vec::new()).unwrap();
-                for r in records(true) {
-                    w.write(&r).unwrap();
-                }
-                let bytes = w.finish().unwrap();
-                let mut r = crate::trace::TraceReader::new(&bytes[..]).unwrap();
                 let (mut f, mut e) = (Feeder::new(), new());
-                loop {
-                    let n = f.feed_bytes(&mut e, r.unread()).unwrap();
-                    r.consume(n);
-                    match r.next_record().unwrap() {
-                        Some(rec) => f.feed(&mut e, &rec, true).unwrap(),
-                        None => break,
-                    }
-                }
+                feed_as_stream(&records(true), &mut f, &mut e);
                 result(f, e)
             };
             let one_by_one = fed(false);
