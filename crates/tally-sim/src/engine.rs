@@ -753,19 +753,34 @@ impl Feeder {
     /// an undeclared id, and that id.
     #[inline]
     pub fn feed_bytes(&mut self, e: &mut Engine, bytes: &[u8]) -> Result<usize, (usize, u32)> {
-        if e.lean() && e.opts.merge_modify {
-            // What the lean loop leaves (a record it does not take) goes
-            // through the general path, one record at a time.
-            let n = match (e.opts.branch_sim, e.opts.no_icache) {
-                (true, false) => self.feed_lean::<true, true>(e, bytes),
-                (true, true) => self.feed_lean::<true, false>(e, bytes),
-                (false, false) => self.feed_lean::<false, true>(e, bytes),
-                (false, true) => self.feed_lean::<false, false>(e, bytes),
+        if !(e.lean() && e.opts.merge_modify) {
+            return self.feed_bytes_as::<false>(e, bytes);
+        }
+        let mut p = 0;
+        loop {
+            let rest = bytes.get(p..).unwrap_or_default();
+            p += match (e.opts.branch_sim, e.opts.no_icache) {
+                (true, false) => self.feed_lean::<true, true>(e, rest),
+                (true, true) => self.feed_lean::<true, false>(e, rest),
+                (false, false) => self.feed_lean::<false, true>(e, rest),
+                (false, true) => self.feed_lean::<false, false>(e, rest),
             };
-            let k = self.feed_bytes_as::<true>(e, &bytes[n..]);
-            k.map(|k| n + k).map_err(|(k, id)| (n + k, id))
-        } else {
-            self.feed_bytes_as::<false>(e, bytes)
+            // A block or access record the lean loop does not take goes
+            // through the general path alone, then the lean loop goes on;
+            // anything else is the caller's.
+            let len = match bytes.get(p) {
+                Some(&trace::T_BLOCK) => 6,
+                Some(&(trace::T_LOAD_AT | trace::T_STORE_AT)) => 11,
+                _ => return Ok(p),
+            };
+            let Some(one) = bytes.get(p..p + len) else {
+                return Ok(p);
+            };
+            match self.feed_bytes_as::<true>(e, one) {
+                Ok(n) if n == len => p += n,
+                Ok(n) => return Ok(p + n),
+                Err((n, id)) => return Err((p + n, id)),
+            }
         }
     }
 
