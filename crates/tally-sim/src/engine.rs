@@ -87,6 +87,36 @@ struct Held {
     size: u64,
 }
 
+/// What an access does to the one held before it ([`Held::merge`]).
+enum Merge {
+    /// It continued the held one, which grew.
+    Into,
+    /// It is the store half of a read-modify-write of the held load: one
+    /// modify, which is a read, so the held load stands for both.
+    Modify,
+    /// Neither: the held one is done, and this one starts.
+    Apart,
+}
+
+impl Held {
+    /// QEMU's pieces of one instruction's accesses put back together as
+    /// Cachegrind sees them: a load or store continuing the held one of
+    /// the same kind (QEMU splits a 32-byte access in halves) joins it; a
+    /// store of the very bytes of a held load is a modify. The rules of
+    /// both the engine and the feeder's lean loop.
+    #[inline(always)]
+    fn merge(held: &mut Option<Held>, store: bool, addr: u64, size: u64) -> Merge {
+        match held {
+            Some(h) if store && !h.store && h.addr == addr && h.size == size => Merge::Modify,
+            Some(h) if h.store == store && h.addr.wrapping_add(h.size) == addr => {
+                h.size += size;
+                Merge::Into
+            }
+            _ => Merge::Apart,
+        }
+    }
+}
+
 /// Costs per instruction and machine, and the calls.
 pub struct Engine {
     machines: Vec<Hierarchy>,
@@ -173,19 +203,8 @@ impl Engine {
     /// Applies `f` to machine `k` and the counts of instruction `i`; the
     /// first machine's events also go to the running totals when calls
     /// are tracked.
-    ///
-    /// `ONE` is the lean case ([`Engine::lean`]): one machine, no call
-    /// tracking, so no loop over machines and no running totals; each hot
-    /// path is compiled once for it and once for the rest.
     #[inline(always)]
-    fn on<const ONE: bool>(&mut self, i: u32, mut f: impl FnMut(&mut Hierarchy, &mut Counts)) {
-        if ONE {
-            if let (Some(m), Some(c)) = (self.machines.first_mut(), self.costs.get_mut(i as usize))
-            {
-                f(m, c);
-            }
-            return;
-        }
+    fn on(&mut self, i: u32, mut f: impl FnMut(&mut Hierarchy, &mut Counts)) {
         let n = self.machines.len();
         let base = i as usize * n;
         let Some(costs) = self.costs.get_mut(base..base + n) else {
@@ -208,10 +227,10 @@ impl Engine {
     /// Instruction `i` executes.
     #[inline(always)]
     pub fn exec(&mut self, i: u32) {
-        self.release::<false>();
+        self.release();
         let ins = self.instrs[i as usize];
         if let Some(p) = self.th.pending.take() {
-            self.resolve::<false>(p, ins.addr);
+            self.resolve(p, ins.addr);
         }
         self.th.cur = i;
         self.th.accessed = false;
@@ -222,9 +241,9 @@ impl Engine {
             f.fresh += 1;
         }
         if self.opts.no_icache {
-            self.on::<false>(i, |_, c| c.ir += 1);
+            self.on(i, |_, c| c.ir += 1);
         } else {
-            self.on::<false>(i, |m, c| m.fetch(ins.addr, u64::from(ins.size), c));
+            self.on(i, |m, c| m.fetch(ins.addr, u64::from(ins.size), c));
         }
         if ins.flow.kind != Kind::Other {
             self.th.pending = Some(i);
@@ -236,64 +255,43 @@ impl Engine {
     /// `Ir` is the caller's to count ([`Engine::add_ir`]), which lets a
     /// stream count a run of a block with two additions; only the I1
     /// misses are kept here, by instruction.
-    #[inline]
-    pub fn exec_plain(&mut self, run: &[Slot]) {
-        self.exec_plain_as::<false>(run)
-    }
-
-    /// One machine and no call tracking: the hot paths compiled for that
-    /// case apply.
-    pub fn lean(&self) -> bool {
-        self.machines.len() == 1 && !self.opts.calls
-    }
-
     #[inline(always)]
-    fn exec_plain_as<const ONE: bool>(&mut self, run: &[Slot]) {
+    pub fn exec_plain(&mut self, run: &[Slot]) {
         let (Some(first), Some(last)) = (run.first(), run.last()) else {
             return;
         };
-        self.release::<ONE>();
+        self.release();
         if let Some(p) = self.th.pending.take() {
-            self.resolve::<ONE>(p, first.addr);
+            self.resolve(p, first.addr);
         }
         self.th.cur = last.idx;
         self.th.accessed = false;
-        let calls = !ONE && self.opts.calls;
-        if calls {
+        if self.opts.calls {
             if let Some(f) = self.th.stack.last_mut() {
                 f.fresh = (usize::from(f.fresh) + run.len()).min(3) as u8;
             }
             self.running.ir += run.len() as u64;
         }
         if !self.opts.no_icache {
-            self.fetch_run::<ONE>(run, calls);
+            self.fetch_run(run);
         }
         if last.plain_behind == 0 {
             self.th.pending = Some(last.idx);
         }
     }
 
+    /// One machine and no call tracking, the default run: the stream's
+    /// commonest records then go through [`Feeder::feed_lean`].
+    pub fn lean(&self) -> bool {
+        self.machines.len() == 1 && !self.opts.calls
+    }
+
     /// The I1 lookups of a run: only where an instruction leaves the line
     /// of the one before; misses kept by instruction (and in the running
     /// totals when `calls`).
     #[inline(always)]
-    fn fetch_run<const ONE: bool>(&mut self, run: &[Slot], calls: bool) {
-        if ONE {
-            if let Some(m) = self.machines.first_mut() {
-                let mut j = 0;
-                while let Some(s) = run.get(j) {
-                    let miss = m.fetch_lines(s.addr, u64::from(s.size));
-                    if miss != 0
-                        && let Some(c) = self.costs.get_mut(s.idx as usize)
-                    {
-                        c.i1mr += 1;
-                        c.ilmr += u64::from(miss >> 1);
-                    }
-                    j += usize::from(s.next);
-                }
-            }
-            return;
-        }
+    fn fetch_run(&mut self, run: &[Slot]) {
+        let calls = self.opts.calls;
         let n = self.machines.len();
         for (k, m) in self.machines.iter_mut().enumerate() {
             let mut j = 0;
@@ -324,75 +322,30 @@ impl Engine {
     }
 
     /// The pending branch `p` is followed by the instruction at `next`:
-    /// conditional branches, most of them, here; the rest in
-    /// [`Engine::resolve_other`].
+    /// the predictors' events ([`branch_events`]), then the call stack.
     #[inline(always)]
-    fn resolve<const ONE: bool>(&mut self, p: u32, next: u64) {
+    fn resolve(&mut self, p: u32, next: u64) {
         let ins = self.instrs[p as usize];
-        match ins.flow.kind {
-            Kind::Cond => {
-                if self.opts.branch_sim {
-                    let taken = next != ins.addr.wrapping_add(u64::from(ins.size));
-                    self.on::<ONE>(
-                        p,
-                        #[inline(always)]
-                        |m, c| m.cond_branch(ins.addr, taken, c),
-                    );
-                }
-            }
-            // QEMU runs a `rep` instruction one iteration per execution;
-            // each is Cachegrind's conditional branch (did it run?).
-            Kind::Rep => {
-                if self.opts.branch_sim {
-                    let ran = self.th.accessed;
-                    self.on::<ONE>(p, |m, c| m.cond_branch(ins.addr, ran, c));
-                }
-            }
-            _ => self.resolve_other(p, next),
+        if self.opts.branch_sim && !matches!(ins.flow.kind, Kind::Call | Kind::Ret) {
+            let ran = self.th.accessed;
+            self.on(p, |m, c| branch_events(m, c, &ins, next, ran));
         }
-    }
-
-    #[inline(never)]
-    fn resolve_other(&mut self, p: u32, next: u64) {
-        let ins = self.instrs[p as usize];
-        let fall = ins.addr.wrapping_add(u64::from(ins.size));
-        let bs = self.opts.branch_sim;
         match ins.flow.kind {
-            Kind::Cond if bs => {
-                self.on::<false>(p, |m, c| m.cond_branch(ins.addr, next != fall, c))
-            }
             Kind::IndirectJump => {
-                if bs {
-                    self.on::<false>(p, |m, c| m.indirect_branch(ins.addr, next, c));
-                }
                 if let Some(f) = self.th.stack.last_mut()
                     && f.fresh <= 2
                 {
                     f.target = next;
                 }
             }
-            Kind::RepCond if bs => {
-                let ran = self.th.accessed;
-                self.on::<false>(p, |m, c| {
-                    m.cond_branch(ins.addr, ran, c);
-                    if ran {
-                        m.cond_branch(ins.addr, next == ins.addr, c);
-                    }
+            Kind::Call | Kind::IndirectCall if self.opts.calls => {
+                self.th.stack.push(Frame {
+                    fresh: 0,
+                    site: p,
+                    target: next,
+                    ret: ins.addr.wrapping_add(u64::from(ins.size)),
+                    start: self.running,
                 });
-            }
-            Kind::Call | Kind::IndirectCall => {
-                if bs && ins.flow.kind == Kind::IndirectCall {
-                    self.on::<false>(p, |m, c| m.indirect_branch(ins.addr, next, c));
-                }
-                if self.opts.calls {
-                    self.th.stack.push(Frame {
-                        fresh: 0,
-                        site: p,
-                        target: next,
-                        ret: fall,
-                        start: self.running,
-                    });
-                }
             }
             Kind::Ret if self.opts.calls => {
                 // Pop to the frame this returns to; a return to nowhere on
@@ -423,17 +376,17 @@ impl Engine {
 
     /// Simulates the held access, if any.
     #[inline(always)]
-    fn release<const ONE: bool>(&mut self) {
+    fn release(&mut self) {
         if let Some(h) = self.th.held.take() {
             let cur = self.th.cur;
             if h.store {
-                self.on::<ONE>(
+                self.on(
                     cur,
                     #[inline(always)]
                     |m, c| m.write(h.addr, h.size, c),
                 );
             } else {
-                self.on::<ONE>(
+                self.on(
                     cur,
                     #[inline(always)]
                     |m, c| m.read(h.addr, h.size, c),
@@ -445,66 +398,42 @@ impl Engine {
     /// A load by the current instruction.
     #[inline]
     pub fn load(&mut self, addr: u64, size: u8) {
-        self.load_as::<false>(addr, size)
-    }
-
-    #[inline(always)]
-    fn load_as<const ONE: bool>(&mut self, addr: u64, size: u8) {
-        self.th.accessed = true;
-        let cur = self.th.cur;
-        if self.opts.merge_modify {
-            match &mut self.th.held {
-                Some(h) if !h.store && h.addr.wrapping_add(h.size) == addr => {
-                    h.size += u64::from(size)
-                }
-                _ => {
-                    self.release::<ONE>();
-                    self.th.held = Some(Held {
-                        store: false,
-                        addr,
-                        size: u64::from(size),
-                    });
-                }
-            }
-            return;
-        }
-        self.on::<ONE>(cur, |m, c| m.read(addr, u64::from(size), c));
+        self.access(false, addr, u64::from(size))
     }
 
     /// A store by the current instruction.
     #[inline]
     pub fn store(&mut self, addr: u64, size: u8) {
-        self.store_as::<false>(addr, size)
+        self.access(true, addr, u64::from(size))
     }
 
     #[inline(always)]
-    fn store_as<const ONE: bool>(&mut self, addr: u64, size: u8) {
+    fn access(&mut self, store: bool, addr: u64, size: u64) {
         self.th.accessed = true;
         let cur = self.th.cur;
-        if self.opts.merge_modify {
-            let size = u64::from(size);
-            match self.th.held {
-                // The store half of a read-modify-write: one modify, which
-                // is a read.
-                Some(h) if !h.store && h.addr == addr && h.size == size => self.release::<ONE>(),
-                Some(ref mut h) if h.store && h.addr.wrapping_add(h.size) == addr => h.size += size,
-                _ => {
-                    self.release::<ONE>();
-                    if self.instrs[cur as usize].flow.atomic_rmw {
-                        // A locked read-modify-write is reported once.
-                        self.on::<ONE>(cur, |m, c| m.read(addr, size, c));
-                    } else {
-                        self.th.held = Some(Held {
-                            store: true,
-                            addr,
-                            size,
-                        });
-                    }
+        if !self.opts.merge_modify {
+            self.on(cur, |m, c| {
+                if store {
+                    m.write(addr, size, c)
+                } else {
+                    m.read(addr, size, c)
                 }
-            }
+            });
             return;
         }
-        self.on::<ONE>(cur, |m, c| m.write(addr, u64::from(size), c));
+        match Held::merge(&mut self.th.held, store, addr, size) {
+            Merge::Into => {}
+            Merge::Modify => self.release(),
+            Merge::Apart => {
+                self.release();
+                if store && self.instrs[cur as usize].flow.atomic_rmw {
+                    // A locked read-modify-write is reported once.
+                    self.on(cur, |m, c| m.read(addr, size, c));
+                } else {
+                    self.th.held = Some(Held { store, addr, size });
+                }
+            }
+        }
     }
 
     /// A modify (load and store of the same bytes): one read.
@@ -512,7 +441,7 @@ impl Engine {
     pub fn modify(&mut self, addr: u64, size: u8) {
         self.th.accessed = true;
         let cur = self.th.cur;
-        self.on::<false>(cur, |m, c| m.read(addr, u64::from(size), c));
+        self.on(cur, |m, c| m.read(addr, u64::from(size), c));
     }
 
     /// Records that follow are of thread `t`.
@@ -520,7 +449,7 @@ impl Engine {
         if t == self.thread_id {
             return;
         }
-        self.release::<false>();
+        self.release();
         let now = std::mem::take(&mut self.th);
         self.parked.insert(self.thread_id, now);
         self.th = self.parked.remove(&t).unwrap_or_default();
@@ -534,14 +463,14 @@ impl Engine {
         threads.push(std::mem::take(&mut self.th));
         for t in threads {
             self.th = t;
-            self.release::<false>();
+            self.release();
             // A branch at the very end has no successor; a conditional one
             // is resolved as not taken (the exit path).
             if let Some(p) = self.th.pending.take()
                 && self.instrs[p as usize].flow.kind == Kind::Cond
             {
                 let ins = self.instrs[p as usize];
-                self.resolve::<false>(p, ins.addr.wrapping_add(u64::from(ins.size)));
+                self.resolve(p, ins.addr.wrapping_add(u64::from(ins.size)));
             }
             while let Some(f) = self.th.stack.pop() {
                 self.close(f);
@@ -666,16 +595,16 @@ impl Feeder {
     pub fn feed(&mut self, e: &mut Engine, rec: &Record<'_>, x86: bool) -> Result<(), u32> {
         match *rec {
             Record::Exec { id } => {
-                self.run_block::<false>(e)?;
+                self.run_block(e)?;
                 e.exec(self.slot(id)?.idx);
             }
-            Record::Block { first, count } => self.start_block::<false>(e, first, count)?,
+            Record::Block { first, count } => self.start_block(e, first, count)?,
             Record::LoadAt { index, addr, size } => {
-                self.run_to::<false>(e, u32::from(index) + 1)?;
+                self.run_to(e, u32::from(index) + 1)?;
                 e.load(addr, size);
             }
             Record::StoreAt { index, addr, size } => {
-                self.run_to::<false>(e, u32::from(index) + 1)?;
+                self.run_to(e, u32::from(index) + 1)?;
                 e.store(addr, size);
             }
             Record::Load { addr, size } => e.load(addr, size),
@@ -754,7 +683,7 @@ impl Feeder {
     #[inline]
     pub fn feed_bytes(&mut self, e: &mut Engine, bytes: &[u8]) -> Result<usize, (usize, u32)> {
         if !(e.lean() && e.opts.merge_modify) {
-            return self.feed_bytes_as::<false>(e, bytes);
+            return self.feed_bytes_as(e, bytes);
         }
         let mut p = 0;
         loop {
@@ -776,7 +705,7 @@ impl Feeder {
             let Some(one) = bytes.get(p..p + len) else {
                 return Ok(p);
             };
-            match self.feed_bytes_as::<true>(e, one) {
+            match self.feed_bytes_as(e, one) {
                 Ok(n) if n == len => p += n,
                 Ok(n) => return Ok(p + n),
                 Err((n, id)) => return Err((p + n, id)),
@@ -868,11 +797,7 @@ impl Feeder {
                         b.done = end;
                     }
                     let addr = u64::from_le_bytes([r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9]]);
-                    if tag == trace::T_LOAD_AT {
-                        l.load(addr, u64::from(r[10]));
-                    } else {
-                        l.store(addr, u64::from(r[10]));
-                    }
+                    l.access(tag == trace::T_STORE_AT, addr, u64::from(r[10]));
                     p += 11;
                 }
                 _ => break,
@@ -887,19 +812,14 @@ impl Feeder {
     }
 
     #[inline(never)]
-    fn feed_bytes_as<const ONE: bool>(
-        &mut self,
-        e: &mut Engine,
-        bytes: &[u8],
-    ) -> Result<usize, (usize, u32)> {
+    fn feed_bytes_as(&mut self, e: &mut Engine, bytes: &[u8]) -> Result<usize, (usize, u32)> {
         let mut p = 0;
         while let Some(&tag) = bytes.get(p) {
             match tag {
                 trace::T_BLOCK => {
                     let Some(b) = bytes.get(p..p + 6) else { break };
                     let first = u32::from_le_bytes([b[1], b[2], b[3], b[4]]);
-                    self.start_block::<ONE>(e, first, b[5])
-                        .map_err(|id| (p, id))?;
+                    self.start_block(e, first, b[5]).map_err(|id| (p, id))?;
                     p += 6;
                 }
                 trace::T_LOAD_AT | trace::T_STORE_AT => {
@@ -907,13 +827,8 @@ impl Feeder {
                     let mut a = [0u8; 8];
                     a.copy_from_slice(&b[2..10]);
                     let addr = u64::from_le_bytes(a);
-                    self.run_to::<ONE>(e, u32::from(b[1]) + 1)
-                        .map_err(|id| (p, id))?;
-                    if tag == trace::T_LOAD_AT {
-                        e.load_as::<ONE>(addr, b[10]);
-                    } else {
-                        e.store_as::<ONE>(addr, b[10]);
-                    }
+                    self.run_to(e, u32::from(b[1]) + 1).map_err(|id| (p, id))?;
+                    e.access(tag == trace::T_STORE_AT, addr, u64::from(b[10]));
                     p += 11;
                 }
                 _ => break,
@@ -956,12 +871,7 @@ impl Feeder {
 
     /// A block starts: stream ids `first .. first + count`.
     #[inline(always)]
-    fn start_block<const ONE: bool>(
-        &mut self,
-        e: &mut Engine,
-        first: u32,
-        count: u8,
-    ) -> Result<(), u32> {
+    fn start_block(&mut self, e: &mut Engine, first: u32, count: u8) -> Result<(), u32> {
         // Blocks that did not run to their end, as QEMU (7.2) reports
         // them: the new block starts at the instruction where the old one
         // stopped, which did not run in it.
@@ -974,7 +884,7 @@ impl Feeder {
         if self.block.done < self.block.count {
             self.cut_block(first)?;
         }
-        self.run_block::<ONE>(e)?;
+        self.run_block(e)?;
         self.block = Block {
             first,
             count: u32::from(count),
@@ -1010,14 +920,14 @@ impl Feeder {
     /// Runs what is left of every thread's block (at the end of a stream)
     /// and gives the engine the executions counted here.
     pub fn finish(&mut self, e: &mut Engine) -> Result<(), u32> {
-        self.run_block::<false>(e)?;
+        self.run_block(e)?;
         let parked: Vec<(u32, Block)> = self.parked.drain().collect();
         let home = self.thread;
         for (t, b) in parked {
             if b.done < b.count {
                 e.thread(t);
                 self.block = b;
-                self.run_block::<false>(e)?;
+                self.run_block(e)?;
             }
         }
         e.thread(home);
@@ -1041,9 +951,9 @@ impl Feeder {
     }
 
     #[inline(always)]
-    fn run_block<const ONE: bool>(&mut self, e: &mut Engine) -> Result<(), u32> {
+    fn run_block(&mut self, e: &mut Engine) -> Result<(), u32> {
         let n = self.block.count;
-        self.run_to::<ONE>(e, n)
+        self.run_to(e, n)
     }
 
     /// Ids `at .. at + n` executed once more.
@@ -1055,7 +965,7 @@ impl Feeder {
 
     /// Runs the block's instructions up to (not including) `end`.
     #[inline(always)]
-    fn run_to<const ONE: bool>(&mut self, e: &mut Engine, end: u32) -> Result<(), u32> {
+    fn run_to(&mut self, e: &mut Engine, end: u32) -> Result<(), u32> {
         let b = self.block;
         let end = end.min(b.count);
         if b.done >= end {
@@ -1075,23 +985,18 @@ impl Feeder {
             && (n == 1 || usize::from(slots[n - 2].plain_behind) >= n - 1)
         {
             // The common case: one run (an undeclared id is not plain).
-            e.exec_plain_as::<ONE>(slots);
+            e.exec_plain(slots);
             Self::count_run(&mut self.runs, from, n);
             self.block.done = end;
             return Ok(());
         }
-        self.run_runs::<ONE>(e, from, end)
+        self.run_runs(e, from, end)
     }
 
     /// [`Feeder::run_to`] when ids `from ..` (of the block) up to `end`
     /// are more than one run, or hold an undeclared id.
     #[inline(never)]
-    fn run_runs<const ONE: bool>(
-        &mut self,
-        e: &mut Engine,
-        from: usize,
-        end: u32,
-    ) -> Result<(), u32> {
+    fn run_runs(&mut self, e: &mut Engine, from: usize, end: u32) -> Result<(), u32> {
         let to = self.block.first.wrapping_add(end) as usize;
         let Some(slots) = self.slots.get(from..to) else {
             return Err(from as u32);
@@ -1108,7 +1013,7 @@ impl Feeder {
             if n == 0 {
                 return Err((from + k) as u32);
             }
-            e.exec_plain_as::<ONE>(&rest[..n]);
+            e.exec_plain(&rest[..n]);
             Self::count_run(&mut self.runs, from + k, n);
             k += n;
         }
@@ -1152,17 +1057,9 @@ impl<const BS: bool, const ICACHE: bool> Lean<'_, BS, ICACHE> {
     /// The pending branch `p` is followed by the instruction at `next`.
     #[inline(always)]
     fn resolve(&mut self, p: u32, next: u64) {
-        let (Some(ins), Some(c)) = (self.instrs.get(p as usize), self.costs.get_mut(p as usize))
-        else {
-            return;
-        };
-        match ins.flow.kind {
-            Kind::Cond => {
-                let taken = next != ins.addr.wrapping_add(u64::from(ins.size));
-                self.m.cond_branch(ins.addr, taken, c);
-            }
-            Kind::Rep => self.m.cond_branch(ins.addr, self.accessed, c),
-            _ => resolve_rare(self.m, c, ins, next, self.accessed),
+        if let (Some(ins), Some(c)) = (self.instrs.get(p as usize), self.costs.get_mut(p as usize))
+        {
+            branch_events(self.m, c, ins, next, self.accessed);
         }
     }
 
@@ -1208,65 +1105,54 @@ impl<const BS: bool, const ICACHE: bool> Lean<'_, BS, ICACHE> {
         }
     }
 
-    /// A load by the current instruction (see [`Engine::load`]).
+    /// An access by the current instruction (see [`Engine::load`]).
     #[inline(always)]
-    fn load(&mut self, addr: u64, size: u64) {
+    fn access(&mut self, store: bool, addr: u64, size: u64) {
         self.accessed = true;
-        match &mut self.held {
-            Some(h) if !h.store && h.addr.wrapping_add(h.size) == addr => h.size += size,
-            _ => {
+        match Held::merge(&mut self.held, store, addr, size) {
+            Merge::Into => {}
+            Merge::Modify => self.release(),
+            Merge::Apart => {
                 self.release();
-                self.held = Some(Held {
-                    store: false,
-                    addr,
-                    size,
-                });
-            }
-        }
-    }
-
-    /// A store by the current instruction (see [`Engine::store`]).
-    #[inline(always)]
-    fn store(&mut self, addr: u64, size: u64) {
-        self.accessed = true;
-        match self.held {
-            Some(h) if !h.store && h.addr == addr && h.size == size => self.release(),
-            Some(ref mut h) if h.store && h.addr.wrapping_add(h.size) == addr => h.size += size,
-            _ => {
-                self.release();
-                let rmw = self
-                    .instrs
-                    .get(self.cur as usize)
-                    .is_some_and(|i| i.flow.atomic_rmw);
+                let rmw = store
+                    && self
+                        .instrs
+                        .get(self.cur as usize)
+                        .is_some_and(|i| i.flow.atomic_rmw);
                 if rmw {
                     if let Some(c) = self.costs.get_mut(self.cur as usize) {
                         self.m.read(addr, size, c);
                     }
                 } else {
-                    self.held = Some(Held {
-                        store: true,
-                        addr,
-                        size,
-                    });
+                    self.held = Some(Held { store, addr, size });
                 }
             }
         }
     }
 }
 
-/// The branches [`Lean::resolve`] leaves out of line: without call
-/// tracking only the predictors see them.
-#[inline(never)]
-fn resolve_rare(m: &mut Hierarchy, c: &mut Counts, ins: &Instr, next: u64, ran: bool) {
+/// What Cachegrind's predictors count for a branch followed by the
+/// instruction at `next` (`ran`: the instruction accessed memory), for
+/// both the engine and the feeder's lean loop.
+#[inline(always)]
+fn branch_events(m: &mut Hierarchy, c: &mut Counts, ins: &Instr, next: u64, ran: bool) {
     match ins.flow.kind {
-        Kind::IndirectJump | Kind::IndirectCall => m.indirect_branch(ins.addr, next, c),
+        Kind::Cond => {
+            let taken = next != ins.addr.wrapping_add(u64::from(ins.size));
+            m.cond_branch(ins.addr, taken, c);
+        }
+        // QEMU runs a `rep` instruction one iteration per execution; each
+        // is Cachegrind's conditional branch (did it run?), and for
+        // `repe`/`repne` a second one when it did (does it go on?).
+        Kind::Rep => m.cond_branch(ins.addr, ran, c),
         Kind::RepCond => {
             m.cond_branch(ins.addr, ran, c);
             if ran {
                 m.cond_branch(ins.addr, next == ins.addr, c);
             }
         }
-        _ => {}
+        Kind::IndirectJump | Kind::IndirectCall => m.indirect_branch(ins.addr, next, c),
+        Kind::Other | Kind::Call | Kind::Ret => {}
     }
 }
 
