@@ -209,7 +209,7 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
             Some(b) => qemu_for(b)?.1,
             None => true,
         };
-        let (out, ending) = run_stream(f, t, engine, &mut space, x86, None, accesses_needed(&a))?;
+        let (out, ending) = run_stream(f, t, engine, &mut space, x86, None)?;
         let cmd = a
             .binary
             .as_ref()
@@ -418,9 +418,7 @@ fn accesses_needed(a: &Args) -> bool {
 }
 
 /// Feeds a tally trace stream to the engine; errors name the stream
-/// `name` and the byte. `x86`: decode branches as x86-64. Without cache
-/// and branch simulation the stream is taken to have no accesses (see
-/// [`accesses_needed`]).
+/// `name` and the byte. `x86`: decode branches as x86-64.
 fn run_stream(
     input: impl Read,
     name: &Path,
@@ -428,14 +426,9 @@ fn run_stream(
     space: &mut AddressSpace,
     x86: bool,
     mut pool: Option<&mut Pool>,
-    accesses: bool,
 ) -> anyhow::Result<(Output, Ending)> {
     let mut r = TraceReader::new(input).map_err(|e| anyhow!("{}: {e}", name.display()))?;
-    let mut feeder = if accesses {
-        Feeder::new()
-    } else {
-        Feeder::without_accesses()
-    };
+    let mut feeder = Feeder::new();
     let mut ending = Ending::Incomplete("the trace ends before the program's exit".into());
     let undeclared = |r: &TraceReader<_>, id: u32| {
         anyhow!(
@@ -666,7 +659,6 @@ fn run_native(
         space,
         x86,
         Some(&mut pool),
-        accesses_needed(a),
     );
     let status = child.wait().context("waiting for the program")?;
     let (out, mut ending) = result?;

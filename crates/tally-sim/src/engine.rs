@@ -500,10 +500,11 @@ pub struct Feeder {
     block: Block,
     thread: u32,
     parked: FxHashMap<u32, Block>,
-    /// The stream has no access records (the plugin's `mem=off`): a block
-    /// that a later one starts inside is taken as a loop, never as a
-    /// restart at a faulting access, which only access records show.
-    no_accesses: bool,
+    /// An access record has been fed. Until then (for good, in a stream
+    /// recorded with the plugin's `mem=off`) a block that a later one
+    /// starts inside is taken as a loop, never as a restart at a faulting
+    /// access, which only access records show.
+    accesses_seen: bool,
 }
 
 /// What is wrong with a record in a slot of the shared buffer file.
@@ -576,17 +577,6 @@ impl Feeder {
         Feeder::default()
     }
 
-    /// A feeder for a stream recorded without memory accesses (the
-    /// plugin's `mem=off`), which counts executions only. A block cut
-    /// short by a fault QEMU handles itself (a store into a page of
-    /// translated code) then counts as run whole.
-    pub fn without_accesses() -> Feeder {
-        Feeder {
-            no_accesses: true,
-            ..Feeder::default()
-        }
-    }
-
     /// Feeds one record. `Map` records are the caller's (they name code,
     /// they cost nothing); `End` ends every thread's block. Instructions
     /// are classified as x86-64 when `x86`. The error is a stream id used
@@ -600,15 +590,23 @@ impl Feeder {
             }
             Record::Block { first, count } => self.start_block(e, first, count)?,
             Record::LoadAt { index, addr, size } => {
+                self.accesses_seen = true;
                 self.run_to(e, u32::from(index) + 1)?;
                 e.load(addr, size);
             }
             Record::StoreAt { index, addr, size } => {
+                self.accesses_seen = true;
                 self.run_to(e, u32::from(index) + 1)?;
                 e.store(addr, size);
             }
-            Record::Load { addr, size } => e.load(addr, size),
-            Record::Store { addr, size } => e.store(addr, size),
+            Record::Load { addr, size } => {
+                self.accesses_seen = true;
+                e.load(addr, size)
+            }
+            Record::Store { addr, size } => {
+                self.accesses_seen = true;
+                e.store(addr, size)
+            }
             Record::Declare { id, addr, code } => {
                 let flow = if x86 {
                     classify_x86_64(code, addr)
@@ -740,7 +738,7 @@ impl Feeder {
             held: e.th.held,
         };
         let slots = &self.slots[..];
-        let no_accesses = self.no_accesses;
+        let mut accesses_seen = self.accesses_seen;
         let mut b = self.block;
         let mut p = 0;
         // The ids `from..to` as one run (plain but for the last, all
@@ -772,7 +770,7 @@ impl Feeder {
                         };
                         if next.idx == u32::MAX
                             || (last.addr == next.addr && last.addr & 0xfff > 0x1000 - 16)
-                            || (!no_accesses && (at.addr..last.addr).contains(&next.addr))
+                            || (accesses_seen && (at.addr..last.addr).contains(&next.addr))
                         {
                             break;
                         }
@@ -798,12 +796,14 @@ impl Feeder {
                     }
                     let addr = u64::from_le_bytes([r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9]]);
                     l.access(tag == trace::T_STORE_AT, addr, u64::from(r[10]));
+                    accesses_seen = true;
                     p += 11;
                 }
                 _ => break,
             }
         }
         self.block = b;
+        self.accesses_seen = accesses_seen;
         e.th.cur = l.cur;
         e.th.pending = l.pending;
         e.th.accessed = l.accessed;
@@ -829,6 +829,7 @@ impl Feeder {
                     let addr = u64::from_le_bytes(a);
                     self.run_to(e, u32::from(b[1]) + 1).map_err(|id| (p, id))?;
                     e.access(tag == trace::T_STORE_AT, addr, u64::from(b[10]));
+                    self.accesses_seen = true;
                     p += 11;
                 }
                 _ => break,
@@ -902,7 +903,7 @@ impl Feeder {
         let last = self.slot(b.first.wrapping_add(b.count - 1))?;
         if last.addr == next && last.addr & 0xfff > 0x1000 - 16 {
             self.block.count -= 1;
-        } else if !self.no_accesses
+        } else if self.accesses_seen
             && (self.slot(b.first.wrapping_add(b.done))?.addr..last.addr).contains(&next)
         {
             // The access that faulted is not among those seen.
