@@ -72,11 +72,6 @@ pub struct Args {
     /// tally's QEMU plugin [default: $TALLY_QEMU_PLUGIN, or libtally_qemu_plugin.so next to tally].
     #[arg(long, value_name = "PATH")]
     plugin: Option<PathBuf>,
-    /// Simulate D1 inside the QEMU plugin, which then sends tally only the
-    /// D1 misses (the same counts, faster); used for one machine without
-    /// --callgrind.
-    #[arg(long = "tracer-d1", value_name = "yes|no", default_value = "yes", value_parser = yes_no, action = clap::ArgAction::Set)]
-    tracer_d1: bool,
     /// The program and its arguments.
     #[arg(last = true, value_name = "PROG ARGS")]
     command: Vec<String>,
@@ -214,7 +209,7 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
             Some(b) => qemu_for(b)?.1,
             None => true,
         };
-        let (out, ending) = run_stream(f, t, engine, &mut space, x86, None, None)?;
+        let (out, ending) = run_stream(f, t, engine, &mut space, x86, None)?;
         let cmd = a
             .binary
             .as_ref()
@@ -233,10 +228,7 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
                 ..opts
             },
         );
-        // The D1 simulated in the plugin, when there is one machine and no
-        // call tracking (the engine's running totals need every access).
-        let d1 = (a.tracer_d1 && a.cache_sim && engine.lean()).then(|| ms[0].config.d1);
-        let (out, pid, ending, status) = run_native(&a, engine, &mut space, d1)?;
+        let (out, pid, ending, status) = run_native(&a, engine, &mut space)?;
         (out, a.command.join(" "), pid, ending, Some(status))
     };
     for p in &space.problems {
@@ -434,7 +426,6 @@ fn run_stream(
     space: &mut AddressSpace,
     x86: bool,
     mut pool: Option<&mut Pool>,
-    counts: Option<&std::fs::File>,
 ) -> anyhow::Result<(Output, Ending)> {
     let mut r = TraceReader::new(input).map_err(|e| anyhow!("{}: {e}", name.display()))?;
     let mut feeder = Feeder::new();
@@ -508,17 +499,6 @@ fn run_stream(
     if let Err(id) = feeder.finish(&mut engine) {
         return Err(undeclared(&r, id));
     }
-    if let Some(f) = counts {
-        // The plugin has exited (the stream ended): its counts are all in.
-        let c = Counts::map(f).context("cannot map the plugin's count file")?;
-        let pairs = c.pairs();
-        if pairs.last().is_some_and(|p| p[0] | p[1] != 0) {
-            eprintln!(
-                "tally sim: warning: more instructions than the count file holds; the reads and writes of the last ones are missing"
-            );
-        }
-        feeder.add_data_counts(&mut engine, pairs);
-    }
     Ok((engine.finish(), ending))
 }
 
@@ -589,7 +569,6 @@ fn run_native(
     a: &Args,
     engine: Engine,
     space: &mut AddressSpace,
-    d1: Option<CacheConfig>,
 ) -> anyhow::Result<(Output, u32, Ending, ExitStatus)> {
     let prog = which(&a.command[0]).ok_or_else(|| {
         anyhow!(
@@ -627,26 +606,13 @@ fn run_native(
     const CHILD_FD: i32 = 3;
     const BUFFERS_FD: i32 = 4;
     const FREE_FD: i32 = 5;
-    const COUNTS_FD: i32 = 6;
     let mem = if accesses_needed(a) { "on" } else { "off" };
-    let counts = match d1 {
-        Some(_) => Some(count_file().context("cannot create the plugin's count file")?),
-        None => None,
-    };
-    let cfd = counts.as_ref().map_or(-1, |f| f.as_raw_fd());
-    let mut spec = format!(
-        "{},fd={CHILD_FD},shm={BUFFERS_FD},free={FREE_FD},mem={mem}",
-        plugin.display()
-    );
-    if let Some(d) = d1 {
-        spec += &format!(
-            ",d1={}/{}/{},policy={},counts={COUNTS_FD}",
-            d.size, d.assoc, d.line_size, a.policy
-        );
-    }
     let mut c = Command::new(&qemu);
     c.arg("-plugin")
-        .arg(spec)
+        .arg(format!(
+            "{},fd={CHILD_FD},shm={BUFFERS_FD},free={FREE_FD},mem={mem}",
+            plugin.display()
+        ))
         .arg(&prog)
         .args(&a.command[1..])
         .stdin(Stdio::inherit());
@@ -656,7 +622,6 @@ fn run_native(
             if libc::dup2(wfd, CHILD_FD) < 0
                 || libc::dup2(bfd, BUFFERS_FD) < 0
                 || libc::dup2(ffd, FREE_FD) < 0
-                || (cfd >= 0 && libc::dup2(cfd, COUNTS_FD) < 0)
             {
                 return Err(std::io::Error::last_os_error());
             }
@@ -694,7 +659,6 @@ fn run_native(
         space,
         x86,
         Some(&mut pool),
-        counts.as_ref(),
     );
     let status = child.wait().context("waiting for the program")?;
     let (out, mut ending) = result?;
@@ -736,68 +700,6 @@ fn shared_buffers() -> std::io::Result<std::fs::File> {
     f.set_len(shared::size(BUFFER_SLOTS))?;
     f.write_all_at(&shared::header(BUFFER_SLOTS), 0)?;
     Ok(f)
-}
-
-/// An anonymous, sparse file for the reads and writes the plugin counts
-/// per instruction when it simulates D1 (`tally_sim::data`).
-fn count_file() -> std::io::Result<std::fs::File> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: memfd_create with a valid name; the descriptor is ours.
-    let fd = unsafe { libc::memfd_create(c"tally-sim-counts".as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: a new descriptor owned by nothing else.
-    let f = unsafe { std::fs::File::from_raw_fd(fd) };
-    f.set_len(tally_sim::data::COUNTS_SIZE)?;
-    Ok(f)
-}
-
-/// The count file, mapped to read.
-struct Counts {
-    base: *const [u64; 2],
-    size: usize,
-}
-
-impl Counts {
-    fn map(file: &std::fs::File) -> std::io::Result<Counts> {
-        use std::os::fd::AsRawFd;
-        let size = tally_sim::data::COUNTS_SIZE as usize;
-        if file.metadata()?.len() < size as u64 {
-            return Err(std::io::Error::other("the count file shrank"));
-        }
-        // SAFETY: mapping a file we own, read-only.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                size,
-                libc::PROT_READ,
-                libc::MAP_SHARED | libc::MAP_NORESERVE,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(Counts {
-            base: base as *const [u64; 2],
-            size,
-        })
-    }
-
-    fn pairs(&self) -> &[[u64; 2]] {
-        // SAFETY: the mapping holds `size / 16` pairs and lives as long as
-        // `self`; the plugin has exited.
-        unsafe { std::slice::from_raw_parts(self.base, self.size / 16) }
-    }
-}
-
-impl Drop for Counts {
-    fn drop(&mut self) {
-        // SAFETY: unmapping what `map` mapped, no longer borrowed.
-        unsafe { libc::munmap(self.base as *mut libc::c_void, self.size) };
-    }
 }
 
 /// The plugin's buffer file, mapped to read the slots it hands over, and

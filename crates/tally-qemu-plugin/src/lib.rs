@@ -5,8 +5,7 @@
 //!
 //! Arguments (`-plugin libtally_qemu_plugin.so,fd=N` or `,out=PATH`): where
 //! the stream goes; `mem=off` leaves memory accesses out (for runs that
-//! count executions only); `d1=S/A/L` with `counts=N` (and `policy=P`)
-//! simulates the D1 cache here and sends only its misses (see `data`). The plugin does no simulation: it only records, so its
+//! count executions only). The plugin does no simulation: it only records, so its
 //! callbacks stay short, and tally simulates in another process while the
 //! program runs. (Built with the `inprocess` feature, `inprocess=on`
 //! simulates inside QEMU instead and prints the totals: see `inprocess`.)
@@ -29,7 +28,6 @@
 //! guest addresses (`guest = host - guest_base`, where `guest_base` is the
 //! difference between an instruction's host and guest addresses).
 
-mod data;
 #[cfg(feature = "inprocess")]
 mod inprocess;
 
@@ -54,10 +52,6 @@ const T_BLOCK: u8 = 8;
 const T_LOAD_AT: u8 = 9;
 const T_STORE_AT: u8 = 10;
 const T_SLOT: u8 = 11;
-const T_BLOCK_AFTER: u8 = 12;
-const T_MISS_LOAD: u8 = 13;
-const T_MISS_STORE: u8 = 14;
-const T_ACCESSED: u8 = 15;
 /// Longest block written as one block record; longer ones (rare) get a
 /// record per instruction.
 const MAX_BLOCK: usize = 255;
@@ -129,8 +123,6 @@ static SHM_SLOTS: AtomicUsize = AtomicUsize::new(0);
 static NO_MEM: AtomicBool = AtomicBool::new(false);
 /// Set in a forked child: it records nothing (the stream is the parent's).
 static SILENT: AtomicBool = AtomicBool::new(false);
-/// The guest is x86-64 (its instructions are classified for `d1=`).
-static X86: AtomicBool = AtomicBool::new(false);
 /// The pipe tally hands free slots back through (`free=`): with it the
 /// shared file's slots are a pool (see `tally_sim::trace::shared`).
 static FREE: Mutex<Option<File>> = Mutex::new(None);
@@ -397,39 +389,6 @@ unsafe extern "C" fn on_block(vcpu: c_uint, udata: *mut c_void) {
     record_words(vcpu, 6, a, 0, 0);
 }
 
-/// [`on_block`] when the D1 is simulated here: the held access is
-/// simulated first (its miss, if any, goes before this record), and the
-/// record says how far the thread's last block accessed memory.
-unsafe extern "C" fn on_block_d1(vcpu: c_uint, udata: *mut c_void) {
-    let v = udata as usize as u64;
-    let last = data::with(vcpu, |d, t, out| t.block(d, out));
-    // Tag, first id (4 bytes), length, last accessing index: 7 bytes.
-    let a = u64::from(T_BLOCK_AFTER) | (v & 0xff_ffff_ffff) << 8 | u64::from(last) << 48;
-    record_words(vcpu, 7, a, 0, 0);
-}
-
-/// [`on_exec`] when the D1 is simulated here.
-unsafe extern "C" fn on_exec_d1(vcpu: c_uint, udata: *mut c_void) {
-    data::with(vcpu, |d, t, out| t.exec(d, out));
-    // SAFETY: as `on_exec`.
-    unsafe { on_exec(vcpu, udata) };
-}
-
-/// An access, simulated in the D1 here: `udata` is `data::pack`'s.
-unsafe extern "C" fn on_mem_d1(
-    vcpu: c_uint,
-    info: qemu_plugin_meminfo_t,
-    vaddr: u64,
-    udata: *mut c_void,
-) {
-    let (shift, store) = meminfo(info);
-    let u = udata as usize as u64;
-    let (id, index, rmw) = (u as u32, (u >> 32) as u8, u >> 40 & 1 != 0);
-    data::with(vcpu, |d, t, out| {
-        t.access(d, out, id, index, store, vaddr, 1 << shift, rmw)
-    });
-}
-
 /// Whether QEMU's access descriptions are decoded here rather than by
 /// asking QEMU: bit 0 set once a load decoded here agreed with QEMU, bit 1
 /// once a store did, 4 if one disagreed.
@@ -575,44 +534,18 @@ unsafe extern "C" fn on_translate(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb
             records.extend_from_slice(&vaddr.to_le_bytes());
             records.push(size as u8);
             records.extend_from_slice(data);
-            let d1 = data::on();
             if i == 0 && whole {
                 // One record per run of the block; its instructions have
                 // consecutive ids from this one.
                 qemu_plugin_register_vcpu_tb_exec_cb(
                     tb,
-                    Some(if d1 { on_block_d1 } else { on_block }),
+                    Some(on_block),
                     qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
                     (u64::from(id) | (n as u64) << 32) as usize as *mut c_void,
                 );
             }
             let mem = !NO_MEM.load(Ordering::Relaxed);
-            if d1 {
-                // The engine's rule for locked read-modify-writes needs the
-                // instruction's kind.
-                let rmw = X86.load(Ordering::Relaxed)
-                    && tally_sim::flow::classify_x86_64(data, vaddr).atomic_rmw;
-                let index = if whole {
-                    i as u8
-                } else {
-                    tally_sim::data::NO_INDEX
-                };
-                if !whole {
-                    qemu_plugin_register_vcpu_insn_exec_cb(
-                        insn,
-                        Some(on_exec_d1),
-                        qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
-                        id as usize as *mut c_void,
-                    );
-                }
-                qemu_plugin_register_vcpu_mem_cb(
-                    insn,
-                    Some(on_mem_d1),
-                    qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
-                    qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
-                    data::pack(id, index, rmw) as *mut c_void,
-                );
-            } else if whole {
+            if whole {
                 if !mem {
                     continue;
                 }
@@ -653,9 +586,6 @@ unsafe extern "C" fn on_translate(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb
 unsafe extern "C" fn on_exit(_id: qemu_plugin_id_t, _: *mut c_void) {
     if SILENT.load(Ordering::Relaxed) {
         return;
-    }
-    if data::on() {
-        data::finish();
     }
     for (vcpu, slot) in BUFS.iter().enumerate() {
         let p = slot.load(Ordering::Acquire);
@@ -728,64 +658,22 @@ fn map_shared(fd: i32) -> Result<(), String> {
     Ok(())
 }
 
-/// Maps the count file tally made for `d1=` (see `data`).
-fn map_counts(fd: i32) -> Result<(*mut u8, usize), String> {
-    use std::os::fd::{AsRawFd, FromRawFd};
-    // SAFETY: the caller handed this descriptor to the plugin.
-    let f =
-        keep_out_of_the_guests_way(unsafe { File::from_raw_fd(fd) }).map_err(|e| e.to_string())?;
-    let size = f.metadata().map_err(|e| e.to_string())?.len() as usize;
-    // SAFETY: mapping a file we own, shared, for the life of the process;
-    // sparse: only the pages of ids used are touched.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            size,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_NORESERVE,
-            f.as_raw_fd(),
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        return Err(std::io::Error::last_os_error().to_string());
-    }
-    Ok((base as *mut u8, size))
-}
-
-/// The D1 of `d1=S/A/L` under `policy` (tally's syntax for both).
-fn parse_d1(geometry: &str, policy: &str) -> Result<tally_sim::data::DataCache, String> {
-    let config = tally_sim::CacheConfig::parse("D1", &geometry.replace('/', ","))
-        .map_err(|e| e.to_string())?;
-    let policy = tally_sim::Policy::parse(policy).map_err(|e| e.to_string())?;
-    tally_sim::data::DataCache::new(config, policy).map_err(|e| e.to_string())
-}
-
 /// In a child the guest forked: stop recording, and put private memory
 /// where the shared buffers were, so the child cannot touch the parent's.
 extern "C" fn in_forked_child() {
     SILENT.store(true, Ordering::Relaxed);
-    let (counts, counts_size) = data::counts_mapping();
-    for (base, size) in [
-        (
-            SHM_BASE.load(Ordering::Acquire),
-            SHM_SIZE.load(Ordering::Acquire),
-        ),
-        (counts as usize, counts_size),
-    ] {
-        if base != 0 {
-            // SAFETY: replacing our own mapping with anonymous memory
-            // (reserved only: the child's counts are never read).
-            unsafe {
-                libc::mmap(
-                    base as *mut c_void,
-                    size,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE,
-                    -1,
-                    0,
-                );
-            }
+    let base = SHM_BASE.load(Ordering::Acquire);
+    if base != 0 {
+        // SAFETY: replacing our own mapping with anonymous memory.
+        unsafe {
+            libc::mmap(
+                base as *mut c_void,
+                SHM_SIZE.load(Ordering::Acquire),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                -1,
+                0,
+            );
         }
     }
 }
@@ -833,23 +721,11 @@ pub unsafe extern "C" fn qemu_plugin_install(
     let mut in_process = false;
     let mut shm = None;
     let mut free = None;
-    let mut counts = None;
-    let mut d1 = None;
-    let mut policy = "lru".to_string();
     for a in &args {
-        if let Some(v) = a.strip_prefix("d1=") {
-            d1 = Some(v.to_string());
-            continue;
-        }
-        if let Some(v) = a.strip_prefix("policy=") {
-            policy = v.to_string();
-            continue;
-        }
         let fd_arg = a
             .strip_prefix("shm=")
             .map(|v| (&mut shm, v))
-            .or_else(|| a.strip_prefix("free=").map(|v| (&mut free, v)))
-            .or_else(|| a.strip_prefix("counts=").map(|v| (&mut counts, v)));
+            .or_else(|| a.strip_prefix("free=").map(|v| (&mut free, v)));
         if let Some((slot, v)) = fd_arg {
             *slot = v.parse::<i32>().ok().filter(|&fd| fd >= 0);
             if slot.is_none() {
@@ -888,7 +764,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
             }
         } else {
             return refuse(&format!(
-                "unknown argument `{a}` (fd=N or out=PATH, shm=N, free=N, mem=off, d1=S/A/L with counts=N and policy=P)"
+                "unknown argument `{a}` (fd=N or out=PATH, shm=N, free=N, mem=off)"
             ));
         }
     }
@@ -924,27 +800,6 @@ pub unsafe extern "C" fn qemu_plugin_install(
             }
         }
     }
-    match (d1, counts) {
-        (Some(g), Some(fd)) => {
-            if NO_MEM.load(Ordering::Relaxed) {
-                return refuse("d1= needs the accesses (not with mem=off)");
-            }
-            let cache = match parse_d1(&g, &policy) {
-                Ok(c) => c,
-                Err(e) => return refuse(&format!("d1={g}: {e}")),
-            };
-            let started = map_counts(fd).and_then(|(base, size)| data::start(cache, base, size));
-            if let Err(e) = started {
-                return refuse(&format!("counts={fd}: {e}"));
-            }
-        }
-        (None, None) => {}
-        _ => return refuse("d1= and counts= go together"),
-    }
-    // SAFETY: QEMU passes a valid info block whose target name is a C
-    // string.
-    let target = unsafe { CStr::from_ptr((*info).target_name) };
-    X86.store(target.to_bytes() == b"x86_64", Ordering::Relaxed);
     // SAFETY: registering a fork handler that only makes async-signal-safe
     // calls.
     unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
@@ -971,7 +826,6 @@ pub unsafe extern "C" fn qemu_plugin_install(
     // SAFETY: registering callbacks with the id QEMU gave.
     unsafe {
         qemu_plugin_register_vcpu_tb_trans_cb(id, Some(on_translate));
-        qemu_plugin_register_vcpu_init_cb(id, Some(data::on_vcpu_init));
         qemu_plugin_register_atexit_cb(id, Some(on_exit), std::ptr::null_mut());
     }
     0

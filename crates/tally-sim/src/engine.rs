@@ -81,14 +81,14 @@ struct Thread {
 
 /// An access not yet simulated.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Held {
-    pub(crate) store: bool,
-    pub(crate) addr: u64,
-    pub(crate) size: u64,
+struct Held {
+    store: bool,
+    addr: u64,
+    size: u64,
 }
 
 /// What an access does to the one held before it ([`Held::merge`]).
-pub(crate) enum Merge {
+enum Merge {
     /// It continued the held one, which grew.
     Into,
     /// It is the store half of a read-modify-write of the held load: one
@@ -103,26 +103,16 @@ impl Held {
     /// Cachegrind sees them: a load or store continuing the held one of
     /// the same kind (QEMU splits a 32-byte access in halves) joins it; a
     /// store of the very bytes of a held load is a modify. The rules of
-    /// the engine, the feeder's lean loop and the tracer's data side
-    /// ([`crate::data`]).
+    /// both the engine and the feeder's lean loop.
     #[inline(always)]
     fn merge(held: &mut Option<Held>, store: bool, addr: u64, size: u64) -> Merge {
         match held {
-            Some(h) => Held::merge_into(h, store, addr, size),
-            None => Merge::Apart,
-        }
-    }
-
-    /// [`Held::merge`] with an access held.
-    #[inline(always)]
-    pub(crate) fn merge_into(h: &mut Held, store: bool, addr: u64, size: u64) -> Merge {
-        if store && !h.store && h.addr == addr && h.size == size {
-            Merge::Modify
-        } else if h.store == store && h.addr.wrapping_add(h.size) == addr {
-            h.size += size;
-            Merge::Into
-        } else {
-            Merge::Apart
+            Some(h) if store && !h.store && h.addr == addr && h.size == size => Merge::Modify,
+            Some(h) if h.store == store && h.addr.wrapping_add(h.size) == addr => {
+                h.size += size;
+                Merge::Into
+            }
+            _ => Merge::Apart,
         }
     }
 }
@@ -446,15 +436,6 @@ impl Engine {
         }
     }
 
-    /// A D1 miss that a tracer simulating D1 ([`crate::data`]) saw, by
-    /// the current instruction.
-    #[inline]
-    pub fn data_miss(&mut self, store: bool, addr: u64, size: u64) {
-        self.th.accessed = true;
-        let cur = self.th.cur;
-        self.on(cur, |m, c| m.d1_missed(store, addr, size, c));
-    }
-
     /// A modify (load and store of the same bytes): one read.
     #[inline]
     pub fn modify(&mut self, addr: u64, size: u8) {
@@ -608,31 +589,6 @@ impl Feeder {
                 e.exec(self.slot(id)?.idx);
             }
             Record::Block { first, count } => self.start_block(e, first, count)?,
-            Record::BlockAfter { first, count, last } => {
-                self.accesses_seen = true;
-                self.accessed_at(e, last)?;
-                self.start_block(e, first, count)?;
-            }
-            Record::Miss {
-                store,
-                index,
-                addr,
-                size,
-            } => {
-                self.accesses_seen = true;
-                if index != trace::NO_INDEX {
-                    self.run_to(e, u32::from(index) + 1)?;
-                }
-                e.data_miss(store, addr, u64::from(size));
-            }
-            Record::Accessed { index } => {
-                self.accesses_seen = true;
-                if index == trace::NO_INDEX {
-                    e.th.accessed = true;
-                } else {
-                    self.accessed_at(e, index)?;
-                }
-            }
             Record::LoadAt { index, addr, size } => {
                 self.accesses_seen = true;
                 self.run_to(e, u32::from(index) + 1)?;
@@ -797,29 +753,9 @@ impl Feeder {
         };
         while let Some(&tag) = bytes.get(p) {
             match tag {
-                trace::T_BLOCK | trace::T_BLOCK_AFTER => {
-                    let after = tag == trace::T_BLOCK_AFTER;
-                    let len = 6 + usize::from(after);
-                    let Some(r) = bytes.get(p..p + len) else {
-                        break;
-                    };
+                trace::T_BLOCK => {
+                    let Some(r) = bytes.get(p..p + 6) else { break };
                     let first = u32::from_le_bytes([r[1], r[2], r[3], r[4]]);
-                    if after {
-                        // How far the last block ran (see
-                        // `Feeder::accessed_at`); done again, unchanged,
-                        // by the general path if this loop stops below.
-                        accesses_seen = true;
-                        let end = (u32::from(r[6]) + 1).min(b.count);
-                        if r[6] != trace::NO_INDEX && b.done < end {
-                            let from = b.first.wrapping_add(b.done);
-                            let Some(run) = run_of(from, b.first.wrapping_add(end)) else {
-                                break;
-                            };
-                            l.run(from as usize, run);
-                            b.done = end;
-                            l.accessed = true;
-                        }
-                    }
                     if b.done < b.count {
                         // The rest of the last block, unless it was cut
                         // short (see `start_block`).
@@ -845,27 +781,7 @@ impl Feeder {
                         count: u32::from(r[5]),
                         done: 0,
                     };
-                    p += len;
-                }
-                trace::T_MISS_LOAD | trace::T_MISS_STORE => {
-                    let Some(r) = bytes.get(p..p + 14) else { break };
-                    if r[1] == trace::NO_INDEX {
-                        break;
-                    }
-                    let end = (u32::from(r[1]) + 1).min(b.count);
-                    if b.done < end {
-                        let from = b.first.wrapping_add(b.done);
-                        let Some(run) = run_of(from, b.first.wrapping_add(end)) else {
-                            break;
-                        };
-                        l.run(from as usize, run);
-                        b.done = end;
-                    }
-                    let addr = u64::from_le_bytes([r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9]]);
-                    let size = u32::from_le_bytes([r[10], r[11], r[12], r[13]]);
-                    l.miss(tag == trace::T_MISS_STORE, addr, u64::from(size));
-                    accesses_seen = true;
-                    p += 14;
+                    p += 6;
                 }
                 trace::T_LOAD_AT | trace::T_STORE_AT => {
                     let Some(r) = bytes.get(p..p + 11) else { break };
@@ -952,36 +868,6 @@ impl Feeder {
             }
         }
         Ok(())
-    }
-
-    /// Instruction `index` of the current block was the last to access
-    /// memory ([`trace::NO_INDEX`]: none did): the block has run at least
-    /// that far, and, if it has not run further, that instruction is the
-    /// current one and has accessed memory.
-    #[inline(always)]
-    fn accessed_at(&mut self, e: &mut Engine, index: u8) -> Result<(), u32> {
-        let end = u32::from(index) + 1;
-        if index != trace::NO_INDEX && self.block.done < end.min(self.block.count) {
-            self.run_to(e, end)?;
-            e.th.accessed = true;
-        }
-        Ok(())
-    }
-
-    /// Adds the reads and writes a tracer simulating D1 counted per stream
-    /// id ([`crate::data`]): `counts[id]` is `[reads, writes]`.
-    pub fn add_data_counts(&self, e: &mut Engine, counts: &[[u64; 2]]) {
-        let n = e.machines.len();
-        for (s, &[r, w]) in self.slots.iter().zip(counts) {
-            if s.idx == u32::MAX || (r | w) == 0 {
-                continue;
-            }
-            let base = s.idx as usize * n;
-            for c in e.costs.get_mut(base..base + n).unwrap_or_default() {
-                c.dr += r;
-                c.dw += w;
-            }
-        }
     }
 
     /// A block starts: stream ids `first .. first + count`.
@@ -1217,15 +1103,6 @@ impl<const BS: bool, const ICACHE: bool> Lean<'_, BS, ICACHE> {
         }
         if let Some(r) = self.runs.get_mut(from + run.len()) {
             *r = r.wrapping_sub(1);
-        }
-    }
-
-    /// A D1 miss by the current instruction (see [`Engine::data_miss`]).
-    #[inline(always)]
-    fn miss(&mut self, store: bool, addr: u64, size: u64) {
-        self.accessed = true;
-        if let Some(c) = self.costs.get_mut(self.cur as usize) {
-            self.m.d1_missed(store, addr, size, c);
         }
     }
 
@@ -1562,26 +1439,9 @@ mod tests {
                 feed_as_stream(&records(true), &mut f, &mut e);
                 result(f, e)
             };
-            // As from a tracer that simulates D1 itself (`crate::data`):
-            // misses only, and the reads and writes counted per id.
-            let split = || {
-                let (mut f, mut e) = (Feeder::new(), new());
-                let mut full = records(true);
-                full.push(Record::End);
-                let d1 = CacheConfig { size: 1024, assoc: 2, line_size: 64 };
-                let mut d = crate::data::DataCache::new(d1, Policy::Lru).unwrap();
-                let (v, counts) = crate::data::split(&full, &mut d, true);
-                feed_as_stream(&v, &mut f, &mut e);
-                f.finish(&mut e).unwrap();
-                f.add_data_counts(&mut e, &counts);
-                result(f, e)
-            };
             let one_by_one = fed(false);
             proptest::prop_assert_eq!(&fed(true), &one_by_one);
             proptest::prop_assert_eq!(&read(), &one_by_one);
-            if lean && !no_icache {
-                proptest::prop_assert_eq!(&split(), &one_by_one);
-            }
         }
     }
 

@@ -11,7 +11,6 @@
 pub mod attrib;
 pub mod branch;
 pub mod cache;
-pub mod data;
 pub mod engine;
 pub mod flow;
 pub mod machine;
@@ -206,26 +205,6 @@ impl Hierarchy {
                 c.dlmr += 1;
             }
         }
-    }
-
-    /// A data access that missed a D1 simulated elsewhere (the tracer's,
-    /// [`crate::data`]), which counted the access itself: the D1 miss,
-    /// and the levels below.
-    #[inline]
-    pub fn d1_missed(&mut self, store: bool, addr: u64, size: u64, c: &mut Counts) {
-        let ll = self.below(addr, size);
-        if store {
-            c.d1mw += 1;
-            c.dlmw += u64::from(ll);
-        } else {
-            c.d1mr += 1;
-            c.dlmr += u64::from(ll);
-        }
-    }
-
-    /// The D1 geometry.
-    pub fn d1_config(&self) -> CacheConfig {
-        self.d1.config()
     }
 
     /// A data write.

@@ -18,16 +18,6 @@
 //! | 9 | load by instruction `index` of the block | index u8, address u64, size u8 |
 //! | 10 | store by instruction `index` of the block | index u8, address u64, size u8 |
 //! | 11 | records in a slot of the shared buffer file | slot u32, length u32 |
-//! | 12 | a block runs, after one whose accesses the tracer simulated | first u32, count u8, last accessing index u8 |
-//! | 13 | a D1 read miss by instruction `index` (255: the last executed) | index u8, address u64, size u32 |
-//! | 14 | a D1 write miss, likewise | index u8, address u64, size u32 |
-//! | 15 | instruction `index` (255: the last executed) accessed memory | index u8 |
-//!
-//! Tags 12 to 15 are the stream of a tracer that simulates the D1 cache
-//! itself ([`crate::data`]): it sends only the misses, counts the reads and
-//! writes per instruction in a shared file, and tells which instructions
-//! accessed memory where that matters (a block cut short, a `rep`
-//! iteration that ran).
 //!
 //! Executions and accesses come in program order per thread; the accesses
 //! after an execution record are that instruction's. A stream that stops
@@ -50,13 +40,6 @@ pub(crate) const T_BLOCK: u8 = 8;
 pub(crate) const T_LOAD_AT: u8 = 9;
 pub(crate) const T_STORE_AT: u8 = 10;
 const T_SLOT: u8 = 11;
-pub(crate) const T_BLOCK_AFTER: u8 = 12;
-pub(crate) const T_MISS_LOAD: u8 = 13;
-pub(crate) const T_MISS_STORE: u8 = 14;
-const T_ACCESSED: u8 = 15;
-/// [`Record::BlockAfter`]'s `last` and the `index` of [`Record::Miss`] and
-/// [`Record::Accessed`] when they name no instruction of a block.
-pub const NO_INDEX: u8 = u8::MAX;
 
 /// One record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,23 +71,6 @@ pub enum Record<'a> {
     LoadAt { index: u8, addr: u64, size: u8 },
     /// A data store by instruction `index` of the current block.
     StoreAt { index: u8, addr: u64, size: u8 },
-    /// A block starts, as [`Record::Block`], in a stream whose tracer
-    /// simulates D1: `last` is the index of the last instruction of this
-    /// thread's previous block that accessed memory ([`NO_INDEX`]: none),
-    /// which the misses alone do not show.
-    BlockAfter { first: u32, count: u8, last: u8 },
-    /// A D1 miss of a read (`store` false) or write of `size` bytes at
-    /// `addr`, by instruction `index` of the current block ([`NO_INDEX`]:
-    /// the last executed instruction); the tracer counted the access.
-    Miss {
-        store: bool,
-        index: u8,
-        addr: u64,
-        size: u32,
-    },
-    /// Instruction `index` of the current block ([`NO_INDEX`]: the last
-    /// executed) accessed memory (hits are not in the stream).
-    Accessed { index: u8 },
     /// Records that follow are of another thread.
     Thread(u32),
     /// The next `len` bytes of records are in slot `slot` of the shared
@@ -274,9 +240,6 @@ fn record_len(b: &[u8]) -> Result<usize, u8> {
     Ok(match tag {
         T_EXEC | T_THREAD => 5,
         T_BLOCK => 6,
-        T_BLOCK_AFTER => 7,
-        T_MISS_LOAD | T_MISS_STORE => 14,
-        T_ACCESSED => 2,
         T_SLOT => 9,
         T_LOAD | T_STORE => 10,
         T_LOAD_AT | T_STORE_AT => 11,
@@ -321,18 +284,6 @@ fn parse(b: &[u8]) -> Record<'_> {
             addr: u64_at(2),
             size: b[10],
         },
-        T_BLOCK_AFTER => Record::BlockAfter {
-            first: u32_at(1),
-            count: b[5],
-            last: b[6],
-        },
-        T_MISS_LOAD | T_MISS_STORE => Record::Miss {
-            store: b[0] == T_MISS_STORE,
-            index: b[1],
-            addr: u64_at(2),
-            size: u32_at(10),
-        },
-        T_ACCESSED => Record::Accessed { index: b[1] },
         T_THREAD => Record::Thread(u32_at(1)),
         T_SLOT => Record::Slot {
             slot: u32_at(1),
@@ -422,23 +373,6 @@ impl<W: Write> TraceWriter<W> {
                 o.write_all(&addr.to_le_bytes())?;
                 o.write_all(&[size])
             }
-            Record::BlockAfter { first, count, last } => {
-                o.write_all(&[T_BLOCK_AFTER])?;
-                o.write_all(&first.to_le_bytes())?;
-                o.write_all(&[count, last])
-            }
-            Record::Miss {
-                store,
-                index,
-                addr,
-                size,
-            } => {
-                let t = if store { T_MISS_STORE } else { T_MISS_LOAD };
-                o.write_all(&[t, index])?;
-                o.write_all(&addr.to_le_bytes())?;
-                o.write_all(&size.to_le_bytes())
-            }
-            Record::Accessed { index } => o.write_all(&[T_ACCESSED, index]),
             Record::Thread(n) => {
                 o.write_all(&[T_THREAD])?;
                 o.write_all(&n.to_le_bytes())
@@ -571,24 +505,6 @@ mod tests {
                 addr: u64::MAX,
                 size: 2,
             },
-            Record::BlockAfter {
-                first: 9,
-                count: 4,
-                last: NO_INDEX,
-            },
-            Record::Miss {
-                store: true,
-                index: 2,
-                addr: 0x7fff_1238,
-                size: 512,
-            },
-            Record::Miss {
-                store: false,
-                index: NO_INDEX,
-                addr: 8,
-                size: 4,
-            },
-            Record::Accessed { index: 1 },
             Record::End,
         ]
     }
@@ -609,8 +525,8 @@ mod tests {
         assert_eq!(got, want);
     }
 
-    /// The plugin writes its records by hand, in its hot callbacks, and
-    /// repeats the tags and the buffer layout: they must agree.
+    /// The plugin cannot link this crate (it is its own GPL workspace), so
+    /// it repeats the tags and the buffer layout: they must agree.
     #[test]
     fn the_plugin_writes_this_format() {
         let path = concat!(
@@ -641,10 +557,6 @@ mod tests {
             ("T_BLOCK", T_BLOCK),
             ("T_LOAD_AT", T_LOAD_AT),
             ("T_STORE_AT", T_STORE_AT),
-            ("T_BLOCK_AFTER", T_BLOCK_AFTER),
-            ("T_MISS_LOAD", T_MISS_LOAD),
-            ("T_MISS_STORE", T_MISS_STORE),
-            ("T_ACCESSED", T_ACCESSED),
         ] {
             assert_eq!(value(name), v.to_string(), "{name}");
         }
