@@ -497,6 +497,11 @@ impl Engine {
 pub struct Feeder {
     slots: Vec<Slot>,
     runs: Vec<u64>,
+    /// Per stream id, for [`Feeder::feed_counts`]: 0, or the block that
+    /// starts there checked once (all its ids declared): its length, with
+    /// [`CHECKED`] and, if its last instruction may cross into the next
+    /// page, [`PAGE_END`].
+    checked: Vec<u16>,
     block: Block,
     thread: u32,
     parked: FxHashMap<u32, Block>,
@@ -552,6 +557,18 @@ pub struct Slot {
 /// [`Slot::next`] when no later id is known to need an I1 lookup: past
 /// the end of any run (a block is at most 255 ids).
 pub const NO_FETCH: u8 = u8::MAX;
+
+/// [`Feeder::checked`]: the block was checked.
+const CHECKED: u16 = 1 << 8;
+/// [`Feeder::checked`]: its last instruction may cross into the next page.
+const PAGE_END: u16 = 1 << 9;
+
+/// An instruction that may cross into the next page: QEMU (7.2) ends a
+/// block before it (see [`Feeder::start_block`]).
+#[inline(always)]
+fn near_page_end(addr: u64) -> bool {
+    addr & 0xfff > 0x1000 - 16
+}
 
 const UNDECLARED: Slot = Slot {
     addr: 0,
@@ -620,6 +637,7 @@ impl Feeder {
                 if self.slots.len() <= id {
                     self.slots.resize(id + 1, UNDECLARED);
                     self.runs.resize(id + 2, 0);
+                    self.checked.resize(id + 1, 0);
                 }
                 let bits = e.i1_line_bits;
                 let line = |a: u64| a >> bits;
@@ -685,6 +703,11 @@ impl Feeder {
         }
         let mut p = 0;
         loop {
+            // Counting executions only, and no access so far (a stream of
+            // the plugin's `mem=off`): blocks alone, with little to do.
+            if !e.opts.branch_sim && e.opts.no_icache && !self.accesses_seen {
+                p += self.feed_counts(e, bytes.get(p..).unwrap_or_default());
+            }
             let rest = bytes.get(p..).unwrap_or_default();
             p += match (e.opts.branch_sim, e.opts.no_icache) {
                 (true, false) => self.feed_lean::<true, true>(e, rest),
@@ -709,6 +732,103 @@ impl Feeder {
                 Err((n, id)) => return Err((p + n, id)),
             }
         }
+    }
+
+    /// [`Feeder::feed_bytes`] when only executions count (no caches, no
+    /// branch predictors, no calls) and the stream has shown no access:
+    /// then a block record only counts the last block's rest, as two
+    /// entries of the difference array, unless that block was cut short
+    /// at a page end. Each block start is checked once (all its ids
+    /// declared); the pages ends are known from then on. It stops, having
+    /// changed nothing for it, at any other record or a block it cannot
+    /// take, which the lean loop then takes.
+    #[inline(never)]
+    fn feed_counts(&mut self, e: &mut Engine, bytes: &[u8]) -> usize {
+        let mut b = self.block;
+        // The last block, if any of it is left to run.
+        let mut b_flags = 0;
+        if b.done < b.count {
+            match self.block_flags(b.first, b.count) {
+                Some(f) => b_flags = f,
+                None => return 0,
+            }
+        }
+        let mut last_run = None;
+        let mut p = 0;
+        while let Some(r) = bytes.get(p..p + 6) {
+            if r[0] != trace::T_BLOCK {
+                break;
+            }
+            let first = u32::from_le_bytes([r[1], r[2], r[3], r[4]]);
+            let count = u32::from(r[5]);
+            let Some(f) = self.block_flags(first, count) else {
+                break;
+            };
+            if b.done < b.count {
+                if b_flags & PAGE_END != 0 {
+                    let last = self.slots.get(b.first.wrapping_add(b.count - 1) as usize);
+                    let next = self.slots.get(first as usize);
+                    if last.map(|s| s.addr) == next.map(|s| s.addr) {
+                        break;
+                    }
+                }
+                let (from, to) = (
+                    b.first.wrapping_add(b.done) as usize,
+                    b.first.wrapping_add(b.count) as usize,
+                );
+                if let Some([a, .., z]) = self.runs.get_mut(from..=to) {
+                    *a = a.wrapping_add(1);
+                    *z = z.wrapping_sub(1);
+                }
+                last_run = Some(to - 1);
+            }
+            b = Block {
+                first,
+                count,
+                done: 0,
+            };
+            b_flags = f;
+            p += 6;
+        }
+        if let Some(last) = last_run {
+            // As a run leaves it (see `Lean::run`).
+            e.th.cur = self.slots[last].idx;
+            e.th.accessed = false;
+            e.th.pending = None;
+        }
+        self.block = b;
+        p
+    }
+
+    /// The entry of [`Feeder::checked`] for a block of ids `first ..
+    /// first + count`; `None` if some id is not declared.
+    #[inline(always)]
+    fn block_flags(&mut self, first: u32, count: u32) -> Option<u16> {
+        let f = *self.checked.get(first as usize)?;
+        if f & (CHECKED | 0xff) == CHECKED | count as u16 {
+            return Some(f);
+        }
+        self.check_block(first, count)
+    }
+
+    /// Checks once that ids `first .. first + count` are declared, and
+    /// keeps the block's entry of [`Feeder::checked`] if they are.
+    #[cold]
+    fn check_block(&mut self, first: u32, count: u32) -> Option<u16> {
+        let ids = self
+            .slots
+            .get(first as usize..first as usize + count as usize)
+            .filter(|s| !s.is_empty() && s.iter().all(|s| s.idx != u32::MAX))?;
+        let last = ids.last()?;
+        let f = CHECKED
+            | count as u16
+            | if near_page_end(last.addr) {
+                PAGE_END
+            } else {
+                0
+            };
+        *self.checked.get_mut(first as usize)? = f;
+        Some(f)
     }
 
     /// [`Feeder::feed_bytes`] for the commonest case: one machine, no call
@@ -1274,23 +1394,34 @@ mod tests {
     /// (the commonest records decoded by the feeder from the bytes, which
     /// on this engine, merging accesses as for QEMU, is the lean loop);
     /// the two must cost the same.
+    /// Counting executions only (without the I1 cache), a stream without
+    /// accesses goes through `Feeder::feed_counts`: the same again, `Ir`
+    /// alone.
     fn both_ways(records: &[Record<'_>]) -> Output {
-        let new = || {
+        let new = |no_icache: bool| {
             let mut e = engine();
             e.opts.merge_modify = true;
+            e.opts.no_icache = no_icache;
             e
         };
-        let (mut f, mut e) = (Feeder::new(), new());
-        for r in records {
-            f.feed(&mut e, r, true).unwrap();
+        let mut outs = Vec::new();
+        for no_icache in [false, true] {
+            let (mut f, mut e) = (Feeder::new(), new(no_icache));
+            for r in records {
+                f.feed(&mut e, r, true).unwrap();
+            }
+            f.finish(&mut e).unwrap();
+            let one = e.finish();
+            let (mut f, mut e) = (Feeder::new(), new(no_icache));
+            feed_as_stream(records, &mut f, &mut e);
+            f.finish(&mut e).unwrap();
+            let two = e.finish();
+            assert_eq!((&one.instrs, &one.costs), (&two.instrs, &two.costs));
+            outs.push(one);
         }
-        f.finish(&mut e).unwrap();
-        let one = e.finish();
-        let (mut f, mut e) = (Feeder::new(), new());
-        feed_as_stream(records, &mut f, &mut e);
-        f.finish(&mut e).unwrap();
-        let two = e.finish();
-        assert_eq!((&one.instrs, &one.costs), (&two.instrs, &two.costs));
+        let counted = outs.pop().unwrap();
+        let one = outs.pop().unwrap();
+        assert_eq!(ir_by_addr(&one), ir_by_addr(&counted));
         one
     }
 
@@ -1310,6 +1441,7 @@ mod tests {
             path in proptest::collection::vec((0usize..6, 0u64..4096), 1..200),
             lean in proptest::bool::ANY,
             no_icache in proptest::bool::ANY,
+            counting in proptest::bool::ANY,
         ) {
             const LOAD: &[u8] = &[0x48, 0x8b, 0x07]; // mov (%rdi),%rax
             const JNE: &[u8] = &[0x75, 0x10];
@@ -1333,11 +1465,15 @@ mod tests {
                 })
                 .unwrap()
             };
+            // `counting`: executions alone, as `tally sim --cache-sim=no`
+            // counts them from a stream without accesses (the lean loop's
+            // `Feeder::feed_counts`).
+            let lean = lean || counting;
             let opts = EngineOptions {
-                branch_sim: true,
+                branch_sim: !counting,
                 calls: !lean,
                 merge_modify: true,
-                no_icache,
+                no_icache: no_icache || counting,
             };
             let new = || {
                 let machines = if lean {
@@ -1395,6 +1531,9 @@ mod tests {
                         let addr = 0x8000 + data * 8 + k as u64 * 24;
                         if !bulk {
                             v.push(Record::Exec { id: first + k as u32 });
+                        }
+                        if counting {
+                            continue;
                         }
                         let index = k as u8;
                         match c.as_slice() {
