@@ -562,6 +562,38 @@ pub const NO_FETCH: u8 = u8::MAX;
 const CHECKED: u16 = 1 << 8;
 /// [`Feeder::checked`]: its last instruction may cross into the next page.
 const PAGE_END: u16 = 1 << 9;
+/// [`Feeder::checked`]: all its instructions but the last are plain, so
+/// any part of it from its start is one run.
+const ONE_RUN: u16 = 1 << 10;
+
+/// The entry of [`Feeder::checked`] (`checked[first]`) for a block of ids
+/// `first .. first + count`, checked the first time; `None` if some id is
+/// not declared.
+#[inline(always)]
+fn block_flags(slots: &[Slot], checked: &mut [u16], first: u32, count: u32) -> Option<u16> {
+    let f = *checked.get(first as usize)?;
+    if f & (CHECKED | 0xff) == CHECKED | count as u16 {
+        return Some(f);
+    }
+    check_block(slots, checked, first, count)
+}
+
+#[cold]
+fn check_block(slots: &[Slot], checked: &mut [u16], first: u32, count: u32) -> Option<u16> {
+    let ids = slots
+        .get(first as usize..first as usize + count as usize)
+        .filter(|s| !s.is_empty() && s.iter().all(|s| s.idx != u32::MAX))?;
+    let (last, body) = ids.split_last()?;
+    let mut f = CHECKED | count as u16;
+    if near_page_end(last.addr) {
+        f |= PAGE_END;
+    }
+    if body.iter().all(|s| s.plain_behind != 0) {
+        f |= ONE_RUN;
+    }
+    *checked.get_mut(first as usize)? = f;
+    Some(f)
+}
 
 /// An instruction that may cross into the next page: QEMU (7.2) ends a
 /// block before it (see [`Feeder::start_block`]).
@@ -804,31 +836,7 @@ impl Feeder {
     /// first + count`; `None` if some id is not declared.
     #[inline(always)]
     fn block_flags(&mut self, first: u32, count: u32) -> Option<u16> {
-        let f = *self.checked.get(first as usize)?;
-        if f & (CHECKED | 0xff) == CHECKED | count as u16 {
-            return Some(f);
-        }
-        self.check_block(first, count)
-    }
-
-    /// Checks once that ids `first .. first + count` are declared, and
-    /// keeps the block's entry of [`Feeder::checked`] if they are.
-    #[cold]
-    fn check_block(&mut self, first: u32, count: u32) -> Option<u16> {
-        let ids = self
-            .slots
-            .get(first as usize..first as usize + count as usize)
-            .filter(|s| !s.is_empty() && s.iter().all(|s| s.idx != u32::MAX))?;
-        let last = ids.last()?;
-        let f = CHECKED
-            | count as u16
-            | if near_page_end(last.addr) {
-                PAGE_END
-            } else {
-                0
-            };
-        *self.checked.get_mut(first as usize)? = f;
-        Some(f)
+        block_flags(&self.slots, &mut self.checked, first, count)
     }
 
     /// [`Feeder::feed_bytes`] for the commonest case: one machine, no call
@@ -857,58 +865,72 @@ impl Feeder {
             accessed: e.th.accessed,
             held: e.th.held,
         };
-        let slots = &self.slots[..];
+        let (slots, checked) = (&self.slots[..], &mut self.checked);
         let mut accesses_seen = self.accesses_seen;
         let mut b = self.block;
         let mut p = 0;
-        // The ids `from..to` as one run (plain but for the last, all
-        // declared), if they are.
-        let run_of = |from: u32, to: u32| -> Option<&[Slot]> {
-            let s = slots.get(from as usize..to as usize)?;
-            let n = s.len();
-            let last = s.last()?;
-            // (For one id, `s[0].plain_behind >= 0` holds: no branch on n.)
-            let before = s.get(n.saturating_sub(2))?;
-            (last.idx != u32::MAX && usize::from(before.plain_behind) >= n - 1).then_some(s)
+        // Each block is checked once (`Feeder::checked`): declared and,
+        // but for its last instruction, plain, so that every part of it
+        // from its start is one run, with no test per record.
+        let flags = |checked: &mut Vec<u16>, b: Block| {
+            block_flags(slots, checked, b.first, b.count).unwrap_or(0)
+        };
+        let mut b_flags = if b.done < b.count {
+            flags(checked, b)
+        } else {
+            0
         };
         while let Some(&tag) = bytes.get(p) {
             match tag {
                 trace::T_BLOCK => {
                     let Some(r) = bytes.get(p..p + 6) else { break };
                     let first = u32::from_le_bytes([r[1], r[2], r[3], r[4]]);
+                    let new = Block {
+                        first,
+                        count: u32::from(r[5]),
+                        done: 0,
+                    };
+                    let f = flags(checked, new);
+                    if f & ONE_RUN == 0 {
+                        break;
+                    }
                     if b.done < b.count {
                         // The rest of the last block, unless it was cut
                         // short (see `start_block`).
+                        if b_flags & ONE_RUN == 0 {
+                            break;
+                        }
+                        let (from, to) =
+                            (b.first.wrapping_add(b.done), b.first.wrapping_add(b.count));
                         let (Some(next), Some(rest)) = (
                             slots.get(first as usize),
-                            run_of(b.first.wrapping_add(b.done), b.first.wrapping_add(b.count)),
+                            slots.get(from as usize..to as usize),
                         ) else {
                             break;
                         };
                         let (Some(at), Some(last)) = (rest.first(), rest.last()) else {
                             break;
                         };
-                        if next.idx == u32::MAX
-                            || (last.addr == next.addr && last.addr & 0xfff > 0x1000 - 16)
+                        if (b_flags & PAGE_END != 0 && last.addr == next.addr)
                             || (accesses_seen && (at.addr..last.addr).contains(&next.addr))
                         {
                             break;
                         }
-                        l.run(b.first.wrapping_add(b.done) as usize, rest);
+                        l.run(from as usize, rest);
                     }
-                    b = Block {
-                        first,
-                        count: u32::from(r[5]),
-                        done: 0,
-                    };
+                    b = new;
+                    b_flags = f;
                     p += 6;
                 }
                 trace::T_LOAD_AT | trace::T_STORE_AT => {
                     let Some(r) = bytes.get(p..p + 11) else { break };
                     let end = (u32::from(r[1]) + 1).min(b.count);
                     if b.done < end {
-                        let from = b.first.wrapping_add(b.done);
-                        let Some(run) = run_of(from, b.first.wrapping_add(end)) else {
+                        let (from, to) = (b.first.wrapping_add(b.done), b.first.wrapping_add(end));
+                        let Some(run) = slots
+                            .get(from as usize..to as usize)
+                            .filter(|_| b_flags & ONE_RUN != 0)
+                        else {
                             break;
                         };
                         l.run(from as usize, run);
