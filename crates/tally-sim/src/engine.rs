@@ -497,10 +497,11 @@ impl Engine {
 pub struct Feeder {
     slots: Vec<Slot>,
     runs: Vec<u64>,
-    /// Per stream id, for [`Feeder::feed_counts`]: 0, or the block that
-    /// starts there checked once (all its ids declared): its length, with
-    /// [`CHECKED`] and, if its last instruction may cross into the next
-    /// page, [`PAGE_END`].
+    /// Per stream id, for the lean loops ([`Feeder::feed_lean`],
+    /// [`Feeder::feed_counts`]): 0, or the block that starts there,
+    /// checked once (all its ids declared): its length, with [`CHECKED`],
+    /// [`PAGE_END`] if its last instruction may cross into the next page,
+    /// and [`ONE_RUN`] if all its instructions but the last are plain.
     checked: Vec<u16>,
     block: Block,
     thread: u32,
@@ -771,7 +772,7 @@ impl Feeder {
     /// then a block record only counts the last block's rest, as two
     /// entries of the difference array, unless that block was cut short
     /// at a page end. Each block start is checked once (all its ids
-    /// declared); the pages ends are known from then on. It stops, having
+    /// declared); the page ends are known from then on. It stops, having
     /// changed nothing for it, at any other record or a block it cannot
     /// take, which the lean loop then takes.
     #[inline(never)]
