@@ -781,7 +781,7 @@ impl Feeder {
         // The last block, if any of it is left to run.
         let mut b_flags = 0;
         if b.done < b.count {
-            match self.block_flags(b.first, b.count) {
+            match block_flags(&self.slots, &mut self.checked, b.first, b.count) {
                 Some(f) => b_flags = f,
                 None => return 0,
             }
@@ -794,7 +794,7 @@ impl Feeder {
             }
             let first = u32::from_le_bytes([r[1], r[2], r[3], r[4]]);
             let count = u32::from(r[5]);
-            let Some(f) = self.block_flags(first, count) else {
+            let Some(f) = block_flags(&self.slots, &mut self.checked, first, count) else {
                 break;
             };
             if b.done < b.count {
@@ -823,21 +823,14 @@ impl Feeder {
             b_flags = f;
             p += 6;
         }
-        if let Some(last) = last_run {
+        if let Some(last) = last_run.and_then(|k| self.slots.get(k)) {
             // As a run leaves it (see `Lean::run`).
-            e.th.cur = self.slots[last].idx;
+            e.th.cur = last.idx;
             e.th.accessed = false;
             e.th.pending = None;
         }
         self.block = b;
         p
-    }
-
-    /// The entry of [`Feeder::checked`] for a block of ids `first ..
-    /// first + count`; `None` if some id is not declared.
-    #[inline(always)]
-    fn block_flags(&mut self, first: u32, count: u32) -> Option<u16> {
-        block_flags(&self.slots, &mut self.checked, first, count)
     }
 
     /// [`Feeder::feed_bytes`] for the commonest case: one machine, no call
@@ -1044,7 +1037,7 @@ impl Feeder {
         let b = self.block;
         let next = self.slot(first)?.addr;
         let last = self.slot(b.first.wrapping_add(b.count - 1))?;
-        if last.addr == next && last.addr & 0xfff > 0x1000 - 16 {
+        if last.addr == next && near_page_end(last.addr) {
             self.block.count -= 1;
         } else if self.accesses_seen
             && (self.slot(b.first.wrapping_add(b.done))?.addr..last.addr).contains(&next)
