@@ -176,6 +176,13 @@ impl Cache {
         self.config
     }
 
+    /// Whether `line` is the line the last reference ended on (so that
+    /// referencing it again is a hit that changes nothing).
+    #[inline(always)]
+    pub(crate) fn is_recent(&self, line: u64) -> bool {
+        line == self.recent
+    }
+
     /// One reference of `size` bytes at `addr`; `true` for a miss.
     #[inline(always)]
     pub fn access(&mut self, addr: u64, size: u64) -> bool {

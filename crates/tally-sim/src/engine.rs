@@ -501,7 +501,7 @@ pub struct Feeder {
     /// [`Feeder::feed_counts`]): 0, or the block that starts there,
     /// checked once (all its ids declared): its length, with [`CHECKED`],
     /// [`PAGE_END`] if its last instruction may cross into the next page,
-    /// and [`ONE_RUN`] if all its instructions but the last are plain.
+    /// and [`LEAN`] if the lean loop may take it.
     checked: Vec<u16>,
     block: Block,
     thread: u32,
@@ -535,8 +535,14 @@ pub enum SliceError {
 pub struct Slot {
     /// Its address.
     pub addr: u64,
+    /// The I1 line it is in (of the machine with the smallest lines), if
+    /// it does not straddle two ([`Slot::straddle`]): the lean loop's
+    /// instruction fetch is one comparison when I1's last line is this one.
+    pub line: u64,
     /// The engine's index (`u32::MAX`: not declared).
     pub idx: u32,
+    /// It spans two I1 lines.
+    pub straddle: bool,
     /// Its length in bytes.
     pub size: u8,
     /// It has a memory operand.
@@ -563,24 +569,42 @@ pub const NO_FETCH: u8 = u8::MAX;
 const CHECKED: u16 = 1 << 8;
 /// [`Feeder::checked`]: its last instruction may cross into the next page.
 const PAGE_END: u16 = 1 << 9;
-/// [`Feeder::checked`]: all its instructions but the last are plain, so
-/// any part of it from its start is one run.
-const ONE_RUN: u16 = 1 << 10;
+/// [`Feeder::checked`]: the lean loop ([`Feeder::feed_lean`]) may take
+/// it: all its instructions but the last are plain, so any part of it from
+/// its start is one run, and none is a locked read-modify-write (whose
+/// store the general path counts as a read).
+const LEAN: u16 = 1 << 10;
+/// [`Feeder::checked`]: its instructions are all in one I1 line (none
+/// straddling), so once its first has been fetched, the rest hit I1's
+/// last line and need no lookup.
+const ONE_LINE: u16 = 1 << 11;
 
 /// The entry of [`Feeder::checked`] (`checked[first]`) for a block of ids
 /// `first .. first + count`, checked the first time; `None` if some id is
 /// not declared.
 #[inline(always)]
-fn block_flags(slots: &[Slot], checked: &mut [u16], first: u32, count: u32) -> Option<u16> {
+fn block_flags(
+    slots: &[Slot],
+    instrs: &[Instr],
+    checked: &mut [u16],
+    first: u32,
+    count: u32,
+) -> Option<u16> {
     let f = *checked.get(first as usize)?;
     if f & (CHECKED | 0xff) == CHECKED | count as u16 {
         return Some(f);
     }
-    check_block(slots, checked, first, count)
+    check_block(slots, instrs, checked, first, count)
 }
 
 #[cold]
-fn check_block(slots: &[Slot], checked: &mut [u16], first: u32, count: u32) -> Option<u16> {
+fn check_block(
+    slots: &[Slot],
+    instrs: &[Instr],
+    checked: &mut [u16],
+    first: u32,
+    count: u32,
+) -> Option<u16> {
     let ids = slots
         .get(first as usize..first as usize + count as usize)
         .filter(|s| !s.is_empty() && s.iter().all(|s| s.idx != u32::MAX))?;
@@ -589,8 +613,12 @@ fn check_block(slots: &[Slot], checked: &mut [u16], first: u32, count: u32) -> O
     if near_page_end(last.addr) {
         f |= PAGE_END;
     }
-    if body.iter().all(|s| s.plain_behind != 0) {
-        f |= ONE_RUN;
+    let atomic = |s: &Slot| instrs.get(s.idx as usize).is_none_or(|i| i.flow.atomic_rmw);
+    if body.iter().all(|s| s.plain_behind != 0) && !ids.iter().any(atomic) {
+        f |= LEAN;
+    }
+    if ids.iter().all(|s| !s.straddle && s.line == ids[0].line) {
+        f |= ONE_LINE;
     }
     *checked.get_mut(first as usize)? = f;
     Some(f)
@@ -605,6 +633,8 @@ fn near_page_end(addr: u64) -> bool {
 
 const UNDECLARED: Slot = Slot {
     addr: 0,
+    line: 0,
+    straddle: false,
     idx: u32::MAX,
     size: 0,
     memory: false,
@@ -701,6 +731,8 @@ impl Feeder {
                 };
                 self.slots[id] = Slot {
                     addr,
+                    line: line(addr),
+                    straddle: line(addr) != line(end),
                     idx,
                     size,
                     plain_behind,
@@ -781,7 +813,7 @@ impl Feeder {
         // The last block, if any of it is left to run.
         let mut b_flags = 0;
         if b.done < b.count {
-            match block_flags(&self.slots, &mut self.checked, b.first, b.count) {
+            match block_flags(&self.slots, &e.instrs, &mut self.checked, b.first, b.count) {
                 Some(f) => b_flags = f,
                 None => return 0,
             }
@@ -794,7 +826,7 @@ impl Feeder {
             }
             let first = u32::from_le_bytes([r[1], r[2], r[3], r[4]]);
             let count = u32::from(r[5]);
-            let Some(f) = block_flags(&self.slots, &mut self.checked, first, count) else {
+            let Some(f) = block_flags(&self.slots, &e.instrs, &mut self.checked, first, count) else {
                 break;
             };
             if b.done < b.count {
@@ -836,117 +868,151 @@ impl Feeder {
     /// [`Feeder::feed_bytes`] for the commonest case: one machine, no call
     /// tracking, accesses merged as QEMU's must be. The engine's and the
     /// block's state live in locals for the whole loop, which is most of
-    /// what makes it faster than the general path. It takes only records
-    /// whose runs are plain and declared and blocks that ran to their end;
-    /// at any other record it stops, having changed nothing for it, and
-    /// returns the bytes taken, so the general path handles that record.
+    /// what makes it faster than the general path:
+    /// - blocks are taken only if checked lean (see [`LEAN`]), so every
+    ///   part of one from its start is one run;
+    /// - an access is simulated at once: the records after it that belong
+    ///   to the same instruction are read ahead and merged into it as
+    ///   [`Held::merge`] does (which the general path must hold back for);
+    /// - a block's executions are counted once, when it has run to its end,
+    ///   not per run.
+    ///
+    /// At any other record it stops, having changed nothing for it, and
+    /// returns the bytes taken, so the general path handles that record;
+    /// it stops too before an access whose pieces may go on past `bytes`.
     #[inline(never)]
     fn feed_lean<const BS: bool, const ICACHE: bool>(
         &mut self,
         e: &mut Engine,
         bytes: &[u8],
     ) -> usize {
+        // An access the general path holds back may merge with the next
+        // record: that path goes on until it has simulated it.
+        if e.th.held.is_some() {
+            return 0;
+        }
         let Some(m) = e.machines.first_mut() else {
             return 0;
         };
+        let b = self.block;
         let mut l = Lean::<BS, ICACHE> {
             m,
             costs: &mut e.costs,
             instrs: &e.instrs,
-            runs: &mut self.runs,
+            slots: &self.slots,
+            at: b.first.wrapping_add(b.done),
             cur: e.th.cur,
-            pending: e.th.pending,
+            pending: e.th.pending.unwrap_or(NOT_PENDING),
             accessed: e.th.accessed,
-            held: e.th.held,
         };
-        let (slots, checked) = (&self.slots[..], &mut self.checked);
-        let mut accesses_seen = self.accesses_seen;
-        let mut b = self.block;
-        let mut p = 0;
-        // Each block is checked once (`Feeder::checked`): declared and,
-        // but for its last instruction, plain, so that every part of it
-        // from its start is one run, with no test per record.
-        let flags = |checked: &mut Vec<u16>, b: Block| {
-            block_flags(slots, checked, b.first, b.count).unwrap_or(0)
-        };
-        let mut b_flags = if b.done < b.count {
-            flags(checked, b)
-        } else {
-            0
-        };
-        while let Some(&tag) = bytes.get(p) {
-            match tag {
-                trace::T_BLOCK => {
-                    let Some(r) = bytes.get(p..p + 6) else { break };
-                    let first = u32::from_le_bytes([r[1], r[2], r[3], r[4]]);
-                    let new = Block {
-                        first,
-                        count: u32::from(r[5]),
-                        done: 0,
-                    };
-                    let f = flags(checked, new);
-                    if f & ONE_RUN == 0 {
-                        break;
-                    }
-                    if b.done < b.count {
-                        // The rest of the last block, unless it was cut
-                        // short (see `start_block`).
-                        if b_flags & ONE_RUN == 0 {
-                            break;
-                        }
-                        let (from, to) =
-                            (b.first.wrapping_add(b.done), b.first.wrapping_add(b.count));
-                        let (Some(next), Some(rest)) = (
-                            slots.get(first as usize),
-                            slots.get(from as usize..to as usize),
-                        ) else {
-                            break;
-                        };
-                        let (Some(at), Some(last)) = (rest.first(), rest.last()) else {
-                            break;
-                        };
-                        if (b_flags & PAGE_END != 0 && last.addr == next.addr)
-                            || (accesses_seen && (at.addr..last.addr).contains(&next.addr))
-                        {
-                            break;
-                        }
-                        l.run(from as usize, rest);
-                    }
-                    b = new;
-                    b_flags = f;
-                    p += 6;
-                }
-                trace::T_LOAD_AT | trace::T_STORE_AT => {
-                    let Some(r) = bytes.get(p..p + 11) else { break };
-                    let end = (u32::from(r[1]) + 1).min(b.count);
-                    if b.done < end {
-                        let (from, to) = (b.first.wrapping_add(b.done), b.first.wrapping_add(end));
-                        let Some(run) = slots
-                            .get(from as usize..to as usize)
-                            .filter(|_| b_flags & ONE_RUN != 0)
-                        else {
-                            break;
-                        };
-                        l.run(from as usize, run);
-                        b.done = end;
-                    }
-                    let addr = u64::from_le_bytes([r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9]]);
-                    l.access(tag == trace::T_STORE_AT, addr, u64::from(r[10]));
-                    accesses_seen = true;
-                    p += 11;
-                }
-                _ => break,
+        let (runs, checked) = (&mut self.runs[..], &mut self.checked);
+        let mut first = b.first;
+        let mut end = b.first.wrapping_add(b.count);
+        let mut flags = 0;
+        if b.done < b.count {
+            match block_flags(l.slots, l.instrs, checked, b.first, b.count) {
+                Some(f) if f & LEAN != 0 => flags = f,
+                _ => return 0,
             }
         }
-        self.block = b;
+        // Ids `counted .. l.at` ran here, their executions not yet counted.
+        let mut counted = l.at;
+        let mut accesses_seen = self.accesses_seen;
+        let mut p = 0;
+        'records: while let Some(&tag) = bytes.get(p) {
+            if tag == trace::T_LOAD_AT || tag == trace::T_STORE_AT {
+                let Some(r) = bytes.get(p..p + 11) else { break };
+                let index = r[1];
+                let store = tag == trace::T_STORE_AT;
+                let addr = u64::from_le_bytes([r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9]]);
+                let mut size = u64::from(r[10]);
+                // The pieces of the same instruction's access that follow.
+                let mut n = 11;
+                loop {
+                    let Some(&t) = bytes.get(p + n) else {
+                        break 'records;
+                    };
+                    if t != trace::T_LOAD_AT && t != trace::T_STORE_AT {
+                        break;
+                    }
+                    let Some(q) = bytes.get(p + n..p + n + 11) else {
+                        break 'records;
+                    };
+                    if q[1] != index {
+                        break;
+                    }
+                    let (qstore, qsize) = (t == trace::T_STORE_AT, u64::from(q[10]));
+                    let qaddr = u64::from_le_bytes([q[2], q[3], q[4], q[5], q[6], q[7], q[8], q[9]]);
+                    if qstore && !store && qaddr == addr && qsize == size {
+                        // A modify: the load stands for both.
+                        n += 11;
+                        break;
+                    }
+                    if qstore != store || addr.wrapping_add(size) != qaddr {
+                        break;
+                    }
+                    size += qsize;
+                    n += 11;
+                }
+                let to = first.wrapping_add(u32::from(index) + 1).min(end);
+                if l.at < to {
+                    l.run(to, first, flags);
+                }
+                l.access(store, addr, size);
+                accesses_seen = true;
+                p += n;
+            } else if tag == trace::T_BLOCK {
+                let Some(r) = bytes.get(p..p + 6) else { break };
+                let new_first = u32::from_le_bytes([r[1], r[2], r[3], r[4]]);
+                let count = u32::from(r[5]);
+                let f = match block_flags(l.slots, l.instrs, checked, new_first, count) {
+                    Some(f) if f & LEAN != 0 => f,
+                    _ => break,
+                };
+                if l.at < end {
+                    // The rest of the last block, unless it was cut short
+                    // (see `start_block`).
+                    let (Some(next), Some(from), Some(last)) = (
+                        l.slots.get(new_first as usize),
+                        l.slots.get(l.at as usize),
+                        l.slots.get(end as usize - 1),
+                    ) else {
+                        break;
+                    };
+                    if (flags & PAGE_END != 0 && last.addr == next.addr)
+                        || (accesses_seen && (from.addr..last.addr).contains(&next.addr))
+                    {
+                        break;
+                    }
+                    l.run(end, first, flags);
+                }
+                if counted < end {
+                    count_runs(runs, counted, end);
+                }
+                first = new_first;
+                end = new_first.wrapping_add(count);
+                l.at = new_first;
+                counted = new_first;
+                flags = f;
+                p += 6;
+            } else {
+                break;
+            }
+        }
+        if counted < l.at {
+            count_runs(runs, counted, l.at);
+        }
+        self.block = Block {
+            first,
+            count: end.wrapping_sub(first),
+            done: l.at.wrapping_sub(first),
+        };
         self.accesses_seen = accesses_seen;
         e.th.cur = l.cur;
-        e.th.pending = l.pending;
+        e.th.pending = (l.pending != NOT_PENDING).then_some(l.pending);
         e.th.accessed = l.accessed;
-        e.th.held = l.held;
         p
     }
-
     #[inline(never)]
     fn feed_bytes_as(&mut self, e: &mut Engine, bytes: &[u8]) -> Result<usize, (usize, u32)> {
         let mut p = 0;
@@ -1159,6 +1225,20 @@ impl Feeder {
     }
 }
 
+/// Ids `from .. to` executed once more (see [`Feeder::runs`]).
+#[inline(always)]
+fn count_runs(runs: &mut [u64], from: u32, to: u32) {
+    if let Some(r) = runs.get_mut(from as usize) {
+        *r = r.wrapping_add(1);
+    }
+    if let Some(r) = runs.get_mut(to as usize) {
+        *r = r.wrapping_sub(1);
+    }
+}
+
+/// [`Lean::pending`] when no branch waits.
+const NOT_PENDING: u32 = u32::MAX;
+
 /// The engine's state and the parts of it that [`Feeder::feed_lean`]
 /// uses, borrowed apart so that the state can stay in registers. What it
 /// does is what [`Engine::exec_plain`], [`Engine::load`] and
@@ -1169,100 +1249,76 @@ struct Lean<'a, const BS: bool, const ICACHE: bool> {
     m: &'a mut Hierarchy,
     costs: &'a mut [Counts],
     instrs: &'a [Instr],
-    runs: &'a mut [u64],
+    slots: &'a [Slot],
+    /// The next stream id of the current block to run.
+    at: u32,
     cur: u32,
-    pending: Option<u32>,
+    /// The engine's index of the branch waiting for the next address, or
+    /// [`NOT_PENDING`].
+    pending: u32,
     accessed: bool,
-    held: Option<Held>,
 }
 
 impl<const BS: bool, const ICACHE: bool> Lean<'_, BS, ICACHE> {
-    /// Simulates the held access, if any.
+    /// Runs ids `at .. to` of the lean block from `first` whose
+    /// [`Feeder::checked`] entry is `flags` (`at < to`, all declared).
     #[inline(always)]
-    fn release(&mut self) {
-        if let Some(h) = self.held.take()
-            && let Some(c) = self.costs.get_mut(self.cur as usize)
-        {
-            if h.store {
-                self.m.write(h.addr, h.size, c);
-            } else {
-                self.m.read(h.addr, h.size, c);
-            }
-        }
-    }
-
-    /// The pending branch `p` is followed by the instruction at `next`.
-    #[inline(always)]
-    fn resolve(&mut self, p: u32, next: u64) {
-        if let (Some(ins), Some(c)) = (self.instrs.get(p as usize), self.costs.get_mut(p as usize))
-        {
-            branch_events(self.m, c, ins, next, self.accessed);
-        }
-    }
-
-    /// Runs `run` (plain but for the last; stream ids from `from`).
-    #[inline(always)]
-    fn run(&mut self, from: usize, run: &[Slot]) {
-        let (Some(first), Some(last)) = (run.first(), run.last()) else {
+    fn run(&mut self, to: u32, block: u32, flags: u16) {
+        let (Some(first), Some(last)) = (
+            self.slots.get(self.at as usize),
+            self.slots.get(to as usize - 1),
+        ) else {
             return;
         };
-        self.release();
         // (The general path leaves branches pending without branch
-        // simulation too.)
-        if let Some(p) = self.pending.take()
-            && BS
+        // simulation too; they change nothing then.)
+        if BS
+            && self.pending != NOT_PENDING
+            && let (Some(ins), Some(c)) = (
+                self.instrs.get(self.pending as usize),
+                self.costs.get_mut(self.pending as usize),
+            )
         {
-            self.resolve(p, first.addr);
+            branch_events(self.m, c, ins, first.addr, self.accessed);
         }
-        self.cur = last.idx;
-        self.accessed = false;
-        if ICACHE {
-            let mut j = 0;
-            while let Some(s) = run.get(j) {
-                let miss = self.m.fetch_lines(s.addr, u64::from(s.size));
+        self.pending = NOT_PENDING;
+        if ICACHE && (flags & ONE_LINE == 0 || self.at == block) {
+            let mut j = self.at;
+            while let Some(s) = self.slots.get(j as usize) {
+                let miss = if s.straddle {
+                    self.m.fetch_slow(s.addr, u64::from(s.size))
+                } else {
+                    self.m.fetch_line(s.line, s.addr, u64::from(s.size))
+                };
                 if miss != 0
                     && let Some(c) = self.costs.get_mut(s.idx as usize)
                 {
                     c.i1mr += 1;
                     c.ilmr += u64::from(miss >> 1);
                 }
-                j += usize::from(s.next);
+                j += u32::from(s.next);
+                if j >= to {
+                    break;
+                }
             }
         }
-        // Without branch simulation (and calls) a branch's outcome
-        // changes nothing.
+        self.cur = last.idx;
+        self.accessed = false;
         if BS && last.plain_behind == 0 {
-            self.pending = Some(last.idx);
+            self.pending = last.idx;
         }
-        if let Some(r) = self.runs.get_mut(from) {
-            *r = r.wrapping_add(1);
-        }
-        if let Some(r) = self.runs.get_mut(from + run.len()) {
-            *r = r.wrapping_sub(1);
-        }
+        self.at = to;
     }
 
-    /// An access by the current instruction (see [`Engine::load`]).
+    /// An access by the current instruction, its pieces merged.
     #[inline(always)]
     fn access(&mut self, store: bool, addr: u64, size: u64) {
         self.accessed = true;
-        match Held::merge(&mut self.held, store, addr, size) {
-            Merge::Into => {}
-            Merge::Modify => self.release(),
-            Merge::Apart => {
-                self.release();
-                let rmw = store
-                    && self
-                        .instrs
-                        .get(self.cur as usize)
-                        .is_some_and(|i| i.flow.atomic_rmw);
-                if rmw {
-                    if let Some(c) = self.costs.get_mut(self.cur as usize) {
-                        self.m.read(addr, size, c);
-                    }
-                } else {
-                    self.held = Some(Held { store, addr, size });
-                }
+        if let Some(c) = self.costs.get_mut(self.cur as usize) {
+            if store {
+                self.m.write(addr, size, c);
+            } else {
+                self.m.read(addr, size, c);
             }
         }
     }

@@ -195,6 +195,23 @@ impl Hierarchy {
         1 + u8::from(self.below(addr, size))
     }
 
+    /// [`Hierarchy::fetch_lines`] of an instruction in one line, `line`
+    /// under the smallest I1 line size: no lookup at all when that is the
+    /// line I1 last looked up (most fetches), and the rest out of line.
+    #[inline(always)]
+    pub(crate) fn fetch_line(&mut self, line: u64, addr: u64, size: u64) -> u8 {
+        if self.i1.is_recent(line) {
+            return 0;
+        }
+        self.fetch_slow(addr, size)
+    }
+
+    /// [`Hierarchy::fetch_lines`], not inlined.
+    #[inline(never)]
+    pub(crate) fn fetch_slow(&mut self, addr: u64, size: u64) -> u8 {
+        self.fetch_lines(addr, size)
+    }
+
     /// A data read (a modify, read then write, counts as one read).
     #[inline(always)]
     pub fn read(&mut self, addr: u64, size: u64, c: &mut Counts) {
