@@ -1446,6 +1446,13 @@ mod tests {
     /// commonest records decoded by the feeder from the bytes, the rest
     /// read as records.
     fn feed_as_stream(records: &[Record<'_>], f: &mut Feeder, e: &mut Engine) {
+        feed_in_chunks(records, f, e, usize::MAX);
+    }
+
+    /// [`feed_as_stream`] with the feeder shown at most `chunk` bytes at a
+    /// time, as a stream read in pieces may cut records or an
+    /// instruction's accesses apart.
+    fn feed_in_chunks(records: &[Record<'_>], f: &mut Feeder, e: &mut Engine, chunk: usize) {
         let mut w = crate::trace::TraceWriter::new(Vec::new()).unwrap();
         for r in records {
             w.write(r).unwrap();
@@ -1453,7 +1460,8 @@ mod tests {
         let bytes = w.finish().unwrap();
         let mut r = crate::trace::TraceReader::new(&bytes[..]).unwrap();
         loop {
-            let n = f.feed_bytes(e, r.unread()).unwrap();
+            let u = r.unread();
+            let n = f.feed_bytes(e, &u[..u.len().min(chunk)]).unwrap();
             r.consume(n);
             match r.next_record().unwrap() {
                 Some(rec) => f.feed(e, &rec, true).unwrap(),
@@ -1507,15 +1515,19 @@ mod tests {
         #[test]
         fn blocks_cost_what_single_instructions_cost(
             shapes in proptest::collection::vec(
-                (proptest::collection::vec(0u8..4, 0..12), 0u8..5),
+                (proptest::collection::vec(0u8..7, 0..12), 0u8..5),
                 1..6,
             ),
             path in proptest::collection::vec((0usize..6, 0u64..4096), 1..200),
             lean in proptest::bool::ANY,
             no_icache in proptest::bool::ANY,
             counting in proptest::bool::ANY,
+            chunk in 1usize..80,
         ) {
             const LOAD: &[u8] = &[0x48, 0x8b, 0x07]; // mov (%rdi),%rax
+            const ADD_MEM: &[u8] = &[0x48, 0x01, 0x07]; // add %rax,(%rdi)
+            const LOAD_32: &[u8] = &[0xc5, 0xfe, 0x6f, 0x07]; // vmovdqu (%rdi),%ymm0
+            const MOVS: &[u8] = &[0x48, 0xa5]; // movsq
             const JNE: &[u8] = &[0x75, 0x10];
             const CALL: &[u8] = &[0xe8, 0, 0, 0, 0];
             const RET: &[u8] = &[0xc3];
@@ -1566,7 +1578,7 @@ mod tests {
                 let mut addr = 0x10_0000 + 0x1000 * b as u64 + 29;
                 let mut code: Vec<&[u8]> = body
                     .iter()
-                    .map(|&k| [NOP, STORE, LOAD, LOCK_ADD][k as usize])
+                    .map(|&k| [NOP, STORE, LOAD, LOCK_ADD, ADD_MEM, LOAD_32, MOVS][k as usize])
                     .collect();
                 match end {
                     1 => code.push(JNE),
@@ -1623,6 +1635,33 @@ mod tests {
                                 v.push(Record::Load { addr, size: 8 });
                                 v.push(Record::Store { addr, size: 8 });
                             }
+                            // A modify, as QEMU shows it: one read.
+                            ADD_MEM if bulk => {
+                                v.push(Record::LoadAt { index, addr, size: 8 });
+                                v.push(Record::StoreAt { index, addr, size: 8 });
+                            }
+                            ADD_MEM => {
+                                v.push(Record::Load { addr, size: 8 });
+                                v.push(Record::Store { addr, size: 8 });
+                            }
+                            // QEMU splits a 32-byte access in halves.
+                            LOAD_32 if bulk => {
+                                v.push(Record::LoadAt { index, addr, size: 16 });
+                                v.push(Record::LoadAt { index, addr: addr + 16, size: 16 });
+                            }
+                            LOAD_32 => {
+                                v.push(Record::Load { addr, size: 16 });
+                                v.push(Record::Load { addr: addr + 16, size: 16 });
+                            }
+                            // Two accesses apart.
+                            MOVS if bulk => {
+                                v.push(Record::LoadAt { index, addr, size: 8 });
+                                v.push(Record::StoreAt { index, addr: addr + 4096, size: 8 });
+                            }
+                            MOVS => {
+                                v.push(Record::Load { addr, size: 8 });
+                                v.push(Record::Store { addr: addr + 4096, size: 8 });
+                            }
                             _ => {}
                         }
                     }
@@ -1647,7 +1686,7 @@ mod tests {
             // by the feeder from the bytes, the rest as records.
             let read = || {
                 let (mut f, mut e) = (Feeder::new(), new());
-                feed_as_stream(&records(true), &mut f, &mut e);
+                feed_in_chunks(&records(true), &mut f, &mut e, chunk);
                 result(f, e)
             };
             let one_by_one = fed(false);
