@@ -328,7 +328,9 @@ impl Engine {
         let ins = self.instrs[p as usize];
         if self.opts.branch_sim && !matches!(ins.flow.kind, Kind::Call | Kind::Ret) {
             let ran = self.th.accessed;
-            self.on(p, |m, c| branch_events(m, c, &ins, next, ran));
+            self.on(p, |m, c| {
+                branch_events(m, c, ins.flow.kind, ins.addr, ins.size, next, ran)
+            });
         }
         match ins.flow.kind {
             Kind::IndirectJump => {
@@ -497,12 +499,6 @@ impl Engine {
 pub struct Feeder {
     slots: Vec<Slot>,
     runs: Vec<u64>,
-    /// Per stream id, for the lean loops ([`Feeder::feed_lean`],
-    /// [`Feeder::feed_counts`]): 0, or the block that starts there,
-    /// checked once (all its ids declared): its length, with [`CHECKED`],
-    /// [`PAGE_END`] if its last instruction may cross into the next page,
-    /// and [`LEAN`] if the lean loop may take it.
-    checked: Vec<u16>,
     block: Block,
     thread: u32,
     parked: FxHashMap<u32, Block>,
@@ -541,6 +537,12 @@ pub struct Slot {
     pub line: u64,
     /// The engine's index (`u32::MAX`: not declared).
     pub idx: u32,
+    /// For the lean loops ([`Feeder::feed_lean`], [`Feeder::feed_counts`]):
+    /// 0, or the block that starts at this id, checked once (all its ids
+    /// declared): its length, with [`CHECKED`] and the other flags.
+    pub check: u16,
+    /// What it does to control flow.
+    pub kind: Kind,
     /// It spans two I1 lines.
     pub straddle: bool,
     /// Its length in bytes.
@@ -565,46 +567,35 @@ pub struct Slot {
 /// the end of any run (a block is at most 255 ids).
 pub const NO_FETCH: u8 = u8::MAX;
 
-/// [`Feeder::checked`]: the block was checked.
+/// [`Slot::check`]: the block was checked.
 const CHECKED: u16 = 1 << 8;
-/// [`Feeder::checked`]: its last instruction may cross into the next page.
+/// [`Slot::check`]: its last instruction may cross into the next page.
 const PAGE_END: u16 = 1 << 9;
-/// [`Feeder::checked`]: the lean loop ([`Feeder::feed_lean`]) may take
+/// [`Slot::check`]: the lean loop ([`Feeder::feed_lean`]) may take
 /// it: all its instructions but the last are plain, so any part of it from
 /// its start is one run, and none is a locked read-modify-write (whose
 /// store the general path counts as a read).
 const LEAN: u16 = 1 << 10;
-/// [`Feeder::checked`]: its instructions are all in one I1 line (none
+/// [`Slot::check`]: its instructions are all in one I1 line (none
 /// straddling), so once its first has been fetched, the rest hit I1's
 /// last line and need no lookup.
 const ONE_LINE: u16 = 1 << 11;
+/// [`Slot::check`]: its last instruction is a branch (of any kind).
+const BRANCH_LAST: u16 = 1 << 12;
 
-/// The entry of [`Feeder::checked`] (`checked[first]`) for a block of ids
-/// `first .. first + count`, checked the first time; `None` if some id is
-/// not declared.
+/// The [`Slot::check`] of id `first` for a block of ids `first .. first +
+/// count`, checked the first time; `None` if some id is not declared.
 #[inline(always)]
-fn block_flags(
-    slots: &[Slot],
-    instrs: &[Instr],
-    checked: &mut [u16],
-    first: u32,
-    count: u32,
-) -> Option<u16> {
-    let f = *checked.get(first as usize)?;
+fn block_flags(slots: &mut [Slot], instrs: &[Instr], first: u32, count: u32) -> Option<u16> {
+    let f = slots.get(first as usize)?.check;
     if f & (CHECKED | 0xff) == CHECKED | count as u16 {
         return Some(f);
     }
-    check_block(slots, instrs, checked, first, count)
+    check_block(slots, instrs, first, count)
 }
 
 #[cold]
-fn check_block(
-    slots: &[Slot],
-    instrs: &[Instr],
-    checked: &mut [u16],
-    first: u32,
-    count: u32,
-) -> Option<u16> {
+fn check_block(slots: &mut [Slot], instrs: &[Instr], first: u32, count: u32) -> Option<u16> {
     let ids = slots
         .get(first as usize..first as usize + count as usize)
         .filter(|s| !s.is_empty() && s.iter().all(|s| s.idx != u32::MAX))?;
@@ -620,7 +611,10 @@ fn check_block(
     if ids.iter().all(|s| !s.straddle && s.line == ids[0].line) {
         f |= ONE_LINE;
     }
-    *checked.get_mut(first as usize)? = f;
+    if last.plain_behind == 0 {
+        f |= BRANCH_LAST;
+    }
+    slots.get_mut(first as usize)?.check = f;
     Some(f)
 }
 
@@ -633,6 +627,8 @@ fn near_page_end(addr: u64) -> bool {
 
 const UNDECLARED: Slot = Slot {
     addr: 0,
+    check: 0,
+    kind: Kind::Other,
     line: 0,
     straddle: false,
     idx: u32::MAX,
@@ -700,7 +696,6 @@ impl Feeder {
                 if self.slots.len() <= id {
                     self.slots.resize(id + 1, UNDECLARED);
                     self.runs.resize(id + 2, 0);
-                    self.checked.resize(id + 1, 0);
                 }
                 let bits = e.i1_line_bits;
                 let line = |a: u64| a >> bits;
@@ -731,6 +726,8 @@ impl Feeder {
                 };
                 self.slots[id] = Slot {
                     addr,
+                    check: 0,
+                    kind: e.instrs[idx as usize].flow.kind,
                     line: line(addr),
                     straddle: line(addr) != line(end),
                     idx,
@@ -813,7 +810,7 @@ impl Feeder {
         // The last block, if any of it is left to run.
         let mut b_flags = 0;
         if b.done < b.count {
-            match block_flags(&self.slots, &e.instrs, &mut self.checked, b.first, b.count) {
+            match block_flags(&mut self.slots, &e.instrs, b.first, b.count) {
                 Some(f) => b_flags = f,
                 None => return 0,
             }
@@ -826,7 +823,7 @@ impl Feeder {
             }
             let first = u32::from_le_bytes([r[1], r[2], r[3], r[4]]);
             let count = u32::from(r[5]);
-            let Some(f) = block_flags(&self.slots, &e.instrs, &mut self.checked, first, count) else {
+            let Some(f) = block_flags(&mut self.slots, &e.instrs, first, count) else {
                 break;
             };
             if b.done < b.count {
@@ -866,16 +863,18 @@ impl Feeder {
     }
 
     /// [`Feeder::feed_bytes`] for the commonest case: one machine, no call
-    /// tracking, accesses merged as QEMU's must be. The engine's and the
-    /// block's state live in locals for the whole loop, which is most of
-    /// what makes it faster than the general path:
+    /// tracking, accesses merged as QEMU's must be. Its state is a few
+    /// locals, so that the loop keeps them in registers:
     /// - blocks are taken only if checked lean (see [`LEAN`]), so every
-    ///   part of one from its start is one run;
-    /// - an access is simulated at once: the records after it that belong
-    ///   to the same instruction are read ahead and merged into it as
-    ///   [`Held::merge`] does (which the general path must hold back for);
-    /// - a block's executions are counted once, when it has run to its end,
-    ///   not per run.
+    ///   part of one from its start is one run, and a block taken runs to
+    ///   its end before the next one starts;
+    /// - an access is simulated at once, charged to the instruction the
+    ///   last run ended with: the records after it that belong to the same
+    ///   instruction are read ahead and merged into it as [`Held::merge`]
+    ///   does (which the general path must hold back for);
+    /// - a block's executions are counted when it starts (and what did not
+    ///   run taken back if the loop stops inside it), its branch resolved
+    ///   when the next one starts.
     ///
     /// At any other record it stops, having changed nothing for it, and
     /// returns the bytes taken, so the general path handles that record;
@@ -894,29 +893,49 @@ impl Feeder {
         let Some(m) = e.machines.first_mut() else {
             return 0;
         };
+        let (slots, runs, costs) = (&mut self.slots[..], &mut self.runs[..], &mut e.costs[..]);
         let b = self.block;
-        let mut l = Lean::<BS, ICACHE> {
-            m,
-            costs: &mut e.costs,
-            instrs: &e.instrs,
-            slots: &self.slots,
-            at: b.first.wrapping_add(b.done),
-            cur: e.th.cur,
-            pending: e.th.pending.unwrap_or(NOT_PENDING),
-            accessed: e.th.accessed,
-        };
-        let (runs, checked) = (&mut self.runs[..], &mut self.checked);
         let mut first = b.first;
         let mut end = b.first.wrapping_add(b.count);
+        let mut at = b.first.wrapping_add(b.done);
         let mut flags = 0;
-        if b.done < b.count {
-            match block_flags(l.slots, l.instrs, checked, b.first, b.count) {
+        if end > first {
+            match block_flags(slots, &e.instrs, b.first, b.count) {
                 Some(f) if f & LEAN != 0 => flags = f,
                 _ => return 0,
             }
         }
-        // Ids `counted .. l.at` ran here, their executions not yet counted.
-        let mut counted = l.at;
+        let mut accessed = e.th.accessed;
+        // A branch the general path left waiting is decided here by the
+        // next instruction of this block to run; or, this block having
+        // run to its end, it is its last, decided when the next starts.
+        if at < end {
+            if let Some(p) = e.th.pending
+                && BS
+                && let (Some(next), Some(ins), Some(c)) = (
+                    slots.get(at as usize),
+                    e.instrs.get(p as usize),
+                    costs.get_mut(p as usize),
+                )
+            {
+                branch_events(m, c, ins.flow.kind, ins.addr, ins.size, next.addr, accessed);
+            }
+        } else {
+            let last = end.checked_sub(1).and_then(|k| slots.get(k as usize));
+            let waits = (end > first && flags & BRANCH_LAST != 0)
+                .then(|| last.map(|s| s.idx))
+                .flatten();
+            if e.th.pending != waits {
+                return 0;
+            }
+        }
+        // The engine's current instruction, as long as this loop has not
+        // run any (then the one before `at`).
+        let mut cur = e.th.cur;
+        if at < end {
+            // Counted now; what does not run here is taken back at the end.
+            count_runs(runs, at, end);
+        }
         let mut accesses_seen = self.accesses_seen;
         let mut p = 0;
         'records: while let Some(&tag) = bytes.get(p) {
@@ -942,7 +961,8 @@ impl Feeder {
                         break;
                     }
                     let (qstore, qsize) = (t == trace::T_STORE_AT, u64::from(q[10]));
-                    let qaddr = u64::from_le_bytes([q[2], q[3], q[4], q[5], q[6], q[7], q[8], q[9]]);
+                    let qaddr =
+                        u64::from_le_bytes([q[2], q[3], q[4], q[5], q[6], q[7], q[8], q[9]]);
                     if qstore && !store && qaddr == addr && qsize == size {
                         // A modify: the load stands for both.
                         n += 11;
@@ -955,62 +975,97 @@ impl Feeder {
                     n += 11;
                 }
                 let to = first.wrapping_add(u32::from(index) + 1).min(end);
-                if l.at < to {
-                    l.run(to, first, flags);
+                if at < to {
+                    if ICACHE && (flags & ONE_LINE == 0 || at == first) {
+                        fetch_run(m, slots, costs, at, to);
+                    }
+                    at = to;
+                } else if at == first {
+                    // Nothing of this block ran: the general path knows
+                    // whose access this is.
+                    break;
                 }
-                l.access(store, addr, size);
+                let Some(i) = slots.get(at as usize - 1).map(|s| s.idx) else {
+                    break;
+                };
+                if let Some(c) = costs.get_mut(i as usize) {
+                    if store {
+                        m.write(addr, size, c);
+                    } else {
+                        m.read(addr, size, c);
+                    }
+                }
+                accessed = true;
                 accesses_seen = true;
                 p += n;
             } else if tag == trace::T_BLOCK {
                 let Some(r) = bytes.get(p..p + 6) else { break };
                 let new_first = u32::from_le_bytes([r[1], r[2], r[3], r[4]]);
                 let count = u32::from(r[5]);
-                let f = match block_flags(l.slots, l.instrs, checked, new_first, count) {
+                let f = match block_flags(slots, &e.instrs, new_first, count) {
                     Some(f) if f & LEAN != 0 => f,
                     _ => break,
                 };
-                if l.at < end {
-                    // The rest of the last block, unless it was cut short
-                    // (see `start_block`).
-                    let (Some(next), Some(from), Some(last)) = (
-                        l.slots.get(new_first as usize),
-                        l.slots.get(l.at as usize),
-                        l.slots.get(end as usize - 1),
+                if end > first {
+                    let (Some(&next), Some(&from), Some(&last)) = (
+                        slots.get(new_first as usize),
+                        slots.get(at as usize),
+                        slots.get(end as usize - 1),
                     ) else {
                         break;
                     };
-                    if (flags & PAGE_END != 0 && last.addr == next.addr)
-                        || (accesses_seen && (from.addr..last.addr).contains(&next.addr))
-                    {
-                        break;
+                    if at < end {
+                        // The rest of the last block, unless it was cut
+                        // short (see `start_block`).
+                        if (flags & PAGE_END != 0 && last.addr == next.addr)
+                            || (accesses_seen && (from.addr..last.addr).contains(&next.addr))
+                        {
+                            break;
+                        }
+                        if ICACHE && (flags & ONE_LINE == 0 || at == first) {
+                            fetch_run(m, slots, costs, at, end);
+                        }
+                        accessed = false;
                     }
-                    l.run(end, first, flags);
-                }
-                if counted < end {
-                    count_runs(runs, counted, end);
+                    if BS
+                        && flags & BRANCH_LAST != 0
+                        && let Some(c) = costs.get_mut(last.idx as usize)
+                    {
+                        branch_events(m, c, last.kind, last.addr, last.size, next.addr, accessed);
+                    }
+                    cur = last.idx;
                 }
                 first = new_first;
                 end = new_first.wrapping_add(count);
-                l.at = new_first;
-                counted = new_first;
+                at = new_first;
                 flags = f;
+                count_runs(runs, first, end);
                 p += 6;
             } else {
                 break;
             }
         }
-        if counted < l.at {
-            count_runs(runs, counted, l.at);
+        if at < end {
+            // Taken back: ids `at .. end` have not run.
+            count_runs(runs, end, at);
         }
         self.block = Block {
             first,
             count: end.wrapping_sub(first),
-            done: l.at.wrapping_sub(first),
+            done: at.wrapping_sub(first),
         };
         self.accesses_seen = accesses_seen;
-        e.th.cur = l.cur;
-        e.th.pending = (l.pending != NOT_PENDING).then_some(l.pending);
-        e.th.accessed = l.accessed;
+        // The engine's state as the general path would leave it: the last
+        // instruction run, and its branch if it ended the block (an
+        // earlier block's was decided when the next started).
+        let last = (at > first)
+            .then(|| at.checked_sub(1).and_then(|k| slots.get(k as usize)))
+            .flatten();
+        e.th.cur = last.map_or(cur, |s| s.idx);
+        e.th.accessed = accessed;
+        e.th.pending = last
+            .filter(|_| at == end && flags & BRANCH_LAST != 0)
+            .map(|s| s.idx);
         p
     }
     #[inline(never)]
@@ -1236,90 +1291,26 @@ fn count_runs(runs: &mut [u64], from: u32, to: u32) {
     }
 }
 
-/// [`Lean::pending`] when no branch waits.
-const NOT_PENDING: u32 = u32::MAX;
-
-/// The engine's state and the parts of it that [`Feeder::feed_lean`]
-/// uses, borrowed apart so that the state can stay in registers. What it
-/// does is what [`Engine::exec_plain`], [`Engine::load`] and
-/// [`Engine::store`] do in that case; the property test
-/// `blocks_cost_what_single_instructions_cost` holds the two to the same
-/// counts.
-struct Lean<'a, const BS: bool, const ICACHE: bool> {
-    m: &'a mut Hierarchy,
-    costs: &'a mut [Counts],
-    instrs: &'a [Instr],
-    slots: &'a [Slot],
-    /// The next stream id of the current block to run.
-    at: u32,
-    cur: u32,
-    /// The engine's index of the branch waiting for the next address, or
-    /// [`NOT_PENDING`].
-    pending: u32,
-    accessed: bool,
-}
-
-impl<const BS: bool, const ICACHE: bool> Lean<'_, BS, ICACHE> {
-    /// Runs ids `at .. to` of the lean block from `first` whose
-    /// [`Feeder::checked`] entry is `flags` (`at < to`, all declared).
-    #[inline(always)]
-    fn run(&mut self, to: u32, block: u32, flags: u16) {
-        let (Some(first), Some(last)) = (
-            self.slots.get(self.at as usize),
-            self.slots.get(to as usize - 1),
-        ) else {
-            return;
+/// The I1 lookups of ids `from .. to` of a lean block, run one after
+/// another (see [`Slot::next`]); misses kept by instruction.
+#[inline(always)]
+fn fetch_run(m: &mut Hierarchy, slots: &[Slot], costs: &mut [Counts], from: u32, to: u32) {
+    let mut j = from;
+    while let Some(s) = slots.get(j as usize) {
+        let miss = if s.straddle {
+            m.fetch_slow(s.addr, u64::from(s.size))
+        } else {
+            m.fetch_line(s.line, s.addr, u64::from(s.size))
         };
-        // (The general path leaves branches pending without branch
-        // simulation too; they change nothing then.)
-        if BS
-            && self.pending != NOT_PENDING
-            && let (Some(ins), Some(c)) = (
-                self.instrs.get(self.pending as usize),
-                self.costs.get_mut(self.pending as usize),
-            )
+        if miss != 0
+            && let Some(c) = costs.get_mut(s.idx as usize)
         {
-            branch_events(self.m, c, ins, first.addr, self.accessed);
+            c.i1mr += 1;
+            c.ilmr += u64::from(miss >> 1);
         }
-        self.pending = NOT_PENDING;
-        if ICACHE && (flags & ONE_LINE == 0 || self.at == block) {
-            let mut j = self.at;
-            while let Some(s) = self.slots.get(j as usize) {
-                let miss = if s.straddle {
-                    self.m.fetch_slow(s.addr, u64::from(s.size))
-                } else {
-                    self.m.fetch_line(s.line, s.addr, u64::from(s.size))
-                };
-                if miss != 0
-                    && let Some(c) = self.costs.get_mut(s.idx as usize)
-                {
-                    c.i1mr += 1;
-                    c.ilmr += u64::from(miss >> 1);
-                }
-                j += u32::from(s.next);
-                if j >= to {
-                    break;
-                }
-            }
-        }
-        self.cur = last.idx;
-        self.accessed = false;
-        if BS && last.plain_behind == 0 {
-            self.pending = last.idx;
-        }
-        self.at = to;
-    }
-
-    /// An access by the current instruction, its pieces merged.
-    #[inline(always)]
-    fn access(&mut self, store: bool, addr: u64, size: u64) {
-        self.accessed = true;
-        if let Some(c) = self.costs.get_mut(self.cur as usize) {
-            if store {
-                self.m.write(addr, size, c);
-            } else {
-                self.m.read(addr, size, c);
-            }
+        j += u32::from(s.next);
+        if j >= to {
+            break;
         }
     }
 }
@@ -1328,24 +1319,46 @@ impl<const BS: bool, const ICACHE: bool> Lean<'_, BS, ICACHE> {
 /// instruction at `next` (`ran`: the instruction accessed memory), for
 /// both the engine and the feeder's lean loop.
 #[inline(always)]
-fn branch_events(m: &mut Hierarchy, c: &mut Counts, ins: &Instr, next: u64, ran: bool) {
-    match ins.flow.kind {
-        Kind::Cond => {
-            let taken = next != ins.addr.wrapping_add(u64::from(ins.size));
-            m.cond_branch(ins.addr, taken, c);
-        }
+fn branch_events(
+    m: &mut Hierarchy,
+    c: &mut Counts,
+    kind: Kind,
+    addr: u64,
+    size: u8,
+    next: u64,
+    ran: bool,
+) {
+    if kind == Kind::Cond {
+        let taken = next != addr.wrapping_add(u64::from(size));
+        m.cond_branch(addr, taken, c);
+    } else {
+        other_branch_events(m, c, kind, addr, next, ran);
+    }
+}
+
+/// [`branch_events`] of a branch that is not a conditional jump.
+#[inline(never)]
+fn other_branch_events(
+    m: &mut Hierarchy,
+    c: &mut Counts,
+    kind: Kind,
+    addr: u64,
+    next: u64,
+    ran: bool,
+) {
+    match kind {
         // QEMU runs a `rep` instruction one iteration per execution; each
         // is Cachegrind's conditional branch (did it run?), and for
         // `repe`/`repne` a second one when it did (does it go on?).
-        Kind::Rep => m.cond_branch(ins.addr, ran, c),
+        Kind::Rep => m.cond_branch(addr, ran, c),
         Kind::RepCond => {
-            m.cond_branch(ins.addr, ran, c);
+            m.cond_branch(addr, ran, c);
             if ran {
-                m.cond_branch(ins.addr, next == ins.addr, c);
+                m.cond_branch(addr, next == addr, c);
             }
         }
-        Kind::IndirectJump | Kind::IndirectCall => m.indirect_branch(ins.addr, next, c),
-        Kind::Other | Kind::Call | Kind::Ret => {}
+        Kind::IndirectJump | Kind::IndirectCall => m.indirect_branch(addr, next, c),
+        Kind::Other | Kind::Cond | Kind::Call | Kind::Ret => {}
     }
 }
 
