@@ -21,7 +21,9 @@ const NEXT: [u8; 8] = [0, 1, 0, 2, 1, 3, 2, 3];
 #[derive(Clone, Debug)]
 pub struct CondPredictor {
     history: u64,
-    counters: Vec<u8>,
+    /// A fixed-size table, so that an index masked to its size needs no
+    /// bounds check.
+    counters: Box<[u8; 1 << (HIST_BITS + ADDR_BITS)]>,
     shift: u32,
 }
 
@@ -31,7 +33,7 @@ impl CondPredictor {
     pub fn new(zero_bits: u32) -> Self {
         CondPredictor {
             history: 0,
-            counters: vec![0; 1 << (HIST_BITS + ADDR_BITS)],
+            counters: Box::new([0; 1 << (HIST_BITS + ADDR_BITS)]),
             shift: zero_bits,
         }
     }
@@ -42,7 +44,7 @@ impl CondPredictor {
     pub fn predict(&mut self, addr: u64, taken: bool) -> bool {
         let hist = self.history & ((1 << HIST_BITS) - 1);
         let low = (addr >> self.shift) & ((1 << ADDR_BITS) - 1);
-        let i = ((hist << ADDR_BITS) | low) as usize;
+        let i = ((hist << ADDR_BITS) | low) as usize & ((1 << (HIST_BITS + ADDR_BITS)) - 1);
         let c = &mut self.counters[i];
         let mispredict = (*c >= 2) != taken;
         self.history = (self.history << 1) | u64::from(taken);

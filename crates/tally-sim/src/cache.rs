@@ -183,6 +183,20 @@ impl Cache {
         line == self.recent
     }
 
+    /// Whether referencing `line` would be a hit that changes nothing
+    /// but [`Cache::recent`] (it is the most recent line of its set, under
+    /// LRU or FIFO); if so, it is now the recent line.
+    #[inline(always)]
+    pub(crate) fn touch_unchanged(&mut self, line: u64) -> bool {
+        let set = (line & self.set_mask) as usize;
+        let hit = matches!(self.policy, Policy::Lru | Policy::Fifo)
+            && self.tags.get(set * self.assoc) == Some(&line);
+        if hit {
+            self.recent = line;
+        }
+        hit
+    }
+
     /// One reference of `size` bytes at `addr`; `true` for a miss.
     #[inline(always)]
     pub fn access(&mut self, addr: u64, size: u64) -> bool {

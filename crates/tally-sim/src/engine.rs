@@ -1007,9 +1007,8 @@ impl Feeder {
                     _ => break,
                 };
                 if end > first {
-                    let (Some(&next), Some(&from), Some(&last)) = (
-                        slots.get(new_first as usize),
-                        slots.get(at as usize),
+                    let (Some(next), Some(last)) = (
+                        slots.get(new_first as usize).map(|s| s.addr),
                         slots.get(end as usize - 1),
                     ) else {
                         break;
@@ -1017,10 +1016,16 @@ impl Feeder {
                     if at < end {
                         // The rest of the last block, unless it was cut
                         // short (see `start_block`).
-                        if (flags & PAGE_END != 0 && last.addr == next.addr)
-                            || (accesses_seen && (from.addr..last.addr).contains(&next.addr))
-                        {
+                        if flags & PAGE_END != 0 && last.addr == next {
                             break;
+                        }
+                        if accesses_seen {
+                            let Some(from) = slots.get(at as usize) else {
+                                break;
+                            };
+                            if (from.addr..last.addr).contains(&next) {
+                                break;
+                            }
                         }
                         if ICACHE && (flags & ONE_LINE == 0 || at == first) {
                             fetch_run(m, slots, costs, at, end);
@@ -1031,7 +1036,7 @@ impl Feeder {
                         && flags & BRANCH_LAST != 0
                         && let Some(c) = costs.get_mut(last.idx as usize)
                     {
-                        branch_events(m, c, last.kind, last.addr, last.size, next.addr, accessed);
+                        branch_events(m, c, last.kind, last.addr, last.size, next, accessed);
                     }
                     cur = last.idx;
                 }
@@ -1297,11 +1302,7 @@ fn count_runs(runs: &mut [u64], from: u32, to: u32) {
 fn fetch_run(m: &mut Hierarchy, slots: &[Slot], costs: &mut [Counts], from: u32, to: u32) {
     let mut j = from;
     while let Some(s) = slots.get(j as usize) {
-        let miss = if s.straddle {
-            m.fetch_slow(s.addr, u64::from(s.size))
-        } else {
-            m.fetch_line(s.line, s.addr, u64::from(s.size))
-        };
+        let miss = m.fetch_line(s.line, s.straddle, s.addr, u64::from(s.size));
         if miss != 0
             && let Some(c) = costs.get_mut(s.idx as usize)
         {
@@ -1582,13 +1583,13 @@ mod tests {
                 assert_eq!(e.lean(), lean);
                 e
             };
-            // Blocks 0x1000 apart, instructions packed from an odd address
-            // so that some straddle lines.
+            // Blocks 0x1020 apart (in different I1 sets), instructions
+            // packed from an odd address so that some straddle lines.
             let mut blocks = Vec::new();
             let mut id = 0u32;
             let mut decls = Vec::new();
             for (b, (body, end)) in shapes.iter().enumerate() {
-                let mut addr = 0x10_0000 + 0x1000 * b as u64 + 29;
+                let mut addr = 0x10_0000 + 0x1020 * b as u64 + 29;
                 let mut code: Vec<&[u8]> = body
                     .iter()
                     .map(|&k| [NOP, STORE, LOAD, LOCK_ADD, ADD_MEM, LOAD_32, MOVS][k as usize])

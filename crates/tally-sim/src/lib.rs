@@ -195,20 +195,30 @@ impl Hierarchy {
         1 + u8::from(self.below(addr, size))
     }
 
-    /// [`Hierarchy::fetch_lines`] of an instruction in one line, `line`
-    /// under the smallest I1 line size: no lookup at all when that is the
-    /// line I1 last looked up (most fetches), and the rest out of line.
+    /// [`Hierarchy::fetch_lines`] of an instruction whose first byte is in
+    /// I1 line `line` and, if it `straddle`s, whose last is in the next.
+    /// Most fetches need no lookup at all: the line is the one I1 last
+    /// looked up; the rest is out of line.
     #[inline(always)]
-    pub(crate) fn fetch_line(&mut self, line: u64, addr: u64, size: u64) -> u8 {
-        if self.i1.is_recent(line) {
+    pub(crate) fn fetch_line(&mut self, line: u64, straddle: bool, addr: u64, size: u64) -> u8 {
+        if !straddle && self.i1.is_recent(line) {
             return 0;
         }
-        self.fetch_slow(addr, size)
+        self.fetch_slow(line, straddle, addr, size)
     }
 
-    /// [`Hierarchy::fetch_lines`], not inlined.
+    /// [`Hierarchy::fetch_line`] past its first test: a jump to the most
+    /// recent line of its set, or a straddle from I1's last line into the
+    /// most recent line of its set, change nothing but the last line.
     #[inline(never)]
-    pub(crate) fn fetch_slow(&mut self, addr: u64, size: u64) -> u8 {
+    fn fetch_slow(&mut self, line: u64, straddle: bool, addr: u64, size: u64) -> u8 {
+        if (!straddle || self.i1.is_recent(line))
+            && self
+                .i1
+                .touch_unchanged(line.wrapping_add(u64::from(straddle)))
+        {
+            return 0;
+        }
         self.fetch_lines(addr, size)
     }
 
