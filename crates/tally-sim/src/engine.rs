@@ -942,10 +942,13 @@ impl Feeder {
             if tag == trace::T_LOAD_AT || tag == trace::T_STORE_AT {
                 let Some(r) = bytes.get(p..p + 11) else { break };
                 let index = r[1];
-                let store = tag == trace::T_STORE_AT;
-                let addr = u64::from_le_bytes([r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9]]);
-                let mut size = u64::from(r[10]);
-                // The pieces of the same instruction's access that follow.
+                let mut held = Some(Held {
+                    store: tag == trace::T_STORE_AT,
+                    addr: u64::from_le_bytes([r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9]]),
+                    size: u64::from(r[10]),
+                });
+                // The pieces of the same instruction's access that follow,
+                // merged as the general path merges them.
                 let mut n = 11;
                 loop {
                     let Some(&t) = bytes.get(p + n) else {
@@ -960,20 +963,21 @@ impl Feeder {
                     if q[1] != index {
                         break;
                     }
-                    let (qstore, qsize) = (t == trace::T_STORE_AT, u64::from(q[10]));
                     let qaddr =
                         u64::from_le_bytes([q[2], q[3], q[4], q[5], q[6], q[7], q[8], q[9]]);
-                    if qstore && !store && qaddr == addr && qsize == size {
-                        // A modify: the load stands for both.
-                        n += 11;
-                        break;
+                    match Held::merge(&mut held, t == trace::T_STORE_AT, qaddr, u64::from(q[10])) {
+                        Merge::Into => n += 11,
+                        // The load stands for both.
+                        Merge::Modify => {
+                            n += 11;
+                            break;
+                        }
+                        Merge::Apart => break,
                     }
-                    if qstore != store || addr.wrapping_add(size) != qaddr {
-                        break;
-                    }
-                    size += qsize;
-                    n += 11;
                 }
+                let Some(Held { store, addr, size }) = held else {
+                    break;
+                };
                 let to = first.wrapping_add(u32::from(index) + 1).min(end);
                 if at < to {
                     if ICACHE && (flags & ONE_LINE == 0 || at == first) {
