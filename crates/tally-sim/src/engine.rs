@@ -1638,49 +1638,27 @@ mod tests {
                             continue;
                         }
                         let index = k as u8;
-                        match c.as_slice() {
-                            STORE if bulk => v.push(Record::StoreAt { index, addr, size: 8 }),
-                            LOAD if bulk => v.push(Record::LoadAt { index, addr, size: 8 }),
-                            STORE => v.push(Record::Store { addr, size: 8 }),
-                            LOAD => v.push(Record::Load { addr, size: 8 }),
-                            // As QEMU shows a locked add: a load, then a
+                        // Each access as QEMU shows it: (store, address,
+                        // size) in order.
+                        let pieces: &[(bool, u64, u8)] = match c.as_slice() {
+                            STORE => &[(true, addr, 8)],
+                            LOAD => &[(false, addr, 8)],
+                            // A locked add and a modify: a load, then a
                             // store of the same bytes.
-                            LOCK_ADD if bulk => {
-                                v.push(Record::LoadAt { index, addr, size: 8 });
-                                v.push(Record::StoreAt { index, addr, size: 8 });
-                            }
-                            LOCK_ADD => {
-                                v.push(Record::Load { addr, size: 8 });
-                                v.push(Record::Store { addr, size: 8 });
-                            }
-                            // A modify, as QEMU shows it: one read.
-                            ADD_MEM if bulk => {
-                                v.push(Record::LoadAt { index, addr, size: 8 });
-                                v.push(Record::StoreAt { index, addr, size: 8 });
-                            }
-                            ADD_MEM => {
-                                v.push(Record::Load { addr, size: 8 });
-                                v.push(Record::Store { addr, size: 8 });
-                            }
+                            LOCK_ADD | ADD_MEM => &[(false, addr, 8), (true, addr, 8)],
                             // QEMU splits a 32-byte access in halves.
-                            LOAD_32 if bulk => {
-                                v.push(Record::LoadAt { index, addr, size: 16 });
-                                v.push(Record::LoadAt { index, addr: addr + 16, size: 16 });
-                            }
-                            LOAD_32 => {
-                                v.push(Record::Load { addr, size: 16 });
-                                v.push(Record::Load { addr: addr + 16, size: 16 });
-                            }
+                            LOAD_32 => &[(false, addr, 16), (false, addr + 16, 16)],
                             // Two accesses apart.
-                            MOVS if bulk => {
-                                v.push(Record::LoadAt { index, addr, size: 8 });
-                                v.push(Record::StoreAt { index, addr: addr + 4096, size: 8 });
-                            }
-                            MOVS => {
-                                v.push(Record::Load { addr, size: 8 });
-                                v.push(Record::Store { addr: addr + 4096, size: 8 });
-                            }
-                            _ => {}
+                            MOVS => &[(false, addr, 8), (true, addr + 4096, 8)],
+                            _ => &[],
+                        };
+                        for &(store, addr, size) in pieces {
+                            v.push(match (bulk, store) {
+                                (true, true) => Record::StoreAt { index, addr, size },
+                                (true, false) => Record::LoadAt { index, addr, size },
+                                (false, true) => Record::Store { addr, size },
+                                (false, false) => Record::Load { addr, size },
+                            });
                         }
                     }
                 }
