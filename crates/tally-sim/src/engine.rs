@@ -281,7 +281,7 @@ impl Engine {
     }
 
     /// One machine and no call tracking, the default run: the stream's
-    /// commonest records then go through [`Feeder::feed_lean`].
+    /// commonest records then go through the feeder's lean loop.
     pub fn lean(&self) -> bool {
         self.machines.len() == 1 && !self.opts.calls
     }
@@ -540,7 +540,7 @@ pub struct Slot {
     /// For the lean loops ([`Feeder::feed_lean`], [`Feeder::feed_counts`]):
     /// 0, or the block that starts at this id, checked once (all its ids
     /// declared): its length, with [`CHECKED`] and the other flags.
-    pub check: u16,
+    check: u16,
     /// What it does to control flow.
     pub kind: Kind,
     /// It spans two I1 lines.
