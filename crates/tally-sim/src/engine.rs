@@ -885,11 +885,6 @@ impl Feeder {
         e: &mut Engine,
         bytes: &[u8],
     ) -> usize {
-        // An access the general path holds back may merge with the next
-        // record: that path goes on until it has simulated it.
-        if e.th.held.is_some() {
-            return 0;
-        }
         let Some(m) = e.machines.first_mut() else {
             return 0;
         };
@@ -898,6 +893,30 @@ impl Feeder {
         let mut first = b.first;
         let mut end = b.first.wrapping_add(b.count);
         let mut at = b.first.wrapping_add(b.done);
+        // An access the general path holds back: simulated now if the
+        // first record starts a block or runs an instruction (the general
+        // path would simulate it before anything else then); if it may
+        // merge with that record, that path goes on.
+        if let Some(h) = e.th.held {
+            let runs_first = match bytes {
+                [trace::T_BLOCK, ..] => true,
+                [trace::T_LOAD_AT | trace::T_STORE_AT, index, ..] => {
+                    first.wrapping_add(u32::from(*index) + 1).min(end) > at
+                }
+                _ => false,
+            };
+            if !runs_first {
+                return 0;
+            }
+            e.th.held = None;
+            if let Some(c) = costs.get_mut(e.th.cur as usize) {
+                if h.store {
+                    m.write(h.addr, h.size, c);
+                } else {
+                    m.read(h.addr, h.size, c);
+                }
+            }
+        }
         let mut flags = 0;
         if end > first {
             match block_flags(slots, &e.instrs, b.first, b.count) {
