@@ -188,9 +188,7 @@ impl Cache {
     /// LRU or FIFO); if so, it is now the recent line.
     #[inline(always)]
     pub(crate) fn touch_unchanged(&mut self, line: u64) -> bool {
-        let set = (line & self.set_mask) as usize;
-        let hit = matches!(self.policy, Policy::Lru | Policy::Fifo)
-            && self.tags.get(set * self.assoc) == Some(&line);
+        let hit = self.first_in_set(line);
         if hit {
             self.recent = line;
         }
@@ -230,13 +228,19 @@ impl Cache {
     /// the rest is a call.
     #[inline(always)]
     fn line_miss(&mut self, line: u64) -> bool {
-        let set = (line & self.set_mask) as usize;
-        if matches!(self.policy, Policy::Lru | Policy::Fifo)
-            && self.tags.get(set * self.assoc) == Some(&line)
-        {
+        if self.first_in_set(line) {
             return false;
         }
-        self.look_up(set, line)
+        self.look_up((line & self.set_mask) as usize, line)
+    }
+
+    /// `line` is the most recent of its set under LRU or FIFO, where
+    /// referencing it again changes nothing.
+    #[inline(always)]
+    fn first_in_set(&self, line: u64) -> bool {
+        let set = (line & self.set_mask) as usize;
+        matches!(self.policy, Policy::Lru | Policy::Fifo)
+            && self.tags.get(set * self.assoc) == Some(&line)
     }
 
     #[inline(never)]

@@ -838,10 +838,7 @@ impl Feeder {
                     b.first.wrapping_add(b.done) as usize,
                     b.first.wrapping_add(b.count) as usize,
                 );
-                if let Some([a, .., z]) = self.runs.get_mut(from..=to) {
-                    *a = a.wrapping_add(1);
-                    *z = z.wrapping_sub(1);
-                }
+                count_runs(&mut self.runs, from as u32, to as u32);
                 last_run = Some(to - 1);
             }
             b = Block {
@@ -853,7 +850,7 @@ impl Feeder {
             p += 6;
         }
         if let Some(last) = last_run.and_then(|k| self.slots.get(k)) {
-            // As a run leaves it (see `Lean::run`).
+            // As the general path leaves it after a run.
             e.th.cur = last.idx;
             e.th.accessed = false;
             e.th.pending = None;
@@ -885,10 +882,6 @@ impl Feeder {
         e: &mut Engine,
         bytes: &[u8],
     ) -> usize {
-        let Some(m) = e.machines.first_mut() else {
-            return 0;
-        };
-        let (slots, runs, costs) = (&mut self.slots[..], &mut self.runs[..], &mut e.costs[..]);
         let b = self.block;
         let mut first = b.first;
         let mut end = b.first.wrapping_add(b.count);
@@ -897,7 +890,7 @@ impl Feeder {
         // first record starts a block or runs an instruction (the general
         // path would simulate it before anything else then); if it may
         // merge with that record, that path goes on.
-        if let Some(h) = e.th.held {
+        if e.th.held.is_some() {
             let runs_first = match bytes {
                 [trace::T_BLOCK, ..] => true,
                 [trace::T_LOAD_AT | trace::T_STORE_AT, index, ..] => {
@@ -908,15 +901,12 @@ impl Feeder {
             if !runs_first {
                 return 0;
             }
-            e.th.held = None;
-            if let Some(c) = costs.get_mut(e.th.cur as usize) {
-                if h.store {
-                    m.write(h.addr, h.size, c);
-                } else {
-                    m.read(h.addr, h.size, c);
-                }
-            }
+            e.release();
         }
+        let Some(m) = e.machines.first_mut() else {
+            return 0;
+        };
+        let (slots, runs, costs) = (&mut self.slots[..], &mut self.runs[..], &mut e.costs[..]);
         let mut flags = 0;
         if end > first {
             match block_flags(slots, &e.instrs, b.first, b.count) {
@@ -1096,6 +1086,7 @@ impl Feeder {
             .map(|s| s.idx);
         p
     }
+
     #[inline(never)]
     fn feed_bytes_as(&mut self, e: &mut Engine, bytes: &[u8]) -> Result<usize, (usize, u32)> {
         let mut p = 0;
@@ -1242,13 +1233,6 @@ impl Feeder {
         self.run_to(e, n)
     }
 
-    /// Ids `at .. at + n` executed once more.
-    #[inline(always)]
-    fn count_run(runs: &mut [u64], at: usize, n: usize) {
-        runs[at] = runs[at].wrapping_add(1);
-        runs[at + n] = runs[at + n].wrapping_sub(1);
-    }
-
     /// Runs the block's instructions up to (not including) `end`.
     #[inline(always)]
     fn run_to(&mut self, e: &mut Engine, end: u32) -> Result<(), u32> {
@@ -1272,7 +1256,7 @@ impl Feeder {
         {
             // The common case: one run (an undeclared id is not plain).
             e.exec_plain(slots);
-            Self::count_run(&mut self.runs, from, n);
+            count_runs(&mut self.runs, from as u32, (from + n) as u32);
             self.block.done = end;
             return Ok(());
         }
@@ -1300,7 +1284,7 @@ impl Feeder {
                 return Err((from + k) as u32);
             }
             e.exec_plain(&rest[..n]);
-            Self::count_run(&mut self.runs, from + k, n);
+            count_runs(&mut self.runs, (from + k) as u32, (from + k + n) as u32);
             k += n;
         }
         self.block.done = end;
