@@ -72,6 +72,10 @@ pub struct Args {
     /// tally's QEMU plugin [default: $TALLY_QEMU_PLUGIN, or libtally_qemu_plugin.so next to tally].
     #[arg(long, value_name = "PATH")]
     plugin: Option<PathBuf>,
+    /// Simulate D1 inside QEMU's process, beside the program, with one
+    /// machine (the results are the same; `no` sends every access to tally).
+    #[arg(long = "plugin-d1", value_name = "yes|no", default_value = "yes", value_parser = yes_no, action = clap::ArgAction::Set)]
+    plugin_d1: bool,
     /// The program and its arguments.
     #[arg(last = true, value_name = "PROG ARGS")]
     command: Vec<String>,
@@ -228,7 +232,13 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
                 ..opts
             },
         );
-        let (out, pid, ending, status) = run_native(&a, engine, &mut space)?;
+        // The plugin simulates D1 when there is one, with the cache
+        // simulated: tally then has hits counted and misses to go on with.
+        let d1 = match ms.as_slice() {
+            [m] if a.cache_sim && a.plugin_d1 => Some(plugin_d1_arg(&m.config)),
+            _ => None,
+        };
+        let (out, pid, ending, status) = run_native(&a, engine, &mut space, d1)?;
         (out, a.command.join(" "), pid, ending, Some(status))
     };
     for p in &space.problems {
@@ -468,6 +478,45 @@ fn run_stream(
                 ending = Ending::Complete;
                 break;
             }
+            Record::D1Filter {
+                size,
+                assoc,
+                line_size,
+                policy,
+                seed,
+            } => {
+                let config = tally_sim::CacheConfig {
+                    size,
+                    assoc,
+                    line_size,
+                };
+                let takes = tally_sim::filter::policy_from_code(policy, seed)
+                    .is_some_and(|p| engine.takes_d1_filter(config, p));
+                if !takes {
+                    bail!(
+                        "{}: byte {}: the plugin simulated D1 ({}) in this trace; simulate it with that D1 alone (one machine, --D1={},{},{}{})",
+                        name.display(),
+                        r.offset(),
+                        config.describe(),
+                        size,
+                        assoc,
+                        line_size,
+                        match tally_sim::filter::policy_from_code(policy, seed) {
+                            Some(tally_sim::Policy::Lru) | None => String::new(),
+                            Some(p) => format!(", policy {p:?}"),
+                        }
+                    );
+                }
+            }
+            Record::D1State(state) => {
+                if !engine.restore_d1(state) {
+                    bail!(
+                        "{}: byte {}: the D1 state the plugin handed over does not fit this D1",
+                        name.display(),
+                        r.offset()
+                    );
+                }
+            }
             Record::Slot { slot, len } => {
                 let at = r.offset();
                 let Some(p) = pool.as_deref_mut() else {
@@ -565,10 +614,23 @@ fn find_plugin(a: &Args) -> anyhow::Result<PathBuf> {
     })
 }
 
+/// The plugin's `d1=` argument for a machine.
+fn plugin_d1_arg(c: &HierarchyConfig) -> String {
+    let d = c.d1;
+    format!(
+        "d1={}:{}:{},d1policy={}",
+        d.size,
+        d.assoc,
+        d.line_size,
+        c.policy.name()
+    )
+}
+
 fn run_native(
     a: &Args,
     engine: Engine,
     space: &mut AddressSpace,
+    d1: Option<String>,
 ) -> anyhow::Result<(Output, u32, Ending, ExitStatus)> {
     let prog = which(&a.command[0]).ok_or_else(|| {
         anyhow!(
@@ -607,10 +669,13 @@ fn run_native(
     const BUFFERS_FD: i32 = 4;
     const FREE_FD: i32 = 5;
     let mem = if accesses_needed(a) { "on" } else { "off" };
+    let d1 = d1
+        .filter(|_| mem == "on")
+        .map_or(String::new(), |d| format!(",{d}"));
     let mut c = Command::new(&qemu);
     c.arg("-plugin")
         .arg(format!(
-            "{},fd={CHILD_FD},shm={BUFFERS_FD},free={FREE_FD},mem={mem}",
+            "{},fd={CHILD_FD},shm={BUFFERS_FD},free={FREE_FD},mem={mem}{d1}",
             plugin.display()
         ))
         .arg(&prog)

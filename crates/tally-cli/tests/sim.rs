@@ -546,3 +546,70 @@ fn a_crash_or_a_kill_leaves_an_incomplete_profile() {
     let (_, f) = per_function(&out);
     assert!(f["work"][0] > 10_000);
 }
+
+/// The plugin simulates D1 beside the program (the default with one
+/// machine); the profile is the one tally writes simulating every access
+/// itself (`--plugin-d1=no`): on the workload, with another policy, and on
+/// a program with threads (where the plugin hands D1 over to tally when
+/// the second thread starts).
+#[test]
+fn the_plugins_d1_gives_the_same_profile() {
+    if !have_qemu() || !have("gcc", "--version") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let threads = dir.path().join("threads");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/src/threads.c");
+    let g = Command::new("gcc")
+        .args(["-O1", "-g", "-pthread", "-o", s(&threads), s(&src)])
+        .output()
+        .unwrap();
+    assert!(g.status.success(), "{}", stderr(&g));
+    let w = workload();
+    let body = |p: &Path| -> Vec<String> {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with("cmd:") && !l.starts_with("desc:"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let cases: [(&str, Vec<&str>); 3] = [
+        (
+            "workload",
+            vec!["--branch-sim=yes", "--", s(&w), "1500", "1"],
+        ),
+        (
+            "fifo",
+            vec!["--policy=fifo", "--D1=8192,4,64", "--", s(&w), "300", "1"],
+        ),
+        ("threads", vec!["--branch-sim=yes", "--", s(&threads)]),
+    ];
+    for (name, run) in cases {
+        let mut outs = Vec::new();
+        for d1 in ["yes", "no"] {
+            let out = dir.path().join(format!("{name}.{d1}.out"));
+            let flag = format!("--plugin-d1={d1}");
+            let mut args = vec!["sim", flag.as_str(), "--out-file", s(&out)];
+            args.extend_from_slice(&run);
+            let o = tally(&args);
+            assert!(o.status.success(), "{name}: {}", stderr(&o));
+            outs.push(body(&out));
+        }
+        if name == "threads" {
+            // Several threads: how long they wait for each other (and so
+            // the counts of the waiting code, and the misses) changes from
+            // run to run; the work each thread does does not.
+            let (ev, a) = per_function(&dir.path().join("threads.yes.out"));
+            let (_, b) = per_function(&dir.path().join("threads.no.out"));
+            for f in ["is_prime", "collatz_len", "reverse"] {
+                for e in ["Ir", "Dr", "Dw"] {
+                    let k = ev.iter().position(|x| x == e).unwrap();
+                    assert_eq!(a[f][k], b[f][k], "{name}: {f} {e}");
+                }
+            }
+        } else {
+            assert_eq!(outs[0], outs[1], "{name}");
+        }
+    }
+}

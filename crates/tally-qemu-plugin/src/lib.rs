@@ -5,10 +5,22 @@
 //!
 //! Arguments (`-plugin libtally_qemu_plugin.so,fd=N` or `,out=PATH`): where
 //! the stream goes; `mem=off` leaves memory accesses out (for runs that
-//! count executions only). The plugin does no simulation: it only records, so its
-//! callbacks stay short, and tally simulates in another process while the
-//! program runs. (Built with the `inprocess` feature, `inprocess=on`
-//! simulates inside QEMU instead and prints the totals: see `inprocess`.)
+//! count executions only); `d1=SIZE:ASSOC:LINE` (and `d1policy=`, as
+//! `tally sim --policy` takes it: LRU by default) simulates the
+//! first-level data cache here (`tally_sim::filter`): a hit is written as
+//! two bytes, only a miss with its address, so that tally, simulating the
+//! rest in another process while the program runs, has a tenth of the
+//! accesses to decode and none to look up in D1. (Built with the
+//! `inprocess` feature, `inprocess=on` simulates everything inside QEMU
+//! instead and prints the totals: see `inprocess`.)
+//!
+//! The filter simulates the accesses of vCPU 0. When a second vCPU starts
+//! (in QEMU 7.2 its init callback runs in the thread that creates it,
+//! before it runs), the filter writes D1's state into the stream and stops;
+//! every access is then written whole again, for tally to simulate. (A
+//! QEMU that initializes the new vCPU in its own thread makes the handover
+//! wait for vCPU 0's next callback; accesses of the new thread before it
+//! are simulated by tally on the D1 it had.)
 //!
 //! Each run of a block is one record (its first instruction id and length:
 //! the ids of a block are consecutive), and each memory access one record
@@ -38,6 +50,8 @@ use std::io::Write;
 use std::os::fd::FromRawFd;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use tally_sim::Policy;
+use tally_sim::filter::{D1Filter, Filtered, LAST_EXECUTED};
 
 /// Stream tags; kept equal to `tally_sim::trace`.
 const MAGIC: &[u8; 8] = b"TALLYTR1";
@@ -52,6 +66,11 @@ const T_BLOCK: u8 = 8;
 const T_LOAD_AT: u8 = 9;
 const T_STORE_AT: u8 = 10;
 const T_SLOT: u8 = 11;
+const T_READ_HIT: u8 = 12;
+const T_WRITE_HIT: u8 = 13;
+const T_READ_MISS: u8 = 14;
+const T_WRITE_MISS: u8 = 15;
+const T_SHORT_HIT: u8 = 128;
 /// Longest block written as one block record; longer ones (rare) get a
 /// record per instruction.
 const MAX_BLOCK: usize = 255;
@@ -121,6 +140,8 @@ static SHM_SLOTS: AtomicUsize = AtomicUsize::new(0);
 /// `mem=off`: no access records (tally simulates no cache and no branch,
 /// so only executions count), which spares QEMU a callback per access.
 static NO_MEM: AtomicBool = AtomicBool::new(false);
+/// The guest is x86-64 (the filter needs to know its locked instructions).
+static X86_64: AtomicBool = AtomicBool::new(false);
 /// Set in a forked child: it records nothing (the stream is the parent's).
 static SILENT: AtomicBool = AtomicBool::new(false);
 /// The pipe tally hands free slots back through (`free=`): with it the
@@ -129,6 +150,123 @@ static FREE: Mutex<Option<File>> = Mutex::new(None);
 /// Set once at start when there is a pool (the pipe may close later).
 static POOLED: AtomicBool = AtomicBool::new(false);
 static OVERFLOW: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+/// The D1 filter (`d1=`), used by vCPU 0 only, while `FILTER_MODE` is
+/// `FILTERING`; null without one.
+static FILTER: AtomicPtr<D1Filter> = AtomicPtr::new(std::ptr::null_mut());
+static FILTER_MODE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(NOT_FILTERING);
+const NOT_FILTERING: u8 = 0;
+const FILTERING: u8 = 1;
+/// Another vCPU has started: vCPU 0 hands D1 over at its next callback.
+const HANDING_OVER: u8 = 2;
+/// The vCPU whose accesses the filter simulates.
+const FILTER_VCPU: c_uint = 0;
+
+/// The host thread that runs vCPU 0 (`pthread_self`, 0 until its first
+/// block): a thread-local would cost a call per block in a loaded library.
+static VCPU0_THREAD: AtomicU64 = AtomicU64::new(0);
+
+/// The filter, for vCPU `vcpu`'s callbacks: `None` unless it is vCPU 0 and
+/// the filter is on. A handover asked for is done here.
+#[inline(always)]
+fn filter(vcpu: c_uint) -> Option<&'static mut D1Filter> {
+    let mode = FILTER_MODE.load(Ordering::Relaxed);
+    if mode == NOT_FILTERING {
+        return None;
+    }
+    if vcpu != FILTER_VCPU {
+        // A vCPU initialized where the handover could not be done.
+        let _ = FILTER_MODE.compare_exchange(
+            FILTERING,
+            HANDING_OVER,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+        return None;
+    }
+    if mode == HANDING_OVER {
+        hand_over();
+        return None;
+    }
+    // SAFETY: set once at install, never freed; only vCPU 0's thread uses
+    // it (and the exit path, after the guest has stopped).
+    unsafe { FILTER.load(Ordering::Relaxed).as_mut() }
+}
+
+#[cold]
+fn note_vcpu0_thread() {
+    // SAFETY: pthread_self has no preconditions.
+    VCPU0_THREAD.store(unsafe { libc::pthread_self() } as u64, Ordering::Relaxed);
+}
+
+/// Writes a whole access the filter decided, by vCPU 0.
+#[inline(always)]
+fn emit(f: Filtered) {
+    match f {
+        Filtered::Hit { index, store } if index < 64 => {
+            let tag = T_SHORT_HIT | u8::from(store) << 6 | index;
+            record_words(FILTER_VCPU, 1, u64::from(tag), 0);
+        }
+        Filtered::Hit { index, store } => {
+            let tag = if store { T_WRITE_HIT } else { T_READ_HIT };
+            record_words(FILTER_VCPU, 2, u64::from(tag) | u64::from(index) << 8, 0);
+        }
+        Filtered::Miss {
+            index,
+            store,
+            addr,
+            size,
+        } => {
+            // Tag, index, address (8 bytes), size (2 bytes): 12 bytes.
+            let tag = if store { T_WRITE_MISS } else { T_READ_MISS };
+            let a = u64::from(tag) | u64::from(index) << 8 | addr << 16;
+            let b = (addr >> 48) as u32 | u32::from(size) << 16;
+            record_words(FILTER_VCPU, 12, a, b);
+        }
+    }
+}
+
+/// Stops the filter, from vCPU 0's thread: its last access decided, its
+/// records into the stream, then D1's state, which tally goes on from.
+#[cold]
+fn hand_over() {
+    FILTER_MODE.store(NOT_FILTERING, Ordering::Relaxed);
+    // SAFETY: see `filter`; the mode is off, so this is the last use.
+    let Some(f) = (unsafe { FILTER.load(Ordering::Relaxed).as_mut() }) else {
+        return;
+    };
+    if let Some(x) = f.release() {
+        emit(x);
+    }
+    if let Some(buf) = buffer(FILTER_VCPU) {
+        flush(FILTER_VCPU, buf, true);
+    }
+    let state = tally_sim::filter::state_record(&f.save());
+    if let Ok(mut g) = OUT.lock()
+        && let Some(out) = g.as_mut()
+    {
+        write_out(out, FILTER_VCPU, &state);
+    }
+}
+
+/// A vCPU starts. In QEMU 7.2 a new one is initialized by the thread that
+/// creates it, so if that is vCPU 0's, D1 is handed over at once.
+unsafe extern "C" fn on_vcpu_init(_id: qemu_plugin_id_t, vcpu: c_uint) {
+    if vcpu == FILTER_VCPU || FILTER_MODE.load(Ordering::Relaxed) == NOT_FILTERING {
+        return;
+    }
+    // SAFETY: pthread_self has no preconditions.
+    let me = unsafe { libc::pthread_self() } as u64;
+    if VCPU0_THREAD.load(Ordering::Relaxed) == me {
+        hand_over();
+    } else {
+        let _ = FILTER_MODE.compare_exchange(
+            FILTERING,
+            HANDING_OVER,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+    }
+}
 static OVERFLOW_VCPU: AtomicU32 = AtomicU32::new(u32::MAX);
 
 fn write_out(out: &mut Out, vcpu: u32, bytes: &[u8]) {
@@ -313,24 +451,22 @@ fn record<const N: usize>(vcpu: c_uint, bytes: &[u8; N]) {
     }
 }
 
-/// Writes a record of `n` bytes as the words `a` (8 bytes at 0), `b` (2
-/// bytes at 8) and `c` (1 byte at 10), of which the record's bytes are the
-/// first `n` little-endian ones (the rest is overwritten by the next
-/// record). The two hot callbacks record through this rather than
+/// Writes a record of `n` bytes as the words `a` (8 bytes at 0) and `b`
+/// (4 bytes at 8), of which the record's bytes are the first `n`
+/// little-endian ones (the rest is overwritten by the next record). The two hot callbacks record through this rather than
 /// [`record`]: a record assembled byte by byte on the stack and copied
 /// reads back words just written in pieces, which stalls the store
 /// buffer, and that stall was most of the plugin's time.
 #[inline(always)]
-fn record_words(vcpu: c_uint, n: usize, a: u64, b: u16, c: u8) {
+fn record_words(vcpu: c_uint, n: usize, a: u64, b: u32) {
     match buffer(vcpu) {
         Some(buf) => {
             // SAFETY: `len < FLUSH_AT` before a record, and `BUF_CAP -
-            // FLUSH_AT` leaves room for the 11 bytes written.
+            // FLUSH_AT` leaves room for the 12 bytes written.
             unsafe {
                 let at = buf.data.add(buf.len);
                 std::ptr::write_unaligned(at as *mut u64, a.to_le());
-                std::ptr::write_unaligned(at.add(8) as *mut u16, b.to_le());
-                *at.add(10) = c;
+                std::ptr::write_unaligned(at.add(8) as *mut u32, b.to_le());
             }
             buf.set_len(buf.len + n);
             if buf.len >= FLUSH_AT {
@@ -338,10 +474,9 @@ fn record_words(vcpu: c_uint, n: usize, a: u64, b: u16, c: u8) {
             }
         }
         None => {
-            let mut r = [0u8; 11];
+            let mut r = [0u8; 12];
             r[..8].copy_from_slice(&a.to_le_bytes());
-            r[8..10].copy_from_slice(&b.to_le_bytes());
-            r[10] = c;
+            r[8..].copy_from_slice(&b.to_le_bytes());
             record_overflow(vcpu, &r[..n]);
         }
     }
@@ -374,6 +509,9 @@ fn record_overflow(vcpu: c_uint, bytes: &[u8]) {
 }
 
 unsafe extern "C" fn on_exec(vcpu: c_uint, udata: *mut c_void) {
+    if let Some(x) = filter(vcpu).and_then(D1Filter::release) {
+        emit(x);
+    }
     let id = udata as usize as u32;
     let mut r = [T_EXEC, 0, 0, 0, 0];
     r[1..].copy_from_slice(&id.to_le_bytes());
@@ -383,10 +521,18 @@ unsafe extern "C" fn on_exec(vcpu: c_uint, udata: *mut c_void) {
 /// A block starts: `udata` holds its first instruction id (low 32 bits)
 /// and its length.
 unsafe extern "C" fn on_block(vcpu: c_uint, udata: *mut c_void) {
+    if let Some(f) = filter(vcpu) {
+        if let Some(x) = f.release() {
+            emit(x);
+        }
+        if VCPU0_THREAD.load(Ordering::Relaxed) == 0 {
+            note_vcpu0_thread();
+        }
+    }
     let v = udata as usize as u64;
     // Tag, first id (4 bytes), length: 6 bytes.
     let a = u64::from(T_BLOCK) | (v & 0xff_ffff_ffff) << 8;
-    record_words(vcpu, 6, a, 0, 0);
+    record_words(vcpu, 6, a, 0);
 }
 
 /// Whether QEMU's access descriptions are decoded here rather than by
@@ -427,6 +573,10 @@ fn meminfo(info: qemu_plugin_meminfo_t) -> (u32, bool) {
     theirs
 }
 
+/// In a memory callback's `udata`, beside the instruction's index: it is
+/// a locked read-modify-write (the filter counts its store as a read).
+const ATOMIC: usize = 1 << 8;
+
 /// An access by instruction `udata` of its block.
 unsafe extern "C" fn on_mem_at(
     vcpu: c_uint,
@@ -435,16 +585,43 @@ unsafe extern "C" fn on_mem_at(
     udata: *mut c_void,
 ) {
     let (shift, store) = meminfo(info);
+    let index = udata as usize as u8;
+    if let Some(f) = filter(vcpu) {
+        let atomic = udata as usize & ATOMIC != 0;
+        let (a, b) = f.access(index, store, atomic, vaddr, 1 << shift);
+        if let Some(x) = a {
+            emit(x);
+        }
+        if let Some(x) = b {
+            emit(x);
+        }
+        return;
+    }
     // Tag, index, address (8 bytes), size: 11 bytes.
     let tag = if store { T_STORE_AT } else { T_LOAD_AT };
-    let index = udata as usize as u8;
     let a = u64::from(tag) | u64::from(index) << 8 | vaddr << 16;
-    let b = (vaddr >> 48) as u16;
-    record_words(vcpu, 11, a, b, 1u8 << shift);
+    let b = (vaddr >> 48) as u32 | 1 << (16 + shift);
+    record_words(vcpu, 11, a, b);
 }
 
-unsafe extern "C" fn on_mem(vcpu: c_uint, info: qemu_plugin_meminfo_t, vaddr: u64, _: *mut c_void) {
+unsafe extern "C" fn on_mem(
+    vcpu: c_uint,
+    info: qemu_plugin_meminfo_t,
+    vaddr: u64,
+    udata: *mut c_void,
+) {
     let (shift, store) = meminfo(info);
+    if let Some(f) = filter(vcpu) {
+        let atomic = udata as usize & ATOMIC != 0;
+        let (a, b) = f.access(LAST_EXECUTED, store, atomic, vaddr, 1 << shift);
+        if let Some(x) = a {
+            emit(x);
+        }
+        if let Some(x) = b {
+            emit(x);
+        }
+        return;
+    }
     let mut r = [0u8; 10];
     r[0] = if store { T_STORE } else { T_LOAD };
     r[1..9].copy_from_slice(&vaddr.to_le_bytes());
@@ -545,6 +722,13 @@ unsafe extern "C" fn on_translate(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb
                 );
             }
             let mem = !NO_MEM.load(Ordering::Relaxed);
+            // What the filter must know of the instruction.
+            let atomic =
+                if X86_64.load(Ordering::Relaxed) && !FILTER.load(Ordering::Relaxed).is_null() {
+                    ATOMIC * usize::from(tally_sim::flow::classify_x86_64(data, vaddr).atomic_rmw)
+                } else {
+                    0
+                };
             if whole {
                 if !mem {
                     continue;
@@ -554,7 +738,7 @@ unsafe extern "C" fn on_translate(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb
                     Some(on_mem_at),
                     qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
                     qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
-                    i as *mut c_void,
+                    (i | atomic) as *mut c_void,
                 );
             } else {
                 qemu_plugin_register_vcpu_insn_exec_cb(
@@ -571,7 +755,7 @@ unsafe extern "C" fn on_translate(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb
                     Some(on_mem),
                     qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
                     qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
-                    std::ptr::null_mut(),
+                    atomic as *mut c_void,
                 );
             }
         }
@@ -586,6 +770,14 @@ unsafe extern "C" fn on_translate(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb
 unsafe extern "C" fn on_exit(_id: qemu_plugin_id_t, _: *mut c_void) {
     if SILENT.load(Ordering::Relaxed) {
         return;
+    }
+    if FILTER_MODE.load(Ordering::Relaxed) == FILTERING {
+        // SAFETY: see `filter`; the guest has stopped.
+        if let Some(x) =
+            unsafe { FILTER.load(Ordering::Relaxed).as_mut() }.and_then(D1Filter::release)
+        {
+            emit(x);
+        }
     }
     for (vcpu, slot) in BUFS.iter().enumerate() {
         let p = slot.load(Ordering::Acquire);
@@ -708,6 +900,8 @@ pub unsafe extern "C" fn qemu_plugin_install(
     // SAFETY: QEMU passes a valid info block and argument vector.
     let (system, args) = unsafe {
         let system = (*info).system_emulation;
+        let target = CStr::from_ptr((*info).target_name).to_bytes();
+        X86_64.store(target == b"x86_64", Ordering::Relaxed);
         let args: Vec<String> = (0..argc.max(0) as usize)
             .map(|i| CStr::from_ptr(*argv.add(i)).to_string_lossy().into_owned())
             .collect();
@@ -721,7 +915,17 @@ pub unsafe extern "C" fn qemu_plugin_install(
     let mut in_process = false;
     let mut shm = None;
     let mut free = None;
+    let mut d1 = None;
+    let mut d1_policy = "lru";
     for a in &args {
+        if let Some(v) = a.strip_prefix("d1=") {
+            d1 = Some(v);
+            continue;
+        }
+        if let Some(v) = a.strip_prefix("d1policy=") {
+            d1_policy = v;
+            continue;
+        }
         let fd_arg = a
             .strip_prefix("shm=")
             .map(|v| (&mut shm, v))
@@ -764,7 +968,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
             }
         } else {
             return refuse(&format!(
-                "unknown argument `{a}` (fd=N or out=PATH, shm=N, free=N, mem=off)"
+                "unknown argument `{a}` (fd=N or out=PATH, shm=N, free=N, mem=off, d1=SIZE:ASSOC:LINE, d1policy=P)"
             ));
         }
     }
@@ -806,6 +1010,20 @@ pub unsafe extern "C" fn qemu_plugin_install(
     if file.write_all(MAGIC).is_err() {
         return refuse("cannot write the trace");
     }
+    let d1 = match d1.map(|v| parse_d1(v, d1_policy)).transpose() {
+        Ok(d1) => d1,
+        Err(e) => return refuse(&format!("d1: {e}")),
+    };
+    if let Some(f) = d1
+        && !NO_MEM.load(Ordering::Relaxed)
+    {
+        let r = tally_sim::filter::filter_record(f.config(), f.policy());
+        if file.write_all(&r).is_err() {
+            return refuse("cannot write the trace");
+        }
+        FILTER.store(Box::into_raw(Box::new(f)), Ordering::Relaxed);
+        FILTER_MODE.store(FILTERING, Ordering::Relaxed);
+    }
     *OUT.lock().unwrap_or_else(|e| e.into_inner()) = Some(Out {
         file,
         last_vcpu: 0,
@@ -827,6 +1045,16 @@ pub unsafe extern "C" fn qemu_plugin_install(
     unsafe {
         qemu_plugin_register_vcpu_tb_trans_cb(id, Some(on_translate));
         qemu_plugin_register_atexit_cb(id, Some(on_exit), std::ptr::null_mut());
+        qemu_plugin_register_vcpu_init_cb(id, Some(on_vcpu_init));
     }
     0
+}
+
+/// `SIZE:ASSOC:LINE` (QEMU splits plugin arguments at commas) and the
+/// policy as `tally sim --policy` takes it.
+fn parse_d1(v: &str, policy: &str) -> Result<D1Filter, String> {
+    let config =
+        tally_sim::CacheConfig::parse("D1", &v.replace(':', ",")).map_err(|e| e.to_string())?;
+    let policy = Policy::parse(policy).map_err(|e| e.to_string())?;
+    D1Filter::new(config, policy).map_err(|e| e.to_string())
 }

@@ -176,6 +176,47 @@ impl Cache {
         self.config
     }
 
+    /// The replacement policy.
+    pub fn policy(&self) -> Policy {
+        self.policy
+    }
+
+    /// The whole state, as bytes ([`Cache::restore`] takes them back):
+    /// the last line, the generator, every tag, the tree bits.
+    pub fn save(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(16 + 8 * self.tags.len() + self.plru.len());
+        b.extend_from_slice(&self.recent.to_le_bytes());
+        b.extend_from_slice(&self.rng.to_le_bytes());
+        for t in &self.tags {
+            b.extend_from_slice(&t.to_le_bytes());
+        }
+        b.extend(self.plru.iter().map(|&x| u8::from(x)));
+        b
+    }
+
+    /// Takes back a state [`Cache::save`] gave for a cache of this
+    /// geometry; `false` (and nothing changed) if `b` is not one.
+    pub fn restore(&mut self, b: &[u8]) -> bool {
+        if b.len() != 16 + 8 * self.tags.len() + self.plru.len() {
+            return false;
+        }
+        let word = |k: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&b[k..k + 8]);
+            u64::from_le_bytes(w)
+        };
+        self.recent = word(0);
+        self.rng = word(8);
+        for (k, t) in self.tags.iter_mut().enumerate() {
+            *t = word(16 + 8 * k);
+        }
+        let bits = &b[16 + 8 * self.tags.len()..];
+        for (x, &v) in self.plru.iter_mut().zip(bits) {
+            *x = v != 0;
+        }
+        true
+    }
+
     /// Whether `line` is the line the last reference ended on (so that
     /// referencing it again is a hit that changes nothing).
     #[inline(always)]

@@ -12,6 +12,7 @@
 //! of the first machine; the matching return pops it and the difference is
 //! the call's inclusive cost, as Callgrind reports it.
 
+use crate::filter::LAST_EXECUTED;
 use crate::flow::{Flow, Kind, classify_x86_64};
 use crate::trace::{self, Record};
 use crate::{Counts, Hierarchy};
@@ -438,6 +439,43 @@ impl Engine {
         }
     }
 
+    /// A whole access by the current instruction that hit D1 where D1 was
+    /// simulated (the plugin's [`crate::filter`]): only counted.
+    #[inline]
+    pub fn d1_hit(&mut self, store: bool) {
+        self.th.accessed = true;
+        self.release();
+        let cur = self.th.cur;
+        self.on(cur, |_, c| if store { c.dw += 1 } else { c.dr += 1 });
+    }
+
+    /// A whole access by the current instruction that missed D1 where D1
+    /// was simulated: counted and taken to the levels below.
+    #[inline]
+    pub fn d1_miss(&mut self, store: bool, addr: u64, size: u16) {
+        self.th.accessed = true;
+        self.release();
+        let cur = self.th.cur;
+        self.on(cur, |m, c| m.d1_missed(store, addr, u64::from(size), c));
+    }
+
+    /// Whether a stream whose D1 the plugin simulated, with this geometry
+    /// and policy, can be fed to this engine: one machine with that D1,
+    /// accesses merged as the filter merges them.
+    pub fn takes_d1_filter(&self, config: crate::CacheConfig, policy: crate::Policy) -> bool {
+        self.opts.merge_modify
+            && matches!(self.machines.as_slice(), [m] if m.d1().config() == config && m.d1().policy() == policy)
+    }
+
+    /// Takes over D1's state from the plugin's filter; `false` if it is
+    /// not a state of this engine's D1.
+    pub fn restore_d1(&mut self, state: &[u8]) -> bool {
+        match self.machines.as_mut_slice() {
+            [m] => m.d1_mut().restore(state),
+            _ => false,
+        }
+    }
+
     /// A modify (load and store of the same bytes): one read.
     #[inline]
     pub fn modify(&mut self, addr: u64, size: u8) {
@@ -675,6 +713,25 @@ impl Feeder {
                 self.run_to(e, u32::from(index) + 1)?;
                 e.store(addr, size);
             }
+            Record::Hit { index, store } => {
+                self.accesses_seen = true;
+                if index != LAST_EXECUTED {
+                    self.run_to(e, u32::from(index) + 1)?;
+                }
+                e.d1_hit(store);
+            }
+            Record::Miss {
+                index,
+                store,
+                addr,
+                size,
+            } => {
+                self.accesses_seen = true;
+                if index != LAST_EXECUTED {
+                    self.run_to(e, u32::from(index) + 1)?;
+                }
+                e.d1_miss(store, addr, size);
+            }
             Record::Load { addr, size } => {
                 self.accesses_seen = true;
                 e.load(addr, size)
@@ -747,8 +804,12 @@ impl Feeder {
                 }
             }
             Record::End => self.finish(e)?,
-            // The caller's: mappings name code, slots hold records.
-            Record::Map { .. } | Record::Slot { .. } => {}
+            // The caller's: mappings name code, slots hold records, the
+            // filter's records concern the machine.
+            Record::Map { .. }
+            | Record::Slot { .. }
+            | Record::D1State(_)
+            | Record::D1Filter { .. } => {}
         }
         Ok(())
     }
@@ -783,6 +844,9 @@ impl Feeder {
             let len = match bytes.get(p) {
                 Some(&trace::T_BLOCK) => 6,
                 Some(&(trace::T_LOAD_AT | trace::T_STORE_AT)) => 11,
+                Some(&(trace::T_READ_MISS | trace::T_WRITE_MISS)) => 12,
+                Some(&(trace::T_READ_HIT | trace::T_WRITE_HIT)) => 2,
+                Some(&(trace::T_SHORT_HIT..)) => 1,
                 _ => return Ok(p),
             };
             let Some(one) = bytes.get(p..p + len) else {
@@ -892,7 +956,12 @@ impl Feeder {
         // merge with that record, that path goes on.
         if e.th.held.is_some() {
             let runs_first = match bytes {
-                [trace::T_BLOCK, ..] => true,
+                // The filter's records come whole (and never after a held
+                // access but at a thread's start).
+                [
+                    trace::T_BLOCK | trace::T_READ_HIT..=trace::T_WRITE_MISS | trace::T_SHORT_HIT..,
+                    ..,
+                ] => true,
                 [trace::T_LOAD_AT | trace::T_STORE_AT, index, ..] => {
                     first.wrapping_add(u32::from(*index) + 1).min(end) > at
                 }
@@ -1011,6 +1080,60 @@ impl Feeder {
                 accessed = true;
                 accesses_seen = true;
                 p += n;
+            } else if tag >= trace::T_SHORT_HIT
+                || (trace::T_READ_HIT..=trace::T_WRITE_MISS).contains(&tag)
+            {
+                // A whole access that the plugin's D1 filter decided.
+                let short = tag >= trace::T_SHORT_HIT;
+                let miss = !short && tag >= trace::T_READ_MISS;
+                let n = if short {
+                    1
+                } else if miss {
+                    12
+                } else {
+                    2
+                };
+                let Some(r) = bytes.get(p..p + n) else { break };
+                let (index, store) = if short {
+                    (tag & 63, tag & 64 != 0)
+                } else {
+                    // Odd tags are stores.
+                    (r[1], tag & 1 != 0)
+                };
+                if index == LAST_EXECUTED {
+                    break;
+                }
+                let to = first.wrapping_add(u32::from(index) + 1).min(end);
+                if at < to {
+                    if ICACHE && (flags & ONE_LINE == 0 || at == first) {
+                        fetch_run(m, slots, costs, at, to);
+                    }
+                    at = to;
+                } else if at == first {
+                    break;
+                }
+                let Some(i) = slots.get(at as usize - 1).map(|s| s.idx) else {
+                    break;
+                };
+                if let Some(c) = costs.get_mut(i as usize) {
+                    if miss {
+                        let addr =
+                            u64::from_le_bytes([r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9]]);
+                        m.d1_missed(
+                            store,
+                            addr,
+                            u64::from(u16::from_le_bytes([r[10], r[11]])),
+                            c,
+                        );
+                    } else if store {
+                        c.dw += 1;
+                    } else {
+                        c.dr += 1;
+                    }
+                }
+                accessed = true;
+                accesses_seen = true;
+                p += n;
             } else if tag == trace::T_BLOCK {
                 let Some(r) = bytes.get(p..p + 6) else { break };
                 let new_first = u32::from_le_bytes([r[1], r[2], r[3], r[4]]);
@@ -1108,6 +1231,37 @@ impl Feeder {
                     self.accesses_seen = true;
                     p += 11;
                 }
+                trace::T_SHORT_HIT.. => {
+                    self.run_to(e, u32::from(tag & 63) + 1)
+                        .map_err(|id| (p, id))?;
+                    self.accesses_seen = true;
+                    e.d1_hit(tag & 64 != 0);
+                    p += 1;
+                }
+                trace::T_READ_HIT..=trace::T_WRITE_MISS => {
+                    let miss = tag >= trace::T_READ_MISS;
+                    let Some(b) = bytes.get(p..p + if miss { 12 } else { 2 }) else {
+                        break;
+                    };
+                    if b[1] != LAST_EXECUTED {
+                        self.run_to(e, u32::from(b[1]) + 1).map_err(|id| (p, id))?;
+                    }
+                    self.accesses_seen = true;
+                    // Odd tags are stores.
+                    let store = tag & 1 != 0;
+                    if miss {
+                        let mut a = [0u8; 8];
+                        a.copy_from_slice(&b[2..10]);
+                        e.d1_miss(
+                            store,
+                            u64::from_le_bytes(a),
+                            u16::from_le_bytes([b[10], b[11]]),
+                        );
+                    } else {
+                        e.d1_hit(store);
+                    }
+                    p += b.len();
+                }
                 _ => break,
             }
         }
@@ -1134,7 +1288,14 @@ impl Feeder {
                 Ok(trace::Decoded::Need(_)) if p == bytes.len() => break,
                 Ok(trace::Decoded::Need(_)) => return Err((p, SliceError::Truncated)),
                 Ok(trace::Decoded::Record(r, n)) => {
-                    if matches!(r, Record::Slot { .. } | Record::Map { .. } | Record::End) {
+                    if matches!(
+                        r,
+                        Record::Slot { .. }
+                            | Record::Map { .. }
+                            | Record::End
+                            | Record::D1State(_)
+                            | Record::D1Filter { .. }
+                    ) {
                         return Err((p, SliceError::Misplaced));
                     }
                     self.feed(e, &r, x86)
@@ -1474,17 +1635,43 @@ mod tests {
     /// time, as a stream read in pieces may cut records or an
     /// instruction's accesses apart.
     fn feed_in_chunks(records: &[Record<'_>], f: &mut Feeder, e: &mut Engine, chunk: usize) {
+        feed_bytes_in_chunks(&stream_of(records), f, e, chunk);
+    }
+
+    /// The stream of `records`.
+    fn stream_of(records: &[Record<'_>]) -> Vec<u8> {
         let mut w = crate::trace::TraceWriter::new(Vec::new()).unwrap();
         for r in records {
             w.write(r).unwrap();
         }
-        let bytes = w.finish().unwrap();
-        let mut r = crate::trace::TraceReader::new(&bytes[..]).unwrap();
+        w.finish().unwrap()
+    }
+
+    /// Feeds a stream's bytes as [`feed_in_chunks`] does; the D1 filter's
+    /// records are checked and taken as `tally sim` takes them.
+    fn feed_bytes_in_chunks(bytes: &[u8], f: &mut Feeder, e: &mut Engine, chunk: usize) {
+        let mut r = crate::trace::TraceReader::new(bytes).unwrap();
         loop {
             let u = r.unread();
             let n = f.feed_bytes(e, &u[..u.len().min(chunk)]).unwrap();
             r.consume(n);
             match r.next_record().unwrap() {
+                Some(Record::D1Filter {
+                    size,
+                    assoc,
+                    line_size,
+                    policy,
+                    seed,
+                }) => {
+                    let c = CacheConfig {
+                        size,
+                        assoc,
+                        line_size,
+                    };
+                    let p = crate::filter::policy_from_code(policy, seed).unwrap();
+                    assert!(e.takes_d1_filter(c, p));
+                }
+                Some(Record::D1State(state)) => assert!(e.restore_d1(state)),
                 Some(rec) => f.feed(e, &rec, true).unwrap(),
                 None => break,
             }
@@ -1518,6 +1705,21 @@ mod tests {
             f.finish(&mut e).unwrap();
             let two = e.finish();
             assert_eq!((&one.instrs, &one.costs), (&two.instrs, &two.costs));
+            // With D1 simulated by the plugin's filter (handed over when
+            // another thread starts).
+            let (mut f, mut e) = (Feeder::new(), new(no_icache));
+            let d1 = CacheConfig {
+                size: 1024,
+                assoc: 2,
+                line_size: 64,
+            };
+            let raw = stream_of(records);
+            let bytes =
+                crate::filter::filter_stream(&raw[..], Vec::new(), d1, Policy::Lru).unwrap();
+            feed_bytes_in_chunks(&bytes, &mut f, &mut e, usize::MAX);
+            f.finish(&mut e).unwrap();
+            let three = e.finish();
+            assert_eq!((&one.instrs, &one.costs), (&three.instrs, &three.costs));
             outs.push(one);
         }
         let counted = outs.pop().unwrap();
@@ -1544,6 +1746,7 @@ mod tests {
             no_icache in proptest::bool::ANY,
             counting in proptest::bool::ANY,
             chunk in 1usize..80,
+            policy in 0u8..4,
         ) {
             const LOAD: &[u8] = &[0x48, 0x8b, 0x07]; // mov (%rdi),%rax
             const ADD_MEM: &[u8] = &[0x48, 0x01, 0x07]; // add %rax,(%rdi)
@@ -1554,6 +1757,12 @@ mod tests {
             const RET: &[u8] = &[0xc3];
             const JMP_IND: &[u8] = &[0xff, 0xe0]; // jmp *%rax
             const LOCK_ADD: &[u8] = &[0xf0, 0x48, 0x01, 0x07]; // lock add %rax,(%rdi)
+            let policy = crate::filter::policy_from_code(policy, 7).unwrap();
+            let d1 = CacheConfig {
+                size: 1024,
+                assoc: 2,
+                line_size: 64,
+            };
             let machine = |i1_line: u64| {
                 let c = |size, line_size| CacheConfig {
                     size,
@@ -1562,10 +1771,10 @@ mod tests {
                 };
                 Hierarchy::new(&HierarchyConfig {
                     i1: c(512, i1_line),
-                    d1: c(1024, 64),
+                    d1,
                     middle: vec![],
                     ll: c(8192, 64),
-                    policy: Policy::Lru,
+                    policy,
                     iaddr_zero_bits: 0,
                 })
                 .unwrap()
@@ -1646,8 +1855,12 @@ mod tests {
                         let pieces: &[(bool, u64, u8)] = match c.as_slice() {
                             STORE => &[(true, addr, 8)],
                             LOAD => &[(false, addr, 8)],
-                            // A locked add and a modify: a load, then a
-                            // store of the same bytes.
+                            // A locked add as QEMU's atomic helpers report
+                            // it (one access, read and written), or, run
+                            // single-threaded, as a modify.
+                            LOCK_ADD if data % 2 == 0 => &[(true, addr, 8)],
+                            // A modify: a load, then a store of the same
+                            // bytes.
                             LOCK_ADD | ADD_MEM => &[(false, addr, 8), (true, addr, 8)],
                             // QEMU splits a 32-byte access in halves.
                             LOAD_32 => &[(false, addr, 16), (false, addr + 16, 16)],
@@ -1688,9 +1901,22 @@ mod tests {
                 feed_in_chunks(&records(true), &mut f, &mut e, chunk);
                 result(f, e)
             };
+            // With D1 simulated by the plugin's filter (one machine):
+            // blocks, or instructions one at a time.
+            let filtered = |bulk: bool| {
+                let (mut f, mut e) = (Feeder::new(), new());
+                let raw = stream_of(&records(bulk));
+                let bytes = crate::filter::filter_stream(&raw[..], Vec::new(), d1, policy).unwrap();
+                feed_bytes_in_chunks(&bytes, &mut f, &mut e, chunk);
+                result(f, e)
+            };
             let one_by_one = fed(false);
             proptest::prop_assert_eq!(&fed(true), &one_by_one);
             proptest::prop_assert_eq!(&read(), &one_by_one);
+            if lean && !counting {
+                proptest::prop_assert_eq!(&filtered(true), &one_by_one);
+                proptest::prop_assert_eq!(&filtered(false), &one_by_one);
+            }
         }
     }
 

@@ -12,6 +12,7 @@ pub mod attrib;
 pub mod branch;
 pub mod cache;
 pub mod engine;
+pub mod filter;
 pub mod flow;
 pub mod machine;
 pub mod trace;
@@ -244,6 +245,33 @@ impl Hierarchy {
                 c.dlmw += 1;
             }
         }
+    }
+
+    /// A data access that missed D1 where D1 was simulated (the plugin's
+    /// [`filter`]): counted as a D1 miss and taken to the levels below.
+    #[inline(always)]
+    pub fn d1_missed(&mut self, store: bool, addr: u64, size: u64, c: &mut Counts) {
+        let ll = u64::from(self.below(addr, size));
+        if store {
+            c.dw += 1;
+            c.d1mw += 1;
+            c.dlmw += ll;
+        } else {
+            c.dr += 1;
+            c.d1mr += 1;
+            c.dlmr += ll;
+        }
+    }
+
+    /// The first-level data cache.
+    pub fn d1(&self) -> &Cache {
+        &self.d1
+    }
+
+    /// The first-level data cache, to restore its state
+    /// ([`Cache::restore`]).
+    pub fn d1_mut(&mut self) -> &mut Cache {
+        &mut self.d1
     }
 
     /// A conditional branch at `addr` and whether it was taken.

@@ -18,6 +18,18 @@
 //! | 9 | load by instruction `index` of the block | index u8, address u64, size u8 |
 //! | 10 | store by instruction `index` of the block | index u8, address u64, size u8 |
 //! | 11 | records in a slot of the shared buffer file | slot u32, length u32 |
+//! | 12 / 13 | a load / store by instruction `index` that hit D1 | index u8 |
+//! | 14 / 15 | a load / store by instruction `index` that missed D1 | index u8, address u64, size u16 |
+//! | 16 | D1's state: the plugin's D1 filter stops here | length u32, `length` bytes |
+//! | 17 | the plugin simulates D1 (records 12–16 instead of 9 and 10) | size u64, associativity u64, line size u64, policy u8, seed u64 |
+//! | 128–255 | a hit by instruction `tag & 63`, a store if `tag & 64` | — |
+//!
+//! Records 12–17 and 128–255 are those of the plugin's D1 filter
+//! ([`crate::filter`]); the one-byte hits are the commonest record then:
+//! a hit or miss record is a whole access (QEMU's pieces merged), and an
+//! index of 255 stands for the last executed instruction (blocks recorded
+//! an instruction at a time). Policies: 0 LRU, 1 FIFO, 2 tree pseudo-LRU,
+//! 3 random (from `seed`).
 //!
 //! Executions and accesses come in program order per thread; the accesses
 //! after an execution record are that instruction's. A stream that stops
@@ -40,6 +52,15 @@ pub(crate) const T_BLOCK: u8 = 8;
 pub(crate) const T_LOAD_AT: u8 = 9;
 pub(crate) const T_STORE_AT: u8 = 10;
 const T_SLOT: u8 = 11;
+pub(crate) const T_READ_HIT: u8 = 12;
+pub(crate) const T_WRITE_HIT: u8 = 13;
+pub(crate) const T_READ_MISS: u8 = 14;
+pub(crate) const T_WRITE_MISS: u8 = 15;
+pub(crate) const T_D1_STATE: u8 = 16;
+pub(crate) const T_D1_FILTER: u8 = 17;
+/// The first tag of a one-byte hit: `T_SHORT_HIT | store << 6 | index`,
+/// for an index below 64.
+pub(crate) const T_SHORT_HIT: u8 = 0x80;
 
 /// One record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,6 +92,29 @@ pub enum Record<'a> {
     LoadAt { index: u8, addr: u64, size: u8 },
     /// A data store by instruction `index` of the current block.
     StoreAt { index: u8, addr: u64, size: u8 },
+    /// A load (`store` false) or store by instruction `index` of the
+    /// current block (255: by the last executed instruction), whole, that
+    /// hit D1 in the plugin.
+    Hit { index: u8, store: bool },
+    /// The same, for one that missed D1: the lower levels must see it.
+    Miss {
+        index: u8,
+        store: bool,
+        addr: u64,
+        size: u16,
+    },
+    /// D1's state when the plugin stopped simulating it; the accesses
+    /// that follow are in records 9 and 10 again.
+    D1State(&'a [u8]),
+    /// The plugin simulates D1 of this geometry and policy (code and
+    /// seed, see [`crate::filter::policy_from_code`]).
+    D1Filter {
+        size: u64,
+        assoc: u64,
+        line_size: u64,
+        policy: u8,
+        seed: u64,
+    },
     /// Records that follow are of another thread.
     Thread(u32),
     /// The next `len` bytes of records are in slot `slot` of the shared
@@ -243,6 +287,14 @@ fn record_len(b: &[u8]) -> Result<usize, u8> {
         T_SLOT => 9,
         T_LOAD | T_STORE => 10,
         T_LOAD_AT | T_STORE_AT => 11,
+        T_READ_MISS | T_WRITE_MISS => 12,
+        T_READ_HIT | T_WRITE_HIT => 2,
+        T_SHORT_HIT.. => 1,
+        T_D1_FILTER => 34,
+        T_D1_STATE => match b.get(1..5) {
+            Some(n) => 5 + u32::from_le_bytes([n[0], n[1], n[2], n[3]]) as usize,
+            None => 5,
+        },
         T_END => 1,
         T_DECL => match b.get(13) {
             Some(&n) => 14 + n as usize,
@@ -283,6 +335,28 @@ fn parse(b: &[u8]) -> Record<'_> {
             index: b[1],
             addr: u64_at(2),
             size: b[10],
+        },
+        t @ T_SHORT_HIT.. => Record::Hit {
+            index: t & 63,
+            store: t & 64 != 0,
+        },
+        T_READ_HIT | T_WRITE_HIT => Record::Hit {
+            index: b[1],
+            store: b[0] == T_WRITE_HIT,
+        },
+        T_READ_MISS | T_WRITE_MISS => Record::Miss {
+            index: b[1],
+            store: b[0] == T_WRITE_MISS,
+            addr: u64_at(2),
+            size: u16::from_le_bytes([b[10], b[11]]),
+        },
+        T_D1_STATE => Record::D1State(&b[5..]),
+        T_D1_FILTER => Record::D1Filter {
+            size: u64_at(1),
+            assoc: u64_at(9),
+            line_size: u64_at(17),
+            policy: b[25],
+            seed: u64_at(26),
         },
         T_THREAD => Record::Thread(u32_at(1)),
         T_SLOT => Record::Slot {
@@ -373,6 +447,43 @@ impl<W: Write> TraceWriter<W> {
                 o.write_all(&addr.to_le_bytes())?;
                 o.write_all(&[size])
             }
+            Record::Hit { index, store } if index < 64 => {
+                o.write_all(&[T_SHORT_HIT | u8::from(store) << 6 | index])
+            }
+            Record::Hit { index, store } => {
+                o.write_all(&[if store { T_WRITE_HIT } else { T_READ_HIT }, index])
+            }
+            Record::Miss {
+                index,
+                store,
+                addr,
+                size,
+            } => {
+                o.write_all(&[if store { T_WRITE_MISS } else { T_READ_MISS }, index])?;
+                o.write_all(&addr.to_le_bytes())?;
+                o.write_all(&size.to_le_bytes())
+            }
+            Record::D1State(b) => {
+                let n = u32::try_from(b.len())
+                    .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "state too long"))?;
+                o.write_all(&[T_D1_STATE])?;
+                o.write_all(&n.to_le_bytes())?;
+                o.write_all(b)
+            }
+            Record::D1Filter {
+                size,
+                assoc,
+                line_size,
+                policy,
+                seed,
+            } => {
+                o.write_all(&[T_D1_FILTER])?;
+                o.write_all(&size.to_le_bytes())?;
+                o.write_all(&assoc.to_le_bytes())?;
+                o.write_all(&line_size.to_le_bytes())?;
+                o.write_all(&[policy])?;
+                o.write_all(&seed.to_le_bytes())
+            }
             Record::Thread(n) => {
                 o.write_all(&[T_THREAD])?;
                 o.write_all(&n.to_le_bytes())
@@ -384,6 +495,11 @@ impl<W: Write> TraceWriter<W> {
             }
             Record::End => o.write_all(&[T_END]),
         }
+    }
+
+    /// Writes bytes that are whole records already.
+    pub fn write_raw(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.out.write_all(bytes)
     }
 
     /// The output, flushed.
@@ -505,6 +621,28 @@ mod tests {
                 addr: u64::MAX,
                 size: 2,
             },
+            Record::D1Filter {
+                size: 32768,
+                assoc: 8,
+                line_size: 64,
+                policy: 3,
+                seed: 99,
+            },
+            Record::Hit {
+                index: 4,
+                store: false,
+            },
+            Record::Hit {
+                index: 255,
+                store: true,
+            },
+            Record::Miss {
+                index: 7,
+                store: true,
+                addr: 0x7fff_fff8,
+                size: 4096,
+            },
+            Record::D1State(&[1, 2, 3]),
             Record::End,
         ]
     }
@@ -525,8 +663,9 @@ mod tests {
         assert_eq!(got, want);
     }
 
-    /// The plugin cannot link this crate (it is its own GPL workspace), so
-    /// it repeats the tags and the buffer layout: they must agree.
+    /// The plugin repeats the tags of the records it writes in its hot
+    /// callbacks and the buffer layout (the D1 filter's other records it
+    /// takes from [`crate::filter`]): they must agree.
     #[test]
     fn the_plugin_writes_this_format() {
         let path = concat!(
@@ -557,6 +696,11 @@ mod tests {
             ("T_BLOCK", T_BLOCK),
             ("T_LOAD_AT", T_LOAD_AT),
             ("T_STORE_AT", T_STORE_AT),
+            ("T_READ_HIT", T_READ_HIT),
+            ("T_SHORT_HIT", T_SHORT_HIT),
+            ("T_WRITE_HIT", T_WRITE_HIT),
+            ("T_READ_MISS", T_READ_MISS),
+            ("T_WRITE_MISS", T_WRITE_MISS),
         ] {
             assert_eq!(value(name), v.to_string(), "{name}");
         }
