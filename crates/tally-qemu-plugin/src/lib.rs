@@ -51,7 +51,7 @@ use std::os::fd::FromRawFd;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use tally_sim::Policy;
-use tally_sim::filter::{D1Filter, Filtered, LAST_EXECUTED};
+use tally_sim::filter::{D1Filter, Filtered, LAST_EXECUTED, Step};
 
 /// Stream tags; kept equal to `tally_sim::trace`.
 const MAGIC: &[u8; 8] = b"TALLYTR1";
@@ -152,7 +152,15 @@ static POOLED: AtomicBool = AtomicBool::new(false);
 static OVERFLOW: Mutex<Vec<u8>> = Mutex::new(Vec::new());
 /// The D1 filter (`d1=`), used by vCPU 0 only, while `FILTER_MODE` is
 /// `FILTERING`; null without one.
-static FILTER: AtomicPtr<D1Filter> = AtomicPtr::new(std::ptr::null_mut());
+static FILTER: AtomicPtr<Filter> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The filter and where its last access record is in vCPU 0's buffer
+/// (which is flushed only before an access record is appended, or after a
+/// block or instruction record, so that the last one can be amended).
+struct Filter {
+    d1: D1Filter,
+    last_at: usize,
+}
 static FILTER_MODE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(NOT_FILTERING);
 const NOT_FILTERING: u8 = 0;
 const FILTERING: u8 = 1;
@@ -168,7 +176,7 @@ static VCPU0_THREAD: AtomicU64 = AtomicU64::new(0);
 /// The filter, for vCPU `vcpu`'s callbacks: `None` unless it is vCPU 0 and
 /// the filter is on. A handover asked for is done here.
 #[inline(always)]
-fn filter(vcpu: c_uint) -> Option<&'static mut D1Filter> {
+fn filter(vcpu: c_uint) -> Option<&'static mut Filter> {
     let mode = FILTER_MODE.load(Ordering::Relaxed);
     if mode == NOT_FILTERING {
         return None;
@@ -198,17 +206,31 @@ fn note_vcpu0_thread() {
     VCPU0_THREAD.store(unsafe { libc::pthread_self() } as u64, Ordering::Relaxed);
 }
 
-/// Writes a whole access the filter decided, by vCPU 0.
+/// Writes what the filter decided about an access by vCPU 0: a record
+/// appended, or the last one amended.
 #[inline(always)]
-fn emit(f: Filtered) {
-    match f {
+fn take(f: &mut Filter, step: Step) {
+    let (x, amend) = match step {
+        Step::Nothing => return,
+        Step::Emit(x) => (x, false),
+        Step::Replace(x) => (x, true),
+    };
+    let Some(buf) = buffer(FILTER_VCPU) else {
+        return;
+    };
+    if amend {
+        buf.len = f.last_at;
+    } else if buf.len >= FLUSH_AT {
+        // Every record before this one is final.
+        flush(FILTER_VCPU, buf, true);
+    }
+    let (n, a, b) = match x {
         Filtered::Hit { index, store } if index < 64 => {
-            let tag = T_SHORT_HIT | u8::from(store) << 6 | index;
-            record_words(FILTER_VCPU, 1, u64::from(tag), 0);
+            (1, u64::from(T_SHORT_HIT | u8::from(store) << 6 | index), 0)
         }
         Filtered::Hit { index, store } => {
             let tag = if store { T_WRITE_HIT } else { T_READ_HIT };
-            record_words(FILTER_VCPU, 2, u64::from(tag) | u64::from(index) << 8, 0);
+            (2, u64::from(tag) | u64::from(index) << 8, 0)
         }
         Filtered::Miss {
             index,
@@ -219,14 +241,23 @@ fn emit(f: Filtered) {
             // Tag, index, address (8 bytes), size (2 bytes): 12 bytes.
             let tag = if store { T_WRITE_MISS } else { T_READ_MISS };
             let a = u64::from(tag) | u64::from(index) << 8 | addr << 16;
-            let b = (addr >> 48) as u32 | u32::from(size) << 16;
-            record_words(FILTER_VCPU, 12, a, b);
+            (12, a, (addr >> 48) as u32 | u32::from(size) << 16)
         }
+    };
+    f.last_at = buf.len;
+    // SAFETY: `len < FLUSH_AT + 12` here (a flush leaves it 0, and the
+    // record amended started below `FLUSH_AT`), and `BUF_CAP - FLUSH_AT`
+    // leaves room for the 12 bytes written.
+    unsafe {
+        let at = buf.data.add(buf.len);
+        std::ptr::write_unaligned(at as *mut u64, a.to_le());
+        std::ptr::write_unaligned(at.add(8) as *mut u32, b.to_le());
     }
+    buf.set_len(buf.len + n);
 }
 
-/// Stops the filter, from vCPU 0's thread: its last access decided, its
-/// records into the stream, then D1's state, which tally goes on from.
+/// Stops the filter, from vCPU 0's thread: its records into the stream,
+/// then D1's state, which tally goes on from.
 #[cold]
 fn hand_over() {
     FILTER_MODE.store(NOT_FILTERING, Ordering::Relaxed);
@@ -234,13 +265,10 @@ fn hand_over() {
     let Some(f) = (unsafe { FILTER.load(Ordering::Relaxed).as_mut() }) else {
         return;
     };
-    if let Some(x) = f.release() {
-        emit(x);
-    }
     if let Some(buf) = buffer(FILTER_VCPU) {
         flush(FILTER_VCPU, buf, true);
     }
-    let state = tally_sim::filter::state_record(&f.save());
+    let state = tally_sim::filter::state_record(&f.d1.save());
     if let Ok(mut g) = OUT.lock()
         && let Some(out) = g.as_mut()
     {
@@ -509,8 +537,8 @@ fn record_overflow(vcpu: c_uint, bytes: &[u8]) {
 }
 
 unsafe extern "C" fn on_exec(vcpu: c_uint, udata: *mut c_void) {
-    if let Some(x) = filter(vcpu).and_then(D1Filter::release) {
-        emit(x);
+    if let Some(f) = filter(vcpu) {
+        f.d1.boundary();
     }
     let id = udata as usize as u32;
     let mut r = [T_EXEC, 0, 0, 0, 0];
@@ -522,9 +550,7 @@ unsafe extern "C" fn on_exec(vcpu: c_uint, udata: *mut c_void) {
 /// and its length.
 unsafe extern "C" fn on_block(vcpu: c_uint, udata: *mut c_void) {
     if let Some(f) = filter(vcpu) {
-        if let Some(x) = f.release() {
-            emit(x);
-        }
+        f.d1.boundary();
         if VCPU0_THREAD.load(Ordering::Relaxed) == 0 {
             note_vcpu0_thread();
         }
@@ -588,13 +614,8 @@ unsafe extern "C" fn on_mem_at(
     let index = udata as usize as u8;
     if let Some(f) = filter(vcpu) {
         let atomic = udata as usize & ATOMIC != 0;
-        let (a, b) = f.access(index, store, atomic, vaddr, 1 << shift);
-        if let Some(x) = a {
-            emit(x);
-        }
-        if let Some(x) = b {
-            emit(x);
-        }
+        let step = f.d1.access(index, store, atomic, vaddr, 1 << shift);
+        take(f, step);
         return;
     }
     // Tag, index, address (8 bytes), size: 11 bytes.
@@ -613,13 +634,8 @@ unsafe extern "C" fn on_mem(
     let (shift, store) = meminfo(info);
     if let Some(f) = filter(vcpu) {
         let atomic = udata as usize & ATOMIC != 0;
-        let (a, b) = f.access(LAST_EXECUTED, store, atomic, vaddr, 1 << shift);
-        if let Some(x) = a {
-            emit(x);
-        }
-        if let Some(x) = b {
-            emit(x);
-        }
+        let step = f.d1.access(LAST_EXECUTED, store, atomic, vaddr, 1 << shift);
+        take(f, step);
         return;
     }
     let mut r = [0u8; 10];
@@ -770,14 +786,6 @@ unsafe extern "C" fn on_translate(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb
 unsafe extern "C" fn on_exit(_id: qemu_plugin_id_t, _: *mut c_void) {
     if SILENT.load(Ordering::Relaxed) {
         return;
-    }
-    if FILTER_MODE.load(Ordering::Relaxed) == FILTERING {
-        // SAFETY: see `filter`; the guest has stopped.
-        if let Some(x) =
-            unsafe { FILTER.load(Ordering::Relaxed).as_mut() }.and_then(D1Filter::release)
-        {
-            emit(x);
-        }
     }
     for (vcpu, slot) in BUFS.iter().enumerate() {
         let p = slot.load(Ordering::Acquire);
@@ -1021,6 +1029,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
         if file.write_all(&r).is_err() {
             return refuse("cannot write the trace");
         }
+        let f = Filter { d1: f, last_at: 0 };
         FILTER.store(Box::into_raw(Box::new(f)), Ordering::Relaxed);
         FILTER_MODE.store(FILTERING, Ordering::Relaxed);
     }

@@ -82,21 +82,45 @@ impl Filtered {
     }
 }
 
+/// The access last decided, while a piece of the same instruction may
+/// still continue it.
 #[derive(Clone, Copy, Debug)]
-struct Piece {
+struct Last {
     index: u8,
     store: bool,
+    miss: bool,
     addr: u64,
     size: u64,
 }
 
-/// D1 and the access it holds back until the next record shows whether
-/// that access is whole.
+/// What the stream must do for an access ([`D1Filter::access`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Nothing: the access is part of the last one, whose record stands.
+    Nothing,
+    /// Append this record.
+    Emit(Filtered),
+    /// The last record written becomes this one (the access it stands for
+    /// grew and now misses, or its size changed).
+    Replace(Filtered),
+}
+
+/// D1, and the access last decided.
+///
+/// An access is looked up as soon as it comes, not held back until the
+/// next record shows whether it is whole: a piece that continues it (QEMU
+/// splits a 32-byte access in halves) is looked up when it comes, and the
+/// last record amended if the whole misses where the first part hit, or
+/// its size changed. That is the same: the piece's first line, if shared,
+/// is the line D1 referenced last, and referencing that again changes
+/// nothing under any policy. The store half of a modify is dropped. A
+/// block or instruction record ends what can be amended
+/// ([`D1Filter::boundary`]).
 #[derive(Clone, Debug)]
 pub struct D1Filter {
     d1: Cache,
     policy: Policy,
-    held: Option<Piece>,
+    last: Option<Last>,
 }
 
 impl D1Filter {
@@ -110,7 +134,7 @@ impl D1Filter {
                 },
             })?,
             policy,
-            held: None,
+            last: None,
         })
     }
 
@@ -126,57 +150,48 @@ impl D1Filter {
 
     /// An access (one of QEMU's pieces) by instruction `index` of the
     /// running block, or [`LAST_EXECUTED`]. `atomic`: the instruction is
-    /// a locked read-modify-write, whose store is counted as a read.
-    /// Returns the whole accesses this decides, in order: the one held
-    /// before, and this one if it cannot be held.
+    /// a locked read-modify-write, whose store is counted as a read (and
+    /// merges with nothing), as the engine counts it.
     #[inline(always)]
-    pub fn access(
-        &mut self,
-        index: u8,
-        store: bool,
-        atomic: bool,
-        addr: u64,
-        size: u64,
-    ) -> (Option<Filtered>, Option<Filtered>) {
-        if let Some(h) = &mut self.held
-            && h.index == index
+    pub fn access(&mut self, index: u8, store: bool, atomic: bool, addr: u64, size: u64) -> Step {
+        if let Some(l) = &mut self.last
+            && l.index == index
         {
             // The engine's `Held::merge`.
-            if store && !h.store && h.addr == addr && h.size == size {
-                // The store half of a modify: the load stands for both.
-                return (self.release(), None);
+            if store && !l.store && l.addr == addr && l.size == size {
+                // The store half of a modify: the load stands for both,
+                // and nothing continues it.
+                self.last = None;
+                return Step::Nothing;
             }
-            if h.store == store && h.addr.wrapping_add(h.size) == addr && h.size + size <= MAX_SIZE
+            if l.store == store && l.addr.wrapping_add(l.size) == addr && l.size + size <= MAX_SIZE
             {
-                h.size += size;
-                return (None, None);
+                let miss = self.d1.access(addr, size);
+                l.size += size;
+                if !(miss || l.miss) {
+                    return Step::Nothing;
+                }
+                l.miss = true;
+                return Step::Replace(Filtered::Miss {
+                    index,
+                    store,
+                    addr: l.addr,
+                    size: l.size as u16,
+                });
             }
         }
-        let before = self.release();
-        if store && atomic {
-            (before, Some(self.look_up(index, false, addr, size)))
-        } else {
-            self.held = Some(Piece {
-                index,
-                store,
-                addr,
-                size,
-            });
-            (before, None)
-        }
-    }
-
-    /// Decides the held access, if any: before a block starts, an
-    /// instruction is executed, or the stream is handed on.
-    #[inline(always)]
-    pub fn release(&mut self) -> Option<Filtered> {
-        let h = self.held.take()?;
-        Some(self.look_up(h.index, h.store, h.addr, h.size))
-    }
-
-    #[inline(always)]
-    fn look_up(&mut self, index: u8, store: bool, addr: u64, size: u64) -> Filtered {
-        if self.d1.access(addr, size) {
+        // A locked read-modify-write's store: a read, that nothing joins.
+        let rmw = store && atomic;
+        let store = store && !rmw;
+        let miss = self.d1.access(addr, size);
+        self.last = (!rmw).then_some(Last {
+            index,
+            store,
+            miss,
+            addr,
+            size,
+        });
+        Step::Emit(if miss {
             Filtered::Miss {
                 index,
                 store,
@@ -185,7 +200,14 @@ impl D1Filter {
             }
         } else {
             Filtered::Hit { index, store }
-        }
+        })
+    }
+
+    /// A block starts or an instruction is executed: the last access is
+    /// whole.
+    #[inline(always)]
+    pub fn boundary(&mut self) {
+        self.last = None;
     }
 
     /// D1's state, for tally to go on from when the filter stops (a second
@@ -260,97 +282,88 @@ pub fn filter_stream<R: std::io::Read, W: std::io::Write>(
     // Locked read-modify-writes by stream id.
     let mut atomic: Vec<bool> = Vec::new();
     let (mut first, mut cur) = (0u32, 0u32);
-    let mut pending: Vec<Filtered> = Vec::new();
+    // The last access record, kept back while a piece may amend it.
+    let mut pending: Option<Filtered> = None;
+    let record = |f: Filtered| match f {
+        Filtered::Hit { index, store } => Record::Hit { index, store },
+        Filtered::Miss {
+            index,
+            store,
+            addr,
+            size,
+        } => Record::Miss {
+            index,
+            store,
+            addr,
+            size,
+        },
+    };
     loop {
         let at = r.offset();
         let Some(rec) = r.next_record()? else { break };
-        let mut put = |f: (Option<Filtered>, Option<Filtered>)| {
-            pending.extend([f.0, f.1].into_iter().flatten())
-        };
         let is_atomic = |id: u32| atomic.get(id as usize).copied().unwrap_or(false);
-        let mut pass = true;
-        match (&mut filter, &rec) {
+        let step = match (&mut filter, &rec) {
             (_, Record::Declare { id, addr, code }) => {
                 let id = *id as usize;
                 if atomic.len() <= id {
                     atomic.resize(id + 1, false);
                 }
                 atomic[id] = crate::flow::classify_x86_64(code, *addr).atomic_rmw;
+                None
             }
-            (Some(f), Record::Block { first: b, .. }) => {
-                put((f.release(), None));
-                first = *b;
-            }
-            (Some(f), Record::Exec { id }) => {
-                put((f.release(), None));
-                cur = *id;
-            }
+            (_, Record::Map { .. }) => None,
             (Some(f), Record::LoadAt { index, addr, size })
             | (Some(f), Record::StoreAt { index, addr, size }) => {
                 let store = matches!(rec, Record::StoreAt { .. });
                 let id = first.wrapping_add(u32::from(*index));
-                put(f.access(*index, store, is_atomic(id), *addr, u64::from(*size)));
-                pass = false;
+                Some(f.access(*index, store, is_atomic(id), *addr, u64::from(*size)))
             }
             (Some(f), Record::Load { addr, size }) | (Some(f), Record::Store { addr, size }) => {
                 let store = matches!(rec, Record::Store { .. });
-                put(f.access(
+                Some(f.access(
                     LAST_EXECUTED,
                     store,
                     is_atomic(cur),
                     *addr,
                     u64::from(*size),
-                ));
-                pass = false;
+                ))
             }
-            (Some(f), Record::Thread(t)) if *t != 0 => put((f.release(), None)),
-            (Some(f), Record::End) => put((f.release(), None)),
-            _ => {}
-        }
-        let handover = matches!(rec, Record::Thread(t) if t != 0);
-        for f in pending.drain(..) {
-            let x = match f {
-                Filtered::Hit { index, store } => Record::Hit { index, store },
-                Filtered::Miss {
-                    index,
-                    store,
-                    addr,
-                    size,
-                } => Record::Miss {
-                    index,
-                    store,
-                    addr,
-                    size,
-                },
-            };
-            w.write(&x).map_err(failed(at))?;
-        }
-        if handover && let Some(f) = filter.take() {
-            w.write_raw(&state_record(&f.save())).map_err(failed(at))?;
-        }
-        if pass {
-            w.write(&rec).map_err(failed(at))?;
+            (f, _) => {
+                if let Some(f) = f {
+                    f.boundary();
+                }
+                if let Record::Block { first: b, .. } = rec {
+                    first = b;
+                }
+                if let Record::Exec { id } = rec {
+                    cur = id;
+                }
+                if let Some(x) = pending.take() {
+                    w.write(&record(x)).map_err(failed(at))?;
+                }
+                None
+            }
+        };
+        match step {
+            Some(Step::Nothing) => {}
+            Some(Step::Replace(x)) => pending = Some(x),
+            Some(Step::Emit(x)) => {
+                if let Some(p) = pending.replace(x) {
+                    w.write(&record(p)).map_err(failed(at))?;
+                }
+            }
+            None => {
+                if matches!(rec, Record::Thread(t) if t != 0)
+                    && let Some(f) = filter.take()
+                {
+                    w.write_raw(&state_record(&f.save())).map_err(failed(at))?;
+                }
+                w.write(&rec).map_err(failed(at))?;
+            }
         }
     }
-    // A stream without an end record (the program was killed): the last
-    // access is decided all the same.
-    if let Some(x) = filter.as_mut().and_then(D1Filter::release) {
-        let at = r.offset();
-        let rec = match x {
-            Filtered::Hit { index, store } => Record::Hit { index, store },
-            Filtered::Miss {
-                index,
-                store,
-                addr,
-                size,
-            } => Record::Miss {
-                index,
-                store,
-                addr,
-                size,
-            },
-        };
-        w.write(&rec).map_err(failed(at))?;
+    if let Some(x) = pending.take() {
+        w.write(&record(x)).map_err(failed(r.offset()))?;
     }
     w.finish().map_err(failed(r.offset()))
 }
