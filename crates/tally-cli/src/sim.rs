@@ -235,7 +235,7 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
         // The plugin simulates D1 when there is one, with the cache
         // simulated: tally then has hits counted and misses to go on with.
         let d1 = match ms.as_slice() {
-            [m] if a.cache_sim && a.plugin_d1 => Some(plugin_d1_arg(&m.config)),
+            [m] if a.cache_sim && a.plugin_d1 => Some(plugin_d1_arg(&m.config, !a.callgrind)),
             _ => None,
         };
         let (out, pid, ending, status) = run_native(&a, engine, &mut space, d1)?;
@@ -545,6 +545,10 @@ fn run_stream(
             }
         }
     }
+    if let Some(p) = pool {
+        // Hits the plugin counted rather than wrote (zero if it did not).
+        feeder.add_hits(&mut engine, p.hits());
+    }
     if let Err(id) = feeder.finish(&mut engine) {
         return Err(undeclared(&r, id));
     }
@@ -614,15 +618,19 @@ fn find_plugin(a: &Args) -> anyhow::Result<PathBuf> {
     })
 }
 
-/// The plugin's `d1=` argument for a machine.
-fn plugin_d1_arg(c: &HierarchyConfig) -> String {
+/// The plugin's `d1=` arguments for a machine; with `count`, hits are
+/// counted in the buffer file, not written (their costs are added at the
+/// end, so not with calls tracked, whose inclusive costs need them as
+/// they come).
+fn plugin_d1_arg(c: &HierarchyConfig, count: bool) -> String {
     let d = c.d1;
     format!(
-        "d1={}:{}:{},d1policy={}",
+        "d1={}:{}:{},d1policy={}{}",
         d.size,
         d.assoc,
         d.line_size,
-        c.policy.name()
+        c.policy.name(),
+        if count { ",hits=on" } else { "" }
     )
 }
 
@@ -762,7 +770,7 @@ fn shared_buffers() -> std::io::Result<std::fs::File> {
     }
     // SAFETY: a new descriptor owned by nothing else.
     let f = unsafe { std::fs::File::from_raw_fd(fd) };
-    f.set_len(shared::size(BUFFER_SLOTS))?;
+    f.set_len(shared::size_with_hits(BUFFER_SLOTS))?;
     f.write_all_at(&shared::header(BUFFER_SLOTS), 0)?;
     Ok(f)
 }
@@ -810,6 +818,16 @@ impl Pool {
         // plugin does not write a slot it handed over until it is given
         // back.
         Some(unsafe { std::slice::from_raw_parts(self.base.add(r.start), r.len()) })
+    }
+
+    /// The D1 hits the plugin counted by stream id (`hits=on`), after the
+    /// slots: reads and writes of each id.
+    fn hits(&self) -> &[u64] {
+        let from = tally_sim::trace::shared::size(BUFFER_SLOTS) as usize;
+        let n = self.size.saturating_sub(from) / 8;
+        // SAFETY: inside the mapping, 8-aligned (the slots are), and the
+        // plugin has exited: nothing writes them any more.
+        unsafe { std::slice::from_raw_parts(self.base.add(from.min(self.size)) as *const u64, n) }
     }
 
     /// Gives `slot` back to the plugin (which may have exited: then

@@ -71,6 +71,8 @@ const T_WRITE_HIT: u8 = 13;
 const T_READ_MISS: u8 = 14;
 const T_WRITE_MISS: u8 = 15;
 const T_SHORT_HIT: u8 = 128;
+const T_BLOCK_AFTER: u8 = 18;
+const T_PROGRESS: u8 = 19;
 /// Longest block written as one block record; longer ones (rare) get a
 /// record per instruction.
 const MAX_BLOCK: usize = 255;
@@ -160,6 +162,41 @@ static FILTER: AtomicPtr<Filter> = AtomicPtr::new(std::ptr::null_mut());
 struct Filter {
     d1: D1Filter,
     last_at: usize,
+    /// `hits=on`: hits by block instructions are counted in the shared
+    /// file (`HITS`), not written.
+    count: bool,
+    /// The running block's first id, and one more than the index of its
+    /// last access (how far the block ran, for tally).
+    first: u32,
+    progress: u8,
+    /// The count of the hit decided last, while a piece may turn it into a
+    /// miss.
+    counted: Option<*mut u64>,
+}
+
+/// The hit counts in the shared file (`hits=on`): two per stream id,
+/// reads then writes, for `HIT_IDS` ids; null without them.
+static HITS: AtomicPtr<u64> = AtomicPtr::new(std::ptr::null_mut());
+static HIT_IDS: AtomicUsize = AtomicUsize::new(0);
+
+impl Filter {
+    /// A block or instruction record follows: the last access is whole.
+    #[inline(always)]
+    fn boundary(&mut self) {
+        self.d1.boundary();
+        self.counted = None;
+    }
+
+    /// Writes how far the running block ran, if its hits were counted and
+    /// tally cannot tell from the stream.
+    #[cold]
+    fn write_progress(&mut self) {
+        if self.count && self.progress != 0 {
+            let a = u64::from(T_PROGRESS) | u64::from(self.progress) << 8;
+            record_words(FILTER_VCPU, 2, a, 0);
+            self.progress = 0;
+        }
+    }
 }
 static FILTER_MODE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(NOT_FILTERING);
 const NOT_FILTERING: u8 = 0;
@@ -210,11 +247,38 @@ fn note_vcpu0_thread() {
 /// appended, or the last one amended.
 #[inline(always)]
 fn take(f: &mut Filter, step: Step) {
-    let (x, amend) = match step {
+    let (x, mut amend) = match step {
         Step::Nothing => return,
         Step::Emit(x) => (x, false),
         Step::Replace(x) => (x, true),
     };
+    if let Some(c) = f.counted.take()
+        && amend
+    {
+        // The hit counted is part of this access (a miss): its record,
+        // which there was none of, is appended.
+        // SAFETY: a count of `HITS`, only vCPU 0 writes them.
+        unsafe { *c -= 1 };
+        amend = false;
+    }
+    if let Filtered::Hit { index, store } = x
+        && f.count
+        && index != LAST_EXECUTED
+    {
+        let id = f.first.wrapping_add(u32::from(index)) as usize;
+        if id < HIT_IDS.load(Ordering::Relaxed) {
+            // SAFETY: `HITS` holds `2 * HIT_IDS` counts in the mapping,
+            // which lives as long as the process; only vCPU 0 writes them.
+            unsafe {
+                let c = HITS
+                    .load(Ordering::Relaxed)
+                    .add(2 * id + usize::from(store));
+                *c += 1;
+                f.counted = Some(c);
+            }
+            return;
+        }
+    }
     let Some(buf) = buffer(FILTER_VCPU) else {
         return;
     };
@@ -265,6 +329,7 @@ fn hand_over() {
     let Some(f) = (unsafe { FILTER.load(Ordering::Relaxed).as_mut() }) else {
         return;
     };
+    f.write_progress();
     if let Some(buf) = buffer(FILTER_VCPU) {
         flush(FILTER_VCPU, buf, true);
     }
@@ -538,7 +603,8 @@ fn record_overflow(vcpu: c_uint, bytes: &[u8]) {
 
 unsafe extern "C" fn on_exec(vcpu: c_uint, udata: *mut c_void) {
     if let Some(f) = filter(vcpu) {
-        f.d1.boundary();
+        f.boundary();
+        f.write_progress();
     }
     let id = udata as usize as u32;
     let mut r = [T_EXEC, 0, 0, 0, 0];
@@ -549,13 +615,23 @@ unsafe extern "C" fn on_exec(vcpu: c_uint, udata: *mut c_void) {
 /// A block starts: `udata` holds its first instruction id (low 32 bits)
 /// and its length.
 unsafe extern "C" fn on_block(vcpu: c_uint, udata: *mut c_void) {
+    let v = udata as usize as u64;
     if let Some(f) = filter(vcpu) {
-        f.d1.boundary();
+        f.boundary();
         if VCPU0_THREAD.load(Ordering::Relaxed) == 0 {
             note_vcpu0_thread();
         }
+        if f.count {
+            // Tag, first id (4 bytes), length, how far the last block ran:
+            // 7 bytes.
+            let a =
+                u64::from(T_BLOCK_AFTER) | (v & 0xff_ffff_ffff) << 8 | u64::from(f.progress) << 48;
+            f.first = v as u32;
+            f.progress = 0;
+            record_words(vcpu, 7, a, 0);
+            return;
+        }
     }
-    let v = udata as usize as u64;
     // Tag, first id (4 bytes), length: 6 bytes.
     let a = u64::from(T_BLOCK) | (v & 0xff_ffff_ffff) << 8;
     record_words(vcpu, 6, a, 0);
@@ -614,6 +690,7 @@ unsafe extern "C" fn on_mem_at(
     let index = udata as usize as u8;
     if let Some(f) = filter(vcpu) {
         let atomic = udata as usize & ATOMIC != 0;
+        f.progress = index.wrapping_add(1);
         let step = f.d1.access(index, store, atomic, vaddr, 1 << shift);
         take(f, step);
         return;
@@ -787,6 +864,12 @@ unsafe extern "C" fn on_exit(_id: qemu_plugin_id_t, _: *mut c_void) {
     if SILENT.load(Ordering::Relaxed) {
         return;
     }
+    if FILTER_MODE.load(Ordering::Relaxed) == FILTERING {
+        // SAFETY: see `filter`; the guest has stopped.
+        if let Some(f) = unsafe { FILTER.load(Ordering::Relaxed).as_mut() } {
+            f.write_progress();
+        }
+    }
     for (vcpu, slot) in BUFS.iter().enumerate() {
         let p = slot.load(Ordering::Acquire);
         if !p.is_null() {
@@ -854,6 +937,12 @@ fn map_shared(fd: i32) -> Result<(), String> {
     }
     SHM_SIZE.store(size, Ordering::Release);
     SHM_SLOTS.store(slots.min(MAX_VCPUS), Ordering::Release);
+    // The hit counts, after the slots (`hits=on`).
+    let hits = SHM_HEADER + slots * slot;
+    if size >= hits + 16 {
+        HIT_IDS.store((size - hits) / 16, Ordering::Relaxed);
+        HITS.store((base as usize + hits) as *mut u64, Ordering::Relaxed);
+    }
     SHM_BASE.store(base as usize, Ordering::Release);
     Ok(())
 }
@@ -925,6 +1014,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
     let mut free = None;
     let mut d1 = None;
     let mut d1_policy = "lru";
+    let mut count_hits = false;
     for a in &args {
         if let Some(v) = a.strip_prefix("d1=") {
             d1 = Some(v);
@@ -932,6 +1022,10 @@ pub unsafe extern "C" fn qemu_plugin_install(
         }
         if let Some(v) = a.strip_prefix("d1policy=") {
             d1_policy = v;
+            continue;
+        }
+        if a == "hits=on" {
+            count_hits = true;
             continue;
         }
         let fd_arg = a
@@ -976,7 +1070,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
             }
         } else {
             return refuse(&format!(
-                "unknown argument `{a}` (fd=N or out=PATH, shm=N, free=N, mem=off, d1=SIZE:ASSOC:LINE, d1policy=P)"
+                "unknown argument `{a}` (fd=N or out=PATH, shm=N, free=N, mem=off, d1=SIZE:ASSOC:LINE, d1policy=P, hits=on)"
             ));
         }
     }
@@ -1029,7 +1123,15 @@ pub unsafe extern "C" fn qemu_plugin_install(
         if file.write_all(&r).is_err() {
             return refuse("cannot write the trace");
         }
-        let f = Filter { d1: f, last_at: 0 };
+        let count = count_hits && !HITS.load(Ordering::Relaxed).is_null();
+        let f = Filter {
+            d1: f,
+            last_at: 0,
+            count,
+            first: 0,
+            progress: 0,
+            counted: None,
+        };
         FILTER.store(Box::into_raw(Box::new(f)), Ordering::Relaxed);
         FILTER_MODE.store(FILTERING, Ordering::Relaxed);
     }

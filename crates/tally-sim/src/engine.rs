@@ -312,6 +312,15 @@ impl Engine {
         }
     }
 
+    /// D1 hits of instruction `i` counted outside the stream (first
+    /// machine: a D1 filter is one machine's).
+    pub fn add_hits(&mut self, i: u32, reads: u64, writes: u64) {
+        if let Some(c) = self.costs.get_mut(i as usize * self.machines.len()) {
+            c.dr += reads;
+            c.dw += writes;
+        }
+    }
+
     /// Instruction `i` executed `count` more times, counted outside
     /// [`Engine::exec`] (see [`Engine::exec_plain`]).
     pub fn add_ir(&mut self, i: u32, count: u64) {
@@ -703,6 +712,15 @@ impl Feeder {
                 e.exec(self.slot(id)?.idx);
             }
             Record::Block { first, count } => self.start_block(e, first, count)?,
+            Record::Progress { progress } => self.progress(e, progress)?,
+            Record::BlockAfter {
+                first,
+                count,
+                progress,
+            } => {
+                self.progress(e, progress)?;
+                self.start_block(e, first, count)?;
+            }
             Record::LoadAt { index, addr, size } => {
                 self.accesses_seen = true;
                 self.run_to(e, u32::from(index) + 1)?;
@@ -843,6 +861,8 @@ impl Feeder {
             // anything else is the caller's.
             let len = match bytes.get(p) {
                 Some(&trace::T_BLOCK) => 6,
+                Some(&trace::T_BLOCK_AFTER) => 7,
+                Some(&trace::T_PROGRESS) => 2,
                 Some(&(trace::T_LOAD_AT | trace::T_STORE_AT)) => 11,
                 Some(&(trace::T_READ_MISS | trace::T_WRITE_MISS)) => 12,
                 Some(&(trace::T_READ_HIT | trace::T_WRITE_HIT)) => 2,
@@ -959,7 +979,10 @@ impl Feeder {
                 // The filter's records come whole (and never after a held
                 // access but at a thread's start).
                 [
-                    trace::T_BLOCK | trace::T_READ_HIT..=trace::T_WRITE_MISS | trace::T_SHORT_HIT..,
+                    trace::T_BLOCK
+                    | trace::T_BLOCK_AFTER
+                    | trace::T_READ_HIT..=trace::T_WRITE_MISS
+                    | trace::T_SHORT_HIT..,
                     ..,
                 ] => true,
                 [trace::T_LOAD_AT | trace::T_STORE_AT, index, ..] => {
@@ -1134,10 +1157,24 @@ impl Feeder {
                 accessed = true;
                 accesses_seen = true;
                 p += n;
-            } else if tag == trace::T_BLOCK {
-                let Some(r) = bytes.get(p..p + 6) else { break };
+            } else if tag == trace::T_BLOCK || tag == trace::T_BLOCK_AFTER {
+                let n = if tag == trace::T_BLOCK { 6 } else { 7 };
+                let Some(r) = bytes.get(p..p + n) else { break };
                 let new_first = u32::from_le_bytes([r[1], r[2], r[3], r[4]]);
                 let count = u32::from(r[5]);
+                // How far the last block ran, as its last access shows
+                // (D1 hits counted by the plugin have no record).
+                if n == 7 && r[6] != 0 && end > first {
+                    accesses_seen = true;
+                    let to = first.wrapping_add(u32::from(r[6])).min(end);
+                    if at < to {
+                        if ICACHE && (flags & ONE_LINE == 0 || at == first) {
+                            fetch_run(m, slots, costs, at, to);
+                        }
+                        at = to;
+                    }
+                    accessed |= at == to;
+                }
                 let f = match block_flags(slots, &e.instrs, new_first, count) {
                     Some(f) if f & LEAN != 0 => f,
                     _ => break,
@@ -1181,7 +1218,7 @@ impl Feeder {
                 at = new_first;
                 flags = f;
                 count_runs(runs, first, end);
-                p += 6;
+                p += n;
             } else {
                 break;
             }
@@ -1230,6 +1267,16 @@ impl Feeder {
                     e.access(tag == trace::T_STORE_AT, addr, u64::from(b[10]));
                     self.accesses_seen = true;
                     p += 11;
+                }
+                trace::T_BLOCK_AFTER | trace::T_PROGRESS => {
+                    let n = if tag == trace::T_PROGRESS { 2 } else { 7 };
+                    let Some(b) = bytes.get(p..p + n) else { break };
+                    self.progress(e, b[n - 1]).map_err(|id| (p, id))?;
+                    if tag == trace::T_BLOCK_AFTER {
+                        let first = u32::from_le_bytes([b[1], b[2], b[3], b[4]]);
+                        self.start_block(e, first, b[5]).map_err(|id| (p, id))?;
+                    }
+                    p += n;
                 }
                 trace::T_SHORT_HIT.. => {
                     self.run_to(e, u32::from(tag & 63) + 1)
@@ -1305,6 +1352,31 @@ impl Feeder {
             }
         }
         Ok(())
+    }
+
+    /// The current block ran at least to `progress` ([`Record::Progress`]):
+    /// as an access by its instruction `progress - 1` shows it.
+    fn progress(&mut self, e: &mut Engine, progress: u8) -> Result<(), u32> {
+        if progress == 0 {
+            return Ok(());
+        }
+        self.accesses_seen = true;
+        let to = u32::from(progress);
+        self.run_to(e, to)?;
+        if self.block.done == to {
+            e.th.accessed = true;
+        }
+        Ok(())
+    }
+
+    /// Adds the D1 hits the plugin counted (`hits=on`) by stream id:
+    /// `hits[2 * id]` reads, `hits[2 * id + 1]` writes.
+    pub fn add_hits(&self, e: &mut Engine, hits: &[u64]) {
+        for (s, rw) in self.slots.iter().zip(hits.chunks_exact(2)) {
+            if rw[0] | rw[1] != 0 && s.idx != u32::MAX {
+                e.add_hits(s.idx, rw[0], rw[1]);
+            }
+        }
     }
 
     /// A block starts: stream ids `first .. first + count`.
@@ -1720,6 +1792,16 @@ mod tests {
             f.finish(&mut e).unwrap();
             let three = e.finish();
             assert_eq!((&one.instrs, &one.costs), (&three.instrs, &three.costs));
+            // And with the hits counted outside the stream.
+            let (mut f, mut e) = (Feeder::new(), new(no_icache));
+            let (bytes, hits) =
+                crate::filter::filter_stream_counting(&raw[..], Vec::new(), d1, Policy::Lru)
+                    .unwrap();
+            feed_bytes_in_chunks(&bytes, &mut f, &mut e, usize::MAX);
+            f.add_hits(&mut e, &hits);
+            f.finish(&mut e).unwrap();
+            let four = e.finish();
+            assert_eq!((&one.instrs, &one.costs), (&four.instrs, &four.costs));
             outs.push(one);
         }
         let counted = outs.pop().unwrap();
@@ -1903,19 +1985,28 @@ mod tests {
             };
             // With D1 simulated by the plugin's filter (one machine):
             // blocks, or instructions one at a time.
-            let filtered = |bulk: bool| {
+            let filtered = |bulk: bool, counting: bool| {
                 let (mut f, mut e) = (Feeder::new(), new());
                 let raw = stream_of(&records(bulk));
-                let bytes = crate::filter::filter_stream(&raw[..], Vec::new(), d1, policy).unwrap();
+                let (bytes, hits) = if counting {
+                    crate::filter::filter_stream_counting(&raw[..], Vec::new(), d1, policy)
+                        .unwrap()
+                } else {
+                    let b = crate::filter::filter_stream(&raw[..], Vec::new(), d1, policy);
+                    (b.unwrap(), Vec::new())
+                };
                 feed_bytes_in_chunks(&bytes, &mut f, &mut e, chunk);
+                f.add_hits(&mut e, &hits);
                 result(f, e)
             };
             let one_by_one = fed(false);
             proptest::prop_assert_eq!(&fed(true), &one_by_one);
             proptest::prop_assert_eq!(&read(), &one_by_one);
+            // With hits counted outside the stream (`hits=on`) or not.
             if lean && !counting {
-                proptest::prop_assert_eq!(&filtered(true), &one_by_one);
-                proptest::prop_assert_eq!(&filtered(false), &one_by_one);
+                for (bulk, count_hits) in [(true, false), (false, false), (true, true), (false, true)] {
+                    proptest::prop_assert_eq!(&filtered(bulk, count_hits), &one_by_one);
+                }
             }
         }
     }

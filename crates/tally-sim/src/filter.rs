@@ -269,6 +269,31 @@ pub fn filter_stream<R: std::io::Read, W: std::io::Write>(
     config: CacheConfig,
     policy: Policy,
 ) -> Result<W, trace::StreamError> {
+    filter(input, out, config, policy, None)
+}
+
+/// [`filter_stream`] as the plugin filters with `hits=on`: D1 hits by
+/// block instructions counted by stream id (`[2 * id]` reads, `[2 * id +
+/// 1]` writes, for [`crate::engine::Feeder::add_hits`]) rather than
+/// written, and how far blocks ran in progress records.
+pub fn filter_stream_counting<R: std::io::Read, W: std::io::Write>(
+    input: R,
+    out: W,
+    config: CacheConfig,
+    policy: Policy,
+) -> Result<(W, Vec<u64>), trace::StreamError> {
+    let mut hits = Vec::new();
+    let w = filter(input, out, config, policy, Some(&mut hits))?;
+    Ok((w, hits))
+}
+
+fn filter<R: std::io::Read, W: std::io::Write>(
+    input: R,
+    out: W,
+    config: CacheConfig,
+    policy: Policy,
+    mut hits: Option<&mut Vec<u64>>,
+) -> Result<W, trace::StreamError> {
     use trace::{Record, StreamError, TraceReader, TraceWriter};
     let mut r = TraceReader::new(input)?;
     let failed = |offset: u64| move |source| StreamError::Io { offset, source };
@@ -282,8 +307,12 @@ pub fn filter_stream<R: std::io::Read, W: std::io::Write>(
     // Locked read-modify-writes by stream id.
     let mut atomic: Vec<bool> = Vec::new();
     let (mut first, mut cur) = (0u32, 0u32);
-    // The last access record, kept back while a piece may amend it.
+    // The last access record, kept back while a piece may amend it; or
+    // the hit last counted, which a piece may turn into a miss.
     let mut pending: Option<Filtered> = None;
+    let mut counted: Option<usize> = None;
+    // One more than the index of the current block's last access.
+    let mut progress = 0u8;
     let record = |f: Filtered| match f {
         Filtered::Hit { index, store } => Record::Hit { index, store },
         Filtered::Miss {
@@ -316,6 +345,7 @@ pub fn filter_stream<R: std::io::Read, W: std::io::Write>(
             | (Some(f), Record::StoreAt { index, addr, size }) => {
                 let store = matches!(rec, Record::StoreAt { .. });
                 let id = first.wrapping_add(u32::from(*index));
+                progress = index + 1;
                 Some(f.access(*index, store, is_atomic(id), *addr, u64::from(*size)))
             }
             (Some(f), Record::Load { addr, size }) | (Some(f), Record::Store { addr, size }) => {
@@ -329,27 +359,81 @@ pub fn filter_stream<R: std::io::Read, W: std::io::Write>(
                 ))
             }
             (f, _) => {
+                let filtering = f.is_some();
                 if let Some(f) = f {
                     f.boundary();
                 }
-                if let Record::Block { first: b, .. } = rec {
-                    first = b;
-                }
-                if let Record::Exec { id } = rec {
-                    cur = id;
-                }
+                counted = None;
                 if let Some(x) = pending.take() {
                     w.write(&record(x)).map_err(failed(at))?;
+                }
+                // How far the block ran, when its hits are not in the
+                // stream: with the next block, or before anything else.
+                let handover = filtering && matches!(rec, Record::Thread(t) if t != 0);
+                if hits.is_some() && filtering && progress != 0 {
+                    match rec {
+                        Record::Block { .. } => {}
+                        Record::Exec { .. } | Record::End => {
+                            w.write(&Record::Progress { progress })
+                                .map_err(failed(at))?;
+                        }
+                        _ if handover => {
+                            w.write(&Record::Progress { progress })
+                                .map_err(failed(at))?;
+                        }
+                        _ => {}
+                    }
+                }
+                match rec {
+                    Record::Block { first: b, count } if hits.is_some() && filtering => {
+                        w.write(&Record::BlockAfter {
+                            first: b,
+                            count,
+                            progress,
+                        })
+                        .map_err(failed(at))?;
+                        first = b;
+                        progress = 0;
+                        continue;
+                    }
+                    Record::Block { first: b, .. } => {
+                        first = b;
+                        progress = 0;
+                    }
+                    Record::Exec { id } => {
+                        cur = id;
+                        progress = 0;
+                    }
+                    _ => {}
                 }
                 None
             }
         };
         match step {
             Some(Step::Nothing) => {}
-            Some(Step::Replace(x)) => pending = Some(x),
+            Some(Step::Replace(x)) => {
+                if let (Some(k), Some(h)) = (counted.take(), hits.as_deref_mut()) {
+                    // The hit counted is a miss after all.
+                    h[k] -= 1;
+                }
+                pending = Some(x);
+            }
             Some(Step::Emit(x)) => {
-                if let Some(p) = pending.replace(x) {
+                if let Some(p) = pending.take() {
                     w.write(&record(p)).map_err(failed(at))?;
+                }
+                counted = None;
+                match (x, hits.as_deref_mut()) {
+                    (Filtered::Hit { index, store }, Some(h)) if index != LAST_EXECUTED => {
+                        let k =
+                            2 * first.wrapping_add(u32::from(index)) as usize + usize::from(store);
+                        if h.len() <= k {
+                            h.resize((k / 2 + 1) * 2, 0);
+                        }
+                        h[k] += 1;
+                        counted = Some(k);
+                    }
+                    _ => pending = Some(x),
                 }
             }
             None => {

@@ -23,6 +23,13 @@
 //! | 16 | D1's state: the plugin's D1 filter stops here | length u32, `length` bytes |
 //! | 17 | the plugin simulates D1 (records 12–16 instead of 9 and 10) | size u64, associativity u64, line size u64, policy u8, seed u64 |
 //! | 128–255 | a hit by instruction `tag & 63`, a store if `tag & 64` | — |
+//! | 18 | the last block ran up to `progress`, then a block runs: ids `first ..first + count` | first u32, count u8, progress u8 |
+//! | 19 | the current block ran up to `progress` | progress u8 |
+//!
+//! With the plugin's `hits=on` the D1 filter counts hits by instruction in
+//! the shared buffer file ([`shared`]) instead of writing them; the stream
+//! then shows how far each block ran by its accesses (`progress`: one more
+//! than the index of its last access, 0 for none) in records 18 and 19.
 //!
 //! Records 12–17 and 128–255 are those of the plugin's D1 filter
 //! ([`crate::filter`]); the one-byte hits are the commonest record then:
@@ -61,6 +68,8 @@ pub(crate) const T_D1_FILTER: u8 = 17;
 /// The first tag of a one-byte hit: `T_SHORT_HIT | store << 6 | index`,
 /// for an index below 64.
 pub(crate) const T_SHORT_HIT: u8 = 0x80;
+pub(crate) const T_BLOCK_AFTER: u8 = 18;
+pub(crate) const T_PROGRESS: u8 = 19;
 
 /// One record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,6 +124,12 @@ pub enum Record<'a> {
         policy: u8,
         seed: u64,
     },
+    /// The current block ran at least to `progress` (ids `first ..first +
+    /// progress` of it), as an access by its instruction `progress - 1`
+    /// would show; then, for `BlockAfter`, a block starts.
+    Progress { progress: u8 },
+    /// [`Record::Progress`], then [`Record::Block`].
+    BlockAfter { first: u32, count: u8, progress: u8 },
     /// Records that follow are of another thread.
     Thread(u32),
     /// The next `len` bytes of records are in slot `slot` of the shared
@@ -288,7 +303,8 @@ fn record_len(b: &[u8]) -> Result<usize, u8> {
         T_LOAD | T_STORE => 10,
         T_LOAD_AT | T_STORE_AT => 11,
         T_READ_MISS | T_WRITE_MISS => 12,
-        T_READ_HIT | T_WRITE_HIT => 2,
+        T_READ_HIT | T_WRITE_HIT | T_PROGRESS => 2,
+        T_BLOCK_AFTER => 7,
         T_SHORT_HIT.. => 1,
         T_D1_FILTER => 34,
         T_D1_STATE => match b.get(1..5) {
@@ -351,6 +367,12 @@ fn parse(b: &[u8]) -> Record<'_> {
             size: u16::from_le_bytes([b[10], b[11]]),
         },
         T_D1_STATE => Record::D1State(&b[5..]),
+        T_PROGRESS => Record::Progress { progress: b[1] },
+        T_BLOCK_AFTER => Record::BlockAfter {
+            first: u32_at(1),
+            count: b[5],
+            progress: b[6],
+        },
         T_D1_FILTER => Record::D1Filter {
             size: u64_at(1),
             assoc: u64_at(9),
@@ -463,6 +485,16 @@ impl<W: Write> TraceWriter<W> {
                 o.write_all(&addr.to_le_bytes())?;
                 o.write_all(&size.to_le_bytes())
             }
+            Record::Progress { progress } => o.write_all(&[T_PROGRESS, progress]),
+            Record::BlockAfter {
+                first,
+                count,
+                progress,
+            } => {
+                o.write_all(&[T_BLOCK_AFTER])?;
+                o.write_all(&first.to_le_bytes())?;
+                o.write_all(&[count, progress])
+            }
             Record::D1State(b) => {
                 let n = u32::try_from(b.len())
                     .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "state too long"))?;
@@ -549,6 +581,17 @@ pub mod shared {
     /// Size of a file with `slots` slots.
     pub fn size(slots: u32) -> u64 {
         (HEADER + slots as usize * SLOT) as u64
+    }
+
+    /// Instructions (stream ids) whose D1 hits the plugin counts in the
+    /// file (`hits=on`), two u64 each (reads, writes), after the slots;
+    /// hits of later ids are written as records. The file is sparse: only
+    /// the pages of the ids used take memory.
+    pub const HIT_IDS: u64 = 1 << 22;
+
+    /// Size of a file with `slots` slots and the hit counts.
+    pub fn size_with_hits(slots: u32) -> u64 {
+        size(slots) + 16 * HIT_IDS
     }
 
     /// The header for `slots` slots.
@@ -643,6 +686,12 @@ mod tests {
                 size: 4096,
             },
             Record::D1State(&[1, 2, 3]),
+            Record::Progress { progress: 3 },
+            Record::BlockAfter {
+                first: 77,
+                count: 9,
+                progress: 0,
+            },
             Record::End,
         ]
     }
@@ -698,6 +747,8 @@ mod tests {
             ("T_STORE_AT", T_STORE_AT),
             ("T_READ_HIT", T_READ_HIT),
             ("T_SHORT_HIT", T_SHORT_HIT),
+            ("T_BLOCK_AFTER", T_BLOCK_AFTER),
+            ("T_PROGRESS", T_PROGRESS),
             ("T_WRITE_HIT", T_WRITE_HIT),
             ("T_READ_MISS", T_READ_MISS),
             ("T_WRITE_MISS", T_WRITE_MISS),
