@@ -43,45 +43,6 @@ pub enum Filtered {
     },
 }
 
-impl Filtered {
-    /// Its record in the stream: the bytes and how many of them count.
-    #[inline(always)]
-    pub fn encode(self) -> ([u8; 12], usize) {
-        let mut r = [0u8; 12];
-        match self {
-            Filtered::Hit { index, store } if index < 64 => {
-                r[0] = trace::T_SHORT_HIT | u8::from(store) << 6 | index;
-                (r, 1)
-            }
-            Filtered::Hit { index, store } => {
-                r[0] = if store {
-                    trace::T_WRITE_HIT
-                } else {
-                    trace::T_READ_HIT
-                };
-                r[1] = index;
-                (r, 2)
-            }
-            Filtered::Miss {
-                index,
-                store,
-                addr,
-                size,
-            } => {
-                r[0] = if store {
-                    trace::T_WRITE_MISS
-                } else {
-                    trace::T_READ_MISS
-                };
-                r[1] = index;
-                r[2..10].copy_from_slice(&addr.to_le_bytes());
-                r[10..12].copy_from_slice(&size.to_le_bytes());
-                (r, 12)
-            }
-        }
-    }
-}
-
 /// The access last decided, while a piece of the same instruction may
 /// still continue it.
 #[derive(Clone, Copy, Debug)]
