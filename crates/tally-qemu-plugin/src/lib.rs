@@ -172,6 +172,9 @@ struct Filter {
     /// The count of the hit decided last, while a piece may turn it into a
     /// miss.
     counted: Option<*mut u64>,
+    /// `HITS` and `HIT_IDS`, here for the fast path.
+    hits: *mut u64,
+    hit_ids: usize,
 }
 
 /// The hit counts in the shared file (`hits=on`): two per stream id,
@@ -220,12 +223,7 @@ fn filter(vcpu: c_uint) -> Option<&'static mut Filter> {
     }
     if vcpu != FILTER_VCPU {
         // A vCPU initialized where the handover could not be done.
-        let _ = FILTER_MODE.compare_exchange(
-            FILTERING,
-            HANDING_OVER,
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
+        ask_handover();
         return None;
     }
     if mode == HANDING_OVER {
@@ -324,6 +322,7 @@ fn take(f: &mut Filter, step: Step) {
 /// then D1's state, which tally goes on from.
 #[cold]
 fn hand_over() {
+    FAST.store(false, Ordering::Relaxed);
     FILTER_MODE.store(NOT_FILTERING, Ordering::Relaxed);
     // SAFETY: see `filter`; the mode is off, so this is the last use.
     let Some(f) = (unsafe { FILTER.load(Ordering::Relaxed).as_mut() }) else {
@@ -352,12 +351,7 @@ unsafe extern "C" fn on_vcpu_init(_id: qemu_plugin_id_t, vcpu: c_uint) {
     if VCPU0_THREAD.load(Ordering::Relaxed) == me {
         hand_over();
     } else {
-        let _ = FILTER_MODE.compare_exchange(
-            FILTERING,
-            HANDING_OVER,
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
+        ask_handover();
     }
 }
 static OVERFLOW_VCPU: AtomicU32 = AtomicU32::new(u32::MAX);
@@ -612,9 +606,77 @@ unsafe extern "C" fn on_exec(vcpu: c_uint, udata: *mut c_void) {
     record(vcpu, &r);
 }
 
+/// Whether vCPU 0's callbacks may take the fast paths: the filter is on
+/// and counts hits, QEMU's access descriptions are known to decode here,
+/// vCPU 0's thread is known and its buffer made. Set by the general block
+/// callback once all that holds ([`allow_fast`]); cleared with every
+/// change of `FILTER_MODE`, so that vCPU 0's next callback goes the
+/// general way and hands D1 over.
+static FAST: AtomicBool = AtomicBool::new(false);
+
+#[inline(always)]
+fn fast_filter(vcpu: c_uint) -> Option<&'static mut Filter> {
+    if vcpu != FILTER_VCPU || !FAST.load(Ordering::Relaxed) {
+        return None;
+    }
+    // SAFETY: see `filter`; `FAST` is only set with a filter.
+    unsafe { FILTER.load(Ordering::Relaxed).as_mut() }
+}
+
+/// Sets `FAST` if vCPU 0's fast paths may be taken (see there).
+#[cold]
+fn allow_fast(f: &Filter) {
+    let ok = f.count
+        && FILTER_MODE.load(Ordering::Relaxed) == FILTERING
+        && MEMINFO_CHECKED.load(Ordering::Relaxed) == 3
+        && VCPU0_THREAD.load(Ordering::Relaxed) != 0
+        && !BUFS[0].load(Ordering::Acquire).is_null()
+        && !SILENT.load(Ordering::Relaxed);
+    FAST.store(ok, Ordering::Relaxed);
+}
+
+/// Changes `FILTER_MODE` from filtering to handing over, leaving the fast
+/// paths.
+fn ask_handover() {
+    FAST.store(false, Ordering::Relaxed);
+    let _ = FILTER_MODE.compare_exchange(
+        FILTERING,
+        HANDING_OVER,
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
+}
+
 /// A block starts: `udata` holds its first instruction id (low 32 bits)
-/// and its length.
+/// and its length. The common case is kept small, so that the callback
+/// saves few registers; the rest is [`on_block_general`].
 unsafe extern "C" fn on_block(vcpu: c_uint, udata: *mut c_void) {
+    let v = udata as usize as u64;
+    if let Some(f) = fast_filter(vcpu)
+        // SAFETY: see `buffer`; `FAST` is only set once it is made.
+        && let Some(buf) = unsafe { BUFS[0].load(Ordering::Acquire).as_mut() }
+    {
+        f.boundary();
+        // Tag, first id (4 bytes), length, how far the last block ran:
+        // 7 bytes.
+        let a = u64::from(T_BLOCK_AFTER) | (v & 0xff_ffff_ffff) << 8 | u64::from(f.progress) << 48;
+        f.first = v as u32;
+        f.progress = 0;
+        let len = buf.len;
+        // SAFETY: as in `record_words`.
+        unsafe { std::ptr::write_unaligned(buf.data.add(len) as *mut u64, a.to_le()) };
+        buf.set_len(len + 7);
+        if len + 7 >= FLUSH_AT {
+            flush(vcpu, buf, true);
+        }
+        return;
+    }
+    // SAFETY: the same callback.
+    unsafe { on_block_general(vcpu, udata) }
+}
+
+#[inline(never)]
+unsafe fn on_block_general(vcpu: c_uint, udata: *mut c_void) {
     let v = udata as usize as u64;
     if let Some(f) = filter(vcpu) {
         f.boundary();
@@ -622,6 +684,7 @@ unsafe extern "C" fn on_block(vcpu: c_uint, udata: *mut c_void) {
             note_vcpu0_thread();
         }
         if f.count {
+            allow_fast(f);
             // Tag, first id (4 bytes), length, how far the last block ran:
             // 7 bytes.
             let a =
@@ -679,8 +742,81 @@ fn meminfo(info: qemu_plugin_meminfo_t) -> (u32, bool) {
 /// a locked read-modify-write (the filter counts its store as a read).
 const ATOMIC: usize = 1 << 8;
 
-/// An access by instruction `udata` of its block.
+/// An access by instruction `udata` of its block. The common case (vCPU
+/// 0 filtering, a hit on D1's recent line or the front of a set, counted)
+/// is kept small, so that the callback saves few registers; other hits go
+/// to [`on_mem_at_set`], the rest to [`on_mem_at_general`].
 unsafe extern "C" fn on_mem_at(
+    vcpu: c_uint,
+    info: qemu_plugin_meminfo_t,
+    vaddr: u64,
+    udata: *mut c_void,
+) {
+    match quick_access(vcpu, info, vaddr, udata, false) {
+        Quick::Done => {}
+        // SAFETY: the same callback.
+        Quick::Deeper => unsafe { on_mem_at_set(vcpu, info, vaddr, udata) },
+        // SAFETY: the same callback.
+        Quick::General => unsafe { on_mem_at_general(vcpu, info, vaddr, udata) },
+    }
+}
+
+/// [`on_mem_at`] for an access that may hit deeper in its set.
+#[inline(never)]
+unsafe fn on_mem_at_set(vcpu: c_uint, info: qemu_plugin_meminfo_t, vaddr: u64, udata: *mut c_void) {
+    if !matches!(quick_access(vcpu, info, vaddr, udata, true), Quick::Done) {
+        // SAFETY: the same callback.
+        unsafe { on_mem_at_general(vcpu, info, vaddr, udata) }
+    }
+}
+
+/// What [`quick_access`] did.
+enum Quick {
+    /// The access is recorded.
+    Done,
+    /// Nothing: it may be a hit below the front of its set.
+    Deeper,
+    /// Nothing: it needs the general path.
+    General,
+}
+
+/// The fast path of an access by instruction `udata` of its block: a hit
+/// by vCPU 0, with the filter counting hits (`D1Filter::quick_hit`).
+#[inline(always)]
+fn quick_access(
+    vcpu: c_uint,
+    info: qemu_plugin_meminfo_t,
+    vaddr: u64,
+    udata: *mut c_void,
+    deeper: bool,
+) -> Quick {
+    let Some(f) = fast_filter(vcpu) else {
+        return Quick::General;
+    };
+    let ud = udata as usize;
+    let index = ud as u8;
+    // See `meminfo`: checked to agree with QEMU before `FAST` is set.
+    let store = (info >> 17) & 1 != 0;
+    let size = 1u64 << ((info >> 4) & 7);
+    let id = f.first.wrapping_add(u32::from(index)) as usize;
+    if ud & ATOMIC != 0 || id >= f.hit_ids || f.d1.continues(index) {
+        return Quick::General;
+    }
+    if !f.d1.quick_hit(index, store, vaddr, size, deeper) {
+        return if deeper { Quick::General } else { Quick::Deeper };
+    }
+    f.progress = index.wrapping_add(1);
+    // SAFETY: as in `take`.
+    unsafe {
+        let c = f.hits.add(2 * id + usize::from(store));
+        *c += 1;
+        f.counted = Some(c);
+    }
+    Quick::Done
+}
+
+#[inline(never)]
+unsafe fn on_mem_at_general(
     vcpu: c_uint,
     info: qemu_plugin_meminfo_t,
     vaddr: u64,
@@ -951,6 +1087,7 @@ fn map_shared(fd: i32) -> Result<(), String> {
 /// where the shared buffers were, so the child cannot touch the parent's.
 extern "C" fn in_forked_child() {
     SILENT.store(true, Ordering::Relaxed);
+    FAST.store(false, Ordering::Relaxed);
     let base = SHM_BASE.load(Ordering::Acquire);
     if base != 0 {
         // SAFETY: replacing our own mapping with anonymous memory.
@@ -1131,6 +1268,8 @@ pub unsafe extern "C" fn qemu_plugin_install(
             first: 0,
             progress: 0,
             counted: None,
+            hits: HITS.load(Ordering::Relaxed),
+            hit_ids: HIT_IDS.load(Ordering::Relaxed),
         };
         FILTER.store(Box::into_raw(Box::new(f)), Ordering::Relaxed);
         FILTER_MODE.store(FILTERING, Ordering::Relaxed);

@@ -236,6 +236,65 @@ impl Cache {
         hit
     }
 
+    /// A reference of `size` bytes at `addr` within one line, if it hits
+    /// under LRU or FIFO: then the cache is as [`Cache::access`] would
+    /// leave it and this is `true`. `false` (a miss, a straddle, another
+    /// policy): nothing changed, and `access` must decide it. The D1
+    /// filter's fast path: it keeps the general path for the few misses.
+    /// Unless `deeper`, only hits on the recent line or the front of a set
+    /// are taken (a few instructions); with `deeper`, a hit anywhere in the
+    /// set (a caller that has tried the former first).
+    #[inline(always)]
+    pub fn hit_in_line(&mut self, addr: u64, size: u64, deeper: bool) -> bool {
+        let first = addr >> self.line_bits;
+        let last = addr.wrapping_add(size.max(1) - 1) >> self.line_bits;
+        if first != last {
+            return false;
+        }
+        if !deeper {
+            return first == self.recent || self.touch_unchanged(first);
+        }
+        let hit = self.hit_in_set(first);
+        if hit {
+            self.recent = first;
+        }
+        hit
+    }
+
+    /// A hit on `line` in its set under LRU (moved to the front, as
+    /// [`Cache::look_up`] moves it) or FIFO (nothing moves); `false`,
+    /// changing nothing, for a miss or another policy.
+    #[inline(always)]
+    fn hit_in_set(&mut self, line: u64) -> bool {
+        let a = self.assoc;
+        let set = (line & self.set_mask) as usize;
+        let ways = &mut self.tags[set * a..(set + 1) * a];
+        match self.policy {
+            Policy::Lru => {
+                // Shifted down while searched, as `look_up` does; a miss
+                // (rare here) shifts them back.
+                let mut prev = ways[0];
+                if prev == line {
+                    return true;
+                }
+                for k in 1..a {
+                    let t = ways[k];
+                    ways[k] = prev;
+                    if t == line {
+                        ways[0] = line;
+                        return true;
+                    }
+                    prev = t;
+                }
+                ways.copy_within(1.., 0);
+                ways[a - 1] = prev;
+                false
+            }
+            Policy::Fifo => ways.contains(&line),
+            _ => false,
+        }
+    }
+
     /// One reference of `size` bytes at `addr`; `true` for a miss.
     #[inline(always)]
     pub fn access(&mut self, addr: u64, size: u64) -> bool {

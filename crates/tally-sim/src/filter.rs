@@ -164,6 +164,43 @@ impl D1Filter {
         })
     }
 
+    /// Whether an access by instruction `index` may continue the last one
+    /// (then only [`D1Filter::access`] decides it).
+    #[inline(always)]
+    pub fn continues(&self, index: u8) -> bool {
+        matches!(&self.last, Some(l) if l.index == index)
+    }
+
+    /// [`D1Filter::access`] for the common case, in few instructions: an
+    /// access by another instruction than the last one (so it merges with
+    /// nothing), not a locked store, within one line, that hits D1 under
+    /// LRU or FIFO ([`Cache::hit_in_line`], `deeper` as there). `true`:
+    /// it was that, a
+    /// `Step::Emit(Filtered::Hit { index, store })`, and the filter's
+    /// state is as `access` would have left it; `false`: nothing changed,
+    /// call `access`.
+    #[inline(always)]
+    pub fn quick_hit(
+        &mut self,
+        index: u8,
+        store: bool,
+        addr: u64,
+        size: u64,
+        deeper: bool,
+    ) -> bool {
+        if self.continues(index) || !self.d1.hit_in_line(addr, size, deeper) {
+            return false;
+        }
+        self.last = Some(Last {
+            index,
+            store,
+            miss: false,
+            addr,
+            size,
+        });
+        true
+    }
+
     /// A block starts or an instruction is executed: the last access is
     /// whole.
     #[inline(always)]
@@ -307,7 +344,19 @@ fn filter<R: std::io::Read, W: std::io::Write>(
                 let store = matches!(rec, Record::StoreAt { .. });
                 let id = first.wrapping_add(u32::from(*index));
                 progress = index + 1;
-                Some(f.access(*index, store, is_atomic(id), *addr, u64::from(*size)))
+                let (atomic, size) = (is_atomic(id), u64::from(*size));
+                // The plugin's order: the fast paths, then the general one.
+                let quick = !atomic
+                    && !f.continues(*index)
+                    && (f.quick_hit(*index, store, *addr, size, false)
+                        || f.quick_hit(*index, store, *addr, size, true));
+                Some(match quick {
+                    true => Step::Emit(Filtered::Hit {
+                        index: *index,
+                        store,
+                    }),
+                    false => f.access(*index, store, atomic, *addr, size),
+                })
             }
             (Some(f), Record::Load { addr, size }) | (Some(f), Record::Store { addr, size }) => {
                 let store = matches!(rec, Record::Store { .. });
@@ -411,4 +460,60 @@ fn filter<R: std::io::Read, W: std::io::Write>(
         w.write(&record(x)).map_err(failed(r.offset()))?;
     }
     w.finish().map_err(failed(r.offset()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn policy() -> impl Strategy<Value = Policy> {
+        prop_oneof![
+            Just(Policy::Lru),
+            Just(Policy::Fifo),
+            Just(Policy::TreePlru),
+            any::<u64>().prop_map(Policy::Random),
+        ]
+    }
+
+    proptest! {
+        /// `quick_hit` (both depths) takes only accesses `access` would
+        /// call a plain hit, and leaves D1 as `access` would: two filters
+        /// fed the same accesses, one through the fast paths first,
+        /// decide every access alike and end in the same state.
+        #[test]
+        fn quick_hits_are_accesses(
+            policy in policy(),
+            accesses in proptest::collection::vec(
+                (0u8..4, any::<bool>(), 0u64..48, 0u64..40, 0u32..4, any::<bool>()),
+                1..400,
+            ),
+        ) {
+            let config = CacheConfig { size: 1024, assoc: 4, line_size: 32 };
+            let mut plain = D1Filter::new(config, policy).unwrap();
+            let mut quick = D1Filter::new(config, policy).unwrap();
+            for (index, store, line, offset, shift, boundary) in accesses {
+                if boundary {
+                    plain.boundary();
+                    quick.boundary();
+                }
+                // Few lines, so that sets fill and lines are found deep;
+                // unaligned, so that some straddle two.
+                let addr = line * 32 + offset;
+                let size = 1u64 << shift;
+                let want = plain.access(index, store, false, addr, size);
+                let got = if !quick.continues(index)
+                    && (quick.quick_hit(index, store, addr, size, false)
+                        || quick.quick_hit(index, store, addr, size, true))
+                {
+                    prop_assert_eq!(want, Step::Emit(Filtered::Hit { index, store }));
+                    want
+                } else {
+                    quick.access(index, store, false, addr, size)
+                };
+                prop_assert_eq!(want, got);
+            }
+            prop_assert_eq!(plain.save(), quick.save());
+        }
+    }
 }
