@@ -1040,7 +1040,71 @@ impl Feeder {
         let mut accesses_seen = self.accesses_seen;
         let mut p = 0;
         'records: while let Some(&tag) = bytes.get(p) {
-            if tag == trace::T_LOAD_AT || tag == trace::T_STORE_AT {
+            // Block records first: with the plugin counting D1 hits,
+            // nearly every record is one.
+            if tag == trace::T_BLOCK_AFTER || tag == trace::T_BLOCK {
+                let n = if tag == trace::T_BLOCK { 6 } else { 7 };
+                let Some(r) = bytes.get(p..p + n) else { break };
+                let new_first = u32::from_le_bytes([r[1], r[2], r[3], r[4]]);
+                let count = u32::from(r[5]);
+                // How far the last block ran, as its last access shows
+                // (D1 hits counted by the plugin have no record).
+                if n == 7 && r[6] != 0 && end > first {
+                    accesses_seen = true;
+                    let to = first.wrapping_add(u32::from(r[6])).min(end);
+                    if at < to {
+                        if ICACHE && (flags & ONE_LINE == 0 || at == first) {
+                            fetch_run(m, slots, costs, at, to);
+                        }
+                        at = to;
+                    }
+                    accessed |= at == to;
+                }
+                let f = match block_flags(slots, &e.instrs, new_first, count) {
+                    Some(f) if f & LEAN != 0 => f,
+                    _ => break,
+                };
+                if end > first {
+                    let (Some(next), Some(last)) = (
+                        slots.get(new_first as usize).map(|s| s.addr),
+                        slots.get(end as usize - 1),
+                    ) else {
+                        break;
+                    };
+                    if at < end {
+                        // The rest of the last block, unless it was cut
+                        // short (see `start_block`).
+                        if flags & PAGE_END != 0 && last.addr == next {
+                            break;
+                        }
+                        if accesses_seen {
+                            let Some(from) = slots.get(at as usize) else {
+                                break;
+                            };
+                            if (from.addr..last.addr).contains(&next) {
+                                break;
+                            }
+                        }
+                        if ICACHE && (flags & ONE_LINE == 0 || at == first) {
+                            fetch_run(m, slots, costs, at, end);
+                        }
+                        accessed = false;
+                    }
+                    if BS
+                        && flags & BRANCH_LAST != 0
+                        && let Some(c) = costs.get_mut(last.idx as usize)
+                    {
+                        branch_events(m, c, last.kind, last.addr, last.size, next, accessed);
+                    }
+                    cur = last.idx;
+                }
+                first = new_first;
+                end = new_first.wrapping_add(count);
+                at = new_first;
+                flags = f;
+                count_runs(runs, first, end);
+                p += n;
+            } else if tag == trace::T_LOAD_AT || tag == trace::T_STORE_AT {
                 let Some(r) = bytes.get(p..p + 11) else { break };
                 let index = r[1];
                 let mut held = Some(Held {
@@ -1156,68 +1220,6 @@ impl Feeder {
                 }
                 accessed = true;
                 accesses_seen = true;
-                p += n;
-            } else if tag == trace::T_BLOCK || tag == trace::T_BLOCK_AFTER {
-                let n = if tag == trace::T_BLOCK { 6 } else { 7 };
-                let Some(r) = bytes.get(p..p + n) else { break };
-                let new_first = u32::from_le_bytes([r[1], r[2], r[3], r[4]]);
-                let count = u32::from(r[5]);
-                // How far the last block ran, as its last access shows
-                // (D1 hits counted by the plugin have no record).
-                if n == 7 && r[6] != 0 && end > first {
-                    accesses_seen = true;
-                    let to = first.wrapping_add(u32::from(r[6])).min(end);
-                    if at < to {
-                        if ICACHE && (flags & ONE_LINE == 0 || at == first) {
-                            fetch_run(m, slots, costs, at, to);
-                        }
-                        at = to;
-                    }
-                    accessed |= at == to;
-                }
-                let f = match block_flags(slots, &e.instrs, new_first, count) {
-                    Some(f) if f & LEAN != 0 => f,
-                    _ => break,
-                };
-                if end > first {
-                    let (Some(next), Some(last)) = (
-                        slots.get(new_first as usize).map(|s| s.addr),
-                        slots.get(end as usize - 1),
-                    ) else {
-                        break;
-                    };
-                    if at < end {
-                        // The rest of the last block, unless it was cut
-                        // short (see `start_block`).
-                        if flags & PAGE_END != 0 && last.addr == next {
-                            break;
-                        }
-                        if accesses_seen {
-                            let Some(from) = slots.get(at as usize) else {
-                                break;
-                            };
-                            if (from.addr..last.addr).contains(&next) {
-                                break;
-                            }
-                        }
-                        if ICACHE && (flags & ONE_LINE == 0 || at == first) {
-                            fetch_run(m, slots, costs, at, end);
-                        }
-                        accessed = false;
-                    }
-                    if BS
-                        && flags & BRANCH_LAST != 0
-                        && let Some(c) = costs.get_mut(last.idx as usize)
-                    {
-                        branch_events(m, c, last.kind, last.addr, last.size, next, accessed);
-                    }
-                    cur = last.idx;
-                }
-                first = new_first;
-                end = new_first.wrapping_add(count);
-                at = new_first;
-                flags = f;
-                count_runs(runs, first, end);
                 p += n;
             } else {
                 break;
