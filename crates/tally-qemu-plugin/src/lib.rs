@@ -171,7 +171,8 @@ struct Filter {
     progress: u8,
     /// The count of the hit decided last, while a piece may turn it into a
     /// miss.
-    counted: Option<*mut u64>,
+    /// (Null: none.)
+    counted: *mut u64,
     /// `HITS` and `HIT_IDS`, here for the fast path.
     hits: *mut u64,
     hit_ids: usize,
@@ -187,7 +188,7 @@ impl Filter {
     #[inline(always)]
     fn boundary(&mut self) {
         self.d1.boundary();
-        self.counted = None;
+        self.counted = std::ptr::null_mut();
     }
 
     /// Writes how far the running block ran, if its hits were counted and
@@ -250,9 +251,8 @@ fn take(f: &mut Filter, step: Step) {
         Step::Emit(x) => (x, false),
         Step::Replace(x) => (x, true),
     };
-    if let Some(c) = f.counted.take()
-        && amend
-    {
+    let c = std::mem::replace(&mut f.counted, std::ptr::null_mut());
+    if !c.is_null() && amend {
         // The hit counted is part of this access (a miss): its record,
         // which there was none of, is appended.
         // SAFETY: a count of `HITS`, only vCPU 0 writes them.
@@ -272,7 +272,7 @@ fn take(f: &mut Filter, step: Step) {
                     .load(Ordering::Relaxed)
                     .add(2 * id + usize::from(store));
                 *c += 1;
-                f.counted = Some(c);
+                f.counted = c;
             }
             return;
         }
@@ -322,7 +322,7 @@ fn take(f: &mut Filter, step: Step) {
 /// then D1's state, which tally goes on from.
 #[cold]
 fn hand_over() {
-    FAST.store(false, Ordering::Relaxed);
+    FAST.store(std::ptr::null_mut(), Ordering::Relaxed);
     FILTER_MODE.store(NOT_FILTERING, Ordering::Relaxed);
     // SAFETY: see `filter`; the mode is off, so this is the last use.
     let Some(f) = (unsafe { FILTER.load(Ordering::Relaxed).as_mut() }) else {
@@ -612,15 +612,16 @@ unsafe extern "C" fn on_exec(vcpu: c_uint, udata: *mut c_void) {
 /// callback once all that holds ([`allow_fast`]); cleared with every
 /// change of `FILTER_MODE`, so that vCPU 0's next callback goes the
 /// general way and hands D1 over.
-static FAST: AtomicBool = AtomicBool::new(false);
+/// `FILTER` while they may, else null (one load and test per callback).
+static FAST: AtomicPtr<Filter> = AtomicPtr::new(std::ptr::null_mut());
 
 #[inline(always)]
 fn fast_filter(vcpu: c_uint) -> Option<&'static mut Filter> {
-    if vcpu != FILTER_VCPU || !FAST.load(Ordering::Relaxed) {
+    if vcpu != FILTER_VCPU {
         return None;
     }
-    // SAFETY: see `filter`; `FAST` is only set with a filter.
-    unsafe { FILTER.load(Ordering::Relaxed).as_mut() }
+    // SAFETY: see `filter`.
+    unsafe { FAST.load(Ordering::Relaxed).as_mut() }
 }
 
 /// Sets `FAST` if vCPU 0's fast paths may be taken (see there).
@@ -632,13 +633,18 @@ fn allow_fast(f: &Filter) {
         && VCPU0_THREAD.load(Ordering::Relaxed) != 0
         && !BUFS[0].load(Ordering::Acquire).is_null()
         && !SILENT.load(Ordering::Relaxed);
-    FAST.store(ok, Ordering::Relaxed);
+    let p = if ok {
+        FILTER.load(Ordering::Relaxed)
+    } else {
+        std::ptr::null_mut()
+    };
+    FAST.store(p, Ordering::Relaxed);
 }
 
 /// Changes `FILTER_MODE` from filtering to handing over, leaving the fast
 /// paths.
 fn ask_handover() {
-    FAST.store(false, Ordering::Relaxed);
+    FAST.store(std::ptr::null_mut(), Ordering::Relaxed);
     let _ = FILTER_MODE.compare_exchange(
         FILTERING,
         HANDING_OVER,
@@ -647,9 +653,10 @@ fn ask_handover() {
     );
 }
 
-/// A block starts: `udata` holds its first instruction id (low 32 bits)
-/// and its length. The common case is kept small, so that the callback
-/// saves few registers; the rest is [`on_block_general`].
+/// A block starts: `udata` holds its first instruction id (bits 8..40)
+/// and its length (bits 40..48), where its record has them. The common
+/// case is kept small, so that the callback saves few registers; the rest
+/// is [`on_block_general`].
 unsafe extern "C" fn on_block(vcpu: c_uint, udata: *mut c_void) {
     let v = udata as usize as u64;
     if let Some(f) = fast_filter(vcpu)
@@ -659,8 +666,8 @@ unsafe extern "C" fn on_block(vcpu: c_uint, udata: *mut c_void) {
         f.boundary();
         // Tag, first id (4 bytes), length, how far the last block ran:
         // 7 bytes.
-        let a = u64::from(T_BLOCK_AFTER) | (v & 0xff_ffff_ffff) << 8 | u64::from(f.progress) << 48;
-        f.first = v as u32;
+        let a = u64::from(T_BLOCK_AFTER) | v | u64::from(f.progress) << 48;
+        f.first = (v >> 8) as u32;
         f.progress = 0;
         let len = buf.len;
         // SAFETY: as in `record_words`.
@@ -688,15 +695,15 @@ unsafe fn on_block_general(vcpu: c_uint, udata: *mut c_void) {
             // Tag, first id (4 bytes), length, how far the last block ran:
             // 7 bytes.
             let a =
-                u64::from(T_BLOCK_AFTER) | (v & 0xff_ffff_ffff) << 8 | u64::from(f.progress) << 48;
-            f.first = v as u32;
+                u64::from(T_BLOCK_AFTER) | v | u64::from(f.progress) << 48;
+            f.first = (v >> 8) as u32;
             f.progress = 0;
             record_words(vcpu, 7, a, 0);
             return;
         }
     }
     // Tag, first id (4 bytes), length: 6 bytes.
-    let a = u64::from(T_BLOCK) | (v & 0xff_ffff_ffff) << 8;
+    let a = u64::from(T_BLOCK) | v;
     record_words(vcpu, 6, a, 0);
 }
 
@@ -810,7 +817,7 @@ fn quick_access(
     unsafe {
         let c = f.hits.add(2 * id + usize::from(store));
         *c += 1;
-        f.counted = Some(c);
+        f.counted = c;
     }
     Quick::Done
 }
@@ -947,7 +954,7 @@ unsafe extern "C" fn on_translate(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb
                     tb,
                     Some(on_block),
                     qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
-                    (u64::from(id) | (n as u64) << 32) as usize as *mut c_void,
+                    (u64::from(id) << 8 | (n as u64) << 40) as usize as *mut c_void,
                 );
             }
             let mem = !NO_MEM.load(Ordering::Relaxed);
@@ -1087,7 +1094,7 @@ fn map_shared(fd: i32) -> Result<(), String> {
 /// where the shared buffers were, so the child cannot touch the parent's.
 extern "C" fn in_forked_child() {
     SILENT.store(true, Ordering::Relaxed);
-    FAST.store(false, Ordering::Relaxed);
+    FAST.store(std::ptr::null_mut(), Ordering::Relaxed);
     let base = SHM_BASE.load(Ordering::Acquire);
     if base != 0 {
         // SAFETY: replacing our own mapping with anonymous memory.
@@ -1267,7 +1274,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
             count,
             first: 0,
             progress: 0,
-            counted: None,
+            counted: std::ptr::null_mut(),
             hits: HITS.load(Ordering::Relaxed),
             hit_ids: HIT_IDS.load(Ordering::Relaxed),
         };
