@@ -759,21 +759,12 @@ unsafe extern "C" fn on_mem_at(
     vaddr: u64,
     udata: *mut c_void,
 ) {
-    match quick_access(vcpu, info, vaddr, udata, false) {
+    match quick_access(vcpu, info, vaddr, udata) {
         Quick::Done => {}
         // SAFETY: the same callback.
-        Quick::Deeper => unsafe { on_mem_at_set(vcpu, info, vaddr, udata) },
+        Quick::Deeper(f, id) => unsafe { on_mem_at_set(f, id, info, vaddr, udata) },
         // SAFETY: the same callback.
         Quick::General => unsafe { on_mem_at_general(vcpu, info, vaddr, udata) },
-    }
-}
-
-/// [`on_mem_at`] for an access that may hit deeper in its set.
-#[inline(never)]
-unsafe fn on_mem_at_set(vcpu: c_uint, info: qemu_plugin_meminfo_t, vaddr: u64, udata: *mut c_void) {
-    if !matches!(quick_access(vcpu, info, vaddr, udata, true), Quick::Done) {
-        // SAFETY: the same callback.
-        unsafe { on_mem_at_general(vcpu, info, vaddr, udata) }
     }
 }
 
@@ -781,45 +772,73 @@ unsafe fn on_mem_at_set(vcpu: c_uint, info: qemu_plugin_meminfo_t, vaddr: u64, u
 enum Quick {
     /// The access is recorded.
     Done,
-    /// Nothing: it may be a hit below the front of its set.
-    Deeper,
+    /// Nothing, but it is vCPU 0's, may take the fast path, and may hit
+    /// below the front of its set: the filter, and the instruction's id.
+    Deeper(&'static mut Filter, usize),
     /// Nothing: it needs the general path.
     General,
 }
 
 /// The fast path of an access by instruction `udata` of its block: a hit
-/// by vCPU 0, with the filter counting hits (`D1Filter::quick_hit`).
+/// by vCPU 0 on D1's recent line or the front of a set, with the filter
+/// counting hits (`D1Filter::quick_hit`).
 #[inline(always)]
-fn quick_access(
-    vcpu: c_uint,
-    info: qemu_plugin_meminfo_t,
-    vaddr: u64,
-    udata: *mut c_void,
-    deeper: bool,
-) -> Quick {
+fn quick_access(vcpu: c_uint, info: qemu_plugin_meminfo_t, vaddr: u64, udata: *mut c_void) -> Quick {
     let Some(f) = fast_filter(vcpu) else {
         return Quick::General;
     };
     let ud = udata as usize;
     let index = ud as u8;
-    // See `meminfo`: checked to agree with QEMU before `FAST` is set.
-    let store = (info >> 17) & 1 != 0;
-    let size = 1u64 << ((info >> 4) & 7);
+    let (store, size) = decode(info);
     let id = f.first.wrapping_add(u32::from(index)) as usize;
     if ud & ATOMIC != 0 || id >= f.hit_ids || f.d1.continues(index) {
         return Quick::General;
     }
-    if !f.d1.quick_hit(index, store, vaddr, size, deeper) {
-        return if deeper { Quick::General } else { Quick::Deeper };
+    if !f.d1.quick_hit(index, store, vaddr, size, false) {
+        return Quick::Deeper(f, id);
     }
+    count_hit(f, id, index, store);
+    Quick::Done
+}
+
+/// An access's direction and size from QEMU's description, as `meminfo`
+/// decodes it (checked to agree with QEMU before `FAST` is set).
+#[inline(always)]
+fn decode(info: qemu_plugin_meminfo_t) -> (bool, u64) {
+    ((info >> 17) & 1 != 0, 1u64 << ((info >> 4) & 7))
+}
+
+/// A hit by instruction `index` (stream id `id`) of the running block,
+/// counted.
+#[inline(always)]
+fn count_hit(f: &mut Filter, id: usize, index: u8, store: bool) {
     f.progress = index.wrapping_add(1);
-    // SAFETY: as in `take`.
+    // SAFETY: as in `take` (`id < hit_ids`).
     unsafe {
         let c = f.hits.add(2 * id + usize::from(store));
         *c += 1;
         f.counted = c;
     }
-    Quick::Done
+}
+
+/// [`on_mem_at`] for an access that [`quick_access`] found may hit below
+/// the front of its set.
+#[inline(never)]
+unsafe fn on_mem_at_set(
+    f: &'static mut Filter,
+    id: usize,
+    info: qemu_plugin_meminfo_t,
+    vaddr: u64,
+    udata: *mut c_void,
+) {
+    let index = udata as usize as u8;
+    let (store, size) = decode(info);
+    if f.d1.quick_hit(index, store, vaddr, size, true) {
+        count_hit(f, id, index, store);
+        return;
+    }
+    // SAFETY: the same callback, vCPU 0's.
+    unsafe { on_mem_at_general(FILTER_VCPU, info, vaddr, udata) }
 }
 
 #[inline(never)]
