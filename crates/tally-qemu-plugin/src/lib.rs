@@ -51,7 +51,7 @@ use std::os::fd::FromRawFd;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use tally_sim::Policy;
-use tally_sim::filter::{D1Filter, Filtered, LAST_EXECUTED, Step};
+use tally_sim::filter::{self, D1Filter, Filtered, LAST_EXECUTED, Step};
 
 /// Stream tags; kept equal to `tally_sim::trace`.
 const MAGIC: &[u8; 8] = b"TALLYTR1";
@@ -762,7 +762,7 @@ unsafe extern "C" fn on_mem_at(
     match quick_access(vcpu, info, vaddr, udata) {
         Quick::Done => {}
         // SAFETY: the same callback.
-        Quick::Deeper(f, id) => unsafe { on_mem_at_set(f, id, info, vaddr, udata) },
+        Quick::Deeper(f, id, line) => unsafe { on_mem_at_set(f, id, line, info, vaddr, udata) },
         // SAFETY: the same callback.
         Quick::General => unsafe { on_mem_at_general(vcpu, info, vaddr, udata) },
     }
@@ -773,8 +773,9 @@ enum Quick {
     /// The access is recorded.
     Done,
     /// Nothing, but it is vCPU 0's, may take the fast path, and may hit
-    /// below the front of its set: the filter, and the instruction's id.
-    Deeper(&'static mut Filter, usize),
+    /// below the front of its set: the filter, the instruction's id, the
+    /// line.
+    Deeper(&'static mut Filter, usize, u64),
     /// Nothing: it needs the general path.
     General,
 }
@@ -791,14 +792,17 @@ fn quick_access(vcpu: c_uint, info: qemu_plugin_meminfo_t, vaddr: u64, udata: *m
     let index = ud as u8;
     let (store, size) = decode(info);
     let id = f.first.wrapping_add(u32::from(index)) as usize;
-    if ud & ATOMIC != 0 || id >= f.hit_ids || f.d1.continues(index) {
+    if ud & ATOMIC != 0 || id >= f.hit_ids {
         return Quick::General;
     }
-    if !f.d1.quick_hit(index, store, vaddr, size, false) {
-        return Quick::Deeper(f, id);
+    match f.d1.quick_hit(index, store, vaddr, size) {
+        filter::Quick::Hit => {
+            count_hit(f, id, index, store);
+            Quick::Done
+        }
+        filter::Quick::Deeper(line) => Quick::Deeper(f, id, line),
+        filter::Quick::General => Quick::General,
     }
-    count_hit(f, id, index, store);
-    Quick::Done
 }
 
 /// An access's direction and size from QEMU's description, as `meminfo`
@@ -827,13 +831,14 @@ fn count_hit(f: &mut Filter, id: usize, index: u8, store: bool) {
 unsafe fn on_mem_at_set(
     f: &'static mut Filter,
     id: usize,
+    line: u64,
     info: qemu_plugin_meminfo_t,
     vaddr: u64,
     udata: *mut c_void,
 ) {
     let index = udata as usize as u8;
     let (store, size) = decode(info);
-    if f.d1.quick_hit(index, store, vaddr, size, true) {
+    if f.d1.quick_hit_deeper(index, store, vaddr, size, line) {
         count_hit(f, id, index, store);
         return;
     }

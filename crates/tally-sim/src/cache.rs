@@ -120,6 +120,17 @@ pub enum Policy {
 }
 
 /// A simulated cache.
+/// What [`Cache::front_hit`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Front {
+    /// A hit, decided.
+    Hit,
+    /// Within this one line, not the recent one nor the front of its set.
+    Deeper(u64),
+    /// A reference that straddles two lines.
+    Straddle,
+}
+
 #[derive(Clone, Debug)]
 pub struct Cache {
     config: CacheConfig,
@@ -236,27 +247,33 @@ impl Cache {
         hit
     }
 
-    /// A reference of `size` bytes at `addr` within one line, if it hits
-    /// under LRU or FIFO: then the cache is as [`Cache::access`] would
-    /// leave it and this is `true`. `false` (a miss, a straddle, another
-    /// policy): nothing changed, and `access` must decide it. The D1
-    /// filter's fast path: it keeps the general path for the few misses.
-    /// Unless `deeper`, only hits on the recent line or the front of a set
-    /// are taken (a few instructions); with `deeper`, a hit anywhere in the
-    /// set (a caller that has tried the former first).
+    /// A reference of `size` bytes at `addr` if it is a hit on the recent
+    /// line or on the front of a set under LRU or FIFO (a few
+    /// instructions): then the cache is as [`Cache::access`] would leave
+    /// it. Otherwise nothing changed, and [`Cache::set_hit`] (if within
+    /// one line) or `access` must decide it. The D1 filter's fast path.
     #[inline(always)]
-    pub fn hit_in_line(&mut self, addr: u64, size: u64, deeper: bool) -> bool {
+    pub fn front_hit(&mut self, addr: u64, size: u64) -> Front {
         let first = addr >> self.line_bits;
         let last = addr.wrapping_add(size.max(1) - 1) >> self.line_bits;
         if first != last {
-            return false;
+            Front::Straddle
+        } else if first == self.recent || self.touch_unchanged(first) {
+            Front::Hit
+        } else {
+            Front::Deeper(first)
         }
-        if !deeper {
-            return first == self.recent || self.touch_unchanged(first);
-        }
-        let hit = self.hit_in_set(first);
+    }
+
+    /// A reference within `line` that [`Cache::front_hit`] left
+    /// undecided, if it hits under LRU or FIFO: then the cache is as
+    /// [`Cache::access`] would leave it and this is `true`. `false` (a
+    /// miss, another policy): nothing changed.
+    #[inline(always)]
+    pub fn set_hit(&mut self, line: u64) -> bool {
+        let hit = self.hit_in_set(line);
         if hit {
-            self.recent = first;
+            self.recent = line;
         }
         hit
     }

@@ -16,7 +16,7 @@
 //! fetches, which the blocks in the stream still carry. Tests feed a
 //! stream both ways and compare every count.
 
-use crate::cache::{Cache, CacheConfig, Policy};
+use crate::cache::{Cache, CacheConfig, Front, Policy};
 use crate::trace;
 
 /// The index of an access record that names no instruction of a block:
@@ -64,6 +64,18 @@ pub enum Step {
     /// The last record written becomes this one (the access it stands for
     /// grew and now misses, or its size changed).
     Replace(Filtered),
+}
+
+/// What [`D1Filter::quick_hit`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Quick {
+    /// A hit, decided and kept.
+    Hit,
+    /// Nothing yet: a reference within this line, which
+    /// [`D1Filter::quick_hit_deeper`] may find deeper in its set.
+    Deeper(u64),
+    /// Nothing: only [`D1Filter::access`] decides it.
+    General,
 }
 
 /// D1, and the access last decided.
@@ -173,24 +185,48 @@ impl D1Filter {
 
     /// [`D1Filter::access`] for the common case, in few instructions: an
     /// access by another instruction than the last one (so it merges with
-    /// nothing), not a locked store, within one line, that hits D1 under
-    /// LRU or FIFO ([`Cache::hit_in_line`], `deeper` as there). `true`:
-    /// it was that, a
-    /// `Step::Emit(Filtered::Hit { index, store })`, and the filter's
-    /// state is as `access` would have left it; `false`: nothing changed,
-    /// call `access`.
+    /// nothing), not a locked store, that hits D1's recent line or the
+    /// front of a set under LRU or FIFO ([`Cache::front_hit`]).
+    /// [`Quick::Hit`]: it was that, a `Step::Emit(Filtered::Hit { index,
+    /// store })`, and the filter's state is as `access` would have left
+    /// it. Otherwise nothing changed: [`Quick::Deeper`] for
+    /// [`D1Filter::quick_hit_deeper`], else call `access`.
     #[inline(always)]
-    pub fn quick_hit(
+    pub fn quick_hit(&mut self, index: u8, store: bool, addr: u64, size: u64) -> Quick {
+        if self.continues(index) {
+            return Quick::General;
+        }
+        match self.d1.front_hit(addr, size) {
+            Front::Hit => {
+                self.hit(index, store, addr, size);
+                Quick::Hit
+            }
+            Front::Deeper(line) => Quick::Deeper(line),
+            Front::Straddle => Quick::General,
+        }
+    }
+
+    /// The same access after [`Quick::Deeper`]`(line)`: `true` if it hits
+    /// anywhere in its set under LRU or FIFO (as [`Quick::Hit`]), `false`
+    /// (nothing changed) for [`D1Filter::access`].
+    #[inline(always)]
+    pub fn quick_hit_deeper(
         &mut self,
         index: u8,
         store: bool,
         addr: u64,
         size: u64,
-        deeper: bool,
+        line: u64,
     ) -> bool {
-        if self.continues(index) || !self.d1.hit_in_line(addr, size, deeper) {
-            return false;
+        let hit = self.d1.set_hit(line);
+        if hit {
+            self.hit(index, store, addr, size);
         }
+        hit
+    }
+
+    #[inline(always)]
+    fn hit(&mut self, index: u8, store: bool, addr: u64, size: u64) {
         self.last = Some(Last {
             index,
             store,
@@ -198,7 +234,6 @@ impl D1Filter {
             addr,
             size,
         });
-        true
     }
 
     /// A block starts or an instruction is executed: the last access is
@@ -347,9 +382,11 @@ fn filter<R: std::io::Read, W: std::io::Write>(
                 let (atomic, size) = (is_atomic(id), u64::from(*size));
                 // The plugin's order: the fast paths, then the general one.
                 let quick = !atomic
-                    && !f.continues(*index)
-                    && (f.quick_hit(*index, store, *addr, size, false)
-                        || f.quick_hit(*index, store, *addr, size, true));
+                    && match f.quick_hit(*index, store, *addr, size) {
+                        Quick::Hit => true,
+                        Quick::Deeper(line) => f.quick_hit_deeper(*index, store, *addr, size, line),
+                        Quick::General => false,
+                    };
                 Some(match quick {
                     true => Step::Emit(Filtered::Hit {
                         index: *index,
@@ -502,10 +539,12 @@ mod tests {
                 let addr = line * 32 + offset;
                 let size = 1u64 << shift;
                 let want = plain.access(index, store, false, addr, size);
-                let got = if !quick.continues(index)
-                    && (quick.quick_hit(index, store, addr, size, false)
-                        || quick.quick_hit(index, store, addr, size, true))
-                {
+                let hit = match quick.quick_hit(index, store, addr, size) {
+                    Quick::Hit => true,
+                    Quick::Deeper(line) => quick.quick_hit_deeper(index, store, addr, size, line),
+                    Quick::General => false,
+                };
+                let got = if hit {
                     prop_assert_eq!(want, Step::Emit(Filtered::Hit { index, store }));
                     want
                 } else {
