@@ -7,6 +7,7 @@ use crate::engine::Output;
 use crate::flow::{Flow, classify_x86_64};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use tally_model::{
     CallInfo, Events, FileId, Format, FunctionId, FunctionKey, Part, Positions, Profile,
 };
@@ -23,7 +24,8 @@ pub struct Image {
     /// End of that range.
     pub end: u64,
     /// The parsed file; `None` if it could not be read.
-    pub file: Option<ObjectFile>,
+    /// Shared with the thread that loads its lines ([`AddressSpace`]).
+    pub file: Option<Arc<ObjectFile>>,
 }
 
 /// The images of one process.
@@ -45,9 +47,21 @@ impl AddressSpace {
         &self.images
     }
 
-    fn open(&mut self, path: &Path) -> Option<ObjectFile> {
+    /// Opens an image's file, and starts loading its lines in another
+    /// thread: the profile needs them at the end, when nothing else is
+    /// left to do, and while the program runs the simulation leaves a
+    /// core some time.
+    fn open(&mut self, path: &Path) -> Option<Arc<ObjectFile>> {
         match ObjectFile::open(path) {
-            Ok(f) => Some(f),
+            Ok(f) => {
+                let f = Arc::new(f);
+                let g = Arc::clone(&f);
+                // Without the thread the lines load at the first lookup.
+                let _ = std::thread::Builder::new()
+                    .name("tally-lines".into())
+                    .spawn(move || g.load_lines_now());
+                Some(f)
+            }
             Err(e) => {
                 self.problems.push(e.to_string());
                 None

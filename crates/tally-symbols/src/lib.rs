@@ -370,6 +370,14 @@ impl ObjectFile {
         }
     }
 
+    /// Loads the debug information for [`ObjectFile::source_line`] now
+    /// rather than at the first lookup: from another thread, while the
+    /// caller does other work (decompressing and indexing a library's
+    /// DWARF takes tens of milliseconds).
+    pub fn load_lines_now(&self) {
+        self.lines.get_or_init(|| self.load_lines());
+    }
+
     /// The raw name of the innermost function (an inlined one if the
     /// address is in inlined code) holding `addr`, from DWARF.
     pub fn dwarf_function(&self, addr: u64) -> Option<String> {
