@@ -694,8 +694,7 @@ unsafe fn on_block_general(vcpu: c_uint, udata: *mut c_void) {
             allow_fast(f);
             // Tag, first id (4 bytes), length, how far the last block ran:
             // 7 bytes.
-            let a =
-                u64::from(T_BLOCK_AFTER) | v | u64::from(f.progress) << 48;
+            let a = u64::from(T_BLOCK_AFTER) | v | u64::from(f.progress) << 48;
             f.first = (v >> 8) as u32;
             f.progress = 0;
             record_words(vcpu, 7, a, 0);
@@ -784,7 +783,12 @@ enum Quick {
 /// by vCPU 0 on D1's recent line or the front of a set, with the filter
 /// counting hits (`D1Filter::quick_hit`).
 #[inline(always)]
-fn quick_access(vcpu: c_uint, info: qemu_plugin_meminfo_t, vaddr: u64, udata: *mut c_void) -> Quick {
+fn quick_access(
+    vcpu: c_uint,
+    info: qemu_plugin_meminfo_t,
+    vaddr: u64,
+    udata: *mut c_void,
+) -> Quick {
     let Some(f) = fast_filter(vcpu) else {
         return Quick::General;
     };
