@@ -170,10 +170,9 @@ struct Filter {
     first: u32,
     progress: u8,
     /// The count of the hit decided last, while a piece may turn it into a
-    /// miss.
-    /// (Null: none.)
+    /// miss (null: none).
     counted: *mut u64,
-    /// `HITS` and `HIT_IDS`, here for the fast path.
+    /// `HITS` and `HIT_IDS`, as they were at install.
     hits: *mut u64,
     hit_ids: usize,
 }
@@ -189,6 +188,18 @@ impl Filter {
     fn boundary(&mut self) {
         self.d1.boundary();
         self.counted = std::ptr::null_mut();
+    }
+
+    /// A block starts (`v`: its `on_block` udata) while hits are counted:
+    /// its record (tag, first id, length, how far the last block ran; 7
+    /// bytes), and the filter's state for it.
+    #[inline(always)]
+    fn block_after(&mut self, v: u64) -> u64 {
+        self.boundary();
+        let a = u64::from(T_BLOCK_AFTER) | v | u64::from(self.progress) << 48;
+        self.first = (v >> 8) as u32;
+        self.progress = 0;
+        a
     }
 
     /// Writes how far the running block ran, if its hits were counted and
@@ -264,16 +275,8 @@ fn take(f: &mut Filter, step: Step) {
         && index != LAST_EXECUTED
     {
         let id = f.first.wrapping_add(u32::from(index)) as usize;
-        if id < HIT_IDS.load(Ordering::Relaxed) {
-            // SAFETY: `HITS` holds `2 * HIT_IDS` counts in the mapping,
-            // which lives as long as the process; only vCPU 0 writes them.
-            unsafe {
-                let c = HITS
-                    .load(Ordering::Relaxed)
-                    .add(2 * id + usize::from(store));
-                *c += 1;
-                f.counted = c;
-            }
+        if id < f.hit_ids {
+            count_hit(f, id, index, store);
             return;
         }
     }
@@ -539,8 +542,9 @@ fn record<const N: usize>(vcpu: c_uint, bytes: &[u8; N]) {
 }
 
 /// Writes a record of `n` bytes as the words `a` (8 bytes at 0) and `b`
-/// (4 bytes at 8), of which the record's bytes are the first `n`
-/// little-endian ones (the rest is overwritten by the next record). The two hot callbacks record through this rather than
+/// (4 bytes at 8, written only if `n > 8`), of which the record's bytes
+/// are the first `n` little-endian ones (the rest is overwritten by the
+/// next record). The hot callbacks record through this rather than
 /// [`record`]: a record assembled byte by byte on the stack and copied
 /// reads back words just written in pieces, which stalls the store
 /// buffer, and that stall was most of the plugin's time.
@@ -548,15 +552,20 @@ fn record<const N: usize>(vcpu: c_uint, bytes: &[u8; N]) {
 fn record_words(vcpu: c_uint, n: usize, a: u64, b: u32) {
     match buffer(vcpu) {
         Some(buf) => {
+            // (The length in a local: the stores below could alias it.)
+            let len = buf.len;
             // SAFETY: `len < FLUSH_AT` before a record, and `BUF_CAP -
-            // FLUSH_AT` leaves room for the 12 bytes written.
+            // FLUSH_AT` leaves room for the 12 bytes written; a record of
+            // at most 8 bytes needs only the first word.
             unsafe {
-                let at = buf.data.add(buf.len);
+                let at = buf.data.add(len);
                 std::ptr::write_unaligned(at as *mut u64, a.to_le());
-                std::ptr::write_unaligned(at.add(8) as *mut u32, b.to_le());
+                if n > 8 {
+                    std::ptr::write_unaligned(at.add(8) as *mut u32, b.to_le());
+                }
             }
-            buf.set_len(buf.len + n);
-            if buf.len >= FLUSH_AT {
+            buf.set_len(len + n);
+            if len + n >= FLUSH_AT {
                 flush(vcpu, buf, true);
             }
         }
@@ -611,8 +620,8 @@ unsafe extern "C" fn on_exec(vcpu: c_uint, udata: *mut c_void) {
 /// vCPU 0's thread is known and its buffer made. Set by the general block
 /// callback once all that holds ([`allow_fast`]); cleared with every
 /// change of `FILTER_MODE`, so that vCPU 0's next callback goes the
-/// general way and hands D1 over.
-/// `FILTER` while they may, else null (one load and test per callback).
+/// general way and hands D1 over. It holds `FILTER` while they may, else
+/// null: one load and test per callback.
 static FAST: AtomicPtr<Filter> = AtomicPtr::new(std::ptr::null_mut());
 
 #[inline(always)]
@@ -659,23 +668,9 @@ fn ask_handover() {
 /// is [`on_block_general`].
 unsafe extern "C" fn on_block(vcpu: c_uint, udata: *mut c_void) {
     let v = udata as usize as u64;
-    if let Some(f) = fast_filter(vcpu)
-        // SAFETY: see `buffer`; `FAST` is only set once it is made.
-        && let Some(buf) = unsafe { BUFS[0].load(Ordering::Acquire).as_mut() }
-    {
-        f.boundary();
-        // Tag, first id (4 bytes), length, how far the last block ran:
-        // 7 bytes.
-        let a = u64::from(T_BLOCK_AFTER) | v | u64::from(f.progress) << 48;
-        f.first = (v >> 8) as u32;
-        f.progress = 0;
-        let len = buf.len;
-        // SAFETY: as in `record_words`.
-        unsafe { std::ptr::write_unaligned(buf.data.add(len) as *mut u64, a.to_le()) };
-        buf.set_len(len + 7);
-        if len + 7 >= FLUSH_AT {
-            flush(vcpu, buf, true);
-        }
+    if let Some(f) = fast_filter(vcpu) {
+        let a = f.block_after(v);
+        record_words(FILTER_VCPU, 7, a, 0);
         return;
     }
     // SAFETY: the same callback.
@@ -686,20 +681,16 @@ unsafe extern "C" fn on_block(vcpu: c_uint, udata: *mut c_void) {
 unsafe fn on_block_general(vcpu: c_uint, udata: *mut c_void) {
     let v = udata as usize as u64;
     if let Some(f) = filter(vcpu) {
-        f.boundary();
         if VCPU0_THREAD.load(Ordering::Relaxed) == 0 {
             note_vcpu0_thread();
         }
         if f.count {
             allow_fast(f);
-            // Tag, first id (4 bytes), length, how far the last block ran:
-            // 7 bytes.
-            let a = u64::from(T_BLOCK_AFTER) | v | u64::from(f.progress) << 48;
-            f.first = (v >> 8) as u32;
-            f.progress = 0;
+            let a = f.block_after(v);
             record_words(vcpu, 7, a, 0);
             return;
         }
+        f.boundary();
     }
     // Tag, first id (4 bytes), length: 6 bytes.
     let a = u64::from(T_BLOCK) | v;
@@ -816,12 +807,13 @@ fn decode(info: qemu_plugin_meminfo_t) -> (bool, u64) {
     ((info >> 17) & 1 != 0, 1u64 << ((info >> 4) & 7))
 }
 
-/// A hit by instruction `index` (stream id `id`) of the running block,
-/// counted.
+/// A hit by instruction `index` (stream id `id < f.hit_ids`) of the
+/// running block, counted.
 #[inline(always)]
 fn count_hit(f: &mut Filter, id: usize, index: u8, store: bool) {
     f.progress = index.wrapping_add(1);
-    // SAFETY: as in `take` (`id < hit_ids`).
+    // SAFETY: `hits` holds `2 * hit_ids` counts in the mapping, which
+    // lives as long as the process; only vCPU 0 writes them.
     unsafe {
         let c = f.hits.add(2 * id + usize::from(store));
         *c += 1;

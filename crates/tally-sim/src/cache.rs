@@ -119,7 +119,6 @@ pub enum Policy {
     Random(u64),
 }
 
-/// A simulated cache.
 /// What [`Cache::front_hit`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Front {
@@ -131,6 +130,29 @@ pub enum Front {
     Straddle,
 }
 
+/// LRU's move to the front, in one pass: each way shifts down until
+/// `line` is found, which then goes in front (`None`). A miss leaves the
+/// ways shifted down one with the front unchanged, and returns the line
+/// that fell off the end, for the caller to insert `line` or undo.
+#[inline(always)]
+fn lru_to_front(ways: &mut [u64], line: u64) -> Option<u64> {
+    let mut prev = *ways.first()?;
+    if prev == line {
+        return None;
+    }
+    for w in &mut ways[1..] {
+        let t = *w;
+        *w = prev;
+        if t == line {
+            ways[0] = line;
+            return None;
+        }
+        prev = t;
+    }
+    Some(prev)
+}
+
+/// A simulated cache.
 #[derive(Clone, Debug)]
 pub struct Cache {
     config: CacheConfig,
@@ -287,26 +309,15 @@ impl Cache {
         let set = (line & self.set_mask) as usize;
         let ways = &mut self.tags[set * a..(set + 1) * a];
         match self.policy {
-            Policy::Lru => {
-                // Shifted down while searched, as `look_up` does; a miss
-                // (rare here) shifts them back.
-                let mut prev = ways[0];
-                if prev == line {
-                    return true;
+            Policy::Lru => match lru_to_front(ways, line) {
+                None => true,
+                Some(evicted) => {
+                    // A miss (rare here): the ways shifted back.
+                    ways.copy_within(1.., 0);
+                    ways[a - 1] = evicted;
+                    false
                 }
-                for k in 1..a {
-                    let t = ways[k];
-                    ways[k] = prev;
-                    if t == line {
-                        ways[0] = line;
-                        return true;
-                    }
-                    prev = t;
-                }
-                ways.copy_within(1.., 0);
-                ways[a - 1] = prev;
-                false
-            }
+            },
             Policy::Fifo => ways.contains(&line),
             _ => false,
         }
@@ -365,24 +376,13 @@ impl Cache {
         let a = self.assoc;
         let ways = &mut self.tags[set * a..(set + 1) * a];
         match self.policy {
-            Policy::Lru => {
-                // One pass: shift each way down until the line is found
-                // (a hit, now in front) or falls off the end (a miss).
-                let mut prev = ways[0];
-                ways[0] = line;
-                if prev == line {
-                    return false;
+            Policy::Lru => match lru_to_front(ways, line) {
+                None => false,
+                Some(_) => {
+                    ways[0] = line;
+                    true
                 }
-                for w in &mut ways[1..] {
-                    let t = *w;
-                    *w = prev;
-                    if t == line {
-                        return false;
-                    }
-                    prev = t;
-                }
-                true
-            }
+            },
             Policy::Fifo => {
                 if ways.contains(&line) {
                     return false;
