@@ -12,6 +12,7 @@ pub mod attrib;
 pub mod branch;
 pub mod cache;
 pub mod engine;
+pub mod feed;
 pub mod filter;
 pub mod flow;
 pub mod machine;
