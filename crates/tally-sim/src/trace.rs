@@ -48,28 +48,47 @@ use std::io::{self, Read, Write};
 
 /// The first bytes of every stream.
 pub const MAGIC: &[u8; 8] = b"TALLYTR1";
-const T_DECL: u8 = 1;
-const T_EXEC: u8 = 2;
-const T_LOAD: u8 = 3;
-const T_STORE: u8 = 4;
-const T_MAP: u8 = 5;
-const T_END: u8 = 6;
-const T_THREAD: u8 = 7;
-pub(crate) const T_BLOCK: u8 = 8;
-pub(crate) const T_LOAD_AT: u8 = 9;
-pub(crate) const T_STORE_AT: u8 = 10;
-const T_SLOT: u8 = 11;
-pub(crate) const T_READ_HIT: u8 = 12;
-pub(crate) const T_WRITE_HIT: u8 = 13;
-pub(crate) const T_READ_MISS: u8 = 14;
-pub(crate) const T_WRITE_MISS: u8 = 15;
-pub(crate) const T_D1_STATE: u8 = 16;
-pub(crate) const T_D1_FILTER: u8 = 17;
+/// Tag of [`Record::Declare`].
+pub const T_DECL: u8 = 1;
+/// Tag of [`Record::Exec`].
+pub const T_EXEC: u8 = 2;
+/// Tag of [`Record::Load`].
+pub const T_LOAD: u8 = 3;
+/// Tag of [`Record::Store`].
+pub const T_STORE: u8 = 4;
+/// Tag of [`Record::Map`].
+pub const T_MAP: u8 = 5;
+/// Tag of [`Record::End`].
+pub const T_END: u8 = 6;
+/// Tag of [`Record::Thread`].
+pub const T_THREAD: u8 = 7;
+/// Tag of [`Record::Block`].
+pub const T_BLOCK: u8 = 8;
+/// Tag of [`Record::LoadAt`].
+pub const T_LOAD_AT: u8 = 9;
+/// Tag of [`Record::StoreAt`].
+pub const T_STORE_AT: u8 = 10;
+/// Tag of [`Record::Slot`].
+pub const T_SLOT: u8 = 11;
+/// Tag of a [`Record::Hit`] by a load, index in the next byte.
+pub const T_READ_HIT: u8 = 12;
+/// Tag of a [`Record::Hit`] by a store, index in the next byte.
+pub const T_WRITE_HIT: u8 = 13;
+/// Tag of a [`Record::Miss`] by a load.
+pub const T_READ_MISS: u8 = 14;
+/// Tag of a [`Record::Miss`] by a store.
+pub const T_WRITE_MISS: u8 = 15;
+/// Tag of [`Record::D1State`].
+pub const T_D1_STATE: u8 = 16;
+/// Tag of [`Record::D1Filter`].
+pub const T_D1_FILTER: u8 = 17;
 /// The first tag of a one-byte hit: `T_SHORT_HIT | store << 6 | index`,
 /// for an index below 64.
-pub(crate) const T_SHORT_HIT: u8 = 0x80;
-pub(crate) const T_BLOCK_AFTER: u8 = 18;
-pub(crate) const T_PROGRESS: u8 = 19;
+pub const T_SHORT_HIT: u8 = 0x80;
+/// Tag of [`Record::BlockAfter`].
+pub const T_BLOCK_AFTER: u8 = 18;
+/// Tag of [`Record::Progress`].
+pub const T_PROGRESS: u8 = 19;
 
 /// One record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -710,57 +729,6 @@ mod tests {
         }
         let want: Vec<String> = sample().iter().map(|x| format!("{x:?}")).collect();
         assert_eq!(got, want);
-    }
-
-    /// The plugin repeats the tags of the records it writes in its hot
-    /// callbacks and the buffer layout (the D1 filter's other records it
-    /// takes from [`crate::filter`]): they must agree.
-    #[test]
-    fn the_plugin_writes_this_format() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../tally-qemu-plugin/src/lib.rs"
-        );
-        let src = std::fs::read_to_string(path).unwrap();
-        let value = |name: &str| -> String {
-            let line = src
-                .lines()
-                .find(|l| l.starts_with(&format!("const {name}:")))
-                .unwrap_or_else(|| panic!("{name} not in the plugin"));
-            line.split('=')
-                .nth(1)
-                .unwrap()
-                .trim()
-                .trim_end_matches(';')
-                .to_owned()
-        };
-        for (name, v) in [
-            ("T_DECL", T_DECL),
-            ("T_EXEC", T_EXEC),
-            ("T_LOAD", T_LOAD),
-            ("T_STORE", T_STORE),
-            ("T_MAP", T_MAP),
-            ("T_END", T_END),
-            ("T_THREAD", T_THREAD),
-            ("T_BLOCK", T_BLOCK),
-            ("T_LOAD_AT", T_LOAD_AT),
-            ("T_STORE_AT", T_STORE_AT),
-            ("T_READ_HIT", T_READ_HIT),
-            ("T_SHORT_HIT", T_SHORT_HIT),
-            ("T_BLOCK_AFTER", T_BLOCK_AFTER),
-            ("T_PROGRESS", T_PROGRESS),
-            ("T_WRITE_HIT", T_WRITE_HIT),
-            ("T_READ_MISS", T_READ_MISS),
-            ("T_WRITE_MISS", T_WRITE_MISS),
-        ] {
-            assert_eq!(value(name), v.to_string(), "{name}");
-        }
-        assert_eq!(value("MAGIC"), "b\"TALLYTR1\"");
-        assert_eq!(value("SHM_MAGIC"), "b\"TALLYSH1\"");
-        assert_eq!(value("SHM_HEADER"), shared::HEADER.to_string());
-        assert_eq!(value("FLUSH_AT"), "1 << 18");
-        assert_eq!(value("BUF_CAP"), "FLUSH_AT + 64");
-        assert_eq!(shared::CAPACITY, (1 << 18) + 64);
     }
 
     #[test]
