@@ -758,57 +758,6 @@ mod tests {
         assert_eq!(got, want);
     }
 
-    /// The plugin repeats the tags of the records it writes in its hot
-    /// callbacks and the buffer layout (the D1 filter's other records it
-    /// takes from [`crate::filter`]): they must agree.
-    #[test]
-    fn the_plugin_writes_this_format() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../tally-qemu-plugin/src/lib.rs"
-        );
-        let src = std::fs::read_to_string(path).unwrap();
-        let value = |name: &str| -> String {
-            let line = src
-                .lines()
-                .find(|l| l.starts_with(&format!("const {name}:")))
-                .unwrap_or_else(|| panic!("{name} not in the plugin"));
-            line.split('=')
-                .nth(1)
-                .unwrap()
-                .trim()
-                .trim_end_matches(';')
-                .to_owned()
-        };
-        for (name, v) in [
-            ("T_DECL", T_DECL),
-            ("T_EXEC", T_EXEC),
-            ("T_LOAD", T_LOAD),
-            ("T_STORE", T_STORE),
-            ("T_MAP", T_MAP),
-            ("T_END", T_END),
-            ("T_THREAD", T_THREAD),
-            ("T_BLOCK", T_BLOCK),
-            ("T_LOAD_AT", T_LOAD_AT),
-            ("T_STORE_AT", T_STORE_AT),
-            ("T_READ_HIT", T_READ_HIT),
-            ("T_SHORT_HIT", T_SHORT_HIT),
-            ("T_BLOCK_AFTER", T_BLOCK_AFTER),
-            ("T_PROGRESS", T_PROGRESS),
-            ("T_WRITE_HIT", T_WRITE_HIT),
-            ("T_READ_MISS", T_READ_MISS),
-            ("T_WRITE_MISS", T_WRITE_MISS),
-        ] {
-            assert_eq!(value(name), v.to_string(), "{name}");
-        }
-        assert_eq!(value("MAGIC"), "b\"TALLYTR1\"");
-        assert_eq!(value("SHM_MAGIC"), "b\"TALLYSH1\"");
-        assert_eq!(value("SHM_HEADER"), shared::HEADER.to_string());
-        assert_eq!(value("FLUSH_AT"), "1 << 18");
-        assert_eq!(value("BUF_CAP"), "FLUSH_AT + 64");
-        assert_eq!(shared::CAPACITY, (1 << 18) + 64);
-    }
-
     #[test]
     fn every_cut_is_an_error_or_a_clean_end() {
         let bytes = sample_bytes();
