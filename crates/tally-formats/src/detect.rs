@@ -231,12 +231,19 @@ fn detect_plain(head: &[u8]) -> Format {
     }
     let callgrind = std::iter::once(first)
         .chain(lines)
-        .any(|l| CALLGRIND_ONLY.iter().any(|k| l.starts_with(k)) || l.starts_with(b"fn=("));
+        .any(|l| CALLGRIND_ONLY.iter().any(|k| l.starts_with(k)) || is_compressed_name(l));
     if callgrind {
         Format::Callgrind
     } else {
         Format::Cachegrind
     }
+}
+
+/// Whether a line names a file or function by a compressed id, `fn=(12)`
+/// (Cachegrind writes names such as `fn=(below main)` in full).
+fn is_compressed_name(line: &[u8]) -> bool {
+    (line.starts_with(b"fn=(") || line.starts_with(b"fl=("))
+        && line.get(4).is_some_and(u8::is_ascii_digit)
 }
 
 /// Whether decompressed bytes start like a pprof message: field 1
