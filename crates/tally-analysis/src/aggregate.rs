@@ -6,7 +6,7 @@
 //! the function's whole cost whatever file its lines came from.
 
 use rustc_hash::FxHashMap;
-use tally_model::{Cost, FileId, FunctionId, Profile};
+use tally_model::{CallInfo, Cost, FileId, FunctionId, JumpInfo, Jumps, Positions, Profile, Sink};
 
 /// A flat table of cost vectors, all of one length.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -168,9 +168,15 @@ struct PartSums<C> {
 /// Builds an [`Aggregate`] record by record, so that a profile can be
 /// summed while it is read, without keeping its lines: a report that shows
 /// no source or assembly needs nothing else.
+///
+/// It is a reader's [`Sink`]: given to the reader, it sums as the records
+/// come (the number of events is taken from the reader), and keeps the
+/// jumps too when asked ([`AggregateBuilder::keeping_jumps`]), for a jump
+/// listing.
 pub struct AggregateBuilder<C> {
     events: usize,
     parts: Vec<PartSums<C>>,
+    jumps: Option<Vec<Jumps<C>>>,
 }
 
 impl<C: Cost> AggregateBuilder<C> {
@@ -179,7 +185,31 @@ impl<C: Cost> AggregateBuilder<C> {
         AggregateBuilder {
             events,
             parts: Vec::new(),
+            jumps: None,
         }
+    }
+
+    /// A builder for a reader to fill, keeping each part's jumps when
+    /// `keep_jumps` (see [`AggregateBuilder::take_jumps`]).
+    pub fn keeping_jumps(keep_jumps: bool) -> Self {
+        AggregateBuilder {
+            events: 0,
+            parts: Vec::new(),
+            jumps: keep_jumps.then(Vec::new),
+        }
+    }
+
+    /// Sets the number of events if no part has begun (a profile whose
+    /// header the reader gave no part for).
+    pub fn set_events(&mut self, events: usize) {
+        if self.parts.is_empty() {
+            self.events = events;
+        }
+    }
+
+    /// The jumps of each part, in order, if they were kept.
+    pub fn take_jumps(&mut self) -> Vec<Jumps<C>> {
+        self.jumps.take().unwrap_or_default()
     }
 
     /// The next part begins.
@@ -231,7 +261,7 @@ impl<C: Cost> AggregateBuilder<C> {
     }
 
     /// A call arc.
-    pub fn call(&mut self, info: &tally_model::CallInfo<C>, inclusive: &[C]) {
+    pub fn call(&mut self, info: &CallInfo<C>, inclusive: &[C]) {
         let events = self.events;
         let p = self.part();
         let k = (info.caller, info.site_file, info.callee);
@@ -352,5 +382,29 @@ impl<C: Cost> AggregateBuilder<C> {
             }
         }
         a
+    }
+}
+
+impl<C: Cost> Sink<C> for AggregateBuilder<C> {
+    fn start_part(&mut self, positions: Positions, events: usize) {
+        // The number of events is known once the first header is read.
+        self.set_events(events);
+        AggregateBuilder::start_part(self);
+        if let Some(j) = &mut self.jumps {
+            j.push(Jumps::new(positions));
+        }
+    }
+    #[inline]
+    fn line(&mut self, function: FunctionId, file: FileId, _: &[u64], costs: &[C]) {
+        AggregateBuilder::line(self, function, file, costs);
+    }
+    fn call(&mut self, info: CallInfo<C>, _: &[u64], _: &[u64], inclusive: &[C]) {
+        AggregateBuilder::call(self, &info, inclusive);
+    }
+    fn jump(&mut self, info: JumpInfo<C>, source: &[u64], target: &[u64]) {
+        AggregateBuilder::jump(self, info.function);
+        if let Some(j) = self.jumps.as_mut().and_then(|j| j.last_mut()) {
+            j.push(info, source, target);
+        }
     }
 }

@@ -4,12 +4,12 @@
 use crate::Outcome;
 use crate::progress::Progress;
 use anyhow::{Context, bail};
-use std::io::{self, IsTerminal, Read, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use tally_analysis::AggregateBuilder;
-use tally_formats::callgrind::{ReadOptions, Sink};
-use tally_formats::{Error, ParseErrorKind};
-use tally_model::{CallInfo, Cost, FileId, FunctionId, JumpInfo, Jumps, Positions, Profile};
+use tally_formats::Source;
+use tally_formats::callgrind::ReadOutcome;
+use tally_model::{AnyCost, Cost, Profile};
 use tally_report::annotate::{Options, PartFilter, Tree};
 
 /// Arguments of `tally annotate`. Option names follow callgrind_annotate and
@@ -114,43 +114,11 @@ fn parse_percent(s: &str) -> Result<f64, String> {
 }
 
 /// Whether a file looks like a profile (rather than a source file to
-/// annotate), by its first bytes.
+/// annotate), by its first bytes; `-` and files that cannot be opened are
+/// profiles (the reader then says what is wrong).
 fn is_profile(path: &Path) -> bool {
-    if path.as_os_str() == "-" {
-        return true;
-    }
-    let mut head = [0u8; 512];
-    let n = match std::fs::File::open(path).and_then(|mut f| f.read(&mut head)) {
-        Ok(n) => n,
-        // Let the reader report it.
-        Err(_) => return true,
-    };
-    let head = &head[..n];
-    if head.starts_with(&[0x1f, 0x8b]) {
-        return true;
-    }
-    let first = head
-        .split(|&b| b == b'\n')
-        .map(|l| l.trim_ascii())
-        .find(|l| !l.is_empty() && (!l.starts_with(b"#") || l.starts_with(b"# callgrind format")));
-    let Some(first) = first else {
-        return false;
-    };
-    [
-        &b"# callgrind format"[..],
-        b"version:",
-        b"creator:",
-        b"pid:",
-        b"cmd:",
-        b"part:",
-        b"desc:",
-        b"positions:",
-        b"event:",
-        b"events:",
-        b"summary:",
-    ]
-    .iter()
-    .any(|k| first.starts_with(k))
+    path.as_os_str() == "-"
+        || Source::open(path).map_or(true, |s| s.detected().looks_like_profile())
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
@@ -182,115 +150,61 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         let d = crate::diff::difference(&inputs, a, b)?;
         return report(d.profile, None, &args, &opts);
     }
-    let paths: Vec<&Path> = profiles.iter().map(PathBuf::as_path).collect();
-    let total: u64 = paths
+    let sources = profiles
         .iter()
-        .filter_map(|p| std::fs::metadata(p).ok().map(|m| m.len()))
-        .sum();
-    let stdin = paths.iter().any(|p| p.as_os_str() == "-");
-    // One file and no source or assembly: sum while reading, keep no lines.
-    let stream = paths.len() == 1 && !tally_report::annotate::needs_lines(&opts);
+        .map(|p| Source::open(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let total: u64 = sources.iter().filter_map(Source::size).sum();
     let mut progress = Progress::new(Some(total));
     let mut update = |n| progress.update(n);
-    let first = if stream {
-        streamed::<u64>(paths[0], Some(&mut update), &args, &opts)
-    } else {
-        match tally_formats::read_files::<u64>(&paths, Some(&mut update)) {
-            Ok((p, w)) => {
-                warn(&paths, &w);
-                report(p, None, &args, &opts)
-            }
-            Err(e) => Err(e.into()),
-        }
-    };
+    // One file and no source or assembly: sum while reading, keep no lines.
+    if let [source] = &sources[..]
+        && !tally_report::annotate::needs_lines(&opts)
+    {
+        let keep = opts.jumps.is_some();
+        let read = tally_formats::parse_any(
+            source,
+            AggregateBuilder::keeping_jumps(keep),
+            || AggregateBuilder::keeping_jumps(keep),
+            Some(&mut update),
+        )?;
+        drop(progress);
+        return match read {
+            AnyCost::Unsigned((o, s)) => streamed(source, o, s, &args, &opts),
+            AnyCost::Signed((o, s)) => streamed(source, o, s, &args, &opts),
+        };
+    }
+    let (p, warnings) = tally_formats::read_all(&sources, Some(&mut update))?;
     drop(progress);
-    match first {
-        Err(e) if !stdin && is_negative(&e) => {
-            if stream {
-                streamed::<i64>(paths[0], None, &args, &opts)
-            } else {
-                let (p, w) = tally_formats::read_files::<i64>(&paths, None)?;
-                warn(&paths, &w);
-                report(p, None, &args, &opts)
-            }
-        }
-        r => r,
+    for (s, w) in sources.iter().zip(&warnings) {
+        warn(s, w);
+    }
+    match p {
+        AnyCost::Unsigned(p) => report(p, None, &args, &opts),
+        AnyCost::Signed(p) => report(p, None, &args, &opts),
     }
 }
 
-fn is_negative(e: &anyhow::Error) -> bool {
-    matches!(
-        e.downcast_ref::<Error>(),
-        Some(Error::Parse {
-            kind: ParseErrorKind::Negative(_),
-            ..
-        })
-    )
-}
-
-/// Feeds the reader's records to the sums, keeping only jumps (for
-/// `--jumps`).
-struct SumSink<C: Cost> {
-    sums: AggregateBuilder<C>,
-    jumps: Vec<Jumps<C>>,
-    keep_jumps: bool,
-}
-
-impl<C: Cost> Sink<C> for SumSink<C> {
-    fn start_part(&mut self, positions: Positions, events: usize) {
-        // The number of events is known once the first header is read.
-        if self.jumps.is_empty() {
-            self.sums = AggregateBuilder::new(events);
-        }
-        self.sums.start_part();
-        self.jumps.push(Jumps::new(positions));
-    }
-    #[inline]
-    fn line(&mut self, function: FunctionId, file: FileId, _: &[u64], costs: &[C]) {
-        self.sums.line(function, file, costs);
-    }
-    fn call(&mut self, info: CallInfo<C>, _: &[u64], _: &[u64], inclusive: &[C]) {
-        self.sums.call(&info, inclusive);
-    }
-    fn jump(&mut self, info: JumpInfo<C>, source: &[u64], target: &[u64]) {
-        self.sums.jump(info.function);
-        if self.keep_jumps
-            && let Some(j) = self.jumps.last_mut()
-        {
-            j.push(info, source, target);
-        }
-    }
-}
-
+/// Reports a profile summed while it was read.
 fn streamed<C: Cost>(
-    path: &Path,
-    progress: Option<&mut dyn FnMut(u64)>,
+    source: &Source,
+    read: ReadOutcome<C>,
+    mut sums: AggregateBuilder<C>,
     args: &Args,
     opts: &Options,
 ) -> anyhow::Result<Outcome> {
-    let input = tally_formats::Input::open(path)?;
-    let mut sink = SumSink {
-        sums: AggregateBuilder::<C>::new(0),
-        jumps: Vec::new(),
-        keep_jumps: opts.jumps.is_some(),
-    };
-    let out = tally_formats::callgrind::parse(input, &mut sink, ReadOptions { progress })?;
-    if sink.jumps.is_empty() {
-        sink.sums = AggregateBuilder::new(out.profile.events.len());
-    }
-    warn(&[path], std::slice::from_ref(&out.warnings));
-    let mut profile = out.profile;
-    for (part, jumps) in profile.parts.iter_mut().zip(sink.jumps) {
+    sums.set_events(read.profile.events.len());
+    warn(source, &read.warnings);
+    let mut profile = read.profile;
+    for (part, jumps) in profile.parts.iter_mut().zip(sums.take_jumps()) {
         part.jumps = jumps;
     }
-    report(profile, Some(sink.sums), args, opts)
+    report(profile, Some(sums), args, opts)
 }
 
-fn warn(paths: &[&Path], warnings: &[tally_formats::Warnings]) {
-    for (p, ws) in paths.iter().zip(warnings) {
-        for w in ws.iter() {
-            eprintln!("{}: warning: {w}", p.display());
-        }
+fn warn(source: &Source, warnings: &tally_formats::Warnings) {
+    for w in warnings.iter() {
+        eprintln!("{}: warning: {w}", source.path().display());
     }
 }
 

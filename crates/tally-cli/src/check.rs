@@ -5,8 +5,10 @@ use crate::{Outcome, report};
 use std::io::{self, Write};
 use std::path::PathBuf;
 use tally_formats::callgrind::ReadOutcome;
-use tally_formats::{Error, ParseErrorKind};
-use tally_model::{Cost, Format};
+use tally_formats::detect::Format as FileFormat;
+use tally_formats::{Error, Source};
+use tally_model::{AnyCost, Cost, Format};
+use tally_report::format::thousands;
 
 /// Arguments of `tally check`.
 #[derive(clap::Args)]
@@ -24,43 +26,19 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     for (i, path) in args.files.iter().enumerate() {
-        if is_dcpi(path) {
-            match tally_formats::dcpi::read_file(path) {
-                Ok(p) => {
-                    if i > 0 && !args.quiet {
-                        writeln!(out)?;
-                    }
-                    if !args.quiet {
-                        print_dcpi(&mut out, path, &p)?;
-                    }
-                }
-                Err(e) => {
-                    out.flush()?;
-                    report(&anyhow::Error::new(e));
-                    outcome = Outcome::Invalid;
-                }
-            }
-            continue;
-        }
-        let size = std::fs::metadata(path).ok().map(|m| m.len());
-        let gz = path.extension().is_some_and(|e| e == "gz");
-        let mut progress = Progress::new(if gz { None } else { size });
-        let result = match scan::<u64>(path, &mut progress) {
-            Err(Error::Parse {
-                kind: ParseErrorKind::Negative(_),
-                ..
-            }) if path.as_os_str() != "-" => scan::<i64>(path, &mut progress).map(Summary::Signed),
-            r => r.map(Summary::Unsigned),
-        };
-        drop(progress);
+        let result = Source::open(path).and_then(|s| check(&s).map(|c| (s, c)));
         match result {
-            Ok(s) => {
+            Ok((source, checked)) => {
                 if i > 0 && !args.quiet {
                     writeln!(out)?;
                 }
-                match &s {
-                    Summary::Unsigned(o) => print(&mut out, path, o, args.quiet)?,
-                    Summary::Signed(o) => print(&mut out, path, o, args.quiet)?,
+                match checked {
+                    Checked::Dcpi(p) if !args.quiet => print_dcpi(&mut out, source.name(), &p)?,
+                    Checked::Dcpi(_) => {}
+                    Checked::Text(read) => match *read {
+                        AnyCost::Unsigned(o) => print(&mut out, &source, &o, args.quiet)?,
+                        AnyCost::Signed(o) => print(&mut out, &source, &o, args.quiet)?,
+                    },
                 }
             }
             Err(e) => {
@@ -73,21 +51,27 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     Ok(outcome)
 }
 
-/// DCPI files are told apart by their header (a known key first, a
-/// `samples` line).
-fn is_dcpi(path: &std::path::Path) -> bool {
-    use std::io::Read;
-    if path.as_os_str() == "-" {
-        return false;
+/// A checked input: a DCPI profile, or a Callgrind or Cachegrind one
+/// scanned without keeping its records.
+enum Checked {
+    Dcpi(tally_formats::dcpi::DcpiProfile),
+    Text(Box<AnyCost<ReadOutcome<u64>, ReadOutcome<i64>>>),
+}
+
+fn check(source: &Source) -> Result<Checked, Error> {
+    if source.format() == FileFormat::Dcpi {
+        let p = tally_formats::dcpi::parse(&source.bytes()?, source.name())?;
+        return Ok(Checked::Dcpi(p));
     }
-    let mut head = Vec::new();
-    match std::fs::File::open(path) {
-        Ok(f) => {
-            let _ = f.take(1 << 16).read_to_end(&mut head);
-            tally_formats::dcpi::is_dcpi(&head)
-        }
-        Err(_) => false,
-    }
+    let size = if source.detected().gzip {
+        None
+    } else {
+        source.size()
+    };
+    let mut progress = Progress::new(size);
+    let mut update = |n| progress.update(n);
+    let scanned = tally_formats::scan(source, Some(&mut update))?;
+    Ok(Checked::Text(Box::new(scanned)))
 }
 
 fn print_dcpi(
@@ -122,46 +106,14 @@ fn print_dcpi(
     Ok(())
 }
 
-enum Summary {
-    Unsigned(ReadOutcome<u64>),
-    Signed(ReadOutcome<i64>),
-}
-
-fn scan<C: Cost>(path: &std::path::Path, progress: &mut Progress) -> Result<ReadOutcome<C>, Error> {
-    let mut update = |n| progress.update(n);
-    tally_formats::scan_file::<C>(path, Some(&mut update))
-}
-
-/// Formats a number with thousands separators.
-pub fn thousands<C: Cost>(v: C) -> String {
-    let s = v.to_string();
-    let (sign, digits) = match s.strip_prefix('-') {
-        Some(d) => ("-", d),
-        None => ("", s.as_str()),
-    };
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    out.push_str(sign);
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
 fn print<C: Cost>(
     out: &mut impl Write,
-    path: &std::path::Path,
+    source: &Source,
     o: &ReadOutcome<C>,
     quiet: bool,
 ) -> io::Result<()> {
     let p = &o.profile;
-    let name = if path.as_os_str() == "-" {
-        "<stdin>".to_string()
-    } else {
-        path.display().to_string()
-    };
+    let name = source.name().display().to_string();
     for w in o.warnings.iter() {
         eprintln!("{name}: warning: {w}");
     }
@@ -221,12 +173,12 @@ fn print<C: Cost>(
         .unwrap_or(0);
     writeln!(out, "  totals:")?;
     for (e, t) in p.events.recorded().iter().zip(&totals) {
-        writeln!(out, "    {:<width$} {:>20}", e.name, thousands(*t))?;
+        writeln!(out, "    {:<width$} {:>20}", e.name, thousands(t.to_i128()))?;
     }
     for d in p.events.derived() {
         let v = d
             .evaluate(&totals)
-            .map_or_else(|| "out of range".to_string(), thousands);
+            .map_or_else(|| "out of range".to_string(), |v| thousands(v.to_i128()));
         writeln!(out, "    {:<width$} {:>20}  (derived)", d.name, v)?;
     }
     if p.parts.len() > 1 {
@@ -238,7 +190,7 @@ fn print<C: Cost>(
             if let Some(t) = part.info.thread {
                 label.push_str(&format!(" (thread: {t})"));
             }
-            let v: Vec<String> = s.totals.iter().map(|&c| thousands(c)).collect();
+            let v: Vec<String> = s.totals.iter().map(|c| thousands(c.to_i128())).collect();
             writeln!(out, "  {label}: {}", v.join(" "))?;
         }
     }
@@ -269,16 +221,20 @@ fn print<C: Cost>(
     writeln!(
         out,
         "  objects {}, files {}, functions {}, cost lines {}, call arcs {}, jumps {}",
-        thousands(n.objects.len() as u64 - 1),
-        thousands(n.files.len() as u64 - 1),
-        thousands(n.function_count() as u64),
-        thousands(lines),
-        thousands(calls),
-        thousands(jumps),
+        thousands(n.objects.len() as i128 - 1),
+        thousands(n.files.len() as i128 - 1),
+        thousands(n.function_count() as i128),
+        thousands(i128::from(lines)),
+        thousands(i128::from(calls)),
+        thousands(i128::from(jumps)),
     )?;
     if !o.warnings.is_empty() {
         writeln!(out, "  warnings:   {}", o.warnings.len())?;
     }
-    writeln!(out, "  read:       {} bytes", thousands(o.bytes))?;
+    writeln!(
+        out,
+        "  read:       {} bytes",
+        thousands(i128::from(o.bytes))
+    )?;
     Ok(())
 }

@@ -3,73 +3,33 @@
 //! result.
 
 use anyhow::{Context, bail};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use tally_analysis::combine::{CombineError, Combined, Combiner, Sign};
 use tally_analysis::subst::Subst;
-use tally_formats::{Error, ParseErrorKind, Warnings, callgrind, output};
-use tally_model::{Cost, Format, Profile};
+use tally_formats::{OutputFormat, OutputOptions, Source};
+use tally_model::{AnyCost, AnyProfile, Cost};
 
-/// A profile as read: unsigned counts, or a difference with signed ones.
-pub enum Loaded {
-    /// Measured counts.
-    Unsigned(Profile<u64>),
-    /// A difference (some count is negative).
-    Signed(Profile<i64>),
-}
-
-impl Loaded {
-    pub fn format(&self) -> Format {
-        match self {
-            Loaded::Unsigned(p) => p.format,
-            Loaded::Signed(p) => p.format,
-        }
-    }
-
-    /// The `cmd:` of the first part that has one.
-    pub fn cmd(&self) -> Option<Vec<u8>> {
-        match self {
-            Loaded::Unsigned(p) => p.parts.iter().find_map(|p| p.info.cmd.clone()),
-            Loaded::Signed(p) => p.parts.iter().find_map(|p| p.info.cmd.clone()),
-        }
-    }
-
-    pub fn is_signed(&self) -> bool {
-        matches!(self, Loaded::Signed(_))
-    }
-
-    /// Adds or subtracts this profile.
-    pub fn add_to<C: Cost>(
-        &self,
-        c: &mut Combiner<C>,
-        sign: Sign,
-        label: &str,
-    ) -> Result<(), CombineError> {
-        match self {
-            Loaded::Unsigned(p) => c.add(p, sign, label),
-            Loaded::Signed(p) => c.add(p, sign, label),
-        }
-    }
-}
-
-/// Reads a Callgrind or Cachegrind file; a file with negative counts (a
-/// diff) is read as signed.
-pub fn load(path: &Path) -> anyhow::Result<Loaded> {
-    let (loaded, warnings): (Loaded, Warnings) = match tally_formats::read_file::<u64>(path, None) {
-        Ok((p, w)) => (Loaded::Unsigned(p), w),
-        Err(Error::Parse {
-            kind: ParseErrorKind::Negative(_),
-            ..
-        }) if path.as_os_str() != "-" => {
-            let (p, w) = tally_formats::read_file::<i64>(path, None)?;
-            (Loaded::Signed(p), w)
-        }
-        Err(e) => return Err(e.into()),
-    };
+/// Reads a Callgrind or Cachegrind file (or `-`), signed if it holds a
+/// negative count (a difference), and prints its warnings.
+pub fn load(path: &Path) -> anyhow::Result<AnyProfile> {
+    let (loaded, warnings) = tally_formats::read(&Source::open(path)?, None)?;
     for w in warnings.iter() {
         eprintln!("{}: warning: {w}", path.display());
     }
     Ok(loaded)
+}
+
+/// Adds or subtracts a profile, whatever its counts.
+pub fn add_to<C: Cost>(
+    c: &mut Combiner<C>,
+    p: &AnyProfile,
+    sign: Sign,
+    label: &str,
+) -> Result<(), CombineError> {
+    match p {
+        AnyCost::Unsigned(p) => c.add(p, sign, label),
+        AnyCost::Signed(p) => c.add(p, sign, label),
+    }
 }
 
 /// Parses `--mod-filename` / `--mod-funcname`.
@@ -89,6 +49,16 @@ pub enum To {
     Json,
 }
 
+impl From<To> for OutputFormat {
+    fn from(t: To) -> Self {
+        match t {
+            To::Callgrind => OutputFormat::Callgrind,
+            To::Cachegrind => OutputFormat::Cachegrind,
+            To::Json => OutputFormat::Json,
+        }
+    }
+}
+
 /// Writes the result (temporary file and rename; `-` is standard output),
 /// in the inputs' format unless `to` says otherwise; warns where the
 /// inputs' stated totals do not add up to their costs.
@@ -100,28 +70,13 @@ pub fn write_result<C: Cost>(
     command: &str,
 ) -> anyhow::Result<()> {
     warn_stated(&c, command, out);
-    let p = &c.profile;
-    let to = to.unwrap_or(match p.format {
-        Format::Callgrind => To::Callgrind,
-        Format::Cachegrind => To::Cachegrind,
-    });
-    let gzip = out.extension().is_some_and(|e| e == "gz");
-    let options = callgrind::WriteOptions { compress };
-    output::write_file(out, |w| {
-        let emit = |p: &Profile<C>, w: &mut dyn Write| match to {
-            To::Callgrind => callgrind::write(p, w, options),
-            To::Cachegrind => tally_formats::cachegrind::write(p, w),
-            To::Json => tally_formats::json::write(p, w),
-        };
-        if gzip {
-            let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::default());
-            emit(p, &mut gz)?;
-            gz.finish()?.flush()
-        } else {
-            emit(p, w)
-        }
-    })
-    .with_context(|| format!("writing {}", out.display()))?;
+    let options = OutputOptions {
+        format: to.map(OutputFormat::from),
+        compress_names: compress,
+        gzip: None,
+    };
+    tally_formats::write_profile(&c.profile, out, &options)
+        .with_context(|| format!("writing {}", out.display()))?;
     Ok(())
 }
 

@@ -6,11 +6,11 @@
 use crate::Outcome;
 use crate::progress::Progress;
 use anyhow::{Context, anyhow, bail};
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use tally_formats::gmon::{GMON_MAGIC, Gmon};
-use tally_formats::{Error, ParseErrorKind, callgrind, output};
-use tally_model::{Cost, Format, Profile};
+use std::path::PathBuf;
+use tally_formats::detect::Format as FileFormat;
+use tally_formats::gmon::Gmon;
+use tally_formats::{OutputFormat, OutputOptions, Source};
+use tally_model::{AnyCost, Cost, Profile};
 use tally_symbols::ObjectFile;
 
 /// Output formats.
@@ -87,130 +87,71 @@ pub struct Args {
     object: Option<String>,
 }
 
-fn infer(out: &Path) -> Option<To> {
-    let name = out.file_name()?.to_string_lossy().to_string();
-    let name = name.strip_suffix(".gz").unwrap_or(&name);
-    if name.ends_with(".json") {
-        Some(To::Json)
-    } else if name.ends_with(".dcpi") {
-        Some(To::Dcpi)
-    } else if name.starts_with("cachegrind.out") || name.ends_with(".cachegrind") {
-        Some(To::Cachegrind)
-    } else if name.starts_with("callgrind.out") || name.ends_with(".callgrind") {
-        Some(To::Callgrind)
-    } else {
-        None
+impl From<To> for OutputFormat {
+    fn from(t: To) -> Self {
+        match t {
+            To::Callgrind => OutputFormat::Callgrind,
+            To::Cachegrind => OutputFormat::Cachegrind,
+            To::Json => OutputFormat::Json,
+            To::Dcpi => OutputFormat::Dcpi,
+        }
     }
 }
 
-/// The first bytes of a file (fewer if it is shorter); empty if it cannot
-/// be read. `-`, standard input, is not read (it could not be read again).
-fn head(path: &Path) -> Vec<u8> {
-    head_n(path, 512)
-}
-
-fn head_n(path: &Path, n: u64) -> Vec<u8> {
-    if path == Path::new("-") {
-        return Vec::new();
-    }
-    let Ok(f) = std::fs::File::open(path) else {
-        return Vec::new();
-    };
-    let mut buf = Vec::with_capacity(n.min(1 << 16) as usize);
-    let _ = f.take(n).read_to_end(&mut buf);
-    buf
+/// The output format: `--to`, else the one the output's name implies.
+fn output_format(args: &Args) -> Option<OutputFormat> {
+    args.to
+        .map(OutputFormat::from)
+        .or_else(|| OutputFormat::from_name(&args.output))
 }
 
 /// Whether the output is to be DCPI.
 fn wants_dcpi(args: &Args) -> bool {
-    args.to.or_else(|| infer(&args.output)) == Some(To::Dcpi)
+    output_format(args) == Some(OutputFormat::Dcpi)
 }
 
-/// Whether a file starts with the magic of a GNU gmon file.
-fn has_gmon_magic(path: &Path) -> bool {
-    head(path).starts_with(GMON_MAGIC)
-}
-
-/// Whether a file (or standard input) is a Callgrind or Cachegrind text
-/// profile, gzipped or not, by its first line.
-fn looks_like_text_profile(path: &Path) -> bool {
-    if path == Path::new("-") {
-        return true;
-    }
-    let head = head(path);
-    if head.starts_with(&[0x1f, 0x8b]) {
-        return true;
-    }
-    let first = head
-        .split(|&b| b == b'\n')
-        .find(|l| !l.iter().all(u8::is_ascii_whitespace))
-        .unwrap_or(b"");
-    const KEYS: &[&[u8]] = &[
-        b"# callgrind format",
-        b"version:",
-        b"creator:",
-        b"pid:",
-        b"cmd:",
-        b"part:",
-        b"thread:",
-        b"desc:",
-        b"positions:",
-        b"events:",
-        b"event:",
-        b"summary:",
-        b"totals:",
-        b"ob=",
-        b"fl=",
-        b"fn=",
-    ];
-    KEYS.iter().any(|k| first.starts_with(k))
-}
-
-/// The input format: `--from`, else gmon when every file has the `gmon`
-/// magic or `--binary` is given, else Callgrind/Cachegrind text.
-fn input_format(args: &Args) -> anyhow::Result<InputFormat> {
+/// The input format: `--from`, else DCPI when every file is one, gmon
+/// when every file has the `gmon` magic or `--binary` is given, else
+/// Callgrind/Cachegrind text.
+fn input_format(args: &Args, sources: &[Source]) -> anyhow::Result<InputFormat> {
     if let Some(f) = args.from {
         return Ok(f);
     }
-    let dcpi: Vec<bool> = args
-        .files
-        .iter()
-        .map(|p| tally_formats::dcpi::is_dcpi(&head_n(p, 1 << 16)))
-        .collect();
-    if dcpi.iter().all(|&d| d) {
+    let first = |f: &dyn Fn(&Source) -> bool| sources.iter().position(f);
+    let is = |format: FileFormat| move |s: &Source| s.format() == format;
+    let (dcpi, gmon) = (is(FileFormat::Dcpi), is(FileFormat::Gmon));
+    if let Some(i) = first(&dcpi) {
+        if let Some(other) = first(&|s| !dcpi(s)) {
+            bail!(
+                "{} is a DCPI profile but {} is not: convert DCPI profiles on their own",
+                args.files[i].display(),
+                args.files[other].display()
+            );
+        }
         return Ok(InputFormat::Dcpi);
-    }
-    if let Some(i) = dcpi.iter().position(|&d| d) {
-        bail!(
-            "{} is a DCPI profile but {} is not: convert DCPI profiles on their own",
-            args.files[i].display(),
-            args.files[dcpi.iter().position(|&d| !d).unwrap_or(0)].display()
-        );
     }
     if args.binary.is_some() && wants_dcpi(args) {
         return Ok(InputFormat::Callgrind);
     }
-    let magic: Vec<bool> = args.files.iter().map(|p| has_gmon_magic(p)).collect();
-    if magic.iter().all(|&g| g) {
+    if sources.iter().all(gmon) {
         return Ok(InputFormat::Gmon);
     }
     if args.binary.is_some() {
-        if let Some(text) = args.files.iter().find(|p| looks_like_text_profile(p)) {
+        if let Some(i) = first(&|s| s.detected().looks_like_profile()) {
             bail!(
                 "{} is a Callgrind/Cachegrind profile, not a gmon file: --binary is only for gmon input",
-                text.display()
+                args.files[i].display()
             );
         }
         // Without the magic: a BSD-layout gmon file, or not a gmon file at
         // all (the reader says which).
         return Ok(InputFormat::Gmon);
     }
-    if let Some(i) = magic.iter().position(|&g| g) {
-        let other = magic.iter().position(|&g| !g).unwrap_or(0);
+    if let Some(i) = first(&gmon) {
         bail!(
             "{} is a gmon file but {} is not: gmon files cannot be mixed with other profiles",
             args.files[i].display(),
-            args.files[other].display()
+            args.files[first(&|s| !gmon(s)).unwrap_or(0)].display()
         );
     }
     Ok(InputFormat::Callgrind)
@@ -228,9 +169,14 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     {
         bail!("{flag} is only for DCPI output (`--to dcpi` or an output name ending in .dcpi)");
     }
-    match input_format(&args)? {
-        InputFormat::Gmon => return run_gmon(&args),
-        InputFormat::Dcpi => return run_dcpi(&args),
+    let sources = args
+        .files
+        .iter()
+        .map(|f| Source::open(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    match input_format(&args, &sources)? {
+        InputFormat::Gmon => return run_gmon(&args, &sources),
+        InputFormat::Dcpi => return run_dcpi(&args, &sources),
         InputFormat::Callgrind => {
             let gmon_only = [
                 (args.binary.is_some() && !wants_dcpi(&args), "--binary"),
@@ -246,37 +192,28 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             }
         }
     }
-    let paths: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
-    let total: u64 = paths
-        .iter()
-        .filter_map(|p| std::fs::metadata(p).ok().map(|m| m.len()))
-        .sum();
+    let total: u64 = sources.iter().filter_map(Source::size).sum();
     let mut progress = Progress::new(Some(total));
     let mut update = |n| progress.update(n);
-    match tally_formats::read_files::<u64>(&paths, Some(&mut update)) {
-        Ok((p, w)) => {
-            drop(progress);
-            warn(&paths, &w);
-            write(&p, &args)
+    let (p, warnings) = tally_formats::read_all(&sources, Some(&mut update))?;
+    drop(progress);
+    for (s, ws) in sources.iter().zip(&warnings) {
+        for w in ws.iter() {
+            eprintln!("{}: warning: {w}", s.path().display());
         }
-        Err(Error::Parse {
-            kind: ParseErrorKind::Negative(_),
-            ..
-        }) => {
-            drop(progress);
-            let (p, w) = tally_formats::read_files::<i64>(&paths, None)?;
-            warn(&paths, &w);
-            write(&p, &args)
-        }
-        Err(e) => Err(e.into()),
+    }
+    match &p {
+        AnyCost::Unsigned(p) => write(p, &args),
+        AnyCost::Signed(p) => write(p, &args),
     }
 }
 
 /// Converts a DCPI profile (several are summed) with its image.
-fn run_dcpi(args: &Args) -> anyhow::Result<Outcome> {
+fn run_dcpi(args: &Args, sources: &[Source]) -> anyhow::Result<Outcome> {
     let mut v = Vec::new();
-    for f in &args.files {
-        v.push((f.display().to_string(), tally_formats::dcpi::read_file(f)?));
+    for (f, s) in args.files.iter().zip(sources) {
+        let p = tally_formats::dcpi::parse(&s.bytes()?, s.name())?;
+        v.push((f.display().to_string(), p));
     }
     let p = tally_report::dcpi::sum(&v)?;
     if wants_dcpi(args) {
@@ -302,7 +239,7 @@ fn run_dcpi(args: &Args) -> anyhow::Result<Outcome> {
 }
 
 /// Converts gmon files (summed as gprof sums them) with their program.
-fn run_gmon(args: &Args) -> anyhow::Result<Outcome> {
+fn run_gmon(args: &Args, sources: &[Source]) -> anyhow::Result<Outcome> {
     let Some(binary) = &args.binary else {
         bail!(
             "{}: a gmon file needs the program that wrote it: add --binary PROG",
@@ -311,31 +248,7 @@ fn run_gmon(args: &Args) -> anyhow::Result<Outcome> {
     };
     // The error names the file already; its source would repeat itself.
     let obj = ObjectFile::open(binary).map_err(|e| anyhow!("{e}"))?;
-    let layout = tally_report::gprof::layout_of(&obj);
-    let mut gmon: Option<Gmon> = None;
-    for path in &args.files {
-        let g = Gmon::read_file(path, layout).map_err(|e| {
-            if matches!(e, Error::Binary { .. }) && !has_gmon_magic(path) && head(path).len() >= 20
-            {
-                anyhow!(
-                    "{e} (the file has no `gmon` magic, so it was read as a BSD-layout gmon file)"
-                )
-            } else {
-                anyhow::Error::new(e)
-            }
-        })?;
-        match &mut gmon {
-            None => gmon = Some(g),
-            Some(sum) => sum.merge(g).map_err(|e| {
-                anyhow!(
-                    "{}: cannot be added to {}: {e}",
-                    path.display(),
-                    args.files[0].display()
-                )
-            })?,
-        }
-    }
-    let gmon = gmon.unwrap_or_default();
+    let gmon = Gmon::sum(sources, tally_report::gprof::layout_of(&obj))?;
     if gmon.histograms.is_empty() && gmon.arcs.is_empty() {
         eprintln!(
             "tally convert: warning: {}: no histogram and no call arcs: the profile is empty",
@@ -354,14 +267,6 @@ fn run_gmon(args: &Args) -> anyhow::Result<Outcome> {
     write(&conv.profile, args)
 }
 
-fn warn(paths: &[&Path], warnings: &[tally_formats::Warnings]) {
-    for (p, ws) in paths.iter().zip(warnings) {
-        for w in ws.iter() {
-            eprintln!("{}: warning: {w}", p.display());
-        }
-    }
-}
-
 fn write<C: Cost>(p: &Profile<C>, args: &Args) -> anyhow::Result<Outcome> {
     if wants_dcpi(args) {
         let obj = match &args.binary {
@@ -376,40 +281,12 @@ fn write<C: Cost>(p: &Profile<C>, args: &Args) -> anyhow::Result<Outcome> {
         tally_formats::dcpi::write_file(&d, &args.output)?;
         return Ok(Outcome::Ok);
     }
-    let to = args
-        .to
-        .or_else(|| infer(&args.output))
-        .unwrap_or(match p.format {
-            Format::Callgrind => To::Callgrind,
-            Format::Cachegrind => To::Cachegrind,
-        });
-    let gzip = args.output.extension().is_some_and(|e| e == "gz");
-    let options = callgrind::WriteOptions {
-        compress: !args.no_compress,
+    let options = OutputOptions {
+        format: output_format(args),
+        compress_names: !args.no_compress,
+        gzip: None,
     };
-    output::write_file(&args.output, |w| {
-        if gzip {
-            let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::default());
-            emit(p, to, options, &mut gz)?;
-            gz.finish()?.flush()
-        } else {
-            emit(p, to, options, w)
-        }
-    })
-    .with_context(|| format!("writing {}", args.output.display()))?;
+    tally_formats::write_profile(p, &args.output, &options)
+        .with_context(|| format!("writing {}", args.output.display()))?;
     Ok(Outcome::Ok)
-}
-
-fn emit<C: Cost>(
-    p: &Profile<C>,
-    to: To,
-    options: callgrind::WriteOptions,
-    w: &mut dyn Write,
-) -> std::io::Result<()> {
-    match to {
-        To::Callgrind => callgrind::write(p, w, options),
-        To::Cachegrind => tally_formats::cachegrind::write(p, w),
-        To::Json => tally_formats::json::write(p, w),
-        To::Dcpi => Err(std::io::Error::other("DCPI output is written on its own")),
-    }
 }

@@ -2,12 +2,12 @@
 //! profile with signed counts (see docs/merge-diff.md).
 
 use crate::Outcome;
-use crate::combine::{self, Loaded, To};
+use crate::combine::{self, To};
 use anyhow::bail;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use tally_analysis::combine::{CombineOptions, Combined, Combiner, Sign};
-use tally_model::Format;
+use tally_model::{AnyCost, AnyProfile, Format};
 
 /// Arguments of `tally diff`.
 #[derive(clap::Args)]
@@ -60,8 +60,8 @@ pub struct Args {
 
 /// The two inputs read, and the options that apply to both.
 pub struct Inputs {
-    pub a: Loaded,
-    pub b: Loaded,
+    pub a: AnyProfile,
+    pub b: AnyProfile,
     pub options: CombineOptions,
 }
 
@@ -77,16 +77,16 @@ pub fn inputs(
     // Each file is read and summed on its own thread (per function for
     // Cachegrind, unless asked otherwise); B − A is then a fold of the two
     // sums, small when per function.
-    let reduce = |path: &Path| -> anyhow::Result<Loaded> {
+    let reduce = |path: &Path| -> anyhow::Result<AnyProfile> {
         let loaded = combine::load(path)?;
         let mut o = options.clone();
         o.per_function = per_function || (loaded.format() == Format::Cachegrind && !per_line);
         o.keep_zero = false;
         let mut c = Combiner::<i64>::new(o);
-        loaded.add_to(&mut c, Sign::Plus, &combine::label(path))?;
+        combine::add_to(&mut c, &loaded, Sign::Plus, &combine::label(path))?;
         let sum = c.finish()?;
         combine::warn_stated(&sum, "diff", path);
-        Ok(Loaded::Signed(sum.profile))
+        Ok(AnyCost::Signed(sum.profile))
     };
     let (la, lb) = std::thread::scope(|scope| {
         let other = scope.spawn(|| reduce(b));
@@ -123,8 +123,8 @@ pub fn difference(i: &Inputs, a: &Path, b: &Path) -> anyhow::Result<Combined<i64
     let mut c = Combiner::<i64>::new(i.options.clone());
     // A first, so that the first input named in errors is A and the
     // output keeps A's order, with what is new in B after it.
-    i.a.add_to(&mut c, Sign::Minus, &combine::label(a))?;
-    i.b.add_to(&mut c, Sign::Plus, &combine::label(b))?;
+    combine::add_to(&mut c, &i.a, Sign::Minus, &combine::label(a))?;
+    combine::add_to(&mut c, &i.b, Sign::Plus, &combine::label(b))?;
     let mut d = c.finish()?;
     // As cg_diff: say what was compared; the commands of both runs.
     let cmds = [i.a.cmd(), i.b.cmd()];
@@ -133,10 +133,10 @@ pub fn difference(i: &Inputs, a: &Path, b: &Path) -> anyhow::Result<Combined<i64
             b"Files compared".to_vec(),
             format!("   {}; {}", a.display(), b.display()).into_bytes(),
         )];
-        let trim = |c: &Option<Vec<u8>>| c.as_deref().unwrap_or_default().trim_ascii().to_vec();
-        let mut cmd = trim(&cmds[0]);
+        let trim = |c: Option<&[u8]>| c.unwrap_or_default().trim_ascii().to_vec();
+        let mut cmd = trim(cmds[0]);
         cmd.extend_from_slice(b"; ");
-        cmd.extend_from_slice(&trim(&cmds[1]));
+        cmd.extend_from_slice(&trim(cmds[1]));
         part.info.cmd = Some(cmd);
     }
     if d.profile.format == Format::Callgrind {
@@ -175,7 +175,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
 
 /// The JSON summary, from each side's own sum.
 fn summary(i: &Inputs, args: &Args) -> anyhow::Result<serde_json::Value> {
-    let (Loaded::Signed(pa), Loaded::Signed(pb)) = (&i.a, &i.b) else {
+    let (AnyCost::Signed(pa), AnyCost::Signed(pb)) = (&i.a, &i.b) else {
         anyhow::bail!("the inputs were not summed");
     };
     Ok(tally_report::diff::summary(

@@ -3,99 +3,51 @@
 //! analysis from `tally_report::gprof::callgrind`.
 
 use std::io::Write;
-use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use tally_analysis::AggregateBuilder;
-use tally_formats::callgrind::{ReadOptions, Sink};
-use tally_formats::{Error, ParseErrorKind};
-use tally_model::{CallInfo, Cost, FileId, FunctionId, JumpInfo, Positions};
+use tally_formats::Source;
+use tally_formats::callgrind::ReadOutcome;
+use tally_model::{AnyCost, Cost};
 use tally_report::gprof::Options;
 use tally_report::gprof::callgrind as report;
 
 use crate::Outcome;
 use crate::progress::Progress;
 
-/// Sums self costs and arcs while the profile is read.
-struct SumSink<C: Cost> {
-    sums: AggregateBuilder<C>,
-    started: bool,
-}
-
-impl<C: Cost> Sink<C> for SumSink<C> {
-    fn start_part(&mut self, _: Positions, events: usize) {
-        if !self.started {
-            self.sums = AggregateBuilder::new(events);
-            self.started = true;
-        }
-        self.sums.start_part();
-    }
-    #[inline]
-    fn line(&mut self, function: FunctionId, file: FileId, _: &[u64], costs: &[C]) {
-        self.sums.line(function, file, costs);
-    }
-    fn call(&mut self, info: CallInfo<C>, _: &[u64], _: &[u64], inclusive: &[C]) {
-        self.sums.call(&info, inclusive);
-    }
-    fn jump(&mut self, info: JumpInfo<C>, _: &[u64], _: &[u64]) {
-        self.sums.jump(info.function);
-    }
-}
-
+/// gprof's analysis of a profile summed while it was read.
 fn analyse<C: Cost>(
-    path: &Path,
-    progress: Option<&mut dyn FnMut(u64)>,
+    source: &Source,
+    read: ReadOutcome<C>,
+    mut sums: AggregateBuilder<C>,
     opts: &Options,
     event: Option<&str>,
 ) -> Result<report::Report> {
-    let input = tally_formats::Input::open(path)?;
-    let mut sink = SumSink {
-        sums: AggregateBuilder::<C>::new(0),
-        started: false,
-    };
-    let out = tally_formats::callgrind::parse(input, &mut sink, ReadOptions { progress })?;
-    for w in out.warnings.iter() {
-        eprintln!("{}: warning: {w}", path.display());
+    for w in read.warnings.iter() {
+        eprintln!("{}: warning: {w}", source.path().display());
     }
-    if !sink.started {
-        sink.sums = AggregateBuilder::new(out.profile.events.len());
-    }
-    let part_sums = sink.sums.part_totals();
-    let agg = sink
-        .sums
-        .finish(out.profile.names.function_count(), |_| true);
+    sums.set_events(read.profile.events.len());
+    let part_sums = sums.part_totals();
+    let agg = sums.finish(read.profile.names.function_count(), |_| true);
     let r = report::analyse(
-        &out.profile,
+        &read.profile,
         &agg,
         &part_sums,
         event,
         opts,
-        &path.display().to_string(),
+        &source.path().display().to_string(),
     )?;
     Ok(r)
-}
-
-fn is_negative(e: &anyhow::Error) -> bool {
-    matches!(
-        e.downcast_ref::<Error>(),
-        Some(Error::Parse {
-            kind: ParseErrorKind::Negative(_),
-            ..
-        })
-    )
 }
 
 /// Runs gprof's analysis on a Callgrind profile. `flat`/`graph` are the
 /// reports asked for (`-p`, `-q`), `user_flat`/`user_graph` whether `-p`/`-P`
 /// or `-q`/`-Q` were given at all.
-#[allow(clippy::too_many_arguments)]
 pub fn run(
-    path: &Path,
+    source: &Source,
     opts: &Options,
-    flat: bool,
-    graph: bool,
-    user_flat: bool,
-    user_graph: bool,
+    (flat, graph): (bool, bool),
+    (user_flat, user_graph): (bool, bool),
     json: bool,
     event: Option<&str>,
 ) -> Result<Outcome> {
@@ -119,16 +71,21 @@ pub fn run(
     opts.flat = flat;
     opts.graph = graph;
 
-    let total = std::fs::metadata(path).ok().map(|m| m.len());
-    let mut progress = Progress::new(total);
+    let mut progress = Progress::new(source.size());
     let mut update = |n| progress.update(n);
-    let first = analyse::<u64>(path, Some(&mut update), &opts, event);
+    let read = tally_formats::parse_any(
+        source,
+        AggregateBuilder::new(0),
+        || AggregateBuilder::new(0),
+        Some(&mut update),
+    );
     drop(progress);
-    let r = match first {
-        Err(e) if is_negative(&e) => analyse::<i64>(path, None, &opts, event),
-        r => r,
+    let r = match read {
+        Ok(AnyCost::Unsigned((o, s))) => analyse(source, o, s, &opts, event),
+        Ok(AnyCost::Signed((o, s))) => analyse(source, o, s, &opts, event),
+        Err(e) => Err(e.into()),
     }
-    .with_context(|| format!("{}", path.display()))?;
+    .with_context(|| format!("{}", source.path().display()))?;
     for n in &r.notices {
         eprintln!("tally gprof: warning: {}", n.0);
     }

@@ -8,6 +8,7 @@ mod convert;
 mod dcpi;
 mod diff;
 mod gprof;
+mod gprof_args;
 mod gprof_callgrind;
 mod merge;
 mod progress;

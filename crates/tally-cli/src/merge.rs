@@ -96,13 +96,14 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 {
                     let mut s = Combiner::<i64>::new(options.clone());
                     for g in &files[..i] {
-                        combine::load(g)?.add_to(&mut s, Sign::Plus, &combine::label(g))?;
+                        let p = combine::load(g)?;
+                        combine::add_to(&mut s, &p, Sign::Plus, &combine::label(g))?;
                     }
                     sum = Sum::Signed(s);
                 }
                 match &mut sum {
-                    Sum::Unsigned(u) => p.add_to(u, Sign::Plus, &label)?,
-                    Sum::Signed(s) => p.add_to(s, Sign::Plus, &label)?,
+                    Sum::Unsigned(u) => combine::add_to(u, &p, Sign::Plus, &label)?,
+                    Sum::Signed(s) => combine::add_to(s, &p, Sign::Plus, &label)?,
                 }
             }
             Ok(())

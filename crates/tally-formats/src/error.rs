@@ -158,6 +158,15 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A file of a format this command does not read (a gmon file given
+    /// to `tally check`): what it is, and what reads it.
+    #[error("{}: {}: {}", path.display(), format.describe(), format.misuse())]
+    WrongFormat {
+        /// The file.
+        path: PathBuf,
+        /// What it is.
+        format: crate::detect::Format,
+    },
 }
 
 impl Error {

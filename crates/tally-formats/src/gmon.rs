@@ -384,8 +384,43 @@ impl Gmon {
         if bytes.starts_with(GMON_MAGIC) {
             read_gnu(&mut r)
         } else {
-            read_bsd(&mut r)
+            read_bsd(&mut r).map_err(|e| match e {
+                Error::Binary {
+                    path,
+                    offset,
+                    message,
+                } => Error::Binary {
+                    path,
+                    offset,
+                    message: format!(
+                        "{message} (the file has no `gmon` magic, so it was read as a \
+                         BSD-layout gmon file)"
+                    ),
+                },
+                e => e,
+            })
         }
+    }
+
+    /// Reads gmon files (already opened: gzip'd or not, or standard input)
+    /// and sums them as GNU gprof sums the files on its command line
+    /// ([`Gmon::merge`], in the order given).
+    pub fn sum(sources: &[crate::Source], layout: Layout) -> Result<Gmon, Error> {
+        let mut sum: Option<Gmon> = None;
+        for source in sources {
+            let g = Gmon::parse(&source.bytes()?, source.name(), layout)?;
+            match &mut sum {
+                None => sum = Some(g),
+                Some(s) => s.merge(g).map_err(|e| {
+                    Error::Incompatible(format!(
+                        "{}: cannot be added to {}: {e}",
+                        source.name().display(),
+                        sources[0].name().display()
+                    ))
+                })?,
+            }
+        }
+        Ok(sum.unwrap_or_default())
     }
 
     /// Reads a `gmon.out` file.

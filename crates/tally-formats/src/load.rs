@@ -1,46 +1,154 @@
-//! Loading profiles from paths: one file, several files as one profile
-//! (a dump series or a thread set), or a streaming check.
+//! The one way into a Callgrind or Cachegrind profile: one file, several
+//! files as one profile (a dump series or a thread set), a streaming scan,
+//! or any sink of the caller's.
+//!
+//! Whether a profile's counts are signed (a difference) is known only once
+//! a negative count is met. Every entry here reads as unsigned first and,
+//! at a negative count, reads the same [`Source`] again as signed (a file
+//! is reopened, standard input comes from its buffer), so callers get an
+//! [`AnyProfile`] and never retry themselves. Sinks stay generic
+//! parameters: the reader is monomorphised for each.
 
-use crate::callgrind::{self, ReadOptions, ReadOutcome, Sink};
-use crate::error::{Error, Warnings};
-use crate::input::Input;
+use crate::callgrind::{self, ProfileSink, ReadOptions, ReadOutcome};
+use crate::error::{Error, ParseErrorKind, Warnings};
+use crate::source::Source;
 use std::path::Path;
-use tally_model::{CallInfo, Cost, FileId, FunctionId, JumpInfo, Positions, Profile};
+pub use tally_model::NullSink;
+use tally_model::{AnyCost, AnyProfile, Cost, Profile, Sink};
 
-/// Reads one file (or `-`), gzip or not, into memory.
-pub fn read_file<C: Cost>(
-    path: &Path,
-    progress: Option<&mut dyn FnMut(u64)>,
-) -> Result<(Profile<C>, Warnings), Error> {
-    let input = Input::open(path)?;
-    callgrind::read_with(input, ReadOptions { progress })
+/// A read with unsigned counts and its sink, or one with signed counts.
+pub type AnyRead<U, S> = AnyCost<(ReadOutcome<u64>, U), (ReadOutcome<i64>, S)>;
+
+/// Parses a source into a sink of the caller's, unsigned if it can be and
+/// signed (with the sink `signed` makes) if it holds a negative count.
+/// Refuses files of other formats ([`Source::expect_callgrind`]).
+pub fn parse_any<U: Sink<u64>, S: Sink<i64>>(
+    source: &Source,
+    mut unsigned: U,
+    signed: impl FnOnce() -> S,
+    mut progress: Option<&mut dyn FnMut(u64)>,
+) -> Result<AnyRead<U, S>, Error> {
+    source.expect_callgrind()?;
+    let first = {
+        let mut step = |n: u64| {
+            if let Some(p) = progress.as_mut() {
+                p(n)
+            }
+        };
+        let options = ReadOptions {
+            progress: Some(&mut step),
+        };
+        callgrind::parse(source.input()?, &mut unsigned, options)
+    };
+    match first {
+        Ok(o) => Ok(AnyCost::Unsigned((o, unsigned))),
+        Err(e) if is_negative(&e) => {
+            let mut s = signed();
+            let o = callgrind::parse(source.input()?, &mut s, ReadOptions { progress })?;
+            Ok(AnyCost::Signed((o, s)))
+        }
+        Err(e) => Err(e),
+    }
 }
 
-/// Reads several files as one profile, each file's parts kept apart, in the
-/// order given. Returns the warnings of each file.
-pub fn read_files<C: Cost>(
-    paths: &[&Path],
+/// Whether a read failed only because a count is negative.
+fn is_negative(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Parse {
+            kind: ParseErrorKind::Negative(_),
+            ..
+        }
+    )
+}
+
+/// Reads one source whole, unsigned or signed.
+pub fn read(
+    source: &Source,
+    progress: Option<&mut dyn FnMut(u64)>,
+) -> Result<(AnyProfile, Warnings), Error> {
+    let r = parse_any(
+        source,
+        ProfileSink::default(),
+        ProfileSink::default,
+        progress,
+    )?;
+    Ok(match r {
+        AnyCost::Unsigned((o, sink)) => {
+            let (p, w) = sink.into_profile(o);
+            (AnyCost::Unsigned(p), w)
+        }
+        AnyCost::Signed((o, sink)) => {
+            let (p, w) = sink.into_profile(o);
+            (AnyCost::Signed(p), w)
+        }
+    })
+}
+
+/// Reads a source without keeping its records (header facts, names,
+/// per-part counts and totals, warnings): memory grows with names, not
+/// lines.
+pub fn scan(
+    source: &Source,
+    progress: Option<&mut dyn FnMut(u64)>,
+) -> Result<AnyCost<ReadOutcome<u64>, ReadOutcome<i64>>, Error> {
+    Ok(match parse_any(source, NullSink, || NullSink, progress)? {
+        AnyCost::Unsigned((o, _)) => AnyCost::Unsigned(o),
+        AnyCost::Signed((o, _)) => AnyCost::Signed(o),
+    })
+}
+
+/// Reads several sources as one profile, each file's parts kept apart, in
+/// the order given; signed if any of them is. Returns the warnings of each.
+pub fn read_all(
+    sources: &[Source],
+    mut progress: Option<&mut dyn FnMut(u64)>,
+) -> Result<(AnyProfile, Vec<Warnings>), Error> {
+    let first = {
+        let mut step = |n: u64| {
+            if let Some(p) = progress.as_mut() {
+                p(n)
+            }
+        };
+        read_sources::<u64>(sources, Some(&mut step))
+    };
+    match first {
+        Ok((p, w)) => Ok((AnyCost::Unsigned(p), w)),
+        Err(e) if is_negative(&e) => {
+            let (p, w) = read_sources::<i64>(sources, progress)?;
+            Ok((AnyCost::Signed(p), w))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn read_sources<C: Cost>(
+    sources: &[Source],
     mut progress: Option<&mut dyn FnMut(u64)>,
 ) -> Result<(Profile<C>, Vec<Warnings>), Error> {
     let mut all: Option<Profile<C>> = None;
     let mut warnings = Vec::new();
     let mut done = 0u64;
-    for path in paths {
+    for source in sources {
+        source.expect_callgrind()?;
         let mut step = |n: u64| {
             if let Some(p) = progress.as_mut() {
                 p(done + n)
             }
         };
-        let (p, w) = read_file::<C>(path, Some(&mut step))?;
-        done += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        let options = ReadOptions {
+            progress: Some(&mut step),
+        };
+        let (p, w) = callgrind::read_with::<C>(source.input()?, options)?;
+        done += source.size().unwrap_or(0);
         warnings.push(w);
         match all.as_mut() {
             None => all = Some(p),
             Some(a) => a.absorb(p).map_err(|e| {
                 Error::Incompatible(format!(
                     "{}: cannot be loaded with {}: {e}",
-                    path.display(),
-                    paths[0].display()
+                    source.path().display(),
+                    sources[0].path().display()
                 ))
             })?,
         }
@@ -49,23 +157,35 @@ pub fn read_files<C: Cost>(
     Ok((profile, warnings))
 }
 
-/// A sink that keeps nothing: reading with it costs memory for names only.
-pub struct NullSink;
-
-impl<C: Cost> Sink<C> for NullSink {
-    fn start_part(&mut self, _: Positions, _: usize) {}
-    #[inline]
-    fn line(&mut self, _: FunctionId, _: FileId, _: &[u64], _: &[C]) {}
-    fn call(&mut self, _: CallInfo<C>, _: &[u64], _: &[u64], _: &[C]) {}
-    fn jump(&mut self, _: JumpInfo<C>, _: &[u64], _: &[u64]) {}
+/// Opens every path as a [`Source`].
+pub fn open_all(paths: &[&Path]) -> Result<Vec<Source>, Error> {
+    paths.iter().map(|p| Source::open(p)).collect()
 }
 
-/// Reads a file without keeping its records: header facts, names, per-part
-/// counts and totals, warnings. Memory grows with names, not lines.
+/// Reads one file (or `-`) into memory with counts of type `C`.
+pub fn read_file<C: Cost>(
+    path: &Path,
+    progress: Option<&mut dyn FnMut(u64)>,
+) -> Result<(Profile<C>, Warnings), Error> {
+    let (p, mut w) = read_sources::<C>(&[Source::open(path)?], progress)?;
+    Ok((p, w.pop().unwrap_or_default()))
+}
+
+/// Reads several files as one profile with counts of type `C`, each file's
+/// parts kept apart, in the order given. Returns the warnings of each file.
+pub fn read_files<C: Cost>(
+    paths: &[&Path],
+    progress: Option<&mut dyn FnMut(u64)>,
+) -> Result<(Profile<C>, Vec<Warnings>), Error> {
+    read_sources::<C>(&open_all(paths)?, progress)
+}
+
+/// Reads a file without keeping its records, with counts of type `C`.
 pub fn scan_file<C: Cost>(
     path: &Path,
     progress: Option<&mut dyn FnMut(u64)>,
 ) -> Result<ReadOutcome<C>, Error> {
-    let input = Input::open(path)?;
-    callgrind::parse(input, &mut NullSink, ReadOptions { progress })
+    let source = Source::open(path)?;
+    source.expect_callgrind()?;
+    callgrind::parse(source.input()?, &mut NullSink, ReadOptions { progress })
 }

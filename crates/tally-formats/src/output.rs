@@ -1,9 +1,120 @@
-//! Writing output files without losing what was there: a temporary file in
-//! the target folder, renamed over the target only when complete.
+//! The one way out: a profile written in the format and compression the
+//! options and the output's name ask for ([`write_profile`]), without
+//! losing what was there: a temporary file in the target folder, renamed
+//! over the target only when complete ([`write_file`]).
 
+use crate::callgrind::{self, WriteOptions};
 use crate::error::Error;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
+use tally_model::{Cost, Format, Profile};
+
+/// The formats a profile can be written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OutputFormat {
+    /// Callgrind (calls and jumps kept).
+    Callgrind,
+    /// Cachegrind (self costs per file, function and line).
+    Cachegrind,
+    /// tally's JSON (docs/json.md).
+    Json,
+    /// DCPI 0.07: made from a profile by `tally_report::dcpi::convert` and
+    /// written by [`crate::dcpi::write_file`], not by [`write_profile`].
+    Dcpi,
+}
+
+impl OutputFormat {
+    /// The format an output's name implies: `*.json`, `*.dcpi`,
+    /// `cachegrind.out*` or `*.cachegrind`, `callgrind.out*` or
+    /// `*.callgrind`, with or without `.gz`.
+    pub fn from_name(path: &Path) -> Option<OutputFormat> {
+        let name = path.file_name()?.to_string_lossy();
+        let name = name.strip_suffix(".gz").unwrap_or(&name);
+        if name.ends_with(".json") {
+            Some(OutputFormat::Json)
+        } else if name.ends_with(".dcpi") {
+            Some(OutputFormat::Dcpi)
+        } else if name.starts_with("cachegrind.out") || name.ends_with(".cachegrind") {
+            Some(OutputFormat::Cachegrind)
+        } else if name.starts_with("callgrind.out") || name.ends_with(".callgrind") {
+            Some(OutputFormat::Callgrind)
+        } else {
+            None
+        }
+    }
+}
+
+impl From<Format> for OutputFormat {
+    fn from(f: Format) -> Self {
+        match f {
+            Format::Callgrind => OutputFormat::Callgrind,
+            Format::Cachegrind => OutputFormat::Cachegrind,
+        }
+    }
+}
+
+/// How [`write_profile`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputOptions {
+    /// The format; `None` writes the profile's own (Callgrind or
+    /// Cachegrind).
+    pub format: Option<OutputFormat>,
+    /// Callgrind output: name compression and relative positions (as
+    /// Valgrind writes); `false` writes plain names and absolute positions.
+    pub compress_names: bool,
+    /// gzip the output; `None` compresses when the name ends in `.gz`.
+    pub gzip: Option<bool>,
+}
+
+impl Default for OutputOptions {
+    fn default() -> Self {
+        OutputOptions {
+            format: None,
+            compress_names: true,
+            gzip: None,
+        }
+    }
+}
+
+/// Writes a profile to `path` (`-` for standard output) as `options` say,
+/// through [`write_file`]: a failed write leaves the old file.
+pub fn write_profile<C: Cost>(
+    profile: &Profile<C>,
+    path: &Path,
+    options: &OutputOptions,
+) -> Result<(), Error> {
+    let format = options
+        .format
+        .unwrap_or_else(|| OutputFormat::from(profile.format));
+    if format == OutputFormat::Dcpi {
+        return Err(Error::Incompatible(format!(
+            "{}: DCPI output is made with tally_report::dcpi::convert and written on its own",
+            path.display()
+        )));
+    }
+    let gzip = options
+        .gzip
+        .unwrap_or_else(|| path.extension().is_some_and(|e| e == "gz"));
+    let callgrind_options = WriteOptions {
+        compress: options.compress_names,
+    };
+    let emit = |w: &mut dyn Write| match format {
+        OutputFormat::Callgrind => callgrind::write(profile, w, callgrind_options),
+        OutputFormat::Cachegrind => crate::cachegrind::write(profile, w),
+        OutputFormat::Json => crate::json::write(profile, w),
+        OutputFormat::Dcpi => Err(io::Error::other("DCPI output is written on its own")),
+    };
+    write_file(path, |w| {
+        if gzip {
+            let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::default());
+            emit(&mut gz)?;
+            gz.finish()?.flush()
+        } else {
+            emit(w)
+        }
+    })
+}
 
 /// Writes to `path` (or standard output for `-`) through `f`.
 pub fn write_file(

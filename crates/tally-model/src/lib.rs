@@ -6,11 +6,14 @@
 //! model does no I/O. It is generic over the [`Cost`] type so that signed
 //! profiles (differences) share all code with measured ones.
 
+mod any;
 mod cost;
 mod events;
 mod names;
 mod part;
+mod sink;
 
+pub use any::{AnyCost, AnyProfile};
 pub use cost::{Cost, NumberError, parse_u64};
 pub use events::{DerivedEvent, Event, EventError, EventRef, Events, Term, parse_formula};
 pub use names::{FileId, FunctionId, FunctionKey, Interner, Names, ObjectId, SymbolId};
@@ -18,6 +21,7 @@ pub use part::{
     Block, CallInfo, CallRef, Calls, CostLines, JumpInfo, JumpRef, Jumps, LineCursor, LineRef,
     Part, PartInfo, PartVisitor,
 };
+pub use sink::{NullSink, Sink};
 
 /// Which subpositions start every cost line: any of `instr`, `bb`, `line`,
 /// in that order.

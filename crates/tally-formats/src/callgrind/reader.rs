@@ -18,27 +18,30 @@
 
 use crate::error::{Error, ParseErrorKind, WarningKind, Warnings, excerpt};
 use crate::input::{Input, Lines};
+pub use tally_model::Sink;
 use tally_model::{
     CallInfo, Calls, Cost, CostLines, Events, FileId, Format, FunctionId, FunctionKey, JumpInfo,
     Jumps, NumberError, ObjectId, Part, PartInfo, Positions, Profile, SymbolId, parse_formula,
 };
 
-/// Receives the records of a profile as the parser resolves them.
-pub trait Sink<C: Cost> {
-    /// A new part begins (called before its first record).
-    fn start_part(&mut self, positions: Positions, events: usize);
-    /// A self-cost line.
-    fn line(&mut self, function: FunctionId, file: FileId, positions: &[u64], costs: &[C]);
-    /// A call arc.
-    fn call(&mut self, info: CallInfo<C>, site: &[u64], target: &[u64], inclusive: &[C]);
-    /// A jump.
-    fn jump(&mut self, info: JumpInfo<C>, source: &[u64], target: &[u64]);
-}
-
 /// A sink that keeps everything: the records become the parts of a profile.
 #[derive(Default)]
 pub struct ProfileSink<C: Cost> {
     parts: Vec<(CostLines<C>, Calls<C>, Jumps<C>)>,
+}
+
+impl<C: Cost> ProfileSink<C> {
+    /// The whole profile: the read's header facts with the records kept
+    /// here, and the read's warnings.
+    pub fn into_profile(self, read: ReadOutcome<C>) -> (Profile<C>, Warnings) {
+        let mut profile = read.profile;
+        for (part, (lines, calls, jumps)) in profile.parts.iter_mut().zip(self.parts) {
+            part.lines = lines;
+            part.calls = calls;
+            part.jumps = jumps;
+        }
+        (profile, read.warnings)
+    }
 }
 
 impl<C: Cost> Sink<C> for ProfileSink<C> {
@@ -114,13 +117,7 @@ pub fn read_with<C: Cost>(
 ) -> Result<(Profile<C>, Warnings), Error> {
     let mut sink = ProfileSink::default();
     let out = parse(input, &mut sink, options)?;
-    let mut profile = out.profile;
-    for (part, (lines, calls, jumps)) in profile.parts.iter_mut().zip(sink.parts) {
-        part.lines = lines;
-        part.calls = calls;
-        part.jumps = jumps;
-    }
-    Ok((profile, out.warnings))
+    Ok(sink.into_profile(out))
 }
 
 /// Parses an input, feeding records to `sink`.

@@ -1,0 +1,190 @@
+//! A named input whose format is known before it is read: a file, or
+//! standard input read once into memory.
+//!
+//! A [`Source`] can be read any number of times ([`Source::input`],
+//! [`Source::bytes`]): a file is reopened, standard input is served from
+//! its buffer, so that a reader may start again (as signed after a negative
+//! count) without losing what a first attempt consumed. Standard input is
+//! read once per process, whoever opens `-`.
+
+use crate::detect::{self, Detected, Format, HEAD_LEN};
+use crate::error::Error;
+use crate::input::Input;
+use flate2::read::MultiGzDecoder;
+use std::borrow::Cow;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// An input, opened and its format detected.
+#[derive(Clone, Debug)]
+pub struct Source {
+    path: PathBuf,
+    name: PathBuf,
+    data: Option<Arc<[u8]>>,
+    size: Option<u64>,
+    detected: Detected,
+}
+
+/// Standard input's bytes, or how reading it failed (kept to be told to
+/// every caller).
+type StdinBytes = Result<Arc<[u8]>, (io::ErrorKind, String)>;
+
+/// Standard input, read on first use.
+static STDIN: OnceLock<StdinBytes> = OnceLock::new();
+
+fn stdin_bytes() -> Result<Arc<[u8]>, Error> {
+    let r = STDIN.get_or_init(|| {
+        let mut v = Vec::new();
+        io::stdin()
+            .lock()
+            .read_to_end(&mut v)
+            .map(|_| Arc::from(v))
+            .map_err(|e| (e.kind(), e.to_string()))
+    });
+    r.clone()
+        .map_err(|(kind, msg)| Error::io(Path::new("<stdin>"), io::Error::new(kind, msg)))
+}
+
+impl Source {
+    /// Opens a file, or standard input for `-` (read whole, once per
+    /// process), and detects its format from its first bytes.
+    pub fn open(path: &Path) -> Result<Source, Error> {
+        if path.as_os_str() == "-" {
+            let data = stdin_bytes()?;
+            return Ok(Source::memory(path, PathBuf::from("<stdin>"), data));
+        }
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let size = file.metadata().ok().map(|m| m.len());
+        let mut head = Vec::with_capacity(HEAD_LEN.min(size.unwrap_or(0) as usize));
+        file.take(HEAD_LEN as u64)
+            .read_to_end(&mut head)
+            .map_err(|e| Error::io(path, e))?;
+        Ok(Source {
+            path: path.to_path_buf(),
+            name: path.to_path_buf(),
+            data: None,
+            size,
+            detected: detect::detect(&head),
+        })
+    }
+
+    /// An input held in memory, named `name` in messages (tests, data
+    /// received otherwise).
+    pub fn from_bytes(name: impl Into<PathBuf>, bytes: Vec<u8>) -> Source {
+        let name = name.into();
+        Source::memory(&name.clone(), name, Arc::from(bytes))
+    }
+
+    fn memory(path: &Path, name: PathBuf, data: Arc<[u8]>) -> Source {
+        let detected = detect::detect(&data[..data.len().min(HEAD_LEN)]);
+        Source {
+            path: path.to_path_buf(),
+            name,
+            size: Some(data.len() as u64),
+            data: Some(data),
+            detected,
+        }
+    }
+
+    /// The path as given (`-` for standard input).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The name used in messages (`<stdin>` for standard input).
+    pub fn name(&self) -> &Path {
+        &self.name
+    }
+
+    /// The size in bytes as stored (compressed, if gzip), when known.
+    pub fn size(&self) -> Option<u64> {
+        self.size
+    }
+
+    /// The format, and whether it is gzip-compressed.
+    pub fn detected(&self) -> Detected {
+        self.detected
+    }
+
+    /// The format of the (decompressed) content.
+    pub fn format(&self) -> Format {
+        self.detected.format
+    }
+
+    /// A fresh stream of the content, decompressed, for the text readers.
+    pub fn input(&self) -> Result<Input, Error> {
+        match &self.data {
+            Some(d) => Input::from_reader(
+                self.name.clone(),
+                self.size,
+                Box::new(io::Cursor::new(Arc::clone(d))),
+            ),
+            None => Input::open(&self.path),
+        }
+    }
+
+    /// The whole content, decompressed, for the readers of binary and
+    /// small formats (gmon, DCPI).
+    pub fn bytes(&self) -> Result<Cow<'_, [u8]>, Error> {
+        let raw: Cow<'_, [u8]> = match &self.data {
+            Some(d) => Cow::Borrowed(d),
+            None => Cow::Owned(std::fs::read(&self.path).map_err(|e| Error::io(&self.path, e))?),
+        };
+        if !self.detected.gzip {
+            return Ok(raw);
+        }
+        let mut out = Vec::new();
+        MultiGzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .map_err(|e| Error::io(&self.name, e))?;
+        Ok(Cow::Owned(out))
+    }
+
+    /// Ok if the Callgrind reader takes this input (a Callgrind or
+    /// Cachegrind profile, or unrecognised content, which the reader
+    /// reports with its line); else an error saying what the file is and
+    /// what reads it.
+    pub fn expect_callgrind(&self) -> Result<(), Error> {
+        if self.detected.is_callgrind_reader_input() {
+            Ok(())
+        } else {
+            Err(self.wrong_format())
+        }
+    }
+
+    /// The error for a file this command does not read.
+    pub fn wrong_format(&self) -> Error {
+        Error::WrongFormat {
+            path: self.name.clone(),
+            format: self.detected.format,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_sources_read_again() {
+        let s = Source::from_bytes("t", b"events: Ir\nfn=a\n1 2\n".to_vec());
+        assert_eq!(s.format(), Format::Cachegrind);
+        for _ in 0..2 {
+            let mut l = s.input().unwrap().into_lines();
+            let (data, len) = l.next_chunk().unwrap().unwrap();
+            assert_eq!(&data[..len], b"events: Ir\nfn=a\n1 2\n");
+        }
+        assert_eq!(&s.bytes().unwrap()[..], b"events: Ir\nfn=a\n1 2\n");
+    }
+
+    #[test]
+    fn other_formats_are_refused_with_their_command() {
+        let s = Source::from_bytes("g.out", b"gmon\x01\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0".to_vec());
+        let e = s.expect_callgrind().unwrap_err().to_string();
+        assert!(
+            e.starts_with("g.out: a gprof gmon.out file: use `tally gprof PROG FILE`"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,34 @@
+//! The push interface between a reader and whatever consumes its records.
+//!
+//! A streaming reader calls a [`Sink`] for every resolved record, so that a
+//! consumer can keep what it needs (a whole profile, sums, nothing) without
+//! the reader building anything first. Sinks are generic parameters of the
+//! readers, so every call is monomorphised and inlined: no dynamic dispatch
+//! per line.
+
+use crate::{CallInfo, Cost, FileId, FunctionId, JumpInfo, Positions};
+
+/// Receives the records of a profile as a reader resolves them.
+pub trait Sink<C: Cost> {
+    /// A new part begins (called before its first record), with the
+    /// profile's positions kind and number of recorded events.
+    fn start_part(&mut self, positions: Positions, events: usize);
+    /// A self-cost line.
+    fn line(&mut self, function: FunctionId, file: FileId, positions: &[u64], costs: &[C]);
+    /// A call arc.
+    fn call(&mut self, info: CallInfo<C>, site: &[u64], target: &[u64], inclusive: &[C]);
+    /// A jump.
+    fn jump(&mut self, info: JumpInfo<C>, source: &[u64], target: &[u64]);
+}
+
+/// A sink that keeps nothing: reading with it costs memory for names only
+/// (a validating scan, such as `tally check`).
+pub struct NullSink;
+
+impl<C: Cost> Sink<C> for NullSink {
+    fn start_part(&mut self, _: Positions, _: usize) {}
+    #[inline]
+    fn line(&mut self, _: FunctionId, _: FileId, _: &[u64], _: &[C]) {}
+    fn call(&mut self, _: CallInfo<C>, _: &[u64], _: &[u64], _: &[C]) {}
+    fn jump(&mut self, _: JumpInfo<C>, _: &[u64], _: &[u64]) {}
+}
