@@ -4,14 +4,14 @@
 //! thread that produced it, and the totals are printed at exit. No
 //! profile is written: attribution needs symbols, which tally loads.
 
-use tally_sim::engine::{Engine, EngineOptions, Feeder};
-use tally_sim::trace::{Decoded, Record, decode};
+use tally_sim::engine::{Engine, EngineOptions};
+use tally_sim::feed::Simulation;
 use tally_sim::{Hierarchy, HierarchyConfig, Policy, machine};
 
 /// Cachegrind's default machine for this host, branch simulation on.
 pub struct Sim {
-    feeder: Feeder,
-    engine: Option<Engine>,
+    /// `None` once the stream has ended.
+    sim: Option<Simulation>,
     /// The start of a record cut off at the end of the last bytes fed.
     carry: Vec<u8>,
 }
@@ -35,8 +35,7 @@ impl Sim {
             no_icache: false,
         };
         Ok(Sim {
-            feeder: Feeder::new(),
-            engine: Some(Engine::new(vec![h], opts)),
+            sim: Some(Simulation::new(Engine::new(vec![h], opts), true)),
             carry: Vec::new(),
         })
     }
@@ -50,45 +49,23 @@ impl Sim {
             joined.extend_from_slice(bytes);
             &joined
         };
-        let Some(e) = self.engine.as_mut() else {
+        let Some(sim) = self.sim.as_mut() else {
             return Ok(());
         };
-        let mut p = 0;
-        while p < data.len() {
-            p += self
-                .feeder
-                .feed_bytes(e, &data[p..])
-                .map_err(|(_, id)| format!("instruction {id} not declared"))?;
-            match decode(&data[p..]).map_err(|t| format!("unknown record tag {t}"))? {
-                Decoded::Need(_) => {
-                    self.carry = data[p..].to_vec();
-                    break;
-                }
-                Decoded::Record(r, n) => {
-                    match r {
-                        Record::End => return self.end(),
-                        Record::Map { .. } | Record::Slot { .. } => {}
-                        r => self
-                            .feeder
-                            .feed(e, &r, true)
-                            .map_err(|id| format!("instruction {id} not declared"))?,
-                    }
-                    p += n;
-                }
-            }
+        let n = sim.feed(data, &mut ()).map_err(|e| e.to_string())?;
+        if sim.ended() {
+            return self.end();
         }
+        self.carry = data[n..].to_vec();
         Ok(())
     }
 
     /// Ends the run: Cachegrind's totals, in its `summary:` order.
     fn end(&mut self) -> Result<(), String> {
-        let Some(mut e) = self.engine.take() else {
+        let Some(sim) = self.sim.take() else {
             return Ok(());
         };
-        self.feeder
-            .finish(&mut e)
-            .map_err(|id| format!("instruction {id} not declared"))?;
-        let t = e.finish().totals(0);
+        let t = sim.finish(&()).map_err(|e| e.to_string())?.totals(0);
         let v: Vec<String> = t.values().iter().map(u64::to_string).collect();
         super::say(&format!("in-process summary: {}", v.join(" ")));
         Ok(())

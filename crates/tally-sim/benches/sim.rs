@@ -13,7 +13,8 @@
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;
-use tally_sim::engine::{Engine, EngineOptions, Feeder};
+use tally_sim::engine::{Engine, EngineOptions};
+use tally_sim::feed::Simulation;
 use tally_sim::trace::{Record, TraceReader, TraceWriter};
 use tally_sim::{CacheConfig, Counts, Hierarchy, HierarchyConfig, Policy};
 
@@ -120,27 +121,18 @@ fn encode(accs: &[Acc]) -> Vec<u8> {
 
 fn consume(bytes: &[u8], machines: usize) -> u64 {
     let ms = (0..machines).map(|k| machine(32768 >> k)).collect();
-    let mut e = Engine::new(
+    let e = Engine::new(
         ms,
         EngineOptions {
             merge_modify: true,
             ..Default::default()
         },
     );
+    // As `tally sim` reads a stream.
     let mut r = TraceReader::new(bytes).expect("stream");
-    let mut f = Feeder::new();
-    // As `tally sim` reads: block and access records decoded by the
-    // feeder from the buffer, the others as records.
-    loop {
-        let n = f.feed_bytes(&mut e, r.unread()).expect("declared");
-        r.consume(n);
-        match r.next_record().expect("stream") {
-            Some(rec) => f.feed(&mut e, &rec, true).expect("declared"),
-            None => break,
-        }
-    }
-    f.finish(&mut e).expect("declared");
-    e.finish().totals(0).ir
+    let mut sim = Simulation::new(e, true);
+    sim.feed_reader(&mut r, &mut ()).expect("declared");
+    sim.finish(&()).expect("declared").totals(0).ir
 }
 
 fn bench(c: &mut Criterion) {

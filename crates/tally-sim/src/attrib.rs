@@ -1,6 +1,13 @@
 //! Attribution: the program's memory map (main executable and shared
 //! libraries at their load addresses) and the profile built from per
 //! instruction costs, with ELF symbols and DWARF lines of each image.
+//!
+//! Instructions are placed once each, after the run: image by address
+//! (QEMU's memory map, reported by the plugin as code is translated;
+//! Valgrind's `svma`/`avma` pairs for Lackey), then symbol and line. Names
+//! follow Valgrind (its preference among aliases, zero-size symbols
+//! dropped, startup code as `(below main)`), so per-function counts
+//! compare with Cachegrind's directly.
 
 use crate::Counts;
 use crate::engine::Output;

@@ -8,13 +8,17 @@
 //! optional levels between. Costs are Cachegrind's events: `Ir I1mr ILmr
 //! Dr D1mr DLmr Dw D1mw DLmw`, and `Bc Bcm Bi Bim` for branches.
 
+#[cfg(feature = "session")]
 pub mod attrib;
 pub mod branch;
 pub mod cache;
 pub mod engine;
+pub mod feed;
 pub mod filter;
 pub mod flow;
 pub mod machine;
+#[cfg(feature = "session")]
+pub mod session;
 pub mod trace;
 
 pub use branch::{CondPredictor, IndirectPredictor};

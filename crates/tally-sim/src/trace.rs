@@ -48,46 +48,48 @@ use std::io::{self, Read, Write};
 
 /// The first bytes of every stream.
 pub const MAGIC: &[u8; 8] = b"TALLYTR1";
-/// Tag of [`Record::Declare`].
+/// Tag of [`Record::Declare`]: id u32, address u64, size u8, code.
 pub const T_DECL: u8 = 1;
-/// Tag of [`Record::Exec`].
+/// Tag of [`Record::Exec`]: id u32.
 pub const T_EXEC: u8 = 2;
-/// Tag of [`Record::Load`].
+/// Tag of [`Record::Load`]: address u64, size u8.
 pub const T_LOAD: u8 = 3;
-/// Tag of [`Record::Store`].
+/// Tag of [`Record::Store`]: address u64, size u8.
 pub const T_STORE: u8 = 4;
-/// Tag of [`Record::Map`].
+/// Tag of [`Record::Map`]: start u64, end u64, file offset u64, path
+/// length u16, path.
 pub const T_MAP: u8 = 5;
-/// Tag of [`Record::End`].
+/// Tag of [`Record::End`]: no body.
 pub const T_END: u8 = 6;
-/// Tag of [`Record::Thread`].
+/// Tag of [`Record::Thread`]: vCPU u32.
 pub const T_THREAD: u8 = 7;
-/// Tag of [`Record::Block`].
+/// Tag of [`Record::Block`]: first id u32, count u8.
 pub const T_BLOCK: u8 = 8;
-/// Tag of [`Record::LoadAt`].
+/// Tag of [`Record::LoadAt`]: index u8, address u64, size u8.
 pub const T_LOAD_AT: u8 = 9;
-/// Tag of [`Record::StoreAt`].
+/// Tag of [`Record::StoreAt`]: index u8, address u64, size u8.
 pub const T_STORE_AT: u8 = 10;
-/// Tag of [`Record::Slot`].
+/// Tag of [`Record::Slot`]: slot u32, length u32.
 pub const T_SLOT: u8 = 11;
-/// Tag of a [`Record::Hit`] by a load, index in the next byte.
+/// Tag of a load [`Record::Hit`] with an index of 64 or more: index u8.
 pub const T_READ_HIT: u8 = 12;
-/// Tag of a [`Record::Hit`] by a store, index in the next byte.
+/// Tag of a store [`Record::Hit`] with an index of 64 or more: index u8.
 pub const T_WRITE_HIT: u8 = 13;
-/// Tag of a [`Record::Miss`] by a load.
+/// Tag of a load [`Record::Miss`]: index u8, address u64, size u16.
 pub const T_READ_MISS: u8 = 14;
-/// Tag of a [`Record::Miss`] by a store.
+/// Tag of a store [`Record::Miss`]: index u8, address u64, size u16.
 pub const T_WRITE_MISS: u8 = 15;
-/// Tag of [`Record::D1State`].
+/// Tag of [`Record::D1State`]: length u32, state.
 pub const T_D1_STATE: u8 = 16;
-/// Tag of [`Record::D1Filter`].
+/// Tag of [`Record::D1Filter`]: size u64, associativity u64, line size
+/// u64, policy u8, seed u64.
 pub const T_D1_FILTER: u8 = 17;
-/// The first tag of a one-byte hit: `T_SHORT_HIT | store << 6 | index`,
-/// for an index below 64.
+/// The first tag of a one-byte [`Record::Hit`]: `T_SHORT_HIT | store << 6
+/// | index`, for an index below 64.
 pub const T_SHORT_HIT: u8 = 0x80;
-/// Tag of [`Record::BlockAfter`].
+/// Tag of [`Record::BlockAfter`]: first id u32, count u8, progress u8.
 pub const T_BLOCK_AFTER: u8 = 18;
-/// Tag of [`Record::Progress`].
+/// Tag of [`Record::Progress`]: progress u8.
 pub const T_PROGRESS: u8 = 19;
 
 /// One record.
@@ -217,7 +219,7 @@ impl<R: Read> TraceReader<R> {
 
     /// The bytes read but not yet taken as records (for a caller that
     /// decodes the commonest records itself, see
-    /// [`crate::engine::Feeder::feed_bytes`]).
+    /// [`crate::engine::Feeder::feed_bytes`], [`crate::feed`]).
     #[inline(always)]
     pub fn unread(&self) -> &[u8] {
         &self.buf[self.pos..self.len]
@@ -264,6 +266,22 @@ impl<R: Read> TraceReader<R> {
             }
         }
         Ok(self.len - self.pos >= n)
+    }
+
+    /// Reads on until the record at the start of [`TraceReader::unread`]
+    /// is whole (for a caller that decodes records from those bytes
+    /// itself); `false` when the input has ended with no byte left.
+    pub fn more(&mut self) -> Result<bool, StreamError> {
+        let at = self.offset();
+        let n = record_len(&self.buf[self.pos..self.len])
+            .map_err(|tag| StreamError::Tag { offset: at, tag })?;
+        if self.fill(n)? {
+            return Ok(true);
+        }
+        if self.pos == self.len {
+            return Ok(false);
+        }
+        Err(StreamError::Truncated { offset: at })
     }
 
     /// The next record; `None` when the input ends (without an end record
@@ -585,8 +603,12 @@ pub mod shared {
     pub const MAGIC: &[u8; 8] = b"TALLYSH1";
     /// Bytes before the first slot.
     pub const HEADER: usize = 16;
-    /// Bytes of records a slot holds (the plugin writes at 256 KiB).
-    pub const CAPACITY: usize = (1 << 18) + 64;
+    /// Bytes of records after which the plugin hands a slot over (or
+    /// writes its buffer into the stream).
+    pub const FLUSH_AT: usize = 1 << 18;
+    /// Bytes of records a slot holds: a flush starts at [`FLUSH_AT`], and
+    /// no record is longer than the rest.
+    pub const CAPACITY: usize = FLUSH_AT + 64;
     /// A slot: the pending-byte count (u64), then the records.
     pub const SLOT: usize = 8 + CAPACITY;
 
@@ -715,13 +737,18 @@ mod tests {
         ]
     }
 
-    #[test]
-    fn round_trip() {
+    /// [`sample`] as a stream.
+    fn sample_bytes() -> Vec<u8> {
         let mut w = TraceWriter::new(Vec::new()).unwrap();
         for r in sample() {
             w.write(&r).unwrap();
         }
-        let bytes = w.finish().unwrap();
+        w.finish().unwrap()
+    }
+
+    #[test]
+    fn round_trip() {
+        let bytes = sample_bytes();
         let mut r = TraceReader::new(&bytes[..]).unwrap();
         let mut got = Vec::new();
         while let Some(x) = r.next_record().unwrap() {
@@ -733,11 +760,7 @@ mod tests {
 
     #[test]
     fn every_cut_is_an_error_or_a_clean_end() {
-        let mut w = TraceWriter::new(Vec::new()).unwrap();
-        for r in sample() {
-            w.write(&r).unwrap();
-        }
-        let bytes = w.finish().unwrap();
+        let bytes = sample_bytes();
         for cut in 0..bytes.len() {
             let Ok(mut r) = TraceReader::new(&bytes[..cut]) else {
                 assert!(cut < 8);

@@ -1,0 +1,325 @@
+//! The one loop that feeds a tally trace stream ([`crate::trace`]) to an
+//! [`Engine`]: `tally sim` reading the plugin's pipe or a saved trace, the
+//! criterion benchmark, and the plugin's in-process harness all go through
+//! [`Simulation`].
+//!
+//! The commonest records (blocks and accesses) are decoded by the
+//! [`Feeder`] straight from the bytes; every other record is decoded once
+//! and taken here: the D1 filter's records set up or hand over the
+//! engine's D1, a slot record feeds the records in a slot of the shared
+//! buffer file, and what concerns only the caller (file mappings, the
+//! buffer file itself) goes to its [`Host`]. The loop works on whatever
+//! bytes it is given and leaves a record cut off at their end for the
+//! next call, so a push source (the in-process harness) and a pull source
+//! ([`Simulation::feed_reader`] over a [`TraceReader`]) share it.
+
+use crate::engine::{Engine, Feeder, Output, SliceError};
+use crate::filter::policy_from_code;
+use crate::trace::{self, Decoded, Record, StreamError, TraceReader};
+use crate::{CacheConfig, Policy};
+use std::io::Read;
+
+/// The caller's side of a stream: what the records that cost nothing
+/// concern. Every method has a default for a stream without a buffer file
+/// whose mappings do not matter (`()` is such a host).
+pub trait Host {
+    /// `[start, end)` maps `path` from file offset `offset` (empty path:
+    /// anonymous memory): names code, for attribution.
+    fn map(&mut self, start: u64, end: u64, offset: u64, path: &[u8]) {
+        let _ = (start, end, offset, path);
+    }
+
+    /// The `len` bytes of records in slot `slot` of the plugin's shared
+    /// buffer file, handed over by the plugin.
+    fn slot(&self, slot: u32, len: u32) -> Result<&[u8], SlotProblem> {
+        let _ = (slot, len);
+        Err(SlotProblem::NoBufferFile)
+    }
+
+    /// Slot `slot` has been read: the plugin may fill it again.
+    fn give_back(&mut self, slot: u32) {
+        let _ = slot;
+    }
+
+    /// The D1 hits the plugin counted in the buffer file by stream id
+    /// (`hits=on`): reads and writes of each id. Read once the stream has
+    /// ended.
+    fn hits(&self) -> &[u64] {
+        &[]
+    }
+}
+
+/// A stream without a buffer file whose mappings are of no interest.
+impl Host for () {}
+
+/// Why a slot record cannot be fed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotProblem {
+    /// The stream has no shared buffer file.
+    NoBufferFile,
+    /// The slot or its length lies outside the buffer file.
+    OutOfRange,
+}
+
+/// Why a stream cannot be simulated; offsets are bytes from the start of
+/// the stream, its magic bytes included.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FeedError {
+    /// Reading the stream failed, or it is not one.
+    #[error(transparent)]
+    Stream(#[from] StreamError),
+    /// A record runs a stream id before its declaration.
+    #[error("byte {offset}: instruction {id} executed before it was declared")]
+    Undeclared {
+        /// Where the record is.
+        offset: u64,
+        /// The stream id.
+        id: u32,
+    },
+    /// The plugin simulated a D1 that is not this engine's (or the engine
+    /// has more than one machine).
+    #[error(
+        "byte {offset}: the plugin simulated D1 ({}) in this trace; simulate it with that D1 alone (one machine, --D1={},{},{}{})",
+        config.describe(),
+        config.size,
+        config.assoc,
+        config.line_size,
+        match policy {
+            Some(Policy::Lru) | None => String::new(),
+            Some(p) => format!(", policy {p:?}"),
+        }
+    )]
+    D1Filter {
+        /// Where the record is.
+        offset: u64,
+        /// The plugin's D1.
+        config: CacheConfig,
+        /// Its policy, if the code is known.
+        policy: Option<Policy>,
+    },
+    /// The D1 state the plugin handed over is not one of this D1.
+    #[error("byte {offset}: the D1 state the plugin handed over does not fit this D1")]
+    D1State {
+        /// Where the record is.
+        offset: u64,
+    },
+    /// A slot record in a stream without a shared buffer file.
+    #[error("byte {offset}: a record of the plugin's buffer file in a stream without one")]
+    NoBufferFile {
+        /// Where the record is.
+        offset: u64,
+    },
+    /// A slot record naming bytes outside the buffer file.
+    #[error("byte {offset}: slot {slot} ({len} bytes) is not in the plugin's buffer file")]
+    NoSlot {
+        /// Where the record is.
+        offset: u64,
+        /// The slot.
+        slot: u32,
+        /// Its length in bytes.
+        len: u32,
+    },
+    /// A record in a slot is wrong.
+    #[error("byte {offset}: slot {slot}, byte {at}: {kind}")]
+    InSlot {
+        /// Where the slot record is.
+        offset: u64,
+        /// The slot.
+        slot: u32,
+        /// Where the record at fault is in the slot.
+        at: usize,
+        /// What is wrong with it.
+        kind: SliceError,
+    },
+}
+
+/// How a stream ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// With its end record: the program exited normally.
+    Complete,
+    /// The input ended without an end record (the program crashed or was
+    /// killed).
+    Stopped,
+    /// The input ended inside a record at this byte.
+    Cut {
+        /// Where the cut record starts.
+        offset: u64,
+    },
+}
+
+/// A stream being fed to an engine: the engine, the feeder that maps the
+/// stream's ids to it, and how far the stream has come.
+pub struct Simulation {
+    engine: Engine,
+    feeder: Feeder,
+    x86: bool,
+    /// Stream offset of the next byte to feed.
+    offset: u64,
+    ended: bool,
+}
+
+impl Simulation {
+    /// A simulation of a stream whose magic bytes have been read;
+    /// instructions are classified as x86-64 when `x86`.
+    pub fn new(engine: Engine, x86: bool) -> Simulation {
+        Simulation {
+            engine,
+            feeder: Feeder::new(),
+            x86,
+            offset: trace::MAGIC.len() as u64,
+            ended: false,
+        }
+    }
+
+    /// The stream's end record has been fed: what follows is ignored.
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// Feeds the whole records at the start of `bytes`, the stream's next
+    /// bytes; returns how many bytes it took: all but a record cut off at
+    /// their end (to be given again with what follows), or up to the end
+    /// record.
+    pub fn feed(&mut self, bytes: &[u8], host: &mut impl Host) -> Result<usize, FeedError> {
+        let mut p = 0;
+        let r = self.feed_from(bytes, &mut p, host);
+        self.offset += p as u64;
+        r.map(|()| p)
+    }
+
+    fn feed_from(
+        &mut self,
+        bytes: &[u8],
+        p: &mut usize,
+        host: &mut impl Host,
+    ) -> Result<(), FeedError> {
+        while !self.ended {
+            let rest = bytes.get(*p..).unwrap_or_default();
+            match self.feeder.feed_bytes(&mut self.engine, rest) {
+                Ok(n) => *p += n,
+                Err((n, id)) => {
+                    *p += n;
+                    return Err(FeedError::Undeclared {
+                        offset: self.offset + *p as u64,
+                        id,
+                    });
+                }
+            }
+            let at = self.offset + *p as u64;
+            let rest = bytes.get(*p..).unwrap_or_default();
+            match trace::decode(rest) {
+                Err(tag) => {
+                    return Err(StreamError::Tag { offset: at, tag }.into());
+                }
+                Ok(Decoded::Need(_)) => break,
+                Ok(Decoded::Record(rec, n)) => {
+                    self.record(rec, at, host)?;
+                    *p += n;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One record the feeder does not decode from the bytes itself, at
+    /// stream offset `at`.
+    fn record(&mut self, rec: Record<'_>, at: u64, host: &mut impl Host) -> Result<(), FeedError> {
+        let e = &mut self.engine;
+        match rec {
+            Record::Map {
+                start,
+                end,
+                offset,
+                path,
+            } => host.map(start, end, offset, path),
+            Record::End => self.ended = true,
+            Record::D1Filter {
+                size,
+                assoc,
+                line_size,
+                policy,
+                seed,
+            } => {
+                let config = CacheConfig {
+                    size,
+                    assoc,
+                    line_size,
+                };
+                let policy = policy_from_code(policy, seed);
+                if !policy.is_some_and(|p| e.takes_d1_filter(config, p)) {
+                    return Err(FeedError::D1Filter {
+                        offset: at,
+                        config,
+                        policy,
+                    });
+                }
+            }
+            Record::D1State(state) => {
+                if !e.restore_d1(state) {
+                    return Err(FeedError::D1State { offset: at });
+                }
+            }
+            Record::Slot { slot, len } => {
+                let bytes = host.slot(slot, len).map_err(|p| match p {
+                    SlotProblem::NoBufferFile => FeedError::NoBufferFile { offset: at },
+                    SlotProblem::OutOfRange => FeedError::NoSlot {
+                        offset: at,
+                        slot,
+                        len,
+                    },
+                })?;
+                self.feeder
+                    .feed_slice(e, bytes, self.x86)
+                    .map_err(|(k, kind)| FeedError::InSlot {
+                        offset: at,
+                        slot,
+                        at: k,
+                        kind,
+                    })?;
+                host.give_back(slot);
+            }
+            rec => self
+                .feeder
+                .feed(e, &rec, self.x86)
+                .map_err(|id| FeedError::Undeclared { offset: at, id })?,
+        }
+        Ok(())
+    }
+
+    /// Feeds the rest of the stream `r` reads, to its end record or the
+    /// end of its input.
+    pub fn feed_reader<R: Read>(
+        &mut self,
+        r: &mut TraceReader<R>,
+        host: &mut impl Host,
+    ) -> Result<Ending, FeedError> {
+        loop {
+            let n = self.feed(r.unread(), host)?;
+            r.consume(n);
+            if self.ended {
+                return Ok(Ending::Complete);
+            }
+            match r.more() {
+                Ok(true) => {}
+                Ok(false) => return Ok(Ending::Stopped),
+                Err(StreamError::Truncated { offset }) => return Ok(Ending::Cut { offset }),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Ends the run: the hits the host counted are added, the blocks still
+    /// open run to their ends, and the engine gives its costs.
+    pub fn finish(mut self, host: &impl Host) -> Result<Output, FeedError> {
+        self.feeder.add_hits(&mut self.engine, host.hits());
+        self.feeder
+            .finish(&mut self.engine)
+            .map_err(|id| FeedError::Undeclared {
+                offset: self.offset,
+                id,
+            })?;
+        Ok(self.engine.finish())
+    }
+}

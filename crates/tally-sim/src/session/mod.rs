@@ -1,0 +1,375 @@
+//! A simulation run from start to end, as `tally sim` does it: where the
+//! instructions come from (a program run under QEMU, a saved trace, a
+//! Lackey trace), the engine fed, and the address space the costs are
+//! attributed through.
+//!
+//! A program runs in two processes: QEMU runs it with tally's plugin,
+//! which records (and, with one machine, simulates D1, see
+//! [`crate::filter`]); tally simulates while the program runs. The plugin
+//! is GPL (QEMU's bindings) and tally is not linked with it: the stream
+//! ([`crate::trace`]) is the interface. Declarations and mappings come
+//! through a pipe; the bulk of the records through the slots of a buffer
+//! file the two processes share ([`pool`]); both reach the engine through
+//! the one feed loop ([`crate::feed`]). How QEMU and the plugin are found
+//! and started is in [`launch`], signals in [`signals`].
+//!
+//! When the program dies of a signal QEMU skips the plugin's exit
+//! callbacks; its last records are then still in the buffer file, which
+//! is read when the pipe ends. The run is then incomplete
+//! ([`Ending::Incomplete`]) and the program's status is returned for the
+//! caller to pass on.
+#![allow(unsafe_code)]
+
+mod lackey;
+pub mod launch;
+pub mod pool;
+pub mod signals;
+
+pub use lackey::lackey;
+
+use crate::attrib::AddressSpace;
+use crate::engine::{Engine, EngineOptions, Output};
+use crate::feed::{self, FeedError, Host, SlotProblem};
+use crate::trace::TraceReader;
+use crate::{Hierarchy, HierarchyConfig};
+use pool::Pool;
+use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// A trace cannot be opened.
+    #[error("cannot open {}", path.display())]
+    Open {
+        /// The trace.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A Lackey trace cannot be read.
+    #[error("{}: {error}", path.display())]
+    Lackey {
+        /// The trace.
+        path: PathBuf,
+        /// What is wrong, and where.
+        error: crate::lackey::TraceError,
+    },
+    /// A Lackey trace shows an instruction longer than any.
+    #[error("{}: line {line}: an instruction of {size} bytes", path.display())]
+    LackeySize {
+        /// The trace.
+        path: PathBuf,
+        /// The line.
+        line: u64,
+        /// The size it gives.
+        size: u64,
+    },
+    /// A tally trace stream cannot be simulated.
+    #[error("{}: {error}", name.display())]
+    Stream {
+        /// The stream (`<qemu plugin>` for the plugin's pipe).
+        name: PathBuf,
+        /// What is wrong, and where.
+        error: FeedError,
+    },
+    /// The program's ELF header cannot be read.
+    #[error("cannot read {}", path.display())]
+    ReadProgram {
+        /// The program.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The program is not an ELF file.
+    #[error("{}: not an ELF program (scripts: give their interpreter as PROG)", path.display())]
+    NotElf {
+        /// The program.
+        path: PathBuf,
+    },
+    /// The program is for a machine without a known QEMU emulator.
+    #[error("{}: ELF machine {machine} has no QEMU user-mode emulator known to tally", path.display())]
+    UnknownMachine {
+        /// The program.
+        path: PathBuf,
+        /// Its ELF machine number.
+        machine: u16,
+    },
+    /// The program is neither a file nor on PATH.
+    #[error("{program}: no such program (not a file, and not found on PATH)")]
+    NoProgram {
+        /// The program as given.
+        program: String,
+    },
+    /// QEMU's emulator is not on PATH.
+    #[error(
+        "{name} not found: install QEMU's user-mode emulators (Debian: apt-get install qemu-user)"
+    )]
+    NoEmulator {
+        /// The emulator looked for.
+        name: &'static str,
+    },
+    /// The plugin given does not exist.
+    #[error("--plugin {}: no such file", path.display())]
+    NoPluginFile {
+        /// The plugin given.
+        path: PathBuf,
+    },
+    /// No plugin was found.
+    #[error(
+        "tally's QEMU plugin is not built; build it with\n  cargo build --release --manifest-path crates/tally-qemu-plugin/Cargo.toml --target-dir target\n(or give --plugin PATH, or set TALLY_QEMU_PLUGIN)"
+    )]
+    NoPlugin,
+    /// A pipe to QEMU cannot be made.
+    #[error("cannot create a pipe")]
+    Pipe(#[source] std::io::Error),
+    /// The buffer file cannot be made.
+    #[error("cannot create the plugin's buffer file")]
+    Buffers(#[source] std::io::Error),
+    /// The buffer file cannot be mapped.
+    #[error("cannot map the plugin's buffer file")]
+    Map(#[source] std::io::Error),
+    /// QEMU cannot be started.
+    #[error("cannot run {}", qemu.display())]
+    Spawn {
+        /// The emulator.
+        qemu: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Waiting for QEMU failed.
+    #[error("waiting for the program")]
+    Wait(#[source] std::io::Error),
+}
+
+/// What ended the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// The program ran to its normal exit, or the trace to its end.
+    Complete,
+    /// The program did not finish (crash, signal); why. The costs cover
+    /// the run up to there.
+    Incomplete(String),
+}
+
+/// What a run produced.
+pub struct Run {
+    /// Costs by instruction and machine, and the call arcs.
+    pub output: Output,
+    /// The images the instructions are in, for attribution.
+    pub space: AddressSpace,
+    /// The command, as the profile names it.
+    pub cmd: String,
+    /// The process id the profile names.
+    pub pid: u32,
+    /// What ended the run.
+    pub ending: Ending,
+    /// The program's exit status, when tally ran it.
+    pub status: Option<ExitStatus>,
+}
+
+/// Simulates a stream the plugin saved with `out=FILE`; `binary`, the
+/// program, says the architecture (x86-64 without it) and names the
+/// command.
+pub fn trace_file(
+    path: &Path,
+    binary: Option<&Path>,
+    machines: Vec<Hierarchy>,
+    opts: EngineOptions,
+) -> Result<Run, SessionError> {
+    let f = std::fs::File::open(path).map_err(|source| SessionError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let engine = Engine::new(machines, qemu_options(opts));
+    // The stream does not say the architecture; the program does.
+    let x86 = match binary {
+        Some(b) => launch::emulator_for(b)?.1,
+        None => true,
+    };
+    let mut space = AddressSpace::new();
+    let (output, ending) = run_stream(f, path, engine, &mut space, x86, None)?;
+    Ok(Run {
+        output,
+        space,
+        cmd: binary.map_or(String::new(), |b| b.display().to_string()),
+        pid: std::process::id(),
+        ending,
+        status: None,
+    })
+}
+
+/// How to run a program under QEMU.
+pub struct Native<'a> {
+    /// The program and its arguments.
+    pub command: &'a [String],
+    /// The emulator (default: `qemu-<arch>` on PATH).
+    pub qemu: Option<&'a Path>,
+    /// The plugin (default: see [`launch::find_plugin`]).
+    pub plugin: Option<&'a Path>,
+    /// Whether accesses are needed: without cache or branch simulation
+    /// only executions count, and the plugin records none (its
+    /// `mem=off`), which spares QEMU a callback per access.
+    pub accesses: bool,
+    /// The machine whose D1 the plugin simulates, if it does.
+    pub d1: Option<&'a HierarchyConfig>,
+    /// The plugin counts D1 hits in the buffer file rather than writing
+    /// them (not with calls tracked, whose inclusive costs need them in
+    /// order).
+    pub count_hits: bool,
+}
+
+/// Runs a program under QEMU with the plugin and simulates it as it runs.
+/// A program that does not exit normally gives an incomplete run, with
+/// its status.
+pub fn native(
+    n: &Native<'_>,
+    machines: Vec<Hierarchy>,
+    opts: EngineOptions,
+) -> Result<Run, SessionError> {
+    let name = n.command.first().map_or("", String::as_str);
+    let prog = launch::which(name).ok_or_else(|| SessionError::NoProgram {
+        program: name.to_string(),
+    })?;
+    let (emulator, x86) = launch::emulator_for(&prog)?;
+    let qemu = match n.qemu {
+        Some(q) => q.to_path_buf(),
+        None => launch::which(emulator).ok_or(SessionError::NoEmulator { name: emulator })?,
+    };
+    let plugin = launch::find_plugin(n.plugin)?;
+    let (reader, writer) = std::io::pipe().map_err(SessionError::Pipe)?;
+    launch::widen_pipe(reader.as_raw_fd());
+    let buffers = pool::shared_buffers().map_err(SessionError::Buffers)?;
+    // Every slot starts free; the plugin takes them from this pipe.
+    let (free_r, free_w) = pool::free_slots().map_err(SessionError::Pipe)?;
+    let mut pool = Pool::new(&buffers, free_w).map_err(SessionError::Map)?;
+    let mem = if n.accesses { "on" } else { "off" };
+    let d1 = match n.d1 {
+        Some(c) if n.accesses => format!(",{}", launch::plugin_d1_arg(c, n.count_hits)),
+        _ => String::new(),
+    };
+    let mut child = launch::spawn(
+        &qemu,
+        &plugin,
+        &format!(",mem={mem}{d1}"),
+        &prog,
+        n.command.get(1..).unwrap_or_default(),
+        launch::Descriptors {
+            stream: writer.as_raw_fd(),
+            buffers: buffers.as_raw_fd(),
+            free: free_r.as_raw_fd(),
+        },
+    )?;
+    drop(writer);
+    drop(free_r);
+    let pid = child.id();
+    signals::forward_to(pid);
+    // When the pipe ends, QEMU is gone: what it had not written yet is in
+    // the buffer file.
+    let input = pool::WithTail::new(reader, &buffers);
+    let engine = Engine::new(machines, qemu_options(opts));
+    let mut space = AddressSpace::new();
+    let result = run_stream(
+        input,
+        Path::new("<qemu plugin>"),
+        engine,
+        &mut space,
+        x86,
+        Some(&mut pool),
+    );
+    let status = child.wait().map_err(SessionError::Wait)?;
+    let (output, mut ending) = result?;
+    if !status.success() {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            ending = Ending::Incomplete(format!("the program was killed by signal {sig}"));
+        } else if let Ending::Incomplete(_) = ending {
+            ending = Ending::Incomplete(format!(
+                "the program stopped with status {} before its normal exit",
+                status.code().unwrap_or(-1)
+            ));
+        }
+    }
+    Ok(Run {
+        output,
+        space,
+        cmd: n.command.join(" "),
+        pid,
+        ending,
+        status: Some(status),
+    })
+}
+
+/// The engine options for QEMU's stream, whose pieces of one access must
+/// be merged as VEX reports them.
+fn qemu_options(opts: EngineOptions) -> EngineOptions {
+    EngineOptions {
+        merge_modify: true,
+        ..opts
+    }
+}
+
+/// Feeds a tally trace stream to the engine; errors name the stream
+/// `name` and the byte. `x86`: decode branches as x86-64.
+fn run_stream(
+    input: impl Read,
+    name: &Path,
+    engine: Engine,
+    space: &mut AddressSpace,
+    x86: bool,
+    pool: Option<&mut Pool>,
+) -> Result<(Output, Ending), SessionError> {
+    let err = |error| SessionError::Stream {
+        name: name.to_path_buf(),
+        error,
+    };
+    let mut r = TraceReader::new(input).map_err(|e| err(e.into()))?;
+    let mut host = StreamHost { space, pool };
+    let mut sim = feed::Simulation::new(engine, x86);
+    let ending = match sim.feed_reader(&mut r, &mut host).map_err(err)? {
+        feed::Ending::Complete => Ending::Complete,
+        feed::Ending::Stopped => {
+            Ending::Incomplete("the trace ends before the program's exit".into())
+        }
+        feed::Ending::Cut { offset } => Ending::Incomplete(format!(
+            "{}: the trace is cut off inside a record at byte {offset}",
+            name.display()
+        )),
+    };
+    let output = sim.finish(&host).map_err(err)?;
+    Ok((output, ending))
+}
+
+/// The session's side of a stream: mappings into the address space,
+/// slots from the plugin's buffer file.
+struct StreamHost<'a> {
+    space: &'a mut AddressSpace,
+    pool: Option<&'a mut Pool>,
+}
+
+impl Host for StreamHost<'_> {
+    fn map(&mut self, start: u64, end: u64, offset: u64, path: &[u8]) {
+        self.space.add_mapping(start, end, offset, path);
+    }
+
+    fn slot(&self, slot: u32, len: u32) -> Result<&[u8], SlotProblem> {
+        let pool = self.pool.as_deref().ok_or(SlotProblem::NoBufferFile)?;
+        pool.records(slot, len).ok_or(SlotProblem::OutOfRange)
+    }
+
+    fn give_back(&mut self, slot: u32) {
+        if let Some(p) = self.pool.as_deref_mut() {
+            p.give_back(slot);
+        }
+    }
+
+    fn hits(&self) -> &[u64] {
+        self.pool.as_deref().map_or(&[], Pool::hits)
+    }
+}
