@@ -3,9 +3,10 @@
 //! pool of slots, the shared overflow buffer. They run in one test, in order, since that
 //! state is made once per process (as in QEMU).
 //!
-//! These tests link no QEMU symbol: they reach no function that calls
-//! QEMU's plugin API, so the linker drops those functions (and their
-//! references to symbols only QEMU defines) from the test executable.
+//! The test executable links without QEMU: no test reaches a function
+//! that calls QEMU's plugin API (nor the exported entry point), so those
+//! functions, and their references to symbols only QEMU defines, are left
+//! out of it as dead code. A test that reached one would fail to link.
 
 use crate::buffers::{self, FLUSH_AT, MAX_VCPUS, OUT, Out, flush_all, record, record_words};
 use crate::filter::{Filter, take};
