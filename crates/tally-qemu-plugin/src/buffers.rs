@@ -25,12 +25,13 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering}
 use tally_sim::trace::T_END;
 use tally_sim::trace::shared::{self, HEADER as SHM_HEADER, MAGIC as SHM_MAGIC};
 
-/// Bytes a vCPU buffers before writing.
-pub(crate) const FLUSH_AT: usize = 1 << 18;
+/// Bytes a vCPU buffers before writing (a slot's, see `shared`).
+pub(crate) const FLUSH_AT: usize = shared::FLUSH_AT;
 /// Room in a buffer: a flush starts at `FLUSH_AT`; no record is longer
 /// than the rest. A slot of the shared file holds as much.
 pub(crate) const BUF_CAP: usize = shared::CAPACITY;
-const _: () = assert!(BUF_CAP == FLUSH_AT + 64);
+// The records written as words take 12 bytes.
+const _: () = assert!(BUF_CAP >= FLUSH_AT + 12);
 /// vCPUs with their own buffer; later ones share a locked slow path.
 pub(crate) const MAX_VCPUS: usize = 1024;
 /// [`Buf::slot`] of a buffer that is not a slot of the pool.
@@ -177,7 +178,7 @@ pub(crate) fn heap_buffer() -> Buf {
 
 /// Slot `k` of the shared file mapped at `base`, as a buffer.
 fn slot_buffer(base: usize, k: usize) -> Buf {
-    let slot = base + SHM_HEADER + k * (8 + BUF_CAP);
+    let slot = base + SHM_HEADER + k * shared::SLOT;
     Buf {
         data: (slot + 8) as *mut u8,
         len: 0,
@@ -266,9 +267,11 @@ impl Buf {
     /// Appends `bytes`.
     ///
     /// # Safety
-    /// `self.len < FLUSH_AT` and `N <= BUF_CAP - FLUSH_AT`.
+    /// `self.len < FLUSH_AT` (and `N <= BUF_CAP - FLUSH_AT`, checked when
+    /// compiled).
     #[inline(always)]
     pub(crate) unsafe fn push<const N: usize>(&mut self, bytes: &[u8; N]) {
+        const { assert!(N <= BUF_CAP - FLUSH_AT) };
         // SAFETY: the caller's promise leaves `N` bytes of room at `len`.
         unsafe {
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.data.add(self.len), N);
@@ -466,7 +469,7 @@ pub(crate) fn map_shared(fd: i32) -> Result<(), String> {
     let head = unsafe { std::slice::from_raw_parts(base as *const u8, SHM_HEADER) };
     let slots = u32::from_le_bytes([head[8], head[9], head[10], head[11]]) as usize;
     let slot = u32::from_le_bytes([head[12], head[13], head[14], head[15]]) as usize;
-    if &head[..8] != SHM_MAGIC || slot != 8 + BUF_CAP || SHM_HEADER + slots * slot > size {
+    if &head[..8] != SHM_MAGIC || slot != shared::SLOT || SHM_HEADER + slots * slot > size {
         return Err("not a tally buffer file of this version".into());
     }
     SHM_SIZE.store(size, Ordering::Release);

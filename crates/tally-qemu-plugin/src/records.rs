@@ -115,8 +115,9 @@ pub(crate) fn slot(slot: u32, len: u32) -> [u8; 9] {
 }
 
 /// Appends the declaration of instruction `id` at `vaddr`, whose code is
-/// `code` (at most 255 bytes).
-#[inline]
+/// `code` (at most 255 bytes). Inlined: it runs per instruction
+/// translated.
+#[inline(always)]
 pub(crate) fn declare(records: &mut Vec<u8>, id: u32, vaddr: u64, code: &[u8]) {
     records.push(T_DECL);
     records.extend_from_slice(&id.to_le_bytes());
@@ -166,7 +167,7 @@ mod tests {
         let mut buf = heap_buffer();
         let v = block_udata(0x1234_5678, 200);
         let far = 0xfedc_ba98_7654_3210;
-        // SAFETY (each push): a new buffer, far below `FLUSH_AT`.
+        // SAFETY: a new buffer, far below `FLUSH_AT`; no record over 12 bytes.
         unsafe {
             buf.push_words(6, block(v), 0);
             buf.push_words(7, block_after(v, 77), 0);

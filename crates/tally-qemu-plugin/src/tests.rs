@@ -1,19 +1,22 @@
-//! Tests of the buffers as the callbacks use them, through the plugin's
-//! global state: the stream, the shared file, the pool of slots, the
-//! shared overflow buffer. They run in one test, in order, since that
+//! Tests of the buffers as the callbacks and the D1 filter use them,
+//! through the plugin's global state: the stream, the shared file, the
+//! pool of slots, the shared overflow buffer. They run in one test, in order, since that
 //! state is made once per process (as in QEMU).
 //!
-//! These tests link no QEMU symbol: they reach no function that calls
-//! QEMU's plugin API, so the linker drops those functions (and their
-//! references to symbols only QEMU defines) from the test executable.
+//! The test executable links without QEMU: no test reaches a function
+//! that calls QEMU's plugin API (nor the exported entry point), so those
+//! functions, and their references to symbols only QEMU defines, are left
+//! out of it as dead code. A test that reached one would fail to link.
 
 use crate::buffers::{self, FLUSH_AT, MAX_VCPUS, OUT, Out, flush_all, record, record_words};
+use crate::filter::{Filter, take};
 use crate::records;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::IntoRawFd;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering;
+use tally_sim::filter::{Filtered, LAST_EXECUTED, Step};
 use tally_sim::trace::{MAGIC, Record, TraceReader, shared};
 
 /// A file in the temporary folder, removed when dropped.
@@ -61,6 +64,18 @@ fn owned(x: Record<'_>) -> Record<'static> {
         Record::Thread(n) => Record::Thread(n),
         Record::Block { first, count } => Record::Block { first, count },
         Record::End => Record::End,
+        Record::Hit { index, store } => Record::Hit { index, store },
+        Record::Miss {
+            index,
+            store,
+            addr,
+            size,
+        } => Record::Miss {
+            index,
+            store,
+            addr,
+            size,
+        },
         x => panic!("unexpected {x:?}"),
     }
 }
@@ -116,12 +131,30 @@ fn records_reach_the_stream() {
     record(1, &records::exec(6));
 
     // Past `MAX_VCPUS`: one shared buffer, written when another vCPU of
-    // them records.
+    // them records, or when full.
     let big = MAX_VCPUS as u32;
     record(big, &records::exec(100));
     record(big + 1, &records::exec(101));
     record(big + 1, &records::exec(102));
     want.extend([Record::Thread(big), Record::Exec { id: 100 }]);
+    want.extend([
+        Record::Thread(big + 1),
+        Record::Exec { id: 101 },
+        Record::Exec { id: 102 },
+    ]);
+    let to_fill = (FLUSH_AT - 10).div_ceil(6) as u32;
+    let before = std::fs::metadata(&stream.0).unwrap().len();
+    for i in 0..to_fill {
+        record_words(big + 1, 6, block(i), 0);
+        want.push(Record::Block { first: i, count: 1 });
+    }
+    let written = std::fs::metadata(&stream.0).unwrap().len() - before;
+    assert_eq!(
+        written,
+        5 + 10 + 6 * u64::from(to_fill),
+        "the full overflow buffer"
+    );
+    record(big + 1, &records::exec(103));
 
     // The shared file: 8 slots, and room for 100 ids' hit counts.
     let shm = Temp::new("shm");
@@ -142,6 +175,64 @@ fn records_reach_the_stream() {
         shm_file.read_exact_at(&mut n, at).unwrap();
         u64::from_le_bytes(n)
     };
+
+    // The D1 filter writes into vCPU 0's buffer: a record it replaces is
+    // amended, a hit it counts is not written, and uncounted when the
+    // access turns out a miss.
+    let d1 = || crate::args::parse_d1("32768:8:64", "lru").unwrap();
+    let hit = |index, store| Step::Emit(Filtered::Hit { index, store });
+    let miss = |index, store, addr| Filtered::Miss {
+        index,
+        store,
+        addr,
+        size: 8,
+    };
+    let mut f = Filter::new(d1(), false);
+    take(&mut f, hit(3, false));
+    take(&mut f, Step::Replace(miss(3, false, 0x1234)));
+    take(&mut f, hit(70, true));
+    let mut f = Filter::new(d1(), true);
+    f.first = 10;
+    let hits = |id: u64, store: u64| {
+        let mut n = [0u8; 8];
+        let at = shared::size(slots) + (2 * id + store) * 8;
+        shm_file.read_exact_at(&mut n, at).unwrap();
+        u64::from_le_bytes(n)
+    };
+    take(&mut f, hit(1, true));
+    assert_eq!(hits(11, 1), 1, "counted");
+    take(&mut f, Step::Replace(miss(1, true, 0x5678)));
+    assert_eq!(hits(11, 1), 0, "uncounted");
+    take(&mut f, hit(LAST_EXECUTED, false));
+    take(&mut f, Step::Nothing);
+    f.first = 200;
+    take(&mut f, hit(0, false));
+    let filtered = [
+        Record::Miss {
+            index: 3,
+            store: false,
+            addr: 0x1234,
+            size: 8,
+        },
+        Record::Hit {
+            index: 70,
+            store: true,
+        },
+        Record::Miss {
+            index: 1,
+            store: true,
+            addr: 0x5678,
+            size: 8,
+        },
+        Record::Hit {
+            index: LAST_EXECUTED,
+            store: false,
+        },
+        Record::Hit {
+            index: 0,
+            store: false,
+        },
+    ];
 
     // Without a pool, vCPU 2 writes into its own slot, its pending count
     // kept in the file.
@@ -175,6 +266,7 @@ fn records_reach_the_stream() {
     flush_all();
     want.push(Record::Thread(0));
     want.extend((0..10).map(|i| Record::Block { first: i, count: 1 }));
+    want.extend(filtered);
     want.extend([
         Record::Thread(1),
         Record::Exec { id: 5 },
@@ -183,11 +275,7 @@ fn records_reach_the_stream() {
     want.extend([Record::Thread(2), Record::Exec { id: 200 }]);
     want.extend([Record::Thread(3), Record::Slot { slot: 6, len: 6 }]);
     want.push(Record::Block { first: 7, count: 1 });
-    want.extend([
-        Record::Thread(big + 1),
-        Record::Exec { id: 101 },
-        Record::Exec { id: 102 },
-    ]);
+    want.extend([Record::Thread(big + 1), Record::Exec { id: 103 }]);
     want.push(Record::End);
     assert_eq!(pending(2), 0);
     assert_eq!(pending(6), 0);
