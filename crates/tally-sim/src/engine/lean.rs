@@ -412,8 +412,23 @@ struct LeanBlock {
 }
 
 impl LeanBlock {
-    /// Runs ids `*at .. to` of the block, if not yet run: their I1 lookups
-    /// (none after the first if the block lies in one I1 line).
+    /// The I1 lookups of ids `from .. to` of the block, run one after
+    /// another (none after the first if the block lies in one I1 line).
+    #[inline(always)]
+    fn fetch<const ICACHE: bool>(
+        self,
+        m: &mut Hierarchy,
+        slots: &[Slot],
+        costs: &mut [Counts],
+        from: u32,
+        to: u32,
+    ) {
+        if ICACHE && (self.flags & ONE_LINE == 0 || from == self.first) {
+            fetch_run(m, slots, costs, from, to);
+        }
+    }
+
+    /// Runs ids `*at .. to` of the block, if not yet run.
     #[inline(always)]
     fn run<const ICACHE: bool>(
         self,
@@ -424,9 +439,7 @@ impl LeanBlock {
         to: u32,
     ) {
         if *at < to {
-            if ICACHE && (self.flags & ONE_LINE == 0 || *at == self.first) {
-                fetch_run(m, slots, costs, *at, to);
-            }
+            self.fetch::<ICACHE>(m, slots, costs, *at, to);
             *at = to;
         }
     }
@@ -445,10 +458,12 @@ impl LeanBlock {
         index: u8,
     ) -> Option<u32> {
         let to = self.first.wrapping_add(u32::from(index) + 1).min(self.end);
-        if *at >= to && *at == self.first {
+        if *at < to {
+            self.fetch::<ICACHE>(m, slots, costs, *at, to);
+            *at = to;
+        } else if *at == self.first {
             return None;
         }
-        self.run::<ICACHE>(m, slots, costs, at, to);
         slots.get(*at as usize - 1).map(|s| s.idx)
     }
 }
