@@ -10,6 +10,7 @@ mod cost;
 mod events;
 mod names;
 mod part;
+mod rules;
 
 pub use cost::{Cost, NumberError, parse_u64};
 pub use events::{DerivedEvent, Event, EventError, EventRef, Events, Term, parse_formula};
@@ -18,6 +19,7 @@ pub use part::{
     Block, CallInfo, CallRef, Calls, CostLines, JumpInfo, JumpRef, Jumps, LineCursor, LineRef,
     Part, PartInfo, PartVisitor,
 };
+pub use rules::{EventColumns, EventValue, UnknownEvent, program_total, stated_total};
 
 /// Which subpositions start every cost line: any of `instr`, `bb`, `line`,
 /// in that order.

@@ -9,6 +9,15 @@ pub mod diff;
 pub mod format;
 pub mod gprof;
 
+impl From<tally_model::UnknownEvent> for ReportError {
+    fn from(e: tally_model::UnknownEvent) -> Self {
+        ReportError::UnknownEvent {
+            name: e.name,
+            known: e.known,
+        }
+    }
+}
+
 /// Why a report could not be made.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

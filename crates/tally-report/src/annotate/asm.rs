@@ -3,7 +3,7 @@
 //! instruction.
 
 use super::Analysis;
-use super::text::{RULE, Table, cells};
+use super::table::{RULE, Table, cells, shown_labels};
 use crate::format::{Style, thousands};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -130,7 +130,7 @@ pub(super) fn write_text<C: Cost>(
     warnings: &mut Vec<String>,
 ) -> io::Result<()> {
     let plan = plan(a, warnings);
-    let labels: Vec<String> = a.shown.iter().map(|&e| a.event_names[e].clone()).collect();
+    let labels = shown_labels(a);
     let names = &a.profile.names;
     let zero = vec![C::ZERO; a.agg.events];
     for f in &plan {

@@ -2,7 +2,7 @@
 //! and the calls made there, with context around costly lines.
 
 use super::Analysis;
-use super::text::{RULE, Table, cells};
+use super::table::{RULE, Table, cells, shown_labels};
 use crate::format::Style;
 use rustc_hash::FxHashMap;
 use std::io::{self, Write};
@@ -271,7 +271,7 @@ pub(super) fn write_text<C: Cost>(
     }
     let plan = plan(a, warnings);
     let zero = vec![C::ZERO; a.agg.events];
-    let labels: Vec<String> = a.shown.iter().map(|&e| a.event_names[e].clone()).collect();
+    let labels = shown_labels(a);
     for f in &plan.files {
         let mut t = Table::new(labels.clone());
         let kind = if f.user { "User" } else { "Auto" };

@@ -125,15 +125,10 @@ pub fn from_callgrind<C: tally_model::Cost>(
         .iter()
         .map(|e| e.name.as_str())
         .collect();
+    // DCPI stores one count per instruction: only recorded events.
     let ev = match opts.event {
         None => 0,
-        Some(e) => names
-            .iter()
-            .position(|n| *n == e)
-            .ok_or_else(|| ReportError::UnknownEvent {
-                name: e.to_string(),
-                known: names.join(" "),
-            })?,
+        Some(e) => tally_model::EventColumns::recorded(&p.events).find(e)?,
     };
     let event = names.first().map(|_| names[ev]).unwrap_or("samples");
     // The header, if this profile came from DCPI.

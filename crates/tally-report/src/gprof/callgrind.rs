@@ -30,7 +30,7 @@ use tally_analysis::gprof::{
     AssembleOptions, CallGraph, Graph, Routine, Selection, SymbolTable, assemble,
 };
 use tally_analysis::{Aggregate, Inclusive};
-use tally_model::{Cost, EventRef, FunctionId, Profile};
+use tally_model::{Cost, EventColumns, FunctionId, Profile, program_total};
 
 use super::{ArcSpec, Notice, Options, SymSpec};
 use crate::ReportError;
@@ -82,24 +82,6 @@ pub struct Report {
     pub notices: Vec<Notice>,
 }
 
-/// The value of `event` for a cost vector of recorded events.
-#[derive(Debug, Clone)]
-enum EventValue {
-    Recorded(usize),
-    Derived(Vec<i128>),
-}
-
-impl EventValue {
-    fn of<C: Cost>(&self, costs: &[C]) -> i128 {
-        match self {
-            EventValue::Recorded(i) => costs.get(*i).map_or(0, |c| c.to_i128()),
-            EventValue::Derived(k) => k.iter().zip(costs).fold(0i128, |s, (c, v)| {
-                s.saturating_add(c.saturating_mul(v.to_i128()))
-            }),
-        }
-    }
-}
-
 fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -147,40 +129,20 @@ pub fn analyse<C: Cost>(
     opts: &Options,
     source: &str,
 ) -> Result<Report, ReportError> {
-    let mut events: Vec<String> = profile
-        .events
-        .recorded()
-        .iter()
-        .map(|e| e.name.clone())
-        .collect();
-    events.extend(profile.events.derived().iter().map(|d| d.name.clone()));
-    let unknown = |name: &str| ReportError::UnknownEvent {
-        name: name.to_owned(),
-        known: events.join(" "),
-    };
-    let (value, event_name, event_long) = match event {
-        None => {
-            let e = profile.events.recorded().first().ok_or_else(|| {
-                ReportError::Input(format!("{source}: the profile has no events"))
-            })?;
-            (EventValue::Recorded(0), e.name.clone(), e.long_name.clone())
+    let columns = EventColumns::new(&profile.events);
+    let e = match event {
+        None if profile.events.is_empty() => {
+            return Err(ReportError::Input(format!(
+                "{source}: the profile has no events"
+            )));
         }
-        Some(name) => match profile.events.find(name) {
-            Some(EventRef::Recorded(i)) => {
-                let e = &profile.events.recorded()[i];
-                (EventValue::Recorded(i), e.name.clone(), e.long_name.clone())
-            }
-            Some(EventRef::Derived(i)) => {
-                let d = &profile.events.derived()[i];
-                (
-                    EventValue::Derived(d.coefficients().to_vec()),
-                    d.name.clone(),
-                    d.long_name.clone(),
-                )
-            }
-            None => return Err(unknown(name)),
-        },
+        None => 0,
+        Some(name) => columns.find(name)?,
     };
+    let value = |costs: &[C]| columns.value(costs, e);
+    let event_name = columns.names()[e].clone();
+    let event_long = columns.long_name(e).map(str::to_owned);
+    let events = columns.names().to_vec();
 
     let names = &profile.names;
     let n = names.function_count();
@@ -220,7 +182,7 @@ pub fn analyse<C: Cost>(
         if f >= agg.function_self.len() || !flat_selection.selects(f) {
             continue;
         }
-        *c = value.of(agg.function_self.get(f));
+        *c = value(agg.function_self.get(f));
         negative |= *c < 0;
         flat_total += *c;
     }
@@ -259,7 +221,7 @@ pub fn analyse<C: Cost>(
         if a == arc_measured.len() {
             arc_measured.push(0);
         }
-        arc_measured[a] = arc_measured[a].saturating_add(value.of(&arc.inclusive));
+        arc_measured[a] = arc_measured[a].saturating_add(value(&arc.inclusive));
         if filtering {
             kept_arcs.push(arc.clone());
         }
@@ -300,7 +262,7 @@ pub fn analyse<C: Cost>(
         .map(|f| {
             incl.of(FunctionId(f as u32))
                 .filter(|v| !v.is_empty())
-                .map(|v| value.of(v))
+                .map(&value)
         })
         .collect();
     for c in &cg.cycles {
@@ -319,24 +281,16 @@ pub fn analyse<C: Cost>(
         measured.push(
             number
                 .filter(|_| same)
-                .map(|k| value.of(&incl.cycles[k as usize - 1].inclusive)),
+                .map(|k| value(&incl.cycles[k as usize - 1].inclusive)),
         );
     }
 
-    // The program total, as `tally annotate` computes it.
-    let mut program_total = 0i128;
-    for (i, p) in profile.parts.iter().enumerate() {
-        let stated = p
-            .info
-            .summary
-            .as_ref()
-            .or(p.info.totals.as_ref())
-            .filter(|v| v.len() == agg.events && v.iter().any(|c| !c.is_zero()));
-        program_total += match stated {
-            Some(v) => value.of(v),
-            None => part_sums.get(i).map_or(0, |v| value.of(v)),
-        };
-    }
+    let program_total = value(&program_total(
+        &profile.parts,
+        agg.events,
+        |_| true,
+        |i| part_sums.get(i).cloned(),
+    ));
 
     let mut commands: Vec<String> = Vec::new();
     for p in &profile.parts {
