@@ -10,8 +10,8 @@ use tally_analysis::AggregateBuilder;
 use tally_formats::callgrind::{ReadOptions, Sink};
 use tally_formats::{Error, ParseErrorKind};
 use tally_model::{CallInfo, Cost, FileId, FunctionId, JumpInfo, Positions};
-use tally_report::gprof::Options;
 use tally_report::gprof::callgrind as report;
+use tally_report::gprof::{self, Options};
 
 use crate::Outcome;
 use crate::progress::Progress;
@@ -47,7 +47,7 @@ fn analyse<C: Cost>(
     progress: Option<&mut dyn FnMut(u64)>,
     opts: &Options,
     event: Option<&str>,
-) -> Result<report::Report> {
+) -> Result<gprof::Report> {
     let input = tally_formats::Input::open(path)?;
     let mut sink = SumSink {
         sums: AggregateBuilder::<C>::new(0),
@@ -135,9 +135,9 @@ pub fn run(
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     if json {
-        out.write_all(report::json(&r, &opts).as_bytes())?;
+        out.write_all(gprof::json::write(&r, &opts).as_bytes())?;
     } else {
-        report::write_text(&r, &opts, &mut out)?;
+        gprof::text::write_to(&r, &opts, &mut out)?;
     }
     out.flush()?;
     Ok(Outcome::Ok)

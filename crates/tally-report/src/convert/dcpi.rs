@@ -12,8 +12,8 @@
 //! where Valgrind loaded it (0x108000 for the main program): the load bias
 //! is found from the image's symbols, so DCPI offsets are image offsets.
 
-use super::text_start;
 use crate::ReportError;
+use crate::dcpi::text_start;
 use std::collections::BTreeMap;
 use tally_formats::dcpi::{DcpiProfile, Header};
 use tally_model::{Events, FunctionKey, Positions, Profile};
