@@ -559,11 +559,15 @@ fn write<C: Cost>(a: Analysis<'_, C>, out: &mut dyn Write) -> Result<Vec<String>
     if opts.json {
         json::write(&a, out, &mut warnings)?;
     } else {
-        let style = crate::format::Style { on: opts.color };
-        text::write(&a, out, &mut warnings)?;
-        source::write_text(&a, out, style, &mut warnings)?;
+        let mut page = table::Page {
+            out,
+            style: crate::format::Style { on: opts.color },
+            warnings: &mut warnings,
+        };
+        text::write(&a, &mut page)?;
+        source::write_text(&a, &mut page)?;
         if opts.asm {
-            asm::write_text(&a, out, style, &mut warnings)?;
+            asm::write_text(&a, &mut page)?;
         }
     }
     Ok(warnings)

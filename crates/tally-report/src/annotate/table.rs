@@ -7,6 +7,17 @@ use crate::format::{Style, cell};
 use std::io::{self, Write};
 use tally_model::Cost;
 
+/// Where the text writers write: the output, the style and the warnings
+/// for the user.
+pub(super) struct Page<'a> {
+    /// The output.
+    pub out: &'a mut dyn Write,
+    /// Colours, or none.
+    pub style: Style,
+    /// Notes for the user.
+    pub warnings: &'a mut Vec<String>,
+}
+
 pub(super) const RULE: &str =
     "--------------------------------------------------------------------------------";
 

@@ -3,19 +3,15 @@
 //! sections follow, written by `source` and `asm`.
 
 use super::Analysis;
-use super::table::{RULE, Table, cells, shown_labels};
+use super::table::{Page, RULE, Table, cells, shown_labels};
 use crate::format::{Style, cell};
 use std::io::{self, Write};
 use tally_analysis::RowKey;
 use tally_model::{Cost, FunctionId};
 
 /// Writes the sections before the source and assembly annotations.
-pub(super) fn write<C: Cost>(
-    a: &Analysis<'_, C>,
-    out: &mut dyn Write,
-    warnings: &mut Vec<String>,
-) -> io::Result<()> {
-    let style = Style { on: a.opts.color };
+pub(super) fn write<C: Cost>(a: &Analysis<'_, C>, page: &mut Page<'_>) -> io::Result<()> {
+    let (out, style, warnings) = (&mut *page.out, page.style, &mut *page.warnings);
     header(a, out)?;
     totals(a, out, style)?;
     file_function_table(a, out, style)?;

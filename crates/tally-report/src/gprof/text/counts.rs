@@ -269,17 +269,30 @@ fn call_graph(r: &View<'_>, opts: &Options, w: &Widths, out: &mut impl Write) ->
         let idx = format!("[{}]", g.index[node]);
         let pct = 100.0 * (g.prop_self[node] + g.prop_child[node]) / print_time;
         let calls = |n: usize| CalledCell(g, n, kw);
+        if !g.is_cycle(node) {
+            let parents = g.sorted_parents(node);
+            if parents.is_empty() {
+                spaces(&mut buf, iw + 7 + 3 * (cw + 1) + 2 * (kw + 1) + 4);
+                buf.extend_from_slice(b"<spontaneous>\n");
+            }
+            for a in parents {
+                arc_line(r, a, g.graph.arcs[a].parent, w, &mut buf);
+            }
+        }
+        let name = if g.is_cycle(node) {
+            format!("<cycle {} as a whole> [{}]", g.cycle[node], g.index[node])
+        } else {
+            r.r.print_name(node).to_string()
+        };
+        writeln!(
+            buf,
+            "{idx:<iw$} {pct:5.1} {} {} {} {} {name}",
+            CostCell(g.prop_self[node], cw),
+            CostCell(g.prop_child[node], cw),
+            MeasuredCell(r.m.nodes[node], cw),
+            calls(node),
+        )?;
         if g.is_cycle(node) {
-            writeln!(
-                buf,
-                "{idx:<iw$} {pct:5.1} {} {} {} {} <cycle {} as a whole> [{}]",
-                CostCell(g.prop_self[node], cw),
-                CostCell(g.prop_child[node], cw),
-                MeasuredCell(r.m.nodes[node], cw),
-                calls(node),
-                g.cycle[node],
-                g.index[node]
-            )?;
             for m in g.sorted_members(node) {
                 spaces(&mut buf, iw + 7);
                 writeln!(
@@ -293,23 +306,6 @@ fn call_graph(r: &View<'_>, opts: &Options, w: &Widths, out: &mut impl Write) ->
                 )?;
             }
         } else {
-            let parents = g.sorted_parents(node);
-            if parents.is_empty() {
-                spaces(&mut buf, iw + 7 + 3 * (cw + 1) + 2 * (kw + 1) + 4);
-                buf.extend_from_slice(b"<spontaneous>\n");
-            }
-            for a in parents {
-                arc_line(r, a, g.graph.arcs[a].parent, w, &mut buf);
-            }
-            writeln!(
-                buf,
-                "{idx:<iw$} {pct:5.1} {} {} {} {} {}",
-                CostCell(g.prop_self[node], cw),
-                CostCell(g.prop_child[node], cw),
-                MeasuredCell(r.m.nodes[node], cw),
-                calls(node),
-                r.r.print_name(node)
-            )?;
             for a in g.sorted_children(node) {
                 arc_line(r, a, g.graph.arcs[a].child, w, &mut buf);
             }

@@ -5,6 +5,8 @@
 
 use std::fmt::Write;
 
+use tally_analysis::gprof::CallGraph;
+
 use crate::gprof::{Histogram, Options, Report};
 
 /// SI prefixes for the per-call columns, from tera to atto, with the factor
@@ -158,11 +160,11 @@ pub(super) fn flat(
 pub(super) fn call_graph(
     report: &Report,
     h: &Histogram,
+    g: &CallGraph,
     opts: &Options,
     out: &mut String,
     first: &mut bool,
 ) {
-    let g = report.graph.as_ref().expect("call graph");
     let hz = h.hz;
     if !*first {
         out.push_str("\x0c\n");
@@ -230,7 +232,7 @@ pub(super) fn call_graph(
                 let _ = writeln!(out, "     {}", report.print_name(m));
             }
         } else {
-            parents(report, h, node, out);
+            parents(report, h, g, node, out);
             let idx = format!("[{}]", g.index[node]);
             let _ = write!(
                 out,
@@ -250,7 +252,7 @@ pub(super) fn call_graph(
                 let _ = write!(out, " {:7} {:7} ", "", "");
             }
             let _ = writeln!(out, "{}", report.print_name(node));
-            children(report, h, node, out);
+            children(report, h, g, node, out);
         }
         out.push_str(SEPARATOR);
     }
@@ -259,8 +261,7 @@ pub(super) fn call_graph(
     }
 }
 
-fn parents(report: &Report, h: &Histogram, child: usize, out: &mut String) {
-    let g = report.graph.as_ref().expect("call graph");
+fn parents(report: &Report, h: &Histogram, g: &CallGraph, child: usize, out: &mut String) {
     let head = g.group(child);
     let arcs = g.sorted_parents(child);
     if arcs.is_empty() {
@@ -272,15 +273,14 @@ fn parents(report: &Report, h: &Histogram, child: usize, out: &mut String) {
         return;
     }
     for a in arcs {
-        arc_line(report, h, a, g.graph.arcs[a].parent, g.ncalls[head], out);
+        arc_line(report, h, g, a, g.graph.arcs[a].parent, g.ncalls[head], out);
     }
 }
 
-fn children(report: &Report, h: &Histogram, parent: usize, out: &mut String) {
-    let g = report.graph.as_ref().expect("call graph");
+fn children(report: &Report, h: &Histogram, g: &CallGraph, parent: usize, out: &mut String) {
     for a in g.sorted_children(parent) {
         let child = g.graph.arcs[a].child;
-        arc_line(report, h, a, child, g.ncalls[g.group(child)], out);
+        arc_line(report, h, g, a, child, g.ncalls[g.group(child)], out);
     }
 }
 
@@ -289,12 +289,12 @@ fn children(report: &Report, h: &Histogram, parent: usize, out: &mut String) {
 fn arc_line(
     report: &Report,
     h: &Histogram,
+    g: &CallGraph,
     a: usize,
     other: usize,
     total_calls: u64,
     out: &mut String,
 ) {
-    let g = report.graph.as_ref().expect("call graph");
     let arc = &g.graph.arcs[a];
     let within = report.within(a);
     let name = report.print_name(other);
@@ -318,8 +318,7 @@ fn arc_line(
     }
 }
 
-pub(super) fn index(report: &Report, opts: &Options, out: &mut String) {
-    let g = report.graph.as_ref().expect("call graph");
+pub(super) fn index(report: &Report, g: &CallGraph, opts: &Options, out: &mut String) {
     let names = report.index_entries(opts).into_iter().map(|node| {
         let mut name = report.display[node].clone();
         let r = &report.table.routines[node];

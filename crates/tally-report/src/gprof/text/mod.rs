@@ -22,9 +22,11 @@ pub fn write_to(report: &Report, opts: &Options, out: &mut impl io::Write) -> io
             if opts.flat {
                 gnu::flat(report, h, opts, &mut s, &mut first);
             }
-            if opts.graph && report.graph.is_some() {
-                gnu::call_graph(report, h, opts, &mut s, &mut first);
-                gnu::index(report, opts, &mut s);
+            if opts.graph
+                && let Some(g) = &report.graph
+            {
+                gnu::call_graph(report, h, g, opts, &mut s, &mut first);
+                gnu::index(report, g, opts, &mut s);
             }
             out.write_all(s.as_bytes())
         }
