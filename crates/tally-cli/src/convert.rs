@@ -234,7 +234,7 @@ fn run_dcpi(args: &Args, sources: &[Source]) -> anyhow::Result<Outcome> {
         (None, Some(path)) => path.to_string(),
         (None, None) => "???".to_string(),
     };
-    let prof = tally_report::dcpi::convert::to_callgrind(&p, obj.as_ref(), &name)?;
+    let prof = tally_report::convert::dcpi::to_callgrind(&p, obj.as_ref(), &name)?;
     write(&prof, args)
 }
 
@@ -260,7 +260,7 @@ fn run_gmon(args: &Args, sources: &[Source]) -> anyhow::Result<Outcome> {
         demangle: !args.no_demangle,
         ..Default::default()
     };
-    let conv = tally_report::gprof::convert::convert(&obj, &gmon, &opts)?;
+    let conv = tally_report::convert::gmon::convert(&obj, &gmon, &opts)?;
     for n in &conv.notices {
         eprintln!("tally convert: warning: {}", n.0);
     }
@@ -273,11 +273,11 @@ fn write<C: Cost>(p: &Profile<C>, args: &Args) -> anyhow::Result<Outcome> {
             Some(b) => Some(ObjectFile::open(b).map_err(|e| anyhow!("{e}"))?),
             None => None,
         };
-        let opts = tally_report::dcpi::convert::FromCallgrind {
+        let opts = tally_report::convert::dcpi::FromCallgrind {
             event: args.event.as_deref(),
             object: args.object.as_deref(),
         };
-        let d = tally_report::dcpi::convert::from_callgrind(p, obj.as_ref(), &opts)?;
+        let d = tally_report::convert::dcpi::from_callgrind(p, obj.as_ref(), &opts)?;
         tally_formats::dcpi::write_file(&d, &args.output)?;
         return Ok(Outcome::Ok);
     }

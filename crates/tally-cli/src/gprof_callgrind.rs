@@ -9,8 +9,8 @@ use tally_analysis::AggregateBuilder;
 use tally_formats::Source;
 use tally_formats::callgrind::ReadOutcome;
 use tally_model::{AnyCost, Cost};
-use tally_report::gprof::Options;
 use tally_report::gprof::callgrind as report;
+use tally_report::gprof::{self, Options};
 
 use crate::Outcome;
 use crate::progress::Progress;
@@ -22,7 +22,7 @@ fn analyse<C: Cost>(
     mut sums: AggregateBuilder<C>,
     opts: &Options,
     event: Option<&str>,
-) -> Result<report::Report> {
+) -> Result<gprof::Report> {
     for w in read.warnings.iter() {
         eprintln!("{}: warning: {w}", source.path().display());
     }
@@ -92,9 +92,9 @@ pub fn run(
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     if json {
-        out.write_all(report::json(&r, &opts).as_bytes())?;
+        out.write_all(gprof::json::write(&r, &opts).as_bytes())?;
     } else {
-        report::write_text(&r, &opts, &mut out)?;
+        gprof::text::write_to(&r, &opts, &mut out)?;
     }
     out.flush()?;
     Ok(Outcome::Ok)

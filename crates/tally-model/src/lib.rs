@@ -11,6 +11,7 @@ mod cost;
 mod events;
 mod names;
 mod part;
+mod rules;
 mod sink;
 
 pub use any::{AnyCost, AnyProfile};
@@ -21,6 +22,7 @@ pub use part::{
     Block, CallInfo, CallRef, Calls, CostLines, JumpInfo, JumpRef, Jumps, LineCursor, LineRef,
     Part, PartInfo, PartVisitor,
 };
+pub use rules::{EventColumns, EventValue, UnknownEvent, program_total, stated_total};
 pub use sink::{NullSink, Sink};
 
 /// Which subpositions start every cost line: any of `instr`, `bb`, `line`,

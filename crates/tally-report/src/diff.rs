@@ -10,7 +10,7 @@ use crate::ReportError;
 use rustc_hash::FxHashMap;
 use serde_json::{Value, json};
 use tally_analysis::Aggregate;
-use tally_model::{FunctionId, Profile};
+use tally_model::{EventColumns, FunctionId, Profile, program_total};
 
 /// What to summarise.
 #[derive(Clone, Debug, Default)]
@@ -51,16 +51,14 @@ pub fn summary(
 ) -> Result<Value, ReportError> {
     let events: Vec<String> = b.events.recorded().iter().map(|e| e.name.clone()).collect();
     let ne = events.len();
+    // Any event ranks, derived ones too; the cost vectors hold the
+    // recorded ones.
+    let columns = EventColumns::new(&b.events);
     let sort = match &o.sort {
         None => 0,
-        Some(s) => events
-            .iter()
-            .position(|e| e == s)
-            .ok_or_else(|| ReportError::UnknownEvent {
-                name: s.clone(),
-                known: events.join(" "),
-            })?,
+        Some(s) => columns.find(s)?,
     };
+    let rank = |v: &[i64]| columns.value(v, sort);
     let ga = Aggregate::new(a, |_| true);
     let gb = Aggregate::new(b, |_| true);
 
@@ -101,9 +99,9 @@ pub fn summary(
         .collect();
     ranked.sort_by(|x, y| {
         let (dx, dy) = (delta(&funcs[*x]), delta(&funcs[*y]));
-        dy[sort]
+        rank(&dy)
             .unsigned_abs()
-            .cmp(&dx[sort].unsigned_abs())
+            .cmp(&rank(&dx).unsigned_abs())
             .then_with(|| x.cmp(y))
     });
     let functions: Vec<Value> = ranked
@@ -119,7 +117,7 @@ pub fn summary(
                 "a": v[0],
                 "b": v[1],
                 "delta": d,
-                "change_percent": percent(v[0][sort], d[sort]),
+                "change_percent": percent(rank(&v[0]), rank(&d)),
             })
         })
         .collect();
@@ -151,7 +149,7 @@ pub fn summary(
     let key = |k: &ArcName| {
         let e = &arcs[k];
         (
-            e.1[1][sort].saturating_sub(e.1[0][sort]).unsigned_abs(),
+            rank(&e.1[1]).saturating_sub(rank(&e.1[0])).unsigned_abs(),
             e.0[1].saturating_sub(e.0[0]).unsigned_abs(),
         )
     };
@@ -181,8 +179,9 @@ pub fn summary(
         })
         .collect();
 
-    let ta = a.totals().unwrap_or_else(|| vec![0; ne]);
-    let tb = b.totals().unwrap_or_else(|| vec![0; ne]);
+    let total =
+        |p: &Profile<i64>| program_total(&p.parts, ne, |_| true, |i| p.parts[i].lines.totals());
+    let (ta, tb) = (total(a), total(b));
     let td: Vec<i64> = tb
         .iter()
         .zip(&ta)
@@ -192,12 +191,12 @@ pub fn summary(
         "a": o.a,
         "b": o.b,
         "events": events,
-        "sort": events.get(sort),
+        "sort": columns.names().get(sort),
         "totals": {
             "a": ta,
             "b": tb,
             "delta": td,
-            "change_percent": percent(ta.get(sort).copied().unwrap_or(0), td.get(sort).copied().unwrap_or(0)),
+            "change_percent": percent(rank(&ta), rank(&td)),
         },
         "functions_changed": ranked.len(),
         "functions_only_in_a": only_a,
@@ -209,6 +208,6 @@ pub fn summary(
 }
 
 /// `delta` as a percentage of `a`; `None` when A had none.
-fn percent(a: i64, delta: i64) -> Option<f64> {
+fn percent(a: i128, delta: i128) -> Option<f64> {
     (a != 0).then(|| (delta as f64 / a as f64 * 10000.0).round() / 100.0)
 }

@@ -1,13 +1,30 @@
-//! Reports: the annotate report (function tables, inclusive costs with
-//! cycles, call trees, source, assembly and jumps) as text or JSON, and the
-//! number formatting they share. Reports read the model and the analyses;
-//! they never parse profiles.
+//! Reports: the analyses a report needs, laid out as text or JSON.
+//! Reports read the model and the analyses; they never parse profiles.
+//!
+//! - `annotate`: function tables, inclusive costs with cycles, call trees,
+//!   source, assembly and jumps (`tally annotate`).
+//! - `gprof`: GNU gprof's flat profile and call graph, from gmon data or a
+//!   Callgrind profile (`tally gprof`).
+//! - `dcpi`: the DCPI tools' reports (`tally dcpi`).
+//! - `diff`: the JSON summary of `tally diff`.
+//! - `convert`: gmon → Callgrind and DCPI ↔ Callgrind (`tally convert`).
+//! - `format`: number formatting and styles shared by the text writers.
 
 pub mod annotate;
+pub mod convert;
 pub mod dcpi;
 pub mod diff;
 pub mod format;
 pub mod gprof;
+
+impl From<tally_model::UnknownEvent> for ReportError {
+    fn from(e: tally_model::UnknownEvent) -> Self {
+        ReportError::UnknownEvent {
+            name: e.name,
+            known: e.known,
+        }
+    }
+}
 
 /// Why a report could not be made.
 #[derive(Debug, thiserror::Error)]

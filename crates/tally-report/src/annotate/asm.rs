@@ -3,10 +3,10 @@
 //! instruction.
 
 use super::Analysis;
-use super::text::{RULE, Table, cells};
-use crate::format::{Style, thousands};
+use super::table::{Page, RULE, Table, cells, shown_labels};
+use crate::format::thousands;
 use std::collections::BTreeMap;
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
 use tally_analysis::PositionCosts;
 use tally_model::{Cost, FunctionId};
@@ -123,14 +123,10 @@ pub(super) fn plan<C: Cost>(
     out
 }
 
-pub(super) fn write_text<C: Cost>(
-    a: &Analysis<'_, C>,
-    out: &mut dyn Write,
-    style: Style,
-    warnings: &mut Vec<String>,
-) -> io::Result<()> {
+pub(super) fn write_text<C: Cost>(a: &Analysis<'_, C>, page: &mut Page<'_>) -> io::Result<()> {
+    let (out, style, warnings) = (&mut *page.out, page.style, &mut *page.warnings);
     let plan = plan(a, warnings);
-    let labels: Vec<String> = a.shown.iter().map(|&e| a.event_names[e].clone()).collect();
+    let labels = shown_labels(a);
     let names = &a.profile.names;
     let zero = vec![C::ZERO; a.agg.events];
     for f in &plan {

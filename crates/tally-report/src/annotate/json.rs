@@ -10,7 +10,7 @@ use tally_model::{Cost, FunctionId};
 
 fn costs<C: Cost>(a: &Analysis<'_, C>, v: &[C]) -> Value {
     let mut m = Map::new();
-    for (e, name) in a.event_names.iter().enumerate() {
+    for (e, name) in a.events.names().iter().enumerate() {
         let x = a.value(v, e);
         let n = if let Ok(u) = u64::try_from(x) {
             Value::from(u)
@@ -81,13 +81,13 @@ pub(super) fn write<C: Cost>(
         .filter_map(|(_, part)| part.info.cmd.as_deref().map(text))
         .collect();
     root.insert("commands".into(), Value::Array(cmds));
-    root.insert("events".into(), json!(a.event_names));
+    root.insert("events".into(), json!(a.events.names()));
     root.insert(
         "shown".into(),
         json!(
             a.shown
                 .iter()
-                .map(|&e| &a.event_names[e])
+                .map(|&e| &a.events.names()[e])
                 .collect::<Vec<_>>()
         ),
     );
@@ -96,7 +96,7 @@ pub(super) fn write<C: Cost>(
         json!(
             a.sort
                 .iter()
-                .map(|&(e, t)| json!({"event": a.event_names[e], "threshold": t}))
+                .map(|&(e, t)| json!({"event": a.events.names()[e], "threshold": t}))
                 .collect::<Vec<_>>()
         ),
     );

@@ -8,13 +8,14 @@
 mod asm;
 mod json;
 mod source;
+mod table;
 mod text;
 
 use crate::ReportError;
 use std::io::Write;
 use std::path::PathBuf;
 use tally_analysis::{Aggregate, AggregateBuilder, Inclusive, RowKey};
-use tally_model::{Cost, FunctionId, Profile};
+use tally_model::{Cost, EventColumns, FunctionId, Profile, program_total};
 
 /// Which call trees to print.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -127,9 +128,9 @@ pub struct Analysis<'p, C> {
     pub opts: &'p Options,
     /// Parts summed.
     pub chosen: Vec<bool>,
-    /// Names of all events: recorded, then derived.
-    pub event_names: Vec<String>,
-    /// Events shown, as indices into `event_names`.
+    /// All events: recorded, then derived.
+    pub events: EventColumns,
+    /// Events shown, as indices into `events`.
     pub shown: Vec<usize>,
     /// Sort events (indices) with their thresholds.
     pub sort: Vec<(usize, f64)>,
@@ -174,24 +175,10 @@ impl<'p, C: Cost> Analysis<'p, C> {
         sums: Option<AggregateBuilder<C>>,
     ) -> Result<Self, ReportError> {
         let chosen = choose_parts(profile, &opts.parts)?;
-        let mut event_names: Vec<String> = profile
-            .events
-            .recorded()
-            .iter()
-            .map(|e| e.name.clone())
-            .collect();
-        event_names.extend(profile.events.derived().iter().map(|d| d.name.clone()));
-        let find = |name: &str| -> Result<usize, ReportError> {
-            event_names
-                .iter()
-                .position(|e| e == name)
-                .ok_or_else(|| ReportError::UnknownEvent {
-                    name: name.to_string(),
-                    known: event_names.join(" "),
-                })
-        };
+        let events = EventColumns::new(&profile.events);
+        let find = |name: &str| events.find(name).map_err(ReportError::from);
         let shown: Vec<usize> = if opts.show.is_empty() {
-            (0..event_names.len()).collect()
+            (0..events.len()).collect()
         } else {
             opts.show
                 .iter()
@@ -203,12 +190,7 @@ impl<'p, C: Cost> Analysis<'p, C> {
         // others get 0 unless --sort gives per-event thresholds.
         let any_own = opts.sort.iter().any(|(_, t)| t.is_some());
         let sort: Vec<(usize, f64)> = if opts.sort.is_empty() {
-            (0..profile
-                .events
-                .recorded()
-                .len()
-                .max(1)
-                .min(event_names.len()))
+            (0..profile.events.recorded().len().max(1).min(events.len()))
                 .map(|e| (e, if e == 0 { opts.threshold } else { 0.0 }))
                 .collect()
         } else {
@@ -250,12 +232,21 @@ impl<'p, C: Cost> Analysis<'p, C> {
                 "the profile has no calls (Cachegrind files never do; Callgrind records them): no call trees to show".to_string(),
             );
         }
-        let totals = program_totals(profile, &chosen, &agg, part_sums.as_deref());
+        // A multi-part file is not reduced to its last part.
+        let totals = program_total(
+            &profile.parts,
+            agg.events,
+            |i| chosen[i],
+            |i| match &part_sums {
+                Some(s) => s.get(i).cloned(),
+                None => profile.parts[i].lines.totals(),
+            },
+        );
         let mut a = Analysis {
             profile,
             opts,
             chosen,
-            event_names,
+            events,
             shown,
             sort,
             show_all,
@@ -279,15 +270,7 @@ impl<'p, C: Cost> Analysis<'p, C> {
 
     /// Value of event `e` (recorded or derived) for a cost vector.
     pub fn value(&self, costs: &[C], e: usize) -> i128 {
-        let rec = self.profile.events.recorded().len();
-        if e < rec {
-            costs[e].to_i128()
-        } else {
-            let d = &self.profile.events.derived()[e - rec];
-            d.coefficients().iter().zip(costs).fold(0i128, |s, (c, v)| {
-                s.saturating_add(c.saturating_mul(v.to_i128()))
-            })
-        }
+        self.events.value(costs, e)
     }
 
     /// Cost of a row used for sorting and thresholds: inclusive when asked
@@ -491,37 +474,6 @@ impl<'p, C: Cost> Analysis<'p, C> {
     }
 }
 
-/// The program total: the sum of the chosen parts' own totals (`summary:`,
-/// else `totals:`, as callgrind_annotate reads them), so that a multi-part
-/// file is not reduced to its last part. A part that states neither counts
-/// the sum of its costs.
-fn program_totals<C: Cost>(
-    profile: &Profile<C>,
-    chosen: &[bool],
-    agg: &Aggregate<C>,
-    part_sums: Option<&[Vec<C>]>,
-) -> Vec<C> {
-    let n = agg.events;
-    let stated = |p: &tally_model::Part<C>| -> Option<Vec<C>> {
-        let v = p.info.summary.as_ref().or(p.info.totals.as_ref())?;
-        (v.len() == n && v.iter().any(|c| !c.is_zero())).then(|| v.clone())
-    };
-    let mut t = vec![C::ZERO; n];
-    for (i, p) in profile.parts.iter().enumerate() {
-        if !chosen[i] {
-            continue;
-        }
-        let own = stated(p)
-            .or_else(|| match part_sums {
-                Some(s) => s.get(i).cloned(),
-                None => p.lines.totals(),
-            })
-            .unwrap_or_else(|| vec![C::ZERO; n]);
-        tally_analysis::add_into(&mut t, &own);
-    }
-    t
-}
-
 fn choose_parts<C: Cost>(
     profile: &Profile<C>,
     filter: &PartFilter,
@@ -607,7 +559,16 @@ fn write<C: Cost>(a: Analysis<'_, C>, out: &mut dyn Write) -> Result<Vec<String>
     if opts.json {
         json::write(&a, out, &mut warnings)?;
     } else {
-        text::write(&a, out, &mut warnings)?;
+        let mut page = table::Page {
+            out,
+            style: crate::format::Style { on: opts.color },
+            warnings: &mut warnings,
+        };
+        text::write(&a, &mut page)?;
+        source::write_text(&a, &mut page)?;
+        if opts.asm {
+            asm::write_text(&a, &mut page)?;
+        }
     }
     Ok(warnings)
 }

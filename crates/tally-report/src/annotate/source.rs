@@ -2,10 +2,9 @@
 //! and the calls made there, with context around costly lines.
 
 use super::Analysis;
-use super::text::{RULE, Table, cells};
-use crate::format::Style;
+use super::table::{Page, RULE, Table, cells, shown_labels};
 use rustc_hash::FxHashMap;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use tally_analysis::{PositionCosts, add_into};
 use tally_model::{Cost, FileId, FunctionId};
@@ -256,12 +255,8 @@ pub(super) fn ranges<C: Cost>(
     out
 }
 
-pub(super) fn write_text<C: Cost>(
-    a: &Analysis<'_, C>,
-    out: &mut dyn Write,
-    style: Style,
-    warnings: &mut Vec<String>,
-) -> io::Result<()> {
+pub(super) fn write_text<C: Cost>(a: &Analysis<'_, C>, page: &mut Page<'_>) -> io::Result<()> {
+    let (out, style, warnings) = (&mut *page.out, page.style, &mut *page.warnings);
     if !a.opts.auto && a.opts.files.is_empty() {
         return Ok(());
     }
@@ -271,7 +266,7 @@ pub(super) fn write_text<C: Cost>(
     }
     let plan = plan(a, warnings);
     let zero = vec![C::ZERO; a.agg.events];
-    let labels: Vec<String> = a.shown.iter().map(|&e| a.event_names[e].clone()).collect();
+    let labels = shown_labels(a);
     for f in &plan.files {
         let mut t = Table::new(labels.clone());
         let kind = if f.user { "User" } else { "Auto" };

@@ -1,106 +1,23 @@
-//! The annotate report as aligned text.
+//! The annotate report as aligned text: header, program totals, the
+//! function tables (with call trees) and jumps. The source and assembly
+//! sections follow, written by `source` and `asm`.
 
-use super::{Analysis, source};
+use super::Analysis;
+use super::table::{Page, RULE, Table, cells, shown_labels};
 use crate::format::{Style, cell};
 use std::io::{self, Write};
 use tally_analysis::RowKey;
 use tally_model::{Cost, FunctionId};
 
-pub(super) const RULE: &str =
-    "--------------------------------------------------------------------------------";
-
-/// Lines of cells and a text, aligned when printed.
-pub(super) struct Table {
-    labels: Vec<String>,
-    lines: Vec<Line>,
-}
-
-pub(super) enum Line {
-    Row(Vec<String>, String),
-    Text(String),
-}
-
-impl Table {
-    pub(super) fn new(labels: Vec<String>) -> Table {
-        Table {
-            labels,
-            lines: Vec::new(),
-        }
-    }
-
-    pub(super) fn row(&mut self, cells: Vec<String>, text: String) {
-        self.lines.push(Line::Row(cells, text));
-    }
-
-    pub(super) fn text(&mut self, text: String) {
-        self.lines.push(Line::Text(text));
-    }
-
-    fn widths(&self) -> Vec<usize> {
-        let mut w: Vec<usize> = self.labels.iter().map(|l| l.chars().count()).collect();
-        for l in &self.lines {
-            if let Line::Row(cells, _) = l {
-                for (i, c) in cells.iter().enumerate() {
-                    w[i] = w[i].max(c.chars().count());
-                }
-            }
-        }
-        w
-    }
-
-    /// Prints the header (labels and `title`) between rules, then the lines.
-    pub(super) fn print(&self, out: &mut dyn Write, title: &str, style: Style) -> io::Result<()> {
-        let w = self.widths();
-        writeln!(out, "{RULE}")?;
-        let mut head = String::new();
-        for (l, &w) in self.labels.iter().zip(&w) {
-            head.push_str(&format!("{l:<w$} "));
-        }
-        writeln!(out, "{}", style.bold(format!("{head} {title}").trim_end()))?;
-        writeln!(out, "{RULE}")?;
-        self.print_lines(out, &w)
-    }
-
-    /// Prints the lines only, with the widths of this table.
-    pub(super) fn print_lines(&self, out: &mut dyn Write, w: &[usize]) -> io::Result<()> {
-        for l in &self.lines {
-            match l {
-                Line::Row(cells, text) => {
-                    let mut s = String::with_capacity(128);
-                    for (c, &w) in cells.iter().zip(w) {
-                        let len = c.chars().count();
-                        s.extend(std::iter::repeat_n(' ', w.saturating_sub(len)));
-                        s.push_str(c);
-                        s.push(' ');
-                    }
-                    s.push(' ');
-                    s.push_str(text);
-                    s.push('\n');
-                    out.write_all(s.as_bytes())?;
-                }
-                Line::Text(t) => writeln!(out, "{t}")?,
-            }
-        }
-        Ok(())
-    }
-}
-
-pub(super) fn write<C: Cost>(
-    a: &Analysis<'_, C>,
-    out: &mut dyn Write,
-    warnings: &mut Vec<String>,
-) -> io::Result<()> {
-    let style = Style { on: a.opts.color };
+/// Writes the sections before the source and assembly annotations.
+pub(super) fn write<C: Cost>(a: &Analysis<'_, C>, page: &mut Page<'_>) -> io::Result<()> {
+    let (out, style, warnings) = (&mut *page.out, page.style, &mut *page.warnings);
     header(a, out)?;
     totals(a, out, style)?;
     file_function_table(a, out, style)?;
     function_file_table(a, out, style)?;
     if let Some(n) = a.opts.jumps {
         jumps(a, out, n, style, warnings)?;
-    }
-    source::write_text(a, out, style, warnings)?;
-    if a.opts.asm {
-        super::asm::write_text(a, out, style, warnings)?;
     }
     Ok(())
 }
@@ -157,12 +74,16 @@ fn header<C: Cost>(a: &Analysis<'_, C>, out: &mut dyn Write) -> io::Result<()> {
     for d in p.events.derived() {
         writeln!(out, "Event derived:    {} = {}", d.name, d.formula())?;
     }
-    let shown: Vec<&str> = a.shown.iter().map(|&e| a.event_names[e].as_str()).collect();
+    let shown: Vec<&str> = a
+        .shown
+        .iter()
+        .map(|&e| a.events.names()[e].as_str())
+        .collect();
     writeln!(out, "Events shown:     {}", shown.join(" "))?;
     let sort: Vec<&str> = a
         .sort
         .iter()
-        .map(|&(e, _)| a.event_names[e].as_str())
+        .map(|&(e, _)| a.events.names()[e].as_str())
         .collect();
     writeln!(out, "Event sort order: {}", sort.join(" "))?;
     let th: Vec<String> = a.sort.iter().map(|s| format!("{}", s.1)).collect();
@@ -215,8 +136,7 @@ pub(super) fn parts_text<C: Cost>(a: &Analysis<'_, C>) -> String {
 }
 
 fn totals<C: Cost>(a: &Analysis<'_, C>, out: &mut dyn Write, style: Style) -> io::Result<()> {
-    let labels = a.shown.iter().map(|&e| a.event_names[e].clone()).collect();
-    let mut t = Table::new(labels);
+    let mut t = Table::new(shown_labels(a));
     let cells = a
         .shown
         .iter()
@@ -230,27 +150,16 @@ fn totals<C: Cost>(a: &Analysis<'_, C>, out: &mut dyn Write, style: Style) -> io
     writeln!(out)
 }
 
-/// Cells of a cost vector for the shown events.
-pub(super) fn cells<C: Cost>(a: &Analysis<'_, C>, v: Option<&[C]>, dot: bool) -> Vec<String> {
-    a.shown
-        .iter()
-        .map(|&e| {
-            let total = a.value(&a.totals, e);
-            cell(v.map(|v| a.value(v, e)), total, a.opts.show_percs, dot)
-        })
-        .collect()
-}
-
 fn labels<C: Cost>(a: &Analysis<'_, C>) -> Vec<String> {
-    let names = a.shown.iter().map(|&e| a.event_names[e].clone());
+    let names = shown_labels(a);
     if a.opts.inclusive {
         names
-            .clone()
+            .iter()
             .map(|n| format!("{n} incl"))
-            .chain(names.map(|n| format!("{n} self")))
+            .chain(names.iter().map(|n| format!("{n} self")))
             .collect()
     } else {
-        names.collect()
+        names
     }
 }
 

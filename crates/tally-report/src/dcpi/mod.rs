@@ -2,15 +2,13 @@
 //! header and the count of every sampled address), `prof` (dcpiprof:
 //! samples per procedure), `list` (dcpilist: one procedure's instructions
 //! with their samples and source lines) and `diff` (dcpidiff: two profiles
-//! of one image, per procedure or per instruction), and conversions to and
-//! from Callgrind (`convert`).
+//! of one image, per procedure or per instruction). The conversions to and
+//! from Callgrind are in `crate::convert::dcpi`.
 //!
 //! Addresses are `text start + offset`: the text start is the header's
 //! `tstart` line if it has one, else the image's `.text` section address,
 //! else 0. Procedures are the image's ELF function symbols; samples outside
 //! every symbol go to `unknown_rtns`, the name dcpiprof gave them.
-
-pub mod convert;
 
 use crate::ReportError;
 use crate::format::thousands;

@@ -12,8 +12,8 @@
 //! where Valgrind loaded it (0x108000 for the main program): the load bias
 //! is found from the image's symbols, so DCPI offsets are image offsets.
 
-use super::text_start;
 use crate::ReportError;
+use crate::dcpi::text_start;
 use std::collections::BTreeMap;
 use tally_formats::dcpi::{DcpiProfile, Header};
 use tally_model::{Events, FunctionKey, Positions, Profile};
@@ -125,15 +125,10 @@ pub fn from_callgrind<C: tally_model::Cost>(
         .iter()
         .map(|e| e.name.as_str())
         .collect();
+    // DCPI stores one count per instruction: only recorded events.
     let ev = match opts.event {
         None => 0,
-        Some(e) => names
-            .iter()
-            .position(|n| *n == e)
-            .ok_or_else(|| ReportError::UnknownEvent {
-                name: e.to_string(),
-                known: names.join(" "),
-            })?,
+        Some(e) => tally_model::EventColumns::recorded(&p.events).find(e)?,
     };
     let event = names.first().map(|_| names[ev]).unwrap_or("samples");
     // The header, if this profile came from DCPI.

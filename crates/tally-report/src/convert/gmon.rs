@@ -46,8 +46,8 @@ use tally_model::{
 };
 use tally_symbols::{InstrKind, ObjectFile};
 
-use super::{DEFAULT_EXCLUDED, Notice, Options, display_name, function_table};
 use crate::ReportError;
+use crate::gprof::{DEFAULT_EXCLUDED, Notice, Options, display_name, function_table};
 
 /// The event of converted profiles.
 pub const EVENT: &str = "Samples";

@@ -1,9 +1,13 @@
-//! The text report in GNU gprof's layout, column for column, so that tools
-//! reading gprof's output (gprof2dot and others) read ours.
+//! The layout of gmon reports: GNU gprof's, column for column (times in
+//! seconds from the histogram's samples, per-call times with an SI prefix
+//! chosen for the slowest routine), so that tools reading gprof's output
+//! (gprof2dot and others) read ours.
 
 use std::fmt::Write;
 
-use super::{Options, Report};
+use tally_analysis::gprof::CallGraph;
+
+use crate::gprof::{Histogram, Options, Report};
 
 /// SI prefixes for the per-call columns, from tera to atto, with the factor
 /// that brings a time in seconds to that unit.
@@ -24,7 +28,7 @@ const SI: [(char, f64); 11] = [
 const SEPARATOR: &str = "-----------------------------------------------\n";
 
 /// C's `%g` for the small positive numbers gprof prints with it.
-pub fn fmt_g(v: f64) -> String {
+pub(super) fn fmt_g(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
         return format!("{v}");
     }
@@ -49,60 +53,24 @@ fn trim_zeros(s: &str) -> &str {
     }
 }
 
-/// Writes the report: flat profile, call graph and index, as chosen.
-pub fn write(report: &Report, opts: &Options) -> String {
-    let mut out = String::new();
-    let mut first = true;
-    if opts.flat {
-        flat(report, opts, &mut out, &mut first);
-    }
-    if opts.graph && report.graph.is_some() {
-        call_graph(report, opts, &mut out, &mut first);
-        index(report, opts, &mut out);
-    }
-    out
-}
-
-/// The flat profile's order: self time, then calls, descending, then name.
-pub fn flat_order(report: &Report) -> Vec<usize> {
-    let t = &report.times.time;
-    let mut order: Vec<usize> = (0..report.table.len()).collect();
-    order.sort_by(|&l, &r| {
-        let diff = t[r] - t[l];
-        if diff > 0.0 {
-            return std::cmp::Ordering::Greater;
-        }
-        if diff < 0.0 {
-            return std::cmp::Ordering::Less;
-        }
-        report.ncalls[r].cmp(&report.ncalls[l]).then_with(|| {
-            report.table.routines[l]
-                .name
-                .as_bytes()
-                .cmp(report.table.routines[r].name.as_bytes())
-        })
-    });
-    order
-}
-
 fn child_time(report: &Report, i: usize) -> f64 {
     report.graph.as_ref().map_or(0.0, |g| g.child_time[i])
 }
 
-/// Whether the flat profile shows routine `i`.
-pub fn flat_shows(report: &Report, opts: &Options, i: usize) -> bool {
-    report.flat_selection.selects(i)
-        && (opts.zeros || report.ncalls[i] != 0 || report.times.time[i] != 0.0)
-}
-
-fn flat(report: &Report, opts: &Options, out: &mut String, first: &mut bool) {
+pub(super) fn flat(
+    report: &Report,
+    h: &Histogram,
+    opts: &Options,
+    out: &mut String,
+    first: &mut bool,
+) {
     if !*first {
         out.push_str("\x0c\n");
     }
     *first = false;
     out.push_str("Flat profile:\n");
-    let order = flat_order(report);
-    let hz = report.hz;
+    let order = report.flat_order();
+    let hz = h.hz;
 
     // The per-call unit: the one that shows the slowest routine's time per
     // call with 1 to 3 digits before the point.
@@ -110,8 +78,7 @@ fn flat(report: &Report, opts: &Options, out: &mut String, first: &mut bool) {
     let mut found = false;
     for &i in &order {
         if report.ncalls[i] != 0 {
-            let call_time =
-                (report.times.time[i] + child_time(report, i)) / report.ncalls[i] as f64;
+            let call_time = (h.times.time[i] + child_time(report, i)) / report.ncalls[i] as f64;
             if call_time > top_time {
                 top_time = call_time;
                 found = true;
@@ -131,19 +98,19 @@ fn flat(report: &Report, opts: &Options, out: &mut String, first: &mut bool) {
         }
     }
     let (prefix, scale) = SI[log_scale];
-    let unit = format!("{prefix}{}/call", report.abbrev);
+    let unit = format!("{prefix}{}/call", h.abbrev);
     let _ = write!(
         out,
         "\nEach sample counts as {} {}.\n",
         fmt_g(1.0 / hz),
-        report.dimension
+        h.dimension
     );
-    let mut total = report.times.total;
+    let mut total = h.times.total;
     if total <= 0.0 {
         out.push_str(" no time accumulated\n\n");
         total = 1.0;
     }
-    let dim = &report.dimension;
+    let dim = &h.dimension;
     let _ = writeln!(
         out,
         "{:>5.5} {:>10.10} {:>8.8} {:>8.8} {:>8.8} {:>8.8}  {:<8.8}",
@@ -160,7 +127,7 @@ fn flat(report: &Report, opts: &Options, out: &mut String, first: &mut bool) {
             continue;
         }
         let calls = report.ncalls[i];
-        let time = report.times.time[i];
+        let time = h.times.time[i];
         if !opts.zeros && calls == 0 && time == 0.0 {
             continue;
         }
@@ -190,46 +157,15 @@ fn flat(report: &Report, opts: &Options, out: &mut String, first: &mut bool) {
     }
 }
 
-/// The name with its cycle and index, as the call graph prints it.
-fn print_name(report: &Report, node: usize) -> String {
-    let g = report.graph.as_ref().expect("call graph");
-    let mut s = report.display[node].clone();
-    if g.cycle[node] != 0 {
-        let _ = write!(s, " <cycle {}>", g.cycle[node]);
-    }
-    if g.index[node] != 0 {
-        if g.print_flag[node] {
-            let _ = write!(s, " [{}]", g.index[node]);
-        } else {
-            let _ = write!(s, " ({})", g.index[node]);
-        }
-    }
-    s
-}
-
-/// Whether the call graph has an entry for `node`.
-pub fn graph_shows(report: &Report, opts: &Options, node: usize) -> bool {
-    let g = report.graph.as_ref().expect("call graph");
-    if !g.print_flag[node] {
-        return false;
-    }
-    if !opts.zeros
-        && g.ncalls[node] == 0
-        && g.self_calls[node] == 0
-        && g.prop_self[node] == 0.0
-        && g.prop_child[node] == 0.0
-    {
-        return false;
-    }
-    // Under -l only functions get entries: not line routines, and (as in
-    // GNU gprof, whose cycle entries are not marked as functions) not
-    // cycles either.
-    !(opts.line && (node >= g.routines || !report.table.routines[node].is_func))
-}
-
-fn call_graph(report: &Report, opts: &Options, out: &mut String, first: &mut bool) {
-    let g = report.graph.as_ref().expect("call graph");
-    let hz = report.hz;
+pub(super) fn call_graph(
+    report: &Report,
+    h: &Histogram,
+    g: &CallGraph,
+    opts: &Options,
+    out: &mut String,
+    first: &mut bool,
+) {
+    let hz = h.hz;
     if !*first {
         out.push_str("\x0c\n");
     }
@@ -242,7 +178,7 @@ fn call_graph(report: &Report, opts: &Options, out: &mut String, first: &mut boo
     let _ = write!(
         out,
         "\ngranularity: each sample hit covers {} byte(s)",
-        (report.times.scale as i64) * 2
+        (h.times.scale as i64) * 2
     );
     let mut print_time = g.print_time;
     if print_time > 0.0 {
@@ -258,7 +194,7 @@ fn call_graph(report: &Report, opts: &Options, out: &mut String, first: &mut boo
     }
     out.push_str("index % time    self  children    called     name\n");
     for &node in &g.order {
-        if !graph_shows(report, opts, node) {
+        if !report.graph_shows(opts, node) {
             continue;
         }
         if g.is_cycle(node) {
@@ -293,10 +229,10 @@ fn call_graph(report: &Report, opts: &Options, out: &mut String, first: &mut boo
                 } else {
                     let _ = write!(out, " {:7}", "");
                 }
-                let _ = writeln!(out, "     {}", print_name(report, m));
+                let _ = writeln!(out, "     {}", report.print_name(m));
             }
         } else {
-            parents(report, node, out);
+            parents(report, h, g, node, out);
             let idx = format!("[{}]", g.index[node]);
             let _ = write!(
                 out,
@@ -315,8 +251,8 @@ fn call_graph(report: &Report, opts: &Options, out: &mut String, first: &mut boo
             } else {
                 let _ = write!(out, " {:7} {:7} ", "", "");
             }
-            let _ = writeln!(out, "{}", print_name(report, node));
-            children(report, node, out);
+            let _ = writeln!(out, "{}", report.print_name(node));
+            children(report, h, g, node, out);
         }
         out.push_str(SEPARATOR);
     }
@@ -325,8 +261,7 @@ fn call_graph(report: &Report, opts: &Options, out: &mut String, first: &mut boo
     }
 }
 
-fn parents(report: &Report, child: usize, out: &mut String) {
-    let g = report.graph.as_ref().expect("call graph");
+fn parents(report: &Report, h: &Histogram, g: &CallGraph, child: usize, out: &mut String) {
     let head = g.group(child);
     let arcs = g.sorted_parents(child);
     if arcs.is_empty() {
@@ -338,26 +273,31 @@ fn parents(report: &Report, child: usize, out: &mut String) {
         return;
     }
     for a in arcs {
-        arc_line(report, a, g.graph.arcs[a].parent, g.ncalls[head], out);
+        arc_line(report, h, g, a, g.graph.arcs[a].parent, g.ncalls[head], out);
     }
 }
 
-fn children(report: &Report, parent: usize, out: &mut String) {
-    let g = report.graph.as_ref().expect("call graph");
+fn children(report: &Report, h: &Histogram, g: &CallGraph, parent: usize, out: &mut String) {
     for a in g.sorted_children(parent) {
         let child = g.graph.arcs[a].child;
-        arc_line(report, a, child, g.ncalls[g.group(child)], out);
+        arc_line(report, h, g, a, child, g.ncalls[g.group(child)], out);
     }
 }
 
 /// A caller's or callee's line: the count alone for a self call or a call
 /// within a cycle, else the propagated times and `count/total`.
-fn arc_line(report: &Report, a: usize, other: usize, total_calls: u64, out: &mut String) {
-    let g = report.graph.as_ref().expect("call graph");
+fn arc_line(
+    report: &Report,
+    h: &Histogram,
+    g: &CallGraph,
+    a: usize,
+    other: usize,
+    total_calls: u64,
+    out: &mut String,
+) {
     let arc = &g.graph.arcs[a];
-    let within = arc.parent == arc.child
-        || (g.cycle[arc.child] != 0 && g.cycle[arc.child] == g.cycle[arc.parent]);
-    let name = print_name(report, other);
+    let within = report.within(a);
+    let name = report.print_name(other);
     if within {
         let _ = writeln!(
             out,
@@ -370,33 +310,16 @@ fn arc_line(report: &Report, a: usize, other: usize, total_calls: u64, out: &mut
             "{:6} {:5} {:7.2} {:7.2} {:7}/{:<7}     {name}",
             "",
             "",
-            arc.time / report.hz,
-            arc.child_time / report.hz,
+            arc.time / h.hz,
+            arc.child_time / h.hz,
             arc.count,
             total_calls
         );
     }
 }
 
-/// The routines the index lists: those called or sampled (all with `-z`),
-/// by name.
-pub fn index_entries(report: &Report, opts: &Options) -> Vec<usize> {
-    let g = report.graph.as_ref().expect("call graph");
-    let mut names: Vec<usize> = (0..g.routines)
-        .filter(|&i| opts.zeros || g.ncalls[i] != 0 || report.times.time[i] != 0.0)
-        .collect();
-    names.sort_by(|&l, &r| {
-        report.table.routines[l]
-            .name
-            .as_bytes()
-            .cmp(report.table.routines[r].name.as_bytes())
-    });
-    names
-}
-
-fn index(report: &Report, opts: &Options, out: &mut String) {
-    let g = report.graph.as_ref().expect("call graph");
-    let names = index_entries(report, opts).into_iter().map(|node| {
+pub(super) fn index(report: &Report, g: &CallGraph, opts: &Options, out: &mut String) {
+    let names = report.index_entries(opts).into_iter().map(|node| {
         let mut name = report.display[node].clone();
         let r = &report.table.routines[node];
         if !opts.line
@@ -412,55 +335,11 @@ fn index(report: &Report, opts: &Options, out: &mut String) {
         }
         (node, name)
     });
-    out.push_str(&index_layout(g, names, opts.width));
-}
-
-/// The index by function name, in gprof's layout: three columns filled
-/// down, each entry `[index] name` (or `(index)` for entries the call graph
-/// does not show), the names (already sorted, with any suffix) first, then
-/// the cycles.
-pub(crate) fn index_layout(
-    g: &tally_analysis::gprof::CallGraph,
-    names: impl Iterator<Item = (usize, String)>,
-    width: usize,
-) -> String {
-    let mut entries: Vec<(usize, String)> = names.collect();
-    for c in &g.cycles {
-        entries.push((g.cycle_node(c.number), format!("<cycle {}>", c.number)));
-    }
-    let column_width = (width.max(1) as i64 - 1) / 3;
-    let mut out = String::from("\x0c\nIndex by function name\n\n");
-    let todo = entries.len();
-    let rows = todo.div_ceil(3);
-    for i in 0..rows {
-        // gprof counts the index number but not the blanks around it.
-        let mut col: i64 = 0;
-        let mut starting_col: i64 = 0;
-        let mut j = i;
-        while j < todo {
-            let (node, name) = &entries[j];
-            let buf = if g.print_flag[*node] {
-                format!("[{}]", g.index[*node])
-            } else {
-                format!("({})", g.index[*node])
-            };
-            col += buf.len() as i64;
-            while col < starting_col + 5 {
-                out.push(' ');
-                col += 1;
-            }
-            let _ = write!(out, " {buf} {name}");
-            col += name.len() as i64;
-            starting_col += column_width;
-            j += rows;
-        }
-        out.push('\n');
-    }
-    out
+    out.push_str(&super::index_layout(g, names, opts.width));
 }
 
 /// What the flat profile's columns mean (printed unless `-b`).
-pub const FLAT_BLURB: &str = "
+pub(super) const FLAT_BLURB: &str = "
  %         share of the program's sampled time spent in this function's
  time      own code.
 
@@ -486,7 +365,7 @@ pub const FLAT_BLURB: &str = "
 ";
 
 /// What the call graph's columns mean (printed unless `-b`).
-pub const CALL_GRAPH_BLURB: &str = "
+pub(super) const CALL_GRAPH_BLURB: &str = "
  Each entry of the call graph is the lines between two dashed lines. The
  line with the index number in brackets is the function the entry is
  about; the lines above it are its callers (parents), the lines below it

@@ -1,0 +1,254 @@
+//! The one gprof report, whatever the input: gmon data (`super::analyse`)
+//! or a Callgrind profile (`super::callgrind::analyse`). Both fill the same
+//! routine table, call counts and gprof call graph; what differs is what a
+//! cost is, held in [`Costs`]: histogram samples (printed as seconds) or
+//! counts of one Callgrind event. Callgrind also measured what gprof
+//! estimates, the inclusive cost of every function and call: that is the
+//! optional [`Measured`] part, which the writers print beside the estimate.
+//!
+//! The questions every writer asks (which rows the flat profile lists and
+//! in what order, which call graph entries and index entries exist, how a
+//! node is named) are answered here, once.
+
+use std::cmp::Ordering;
+use std::path::PathBuf;
+
+use tally_analysis::gprof::{CallGraph, Selection, SelfTimes, SymbolTable};
+
+use super::{Notice, Options};
+
+/// Everything the text and JSON writers print.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The routines.
+    pub table: SymbolTable,
+    /// Names as printed, per routine.
+    pub display: Vec<String>,
+    /// Calls into every routine (self calls taken out when there is a
+    /// call graph).
+    pub ncalls: Vec<u64>,
+    /// The call graph, if the profile has arcs.
+    pub graph: Option<CallGraph>,
+    /// Which routines the flat profile shows.
+    pub flat_selection: Selection,
+    /// Source files in the order the symbol table first names them (for
+    /// annotated source; empty for Callgrind input).
+    pub source_files: Vec<String>,
+    /// Warnings.
+    pub notices: Vec<Notice>,
+    /// What the costs are.
+    pub costs: Costs,
+    /// The inclusive costs Callgrind measured, when the input is Callgrind.
+    pub measured: Option<Measured>,
+}
+
+/// What a report's costs are.
+#[derive(Debug, Clone)]
+pub enum Costs {
+    /// gmon histogram samples, printed as time.
+    Samples(Histogram),
+    /// Counts of one event of a Callgrind profile.
+    Events(EventCounts),
+}
+
+/// The histogram side of a gmon report.
+#[derive(Debug, Clone)]
+pub struct Histogram {
+    /// The program.
+    pub program: PathBuf,
+    /// Self times, in samples.
+    pub times: SelfTimes,
+    /// Samples per second.
+    pub hz: f64,
+    /// The unit of the histogram (`seconds`).
+    pub dimension: String,
+    /// Its abbreviation (`s`).
+    pub abbrev: char,
+}
+
+/// The event side of a report of a Callgrind profile.
+#[derive(Debug, Clone)]
+pub struct EventCounts {
+    /// The profile's file name, as given.
+    pub source: String,
+    /// `creator:`.
+    pub creator: Option<String>,
+    /// The distinct `cmd:` lines of the parts.
+    pub commands: Vec<String>,
+    /// Number of parts summed.
+    pub parts: usize,
+    /// The event analysed.
+    pub event: String,
+    /// Its long name, if the profile gives one.
+    pub event_long: Option<String>,
+    /// All events of the profile (recorded, then derived).
+    pub events: Vec<String>,
+    /// The program total in the event (`tally_model::program_total`).
+    pub program_total: i128,
+    /// Object of every function.
+    pub objects: Vec<String>,
+    /// What the index prints after a name shared by several functions
+    /// (their file, or object and file), to tell them apart.
+    pub qualifier: Vec<Option<String>>,
+    /// Self cost per routine in the event (0 for routines left out of the
+    /// flat profile with `-p`/`-P`, as gprof drops their samples).
+    pub self_cost: Vec<i128>,
+    /// Sum of `self_cost`: the 100 % of the flat profile.
+    pub flat_total: i128,
+}
+
+/// Inclusive costs as measured, beside gprof's estimates.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// Per node (routines, then cycles); `None` for cycle members, which
+    /// have no inclusive cost of their own.
+    pub nodes: Vec<Option<i128>>,
+    /// Per arc of the call graph.
+    pub arcs: Vec<i128>,
+}
+
+impl Report {
+    /// Whether routine `i` has a self cost.
+    fn has_self_cost(&self, i: usize) -> bool {
+        match &self.costs {
+            Costs::Samples(h) => h.times.time[i] != 0.0,
+            Costs::Events(e) => e.self_cost[i] != 0,
+        }
+    }
+
+    /// Orders routines by self cost, descending.
+    fn by_self_cost(&self, l: usize, r: usize) -> Ordering {
+        match &self.costs {
+            Costs::Samples(h) => {
+                let diff = h.times.time[r] - h.times.time[l];
+                if diff > 0.0 {
+                    Ordering::Greater
+                } else if diff < 0.0 {
+                    Ordering::Less
+                } else {
+                    Ordering::Equal
+                }
+            }
+            Costs::Events(e) => e.self_cost[r].cmp(&e.self_cost[l]),
+        }
+    }
+
+    /// The flat profile's order: self cost, then calls, descending, then
+    /// name.
+    pub fn flat_order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.table.len()).collect();
+        order.sort_by(|&l, &r| {
+            self.by_self_cost(l, r)
+                .then(self.ncalls[r].cmp(&self.ncalls[l]))
+                .then_with(|| {
+                    self.table.routines[l]
+                        .name
+                        .as_bytes()
+                        .cmp(self.table.routines[r].name.as_bytes())
+                })
+        });
+        order
+    }
+
+    /// Whether the flat profile shows routine `i`.
+    pub fn flat_shows(&self, opts: &Options, i: usize) -> bool {
+        self.flat_selection.selects(i)
+            && (opts.zeros || self.ncalls[i] != 0 || self.has_self_cost(i))
+    }
+
+    /// Whether the call graph has an entry for `node`.
+    pub fn graph_shows(&self, opts: &Options, node: usize) -> bool {
+        let Some(g) = &self.graph else {
+            return false;
+        };
+        if !g.print_flag[node] {
+            return false;
+        }
+        if !opts.zeros
+            && g.ncalls[node] == 0
+            && g.self_calls[node] == 0
+            && g.prop_self[node] == 0.0
+            && g.prop_child[node] == 0.0
+        {
+            return false;
+        }
+        // Under -l only functions get entries: not line routines, and (as in
+        // GNU gprof, whose cycle entries are not marked as functions) not
+        // cycles either.
+        !(opts.line && (node >= g.routines || !self.table.routines[node].is_func))
+    }
+
+    /// The routines the index lists: those called or with a cost (all with
+    /// `-z`), by name (for Callgrind input, functions of one name by their
+    /// qualifier).
+    pub fn index_entries(&self, opts: &Options) -> Vec<usize> {
+        let Some(g) = &self.graph else {
+            return Vec::new();
+        };
+        let mut names: Vec<usize> = (0..g.routines)
+            .filter(|&i| opts.zeros || g.ncalls[i] != 0 || self.has_self_cost(i))
+            .collect();
+        let qualifier = match &self.costs {
+            Costs::Events(e) => Some(&e.qualifier),
+            Costs::Samples(_) => None,
+        };
+        names.sort_by(|&l, &r| {
+            self.table.routines[l]
+                .name
+                .as_bytes()
+                .cmp(self.table.routines[r].name.as_bytes())
+                .then_with(|| qualifier.map_or(Ordering::Equal, |q| q[l].cmp(&q[r])))
+        });
+        names
+    }
+
+    /// Whether arc `arc` of the call graph is a self call or a call between
+    /// members of one cycle (such arcs propagate nothing).
+    pub fn within(&self, arc: usize) -> bool {
+        let Some(g) = &self.graph else {
+            return false;
+        };
+        let a = &g.graph.arcs[arc];
+        a.parent == a.child || (g.cycle[a.parent] != 0 && g.cycle[a.parent] == g.cycle[a.child])
+    }
+
+    /// Measured inclusive cost per call of routine `i` (outside cycles).
+    pub fn total_per_call(&self, i: usize) -> Option<f64> {
+        let calls = self.ncalls[i];
+        let m = self.measured.as_ref()?.nodes[i]?;
+        (calls != 0).then(|| m as f64 / calls as f64)
+    }
+
+    /// The name as the call graph prints it: with its cycle and index.
+    pub fn print_name(&self, node: usize) -> PrintName<'_> {
+        PrintName(self, node)
+    }
+}
+
+/// A node's name with its cycle and index, written without allocating.
+pub struct PrintName<'a>(&'a Report, usize);
+
+impl std::fmt::Display for PrintName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (r, node) = (self.0, self.1);
+        let Some(g) = &r.graph else {
+            return f.write_str(&r.display[node]);
+        };
+        if g.is_cycle(node) {
+            write!(f, "<cycle {}>", g.cycle[node])?;
+        } else {
+            f.write_str(&r.display[node])?;
+            if g.cycle[node] != 0 {
+                write!(f, " <cycle {}>", g.cycle[node])?;
+            }
+        }
+        if g.index[node] != 0 {
+            if g.print_flag[node] {
+                write!(f, " [{}]", g.index[node])?;
+            } else {
+                write!(f, " ({})", g.index[node])?;
+            }
+        }
+        Ok(())
+    }
+}
