@@ -278,17 +278,8 @@ fn report(a: &Args, ms: &[Machine], run: &Run) -> anyhow::Result<()> {
             None => PathBuf::from(&base),
             Some(n) => PathBuf::from(format!("{base}.{n}")),
         };
-        tally_formats::output::write_file(&path, |w| {
-            if a.callgrind {
-                tally_formats::callgrind::write(
-                    &prof,
-                    w,
-                    tally_formats::callgrind::WriteOptions::default(),
-                )
-            } else {
-                tally_formats::cachegrind::write(&prof, w)
-            }
-        })?;
+        // The profile's own format (set above); gzip'd when the name ends in `.gz`.
+        tally_formats::output::write_profile(&prof, &path, &Default::default())?;
         let t = out.totals(k);
         let prefix = format!("=={pid}==");
         if let Some(n) = &m.name {
