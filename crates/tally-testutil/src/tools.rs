@@ -115,3 +115,37 @@ pub fn gprof2dot() -> Option<Command> {
         c
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_installed_programs_only() {
+        assert!(tool("sh").is_some_and(|p| p.is_absolute()));
+        assert!(tool("/bin/sh").is_some());
+        assert_eq!(tool("tally-testutil-no-such-program"), None);
+        assert_eq!(tool("/no/such/dir/sh"), None);
+    }
+
+    #[test]
+    fn nothing_needed_is_never_missing() {
+        assert!(require(&[]));
+        assert!(live(&[]));
+        assert!(!trial("t", &[], || Ok(())).has_ignored_flag());
+    }
+
+    #[test]
+    fn a_missing_program_skips_locally_and_fails_under_ci() {
+        let missing = ["tally-testutil-no-such-program"];
+        if in_ci() {
+            assert!(std::panic::catch_unwind(|| require(&missing)).is_err());
+            assert!(std::panic::catch_unwind(|| live(&missing)).is_err());
+            assert!(!trial("t", &missing, || Ok(())).has_ignored_flag());
+        } else {
+            assert!(!require(&missing));
+            assert!(!live(&missing));
+            assert!(trial("t", &missing, || Ok(())).has_ignored_flag());
+        }
+    }
+}
