@@ -5,29 +5,16 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/data")
-        .join(rel)
-}
+use tally_testutil::{data, text};
 
 fn run_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tally"))
-        .arg("annotate")
-        .args(args)
-        .current_dir(dir)
-        .env_remove("NO_COLOR")
-        .output()
-        .expect("run tally")
+    let mut a = vec!["annotate"];
+    a.extend_from_slice(args);
+    tally_testutil::tally!().in_dir(dir).run(&a)
 }
 
 fn run(args: &[&str]) -> Output {
     run_in(&data(""), args)
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn json(args: &[&str]) -> Value {
@@ -333,22 +320,13 @@ fn colour_only_when_asked_or_on_a_terminal() {
     assert!(text(&out.stdout).contains("\x1b[1m"));
 }
 
-fn have(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().is_ok()
-}
-
 /// Compiles a small program, profiles it with Callgrind at instruction
 /// level, and checks `--asm` against the program itself: every costly
 /// address of `main` and `work` is an instruction objdump also decodes, and
 /// the instructions' costs add up to the functions' self costs.
 #[test]
 fn assembly_annotation_of_a_fresh_profile() {
-    if !(have("gcc") && have("valgrind") && have("objdump")) {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "gcc, valgrind and objdump are needed"
-        );
-        eprintln!("skipped: gcc, valgrind or objdump missing");
+    if !tally_testutil::require(&["gcc", "valgrind", "objdump"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

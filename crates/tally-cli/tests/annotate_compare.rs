@@ -18,10 +18,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use tally_model::{Cost, Profile};
-
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data")
-}
+use tally_testutil::data_dir;
 
 fn fixtures(dir: &str, report: &str) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(data_dir().join(dir))
@@ -37,10 +34,6 @@ fn fixtures(dir: &str, report: &str) -> Vec<PathBuf> {
     });
     v.sort();
     v
-}
-
-fn tool_available(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().is_ok()
 }
 
 /// The reference report: live if the tool is there, else the committed one.
@@ -73,7 +66,8 @@ fn reference(
 }
 
 fn ours(file: &Path, args: &[&str]) -> Result<Value, Failed> {
-    let out = Command::new(env!("CARGO_BIN_EXE_tally"))
+    let out = tally_testutil::tally!()
+        .command()
         .arg("annotate")
         .arg("--json")
         .arg("--threshold=100")
@@ -714,15 +708,9 @@ fn compare_source(path: &Path) -> Result<(), Failed> {
 
 fn main() {
     let args = Arguments::from_args();
-    let have_cga = tool_available("callgrind_annotate");
-    let have_cg = tool_available("cg_annotate");
-    let ci = std::env::var_os("CI").is_some();
+    let have_cga = tally_testutil::live(&["callgrind_annotate"]);
+    let have_cg = tally_testutil::live(&["cg_annotate"]);
     let mut tests = Vec::new();
-    if ci && !(have_cga && have_cg) {
-        tests.push(Trial::test("tools/valgrind-annotate-scripts", || {
-            Err("callgrind_annotate or cg_annotate is missing (CI must compare live)".into())
-        }));
-    }
     for p in fixtures("callgrind", ".annotate") {
         let n = p.file_name().unwrap().to_string_lossy().to_string();
         let q = p.clone();
@@ -748,10 +736,11 @@ fn main() {
         let calls0 = std::fs::read_to_string(&p).is_ok_and(|t| t.contains("\ncalls=0 "));
         if !calls0 {
             let q = p.clone();
-            tests.push(
-                Trial::test(format!("source/callgrind/{n}"), move || compare_source(&q))
-                    .with_ignored_flag(!have_cga),
-            );
+            tests.push(tally_testutil::trial(
+                format!("source/callgrind/{n}"),
+                &["callgrind_annotate"],
+                move || compare_source(&q),
+            ));
         }
     }
     for p in fixtures("cachegrind", ".cg_annotate") {

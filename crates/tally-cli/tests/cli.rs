@@ -1,23 +1,10 @@
 //! The `tally` binary as a user runs it: exit codes, messages, outputs.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/data")
-        .join(rel)
-}
+use tally_testutil::{data, text};
 
 fn tally(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(args)
-        .output()
-        .expect("run tally")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    tally_testutil::tally!().run(args)
 }
 
 #[test]

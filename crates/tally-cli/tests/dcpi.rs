@@ -4,58 +4,37 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use tally_formats::dcpi;
+use tally_testutil::{Tally, path_str as s, text};
 
 fn real(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/data/dcpi/real")
-        .join(rel)
+    tally_testutil::data("dcpi/real").join(rel)
 }
 
 fn spec(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/data/dcpi/spec")
-        .join(rel)
+    tally_testutil::data("dcpi/spec").join(rel)
+}
+
+/// tally run from the real runs' folder, where their files are.
+fn in_real() -> Tally {
+    tally_testutil::tally!().in_dir(real(""))
 }
 
 fn tally(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(args)
-        .current_dir(real(""))
-        .output()
-        .expect("run tally")
+    in_real().run(args)
 }
 
 fn ok(args: &[&str]) -> String {
-    ok_in(&real(""), args)
+    text(&in_real().ok(args).stdout)
 }
 
 fn ok_in(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run tally");
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "tally {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    text(&tally_testutil::tally!().in_dir(dir).ok(args).stdout)
 }
 
 fn fails(args: &[&str]) -> String {
-    let o = tally(args);
-    assert_eq!(o.status.code(), Some(1), "tally {args:?} should fail");
-    let e = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(!e.contains("panicked"), "{e}");
-    e
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
+    in_real().fails(args)
 }
 
 /// Ir per function of the main object in a Callgrind file, by name.

@@ -1,6 +1,6 @@
 //! `tally convert GMON --binary PROG`: gprof data as Callgrind, checked
 //! against Valgrind's callgrind_annotate (live, skipped with a note when it
-//! is not installed), against GNU gprof's committed reports in
+//! is not installed, failed under CI), against GNU gprof's committed reports in
 //! `tests/data/gprof/`, and against `tally annotate`; bad input gets a clear
 //! error.
 
@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use tally_model::Profile;
+use tally_testutil::text;
 
 /// The programs of `tests/data/gprof/` with their `BIN.gmon`.
 const BINARIES: &[&str] = &[
@@ -22,28 +23,15 @@ const BINARIES: &[&str] = &[
 ];
 
 fn gprof_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/gprof")
+    tally_testutil::data("gprof")
 }
 
 fn data(rel: &str) -> PathBuf {
     gprof_dir().join(rel)
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 fn tally(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("NO_COLOR")
-        .output()
-        .expect("run tally")
-}
-
-fn have(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().is_ok()
+    tally_testutil::tally!().in_dir(dir).run(args)
 }
 
 /// Runs `tally convert` from `tests/data/gprof` with `args` (paths
@@ -412,8 +400,7 @@ fn callgrind_annotate(dir: &Path, args: &[&str]) -> Output {
 
 #[test]
 fn callgrind_annotate_reads_the_conversion() {
-    if !have("callgrind_annotate") {
-        eprintln!("note: callgrind_annotate (Valgrind) is not installed: test skipped");
+    if !tally_testutil::require(&["callgrind_annotate"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

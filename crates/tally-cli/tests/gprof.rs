@@ -2,34 +2,25 @@
 //! right and GNU gprof is not, JSON, defaults, a program compiled and
 //! profiled now, and gprof2dot reading tally's reports.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
+use tally_testutil::{gprof2dot, text};
 
 fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/gprof")
+    tally_testutil::data("gprof")
 }
 
 fn tally(args: &[&str]) -> (String, String, i32) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tally"))
-        .current_dir(dir())
-        .arg("gprof")
-        .args(args)
-        .output()
-        .expect("run tally");
+    let mut a = vec!["gprof"];
+    a.extend_from_slice(args);
+    let out = tally_testutil::tally!().in_dir(dir()).run(&a);
     (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+        text(&out.stdout),
+        text(&out.stderr),
         out.status.code().unwrap_or(-1),
     )
-}
-
-fn have(tool: &str, arg: &str) -> bool {
-    Command::new(tool)
-        .arg(arg)
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 /// The flat profile's row of `name`: (self seconds, calls).
@@ -183,8 +174,7 @@ fn long_and_attached_options_agree() {
 
 #[test]
 fn a_program_profiled_now_matches_gnu_gprof() {
-    if !have("gcc", "--version") || !have("gprof", "--version") {
-        eprintln!("note: gcc or gprof missing; skipped");
+    if !tally_testutil::require(&["gcc", "gprof"]) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -254,24 +244,6 @@ int main(void) {
     }
 }
 
-/// gprof2dot's command, if it is installed.
-fn gprof2dot() -> Option<Command> {
-    if have("gprof2dot", "--help") {
-        return Some(Command::new("gprof2dot"));
-    }
-    if have("python3", "-c") && {
-        Command::new("python3")
-            .args(["-m", "gprof2dot", "--help"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    } {
-        let mut c = Command::new("python3");
-        c.args(["-m", "gprof2dot"]);
-        return Some(c);
-    }
-    None
-}
-
 fn dot_of(report: &str) -> String {
     use std::io::Write;
     let mut cmd = gprof2dot().expect("gprof2dot");
@@ -300,7 +272,7 @@ fn dot_of(report: &str) -> String {
 #[test]
 fn gprof2dot_reads_tally_as_it_reads_gnu_gprof() {
     if gprof2dot().is_none() {
-        eprintln!("note: gprof2dot is not installed (pip install gprof2dot); skipped");
+        tally_testutil::skip("gprof2dot");
         return;
     }
     for bin in [
@@ -333,8 +305,7 @@ fn block_counts_annotate_like_gnu_gprof() {
     // to a real profile: at every line-table row of cycles.O0, some twice
     // (their counts add up), some inside a row (two blocks on one line),
     // some with count 0.
-    if !have("gprof", "--version") {
-        eprintln!("note: gprof missing; skipped");
+    if !tally_testutil::require(&["gprof"]) {
         return;
     }
     use tally_formats::gmon::{BlockCount, Gmon, Layout};

@@ -6,31 +6,17 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
-
-fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/data")
-        .join(rel)
-}
+use tally_testutil::data;
 
 fn tally(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(args)
-        .output()
-        .expect("run tally")
+    tally_testutil::tally!().run(args)
 }
 
 fn ok(args: &[&str]) -> String {
-    let out = tally(args);
-    assert!(
-        out.status.success(),
-        "tally {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
+    String::from_utf8(tally_testutil::tally!().ok(args).stdout).expect("UTF-8")
 }
 
 fn json(args: &[&str]) -> Value {

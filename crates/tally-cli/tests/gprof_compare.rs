@@ -10,21 +10,17 @@
 //! own.
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/gprof")
+    tally_testutil::data("gprof")
 }
 
 fn tally() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_tally"));
-    c.current_dir(dir()).env("LC_ALL", "C");
+    let mut c = tally_testutil::tally!().in_dir(dir()).command();
+    c.env("LC_ALL", "C");
     c
-}
-
-fn gprof_available() -> bool {
-    Command::new("gprof").arg("--version").output().is_ok()
 }
 
 /// One line of MANIFEST.tsv.
@@ -232,10 +228,7 @@ fn check_bad(case: &Case) -> Result<(), Failed> {
 
 fn main() {
     let args = Arguments::from_args();
-    let live = gprof_available();
-    if !live {
-        eprintln!("note: gprof is not installed; comparing with the committed reports");
-    }
+    let live = tally_testutil::live(&["gprof"]);
     let mut trials = Vec::new();
     for case in manifest() {
         let name = case.output.clone();

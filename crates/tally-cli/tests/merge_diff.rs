@@ -7,41 +7,18 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use tally_analysis::combine::{RecordKey, records};
+use tally_testutil::{path_str as s, temp_dir as tmp};
 
 fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/data/merge")
-        .join(rel)
-}
-
-fn tally(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(args)
-        .output()
-        .expect("run tally")
+    tally_testutil::data("merge").join(rel)
 }
 
 fn ok(args: &[&str]) -> Output {
-    let o = tally(args);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "tally {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o
+    tally_testutil::tally!().ok(args)
 }
 
 fn fails(args: &[&str]) -> String {
-    let o = tally(args);
-    assert_eq!(o.status.code(), Some(1), "tally {args:?} should fail");
-    let e = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(!e.contains("panicked"), "{e}");
-    e
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
+    tally_testutil::tally!().fails(args)
 }
 
 type Records = BTreeMap<RecordKey, Vec<i128>>;
@@ -68,20 +45,18 @@ fn summary_line(p: &Path) -> Vec<i64> {
         .collect()
 }
 
-fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap()
-}
-
 /// Runs cg_merge or cg_diff; `false` (and a note) where Valgrind is not
-/// installed: the committed outputs are compared in any case.
+/// installed, which fails under CI: the committed outputs are compared in
+/// any case.
 fn run_tool(tool: &str, args: &[&str], stdout_to: Option<&Path>) -> bool {
-    let o = match Command::new(tool).args(args).env("LC_ALL", "C").output() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("note: {tool} not run ({e}); install valgrind to compare live");
-            return false;
-        }
-    };
+    if !tally_testutil::live(&[tool]) {
+        return false;
+    }
+    let o = Command::new(tool)
+        .args(args)
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap_or_else(|e| panic!("{tool}: {e}"));
     assert!(
         o.status.success(),
         "{tool}: {}",

@@ -10,10 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use tally_formats::{Error, Input, WarningKind, callgrind, read_file, read_files};
 use tally_model::{Cost, Format, Profile};
-
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data")
-}
+use tally_testutil::data_dir;
 
 fn files_in(dir: &str, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(data_dir().join(dir))
@@ -218,10 +215,6 @@ fn describe_difference<C: Cost>(p: &Profile<C>, q: &Profile<C>, compress: bool) 
     format!("round trip (compress={compress}) changed the {what}")
 }
 
-fn tool_available(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().is_ok()
-}
-
 /// Runs a Valgrind annotate script and returns its report without the line
 /// naming the data file, sorted (equal-cost rows may come in any order).
 fn annotate(tool: &str, args: &[&str], file: &Path) -> Result<Vec<String>, Failed> {
@@ -390,20 +383,6 @@ fn series(paths: Vec<PathBuf>) -> Result<(), Failed> {
 fn main() {
     let args = Arguments::from_args();
     let mut tests = Vec::new();
-    let have_cga = tool_available("callgrind_annotate");
-    let have_cg = tool_available("cg_annotate");
-    // Outside CI the comparisons are skipped (ignored) without Valgrind; CI
-    // installs it, so there a missing tool fails.
-    tests.push(
-        Trial::test("tools/valgrind-annotate-scripts", move || {
-            if have_cga && have_cg {
-                Ok(())
-            } else {
-                Err("callgrind_annotate or cg_annotate is missing".into())
-            }
-        })
-        .with_ignored_flag(std::env::var_os("CI").is_none() && !(have_cga && have_cg)),
-    );
 
     for p in valgrind_profiles() {
         let n = name(&p);
@@ -433,17 +412,17 @@ fn main() {
         let cachegrind = n.starts_with("cachegrind/");
         let q = p.clone();
         if cachegrind {
-            tests.push(
-                Trial::test(format!("cg_annotate/{n}"), move || cg_annotate_agrees(&q))
-                    .with_ignored_flag(!have_cg),
-            );
+            tests.push(tally_testutil::trial(
+                format!("cg_annotate/{n}"),
+                &["cg_annotate"],
+                move || cg_annotate_agrees(&q),
+            ));
         } else {
-            tests.push(
-                Trial::test(format!("callgrind_annotate/{n}"), move || {
-                    callgrind_annotate_agrees(&q)
-                })
-                .with_ignored_flag(!have_cga),
-            );
+            tests.push(tally_testutil::trial(
+                format!("callgrind_annotate/{n}"),
+                &["callgrind_annotate"],
+                move || callgrind_annotate_agrees(&q),
+            ));
         }
     }
     for p in other_profiles() {

@@ -11,6 +11,21 @@
 //! positions, line 0 for code without debug information). The same
 //! [`Config`] always gives the same bytes.
 //!
+//! How it is built, module by module:
+//!
+//! - `model`: the synthetic program (objects, source files, functions,
+//!   their code layout and the order their blocks are written in), derived
+//!   from the seed before anything is written;
+//! - `body`: one function block (a segment of a function: cost, call and
+//!   jump lines), its code from a stream seeded by the function and
+//!   segment, its counts from one seeded by the block's index, so that
+//!   threads can write blocks in chunks and still give the same bytes;
+//! - `emit`: where text goes. The header's `summary:` is the sum of the
+//!   body, so [`generate`] runs twice over the same streams, first only
+//!   counting, then writing, through one generic code path;
+//! - `rng`: a small generator of our own, so that the bytes never change
+//!   with a dependency's release.
+//!
 //! ```
 //! let config = tally_gen::Config { size: 64 << 10, ..Default::default() };
 //! let mut out = Vec::new();
@@ -18,6 +33,8 @@
 //! assert_eq!(stats.bytes, out.len() as u64);
 //! assert!(out.starts_with(b"# callgrind format\n"));
 //! ```
+
+#![warn(missing_docs)]
 
 mod body;
 mod emit;

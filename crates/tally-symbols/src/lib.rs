@@ -27,6 +27,13 @@
 //! Files come from users, so nothing here panics on a damaged or truncated
 //! file: every failure is a [`SymbolsError`] that names the file.
 //!
+//! Inside, one module per question, each behind [`ObjectFile`]: `symbols`
+//! builds the sorted function table, `demangle` gives names the form
+//! Valgrind prints, `disasm` decodes with iced-x86 and formats like
+//! objdump, `dwarf` reads the line tables on the first request only, and
+//! `symtab` hands out the raw `.symtab` for readers such as gprof's that
+//! pick functions by rules of their own.
+//!
 //! ```no_run
 //! use std::path::Path;
 //! use tally_symbols::ObjectFile;
@@ -39,6 +46,8 @@
 //! }
 //! # Ok::<(), tally_symbols::SymbolsError>(())
 //! ```
+
+#![warn(missing_docs)]
 
 mod demangle;
 mod disasm;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use tally_symbols::{InstrKind, ObjectFile, SymbolsError};
+use tally_testutil::{path_str, require};
 
 /// Functions of every kind the crate must see: global, static, weak, an
 /// ifunc, a jump table, a call through the PLT.
@@ -60,27 +61,6 @@ int main(int argc, char **argv) {
 
 // ---------------------------------------------------------------- helpers
 
-/// Whether all `tools` run; see the module comment for what happens if not.
-fn have(tools: &[&str]) -> bool {
-    let missing: Vec<&str> = tools
-        .iter()
-        .copied()
-        .filter(|t| Command::new(t).arg("--version").output().is_err())
-        .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    let message = format!(
-        "{} not found; install gcc, g++ and binutils to run this test",
-        missing.join(", ")
-    );
-    if std::env::var_os("CI").is_some() {
-        panic!("{message} (CI is set, so this is an error)");
-    }
-    eprintln!("note: skipped: {message}");
-    false
-}
-
 /// Runs a command and returns its standard output, failing the test with
 /// its standard error when it fails.
 fn run(program: &str, args: &[&str]) -> String {
@@ -96,10 +76,6 @@ fn run(program: &str, args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 
-fn path_str(p: &Path) -> &str {
-    p.to_str().expect("UTF-8 temp path")
-}
-
 /// The test program compiled twice, `-g -O1`, as PIE and as `-no-pie`.
 struct Programs {
     _dir: tempfile::TempDir,
@@ -107,7 +83,7 @@ struct Programs {
 }
 
 fn compile() -> Option<Programs> {
-    if !have(&["gcc", "nm", "objdump", "addr2line"]) {
+    if !require(&["gcc", "nm", "objdump", "addr2line"]) {
         return None;
     }
     let dir = tempfile::tempdir().expect("temp dir");
@@ -445,7 +421,7 @@ fn source_lines_match_addr2line() {
 
 #[test]
 fn versioned_symbols_of_a_shared_library() {
-    if !have(&["gcc", "nm", "strip"]) {
+    if !require(&["gcc", "nm", "strip"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -544,7 +520,7 @@ fn versioned_symbols_of_a_shared_library() {
 
 #[test]
 fn cpp_functions_are_found_by_their_demangled_names() {
-    if !have(&["g++", "nm"]) {
+    if !require(&["g++", "nm"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -1,0 +1,50 @@
+//! Helpers shared by tally's tests (a dev-dependency only, never published).
+//!
+//! Many tests compare tally with the reference tools live (Valgrind's
+//! annotate scripts, GNU gprof, binutils, gcc). Those tools are optional on
+//! a developer's machine but installed by CI, so one rule decides what a
+//! test does without them, in [`tools`]: locally the test is skipped (or
+//! compares with committed outputs), under CI (the `CI` environment
+//! variable is set) it fails, because there a missing tool is a broken
+//! setup and a green run would have tested nothing.
+//!
+//! [`cli`] runs the `tally` binary as a user does, and the functions here
+//! find the shared test data and turn outputs into text.
+
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod tools;
+
+pub use cli::Tally;
+pub use tools::{gprof2dot, live, require, skip, tool, trial};
+
+use std::path::{Path, PathBuf};
+
+/// The workspace's `tests/data`: fixtures and committed reference outputs
+/// shared by the tests of every crate.
+pub fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data")
+}
+
+/// `rel` inside [`data_dir`].
+pub fn data(rel: &str) -> PathBuf {
+    data_dir().join(rel)
+}
+
+/// Program output as text, lossily: assertions and messages need a
+/// `String` even when a tool prints bytes that are not UTF-8.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A path as the `&str` a command line takes; test paths are UTF-8, so
+/// anything else is a broken test setup and panics.
+pub fn path_str(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+/// A fresh temporary directory, removed when dropped.
+pub fn temp_dir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temporary directory")
+}
