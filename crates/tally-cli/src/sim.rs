@@ -33,7 +33,7 @@ pub struct Args {
     /// more, in order from L1 outwards.
     #[arg(long = "cache", value_name = "NAME=S,A,L")]
     cache: Vec<String>,
-    /// Replacement policy of every cache: lru (Cachegrind's), fifo, plru, random[:SEED].
+    /// Replacement policy of every cache: lru (Cachegrind's), fifo, plru, random (random:SEED for a seed).
     #[arg(long, default_value = "lru")]
     policy: String,
     /// Another machine simulated in the same pass: `NAME: --D1=… --LL=… --policy=…`
@@ -63,7 +63,7 @@ pub struct Args {
     /// The program a trace is of (for symbols when the trace does not name it).
     #[arg(long, value_name = "PROG")]
     binary: Option<PathBuf>,
-    /// The QEMU user-mode emulator [default: qemu-<arch of PROG> on PATH].
+    /// The QEMU user-mode emulator [default: qemu-ARCH on PATH, ARCH being PROG's].
     #[arg(long, value_name = "PATH")]
     qemu: Option<PathBuf>,
     /// tally's QEMU plugin [default: $TALLY_QEMU_PLUGIN, or libtally_qemu_plugin.so next to tally].
@@ -229,7 +229,7 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
     }
 }
 
-/// Events written, by index into [`tally_sim::Counts::EVENTS`].
+/// Events written, by index into `tally_sim::Counts::EVENTS`.
 fn events(cache_sim: bool, branch_sim: bool) -> Vec<usize> {
     let mut v = if cache_sim { (0..9).collect() } else { vec![0] };
     if branch_sim {

@@ -21,7 +21,7 @@
 //! - Calls: one call record per (call site `from_pc`, callee routine), with
 //!   the count of the gmon arcs. glibc rounds `from_pc` down to 16 bytes;
 //!   the site is placed on the call instruction found in those 16 bytes
-//!   ([`locate_calls`]), with its source line; the target is the callee's
+//!   (`locate_calls`), with its source line; the target is the callee's
 //!   first address and line.
 //! - Inclusive cost of a call: not measured by gprof. It is gprof's
 //!   estimate (`assemble`): the callee's self + descendant samples times
