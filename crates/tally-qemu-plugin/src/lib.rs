@@ -47,6 +47,8 @@
 //! [`buffers`] the per-vCPU buffers, the shared file and the stream;
 //! [`records`] the bytes of each record.
 
+#![warn(missing_docs)]
+
 mod args;
 mod buffers;
 mod callbacks;

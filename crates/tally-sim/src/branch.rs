@@ -13,11 +13,11 @@ const HIST_BITS: u32 = 7;
 const ADDR_BITS: u32 = 7;
 const BTAC_BITS: u32 = 9;
 
-/// The conditional-branch predictor.
 /// A two-bit counter's next value, by `counter << 1 | taken`: up to 3 on
 /// taken, down to 0 on not taken.
 const NEXT: [u8; 8] = [0, 1, 0, 2, 1, 3, 2, 3];
 
+/// The conditional-branch predictor.
 #[derive(Clone, Debug)]
 pub struct CondPredictor {
     history: u64,

@@ -33,12 +33,23 @@ const MAX_SIZE: u64 = u16::MAX as u64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Filtered {
     /// It hit D1 (and so changed nothing below it).
-    Hit { index: u8, store: bool },
+    Hit {
+        /// The instruction's index in its block ([`LAST_EXECUTED`]: the
+        /// last instruction executed).
+        index: u8,
+        /// A store; a load if false.
+        store: bool,
+    },
     /// It missed D1: the levels below must see it.
     Miss {
+        /// The instruction's index in its block ([`LAST_EXECUTED`]: the
+        /// last instruction executed).
         index: u8,
+        /// A store; a load if false.
         store: bool,
+        /// The first byte accessed.
         addr: u64,
+        /// Bytes accessed, QEMU's pieces merged.
         size: u16,
     },
 }

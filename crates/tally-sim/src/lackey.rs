@@ -14,13 +14,33 @@ use std::io::BufRead;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
     /// An instruction fetch.
-    Instr { addr: u64, size: u64 },
+    Instr {
+        /// The instruction's address.
+        addr: u64,
+        /// Its length in bytes.
+        size: u64,
+    },
     /// A data load.
-    Load { addr: u64, size: u64 },
+    Load {
+        /// The first byte loaded.
+        addr: u64,
+        /// Bytes loaded.
+        size: u64,
+    },
     /// A data store.
-    Store { addr: u64, size: u64 },
+    Store {
+        /// The first byte stored.
+        addr: u64,
+        /// Bytes stored.
+        size: u64,
+    },
     /// A load and a store of the same bytes.
-    Modify { addr: u64, size: u64 },
+    Modify {
+        /// The first byte modified.
+        addr: u64,
+        /// Bytes modified.
+        size: u64,
+    },
 }
 
 /// Why a trace cannot be read.

@@ -8,6 +8,8 @@
 //! optional levels between. Costs are Cachegrind's events: `Ir I1mr ILmr
 //! Dr D1mr DLmr Dw D1mw DLmw`, and `Bc Bcm Bi Bim` for branches.
 
+#![warn(missing_docs)]
+
 #[cfg(feature = "session")]
 pub mod attrib;
 pub mod branch;
@@ -41,23 +43,31 @@ pub enum SimError {
 /// The counts of one instruction, in Cachegrind's event order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
-    /// Instructions executed, I1 misses, last-level instruction misses.
+    /// Instructions executed (`Ir`).
     pub ir: u64,
+    /// I1 misses (`I1mr`).
     pub i1mr: u64,
+    /// Last-level instruction misses (`ILmr`).
     pub ilmr: u64,
-    /// Data reads, D1 read misses, last-level read misses.
+    /// Data reads (`Dr`).
     pub dr: u64,
+    /// D1 read misses (`D1mr`).
     pub d1mr: u64,
+    /// Last-level read misses (`DLmr`).
     pub dlmr: u64,
-    /// Data writes, D1 write misses, last-level write misses.
+    /// Data writes (`Dw`).
     pub dw: u64,
+    /// D1 write misses (`D1mw`).
     pub d1mw: u64,
+    /// Last-level write misses (`DLmw`).
     pub dlmw: u64,
-    /// Conditional branches and their mispredicts.
+    /// Conditional branches executed (`Bc`).
     pub bc: u64,
+    /// Conditional branches mispredicted (`Bcm`).
     pub bcm: u64,
-    /// Indirect branches and their mispredicts.
+    /// Indirect branches executed (`Bi`).
     pub bi: u64,
+    /// Indirect branches mispredicted (`Bim`).
     pub bim: u64,
 }
 

@@ -96,19 +96,43 @@ pub const T_PROGRESS: u8 = 19;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Record<'a> {
     /// An instruction translated: its id, address and code bytes.
-    Declare { id: u32, addr: u64, code: &'a [u8] },
+    Declare {
+        /// The id that execution and block records name it by.
+        id: u32,
+        /// Its guest address.
+        addr: u64,
+        /// Its machine code (as many bytes as the instruction is long).
+        code: &'a [u8],
+    },
     /// A declared instruction executed.
-    Exec { id: u32 },
+    Exec {
+        /// The id it was declared with.
+        id: u32,
+    },
     /// A data load by the last executed instruction.
-    Load { addr: u64, size: u8 },
+    Load {
+        /// The first byte loaded.
+        addr: u64,
+        /// Bytes loaded (one of QEMU's pieces of an access).
+        size: u8,
+    },
     /// A data store by the last executed instruction.
-    Store { addr: u64, size: u8 },
+    Store {
+        /// The first byte stored.
+        addr: u64,
+        /// Bytes stored (one of QEMU's pieces of an access).
+        size: u8,
+    },
     /// `[start, end)` maps `path` from file offset `offset` (empty path:
     /// anonymous memory).
     Map {
+        /// The first address mapped.
         start: u64,
+        /// The address after the last one mapped.
         end: u64,
+        /// The offset in the file of the byte at `start`.
         offset: u64,
+        /// The file's path, as bytes (empty: anonymous memory).
         path: &'a [u8],
     },
     /// A block starts: instructions `first .. first + count` (declared,
@@ -117,20 +141,50 @@ pub enum Record<'a> {
     /// block, or any record but a declaration or a mapping; so a block cut
     /// short by a fault counts to the faulting access, and, at the end of
     /// the stream, whole.
-    Block { first: u32, count: u8 },
+    Block {
+        /// The id of the block's first instruction.
+        first: u32,
+        /// How many instructions the block has.
+        count: u8,
+    },
     /// A data load by instruction `index` of the current block.
-    LoadAt { index: u8, addr: u64, size: u8 },
+    LoadAt {
+        /// The loading instruction's index in the current block.
+        index: u8,
+        /// The first byte loaded.
+        addr: u64,
+        /// Bytes loaded (one of QEMU's pieces of an access).
+        size: u8,
+    },
     /// A data store by instruction `index` of the current block.
-    StoreAt { index: u8, addr: u64, size: u8 },
+    StoreAt {
+        /// The storing instruction's index in the current block.
+        index: u8,
+        /// The first byte stored.
+        addr: u64,
+        /// Bytes stored (one of QEMU's pieces of an access).
+        size: u8,
+    },
     /// A load (`store` false) or store by instruction `index` of the
     /// current block (255: by the last executed instruction), whole, that
     /// hit D1 in the plugin.
-    Hit { index: u8, store: bool },
+    Hit {
+        /// The instruction's index in the current block (255: the last
+        /// executed instruction).
+        index: u8,
+        /// A store; a load if false.
+        store: bool,
+    },
     /// The same, for one that missed D1: the lower levels must see it.
     Miss {
+        /// The instruction's index in the current block (255: the last
+        /// executed instruction).
         index: u8,
+        /// A store; a load if false.
         store: bool,
+        /// The first byte accessed.
         addr: u64,
+        /// Bytes accessed, QEMU's pieces merged.
         size: u16,
     },
     /// D1's state when the plugin stopped simulating it; the accesses
@@ -139,24 +193,45 @@ pub enum Record<'a> {
     /// The plugin simulates D1 of this geometry and policy (code and
     /// seed, see [`crate::filter::policy_from_code`]).
     D1Filter {
+        /// D1's size in bytes.
         size: u64,
+        /// D1's associativity (ways per set).
         assoc: u64,
+        /// D1's line size in bytes.
         line_size: u64,
+        /// The replacement policy's code (0 LRU, 1 FIFO, 2 tree
+        /// pseudo-LRU, 3 random).
         policy: u8,
+        /// The random policy's seed (unused by the others).
         seed: u64,
     },
     /// The current block ran at least to `progress` (ids `first ..first +
     /// progress` of it), as an access by its instruction `progress - 1`
     /// would show; then, for `BlockAfter`, a block starts.
-    Progress { progress: u8 },
+    Progress {
+        /// How many of the block's instructions ran, at least.
+        progress: u8,
+    },
     /// [`Record::Progress`], then [`Record::Block`].
-    BlockAfter { first: u32, count: u8, progress: u8 },
+    BlockAfter {
+        /// The id of the new block's first instruction.
+        first: u32,
+        /// How many instructions the new block has.
+        count: u8,
+        /// How many of the last block's instructions ran, at least.
+        progress: u8,
+    },
     /// Records that follow are of another thread.
     Thread(u32),
     /// The next `len` bytes of records are in slot `slot` of the shared
     /// buffer file ([`shared`]), not in the stream; the reader hands the
     /// slot back once they are read.
-    Slot { slot: u32, len: u32 },
+    Slot {
+        /// Which slot of the shared buffer file holds them.
+        slot: u32,
+        /// How many bytes of records it holds.
+        len: u32,
+    },
     /// The program exited normally; nothing follows.
     End,
 }
@@ -168,7 +243,9 @@ pub enum StreamError {
     /// Reading failed.
     #[error("byte {offset}: {source}")]
     Io {
+        /// The stream's byte offset the read was to fill from.
         offset: u64,
+        /// What the reader reported.
         #[source]
         source: io::Error,
     },
@@ -177,10 +254,18 @@ pub enum StreamError {
     Magic,
     /// An unknown record tag.
     #[error("byte {offset}: unknown record tag {tag}")]
-    Tag { offset: u64, tag: u8 },
+    Tag {
+        /// The stream's byte offset of the tag.
+        offset: u64,
+        /// The tag byte.
+        tag: u8,
+    },
     /// The stream ends inside a record.
     #[error("byte {offset}: the stream ends inside a record")]
-    Truncated { offset: u64 },
+    Truncated {
+        /// The stream's byte offset of the record's tag.
+        offset: u64,
+    },
 }
 
 /// Reads a stream through a large buffer; records borrow from it.
