@@ -31,8 +31,8 @@
 //! instructions, blocks run as far as the stream shows), whose commonest
 //! case, one machine without call tracking, has its own record loop
 //! (`lean`). Both call the engine's small methods below and share its
-//! rules for merging accesses ([`Held::merge`]) and counting branches
-//! ([`branch_events`]).
+//! rules for merging accesses (`Held::merge`) and counting branches
+//! (`branch_events`).
 
 mod feeder;
 mod lean;
