@@ -9,6 +9,49 @@
 //! profiles from it, unsigned or signed, whole, scanned, or into any sink.
 //! One way out: [`write_profile`] chooses the format and compression from
 //! the options and the output's name.
+//!
+//! # Example: read, aggregate, write
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use std::path::Path;
+//! use tally_formats::{OutputFormat, OutputOptions, Source, write_profile};
+//! use tally_model::AnyCost;
+//!
+//! # fn main() -> Result<(), tally_formats::Error> {
+//! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/callgrind/mutual.default.out");
+//! // Read: the format is detected from the content; a difference
+//! // (negative counts) would come back as `AnyCost::Signed`.
+//! let source = Source::open(Path::new(path))?;
+//! let (profile, _warnings) = tally_formats::read(&source, None)?;
+//! let AnyCost::Unsigned(profile) = profile else { panic!("a measured profile") };
+//!
+//! // Aggregate: the first event's self cost per function, over all parts.
+//! let mut by_function: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+//! for part in &profile.parts {
+//!     part.lines.for_each(|line| {
+//!         let name = profile.names.function_name(line.function).to_vec();
+//!         *by_function.entry(name).or_default() += line.costs[0];
+//!     });
+//! }
+//! assert!(by_function.contains_key(&b"main"[..]));
+//!
+//! // Write: Cachegrind, gzip'd because the name ends in `.gz`, through a
+//! // temporary file renamed into place.
+//! let dir = tempfile::tempdir().unwrap();
+//! let out = dir.path().join("cachegrind.out.gz");
+//! let options = OutputOptions { format: Some(OutputFormat::Cachegrind), ..Default::default() };
+//! write_profile(&profile, &out, &options)?;
+//!
+//! // The file reads back with the same self costs.
+//! let (back, _) = tally_formats::read(&Source::open(&out)?, None)?;
+//! let AnyCost::Unsigned(back) = back else { unreachable!() };
+//! let mut total = 0;
+//! back.parts[0].lines.for_each(|line| total += line.costs[0]);
+//! assert_eq!(total, by_function.values().sum::<u64>());
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod cachegrind;
 pub mod callgrind;

@@ -7,6 +7,37 @@
 //! never invalidates first-level lines, as Cachegrind's does not), plus
 //! optional levels between. Costs are Cachegrind's events: `Ir I1mr ILmr
 //! Dr D1mr DLmr Dw D1mw DLmw`, and `Bc Bcm Bi Bim` for branches.
+//!
+//! # Example: simulate a Lackey trace
+//!
+//! ```
+//! use tally_sim::lackey::LackeyReader;
+//! use tally_sim::{CacheConfig, Counts, Hierarchy, HierarchyConfig, Policy};
+//!
+//! // `valgrind --tool=lackey --trace-mem=yes` output: two instructions
+//! // in one line, a load, and a store to the line the load brought in.
+//! let trace = "I  04001000,3\n L 1ffefff000,8\nI  04001003,4\n S 1ffefff008,8\n";
+//! let machine = HierarchyConfig {
+//!     i1: CacheConfig { size: 32768, assoc: 8, line_size: 64 },
+//!     d1: CacheConfig { size: 32768, assoc: 8, line_size: 64 },
+//!     middle: Vec::new(),
+//!     ll: CacheConfig { size: 8 << 20, assoc: 16, line_size: 64 },
+//!     policy: Policy::Lru,
+//!     iaddr_zero_bits: 0,
+//! };
+//! let mut h = Hierarchy::new(&machine)?;
+//! let mut counts = Counts::default();
+//! let mut reader = LackeyReader::new(trace.as_bytes());
+//! while let Some(access) = reader.next_access()? {
+//!     h.lackey(access, &mut counts);
+//! }
+//! // Cold caches: the first fetch and the load miss every level; the
+//! // second fetch and the store hit.
+//! assert_eq!((counts.ir, counts.i1mr, counts.ilmr), (2, 1, 1));
+//! assert_eq!((counts.dr, counts.d1mr, counts.dlmr), (1, 1, 1));
+//! assert_eq!((counts.dw, counts.d1mw), (1, 0));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 #![warn(missing_docs)]
 
