@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Times `tally merge` against cg_merge and `tally diff` against cg_diff on
-# Cachegrind files (one of the size the issue quotes, ~2.5 MB, and one of
+# Cachegrind files (a typical one, ~2.5 MB, and one of
 # ~80 MB), and `tally merge` of 100 Callgrind profiles of a test program.
 # Prints a Markdown report on standard output; progress on standard error.
 #

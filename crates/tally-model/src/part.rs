@@ -5,8 +5,13 @@
 //! arena: lines are grouped in blocks that share function and source file, and
 //! each line is a delta-coded, LEB128-encoded record of positions and costs
 //! (trailing zero costs dropped). A typical instruction-level line takes 4–6
-//! bytes, less than its text. Calls and jumps are far fewer and are stored
-//! plainly, with flat arrays for their positions and costs.
+//! bytes, less than its text. Lines are read with a cursor (`for_each`,
+//! `for_each_in_block`) that decodes into one reused buffer, so reading
+//! allocates nothing per line. Calls and jumps are far fewer and are stored
+//! plainly, with flat arrays for their positions and costs; each carries
+//! `seq`, its place among the part's records, so that `Part::visit` replays
+//! lines, calls and jumps in file order and a writer reproduces the input's
+//! order (`read(write(p)) == p`).
 
 use crate::cost::{get_varint, put_varint, unzigzag_delta, zigzag_delta};
 use crate::names::{FileId, FunctionId};

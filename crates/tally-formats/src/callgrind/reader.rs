@@ -7,8 +7,18 @@
 //! `tally check`) keep nothing per line, so their memory does not grow with
 //! the file.
 //!
+//! Lines are read in runs from a reused buffer (`Lines::next_chunk`), which
+//! is zero-padded so that numbers can be read eight bytes at a time. Two
+//! paths read them: the fast path (`fast_run`, `scan_cost_line`) takes runs
+//! of plain cost lines and call-site and jump-source lines in the forms
+//! Valgrind writes (single spaces, decimal or `0x` numbers, `+n`/`-n`/`*`),
+//! with the context in locals and no error reporting; anything it declines
+//! (tabs, `.`, signs, overflow, too many counts, `\r`, other line kinds)
+//! goes to the careful path, which reads the line again and reports errors
+//! and warnings with their line numbers. Both give the same records.
+//!
 //! Semantics where the specification is silent follow what Valgrind 3.19
-//! writes and KCachegrind reads (see ARCHITECTURE.md, "Format notes"):
+//! writes and KCachegrind reads (see `docs/formats.md`):
 //! relative subpositions are relative to the last plain cost line: call
 //! targets, call-site lines, jump targets and jump-source lines are written
 //! relative to it but do not become the new base (Valgrind's `dump.c`
