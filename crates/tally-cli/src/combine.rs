@@ -49,14 +49,16 @@ pub enum To {
     Json,
 }
 
-impl From<To> for OutputFormat {
-    fn from(t: To) -> Self {
-        match t {
-            To::Callgrind => OutputFormat::Callgrind,
-            To::Cachegrind => OutputFormat::Cachegrind,
-            To::Json => OutputFormat::Json,
-        }
-    }
+/// The output format a `--to` value names (the values of every `--to`
+/// enum are [`OutputFormat`] names).
+pub fn output_format(to: impl clap::ValueEnum) -> OutputFormat {
+    let value = to
+        .to_possible_value()
+        .expect("`--to` values are never skipped");
+    value
+        .get_name()
+        .parse()
+        .expect("`--to` values name output formats")
 }
 
 /// Writes the result (temporary file and rename; `-` is standard output),
@@ -71,7 +73,7 @@ pub fn write_result<C: Cost>(
 ) -> anyhow::Result<()> {
     warn_stated(&c, command, out);
     let options = OutputOptions {
-        format: to.map(OutputFormat::from),
+        format: to.map(output_format),
         compress_names: compress,
         gzip: None,
     };

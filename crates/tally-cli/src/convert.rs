@@ -87,21 +87,10 @@ pub struct Args {
     object: Option<String>,
 }
 
-impl From<To> for OutputFormat {
-    fn from(t: To) -> Self {
-        match t {
-            To::Callgrind => OutputFormat::Callgrind,
-            To::Cachegrind => OutputFormat::Cachegrind,
-            To::Json => OutputFormat::Json,
-            To::Dcpi => OutputFormat::Dcpi,
-        }
-    }
-}
-
 /// The output format: `--to`, else the one the output's name implies.
 fn output_format(args: &Args) -> Option<OutputFormat> {
     args.to
-        .map(OutputFormat::from)
+        .map(crate::combine::output_format)
         .or_else(|| OutputFormat::from_name(&args.output))
 }
 

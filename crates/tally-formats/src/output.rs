@@ -45,6 +45,35 @@ impl OutputFormat {
     }
 }
 
+impl OutputFormat {
+    /// The format's name on the command line and in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputFormat::Callgrind => "callgrind",
+            OutputFormat::Cachegrind => "cachegrind",
+            OutputFormat::Json => "json",
+            OutputFormat::Dcpi => "dcpi",
+        }
+    }
+}
+
+impl std::str::FromStr for OutputFormat {
+    type Err = String;
+
+    /// The format [`OutputFormat::name`] names (case-insensitive).
+    fn from_str(s: &str) -> Result<Self, String> {
+        [
+            OutputFormat::Callgrind,
+            OutputFormat::Cachegrind,
+            OutputFormat::Json,
+            OutputFormat::Dcpi,
+        ]
+        .into_iter()
+        .find(|f| f.name().eq_ignore_ascii_case(s))
+        .ok_or_else(|| format!("unknown output format `{s}`"))
+    }
+}
+
 impl From<Format> for OutputFormat {
     fn from(f: Format) -> Self {
         match f {
