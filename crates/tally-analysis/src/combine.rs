@@ -18,7 +18,7 @@ use rustc_hash::FxHashMap;
 use std::borrow::Cow;
 use tally_model::{
     CallInfo, Cost, Events, FileId, Format, FunctionId, FunctionKey, JumpInfo, ObjectId, Part,
-    PartInfo, Positions, Profile, SymbolId,
+    PartInfo, Positions, Profile, SymbolId, stated_total,
 };
 
 /// Which events the output has.
@@ -431,7 +431,7 @@ impl<C: Cost> Combiner<C> {
             if acc.info.is_none() {
                 acc.info = Some(info_u64(&part.info));
             }
-            acc.stated = match (acc.stated.take(), stated_totals(&part.info)) {
+            acc.stated = match (acc.stated.take(), stated_total(part, p.events.len())) {
                 (Some(mut s), Some(t)) => {
                     for (o, &i) in evmap.iter().enumerate() {
                         let v = t.get(i).map_or(0, |c| c.to_i128());
@@ -733,10 +733,6 @@ fn info_u64<I: Cost>(i: &PartInfo<I>) -> PartInfo<u64> {
         summary: i.summary.as_ref().map(|_| Vec::new()),
         totals: i.totals.as_ref().map(|_| Vec::new()),
     }
-}
-
-fn stated_totals<I: Cost>(i: &PartInfo<I>) -> Option<&Vec<I>> {
-    i.totals.as_ref().or(i.summary.as_ref())
 }
 
 fn rename<'a>(name: &'a [u8], s: Option<&Subst>) -> Cow<'a, [u8]> {
