@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 use tally_gen::{Config, EventSet, Stats, generate, parse_size};
+use tally_model::thousands;
 
 /// Generate a deterministic, realistic Callgrind profile (as Valgrind 3.19
 /// writes with --dump-instr=yes --collect-jumps=yes).
@@ -101,16 +102,4 @@ fn print_stats(path: &std::path::Path, s: &Stats, secs: f64) {
     ] {
         let _ = writeln!(err, "  {what:<11} {}", thousands(n));
     }
-}
-
-fn thousands(v: u64) -> String {
-    let d = v.to_string();
-    let mut out = String::with_capacity(d.len() + d.len() / 3);
-    for (i, c) in d.chars().enumerate() {
-        if i > 0 && (d.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }

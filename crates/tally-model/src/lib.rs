@@ -15,7 +15,7 @@ mod rules;
 mod sink;
 
 pub use any::{AnyCost, AnyProfile};
-pub use cost::{Cost, NumberError, parse_u64};
+pub use cost::{Cost, NumberError, parse_u64, thousands};
 pub use events::{DerivedEvent, Event, EventError, EventRef, Events, Term, parse_formula};
 pub use names::{FileId, FunctionId, FunctionKey, Interner, Names, ObjectId, SymbolId};
 pub use part::{

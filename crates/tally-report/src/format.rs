@@ -1,20 +1,6 @@
 //! Number formatting and aligned columns.
 
-/// A number with thousands separators: `1234567` → `1,234,567`.
-pub fn thousands(v: i128) -> String {
-    let digits = v.unsigned_abs().to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
-    if v < 0 {
-        out.push('-');
-    }
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
+pub use tally_model::thousands;
 
 /// A percentage in a fixed width of 9: ` (12.34%)`, ` (100.0%)`, or blanks
 /// for zero. Wide values keep one decimal so that columns stay aligned as
