@@ -13,6 +13,17 @@
 //! Arcs leaving a cycle can never nest inside one another (the callee would
 //! otherwise call back into the cycle and belong to it), so no work is
 //! counted twice.
+//!
+//! The same rule gives every view one cost of a call arc
+//! ([`Inclusive::call_cost`]): an arc between two components is exact, for
+//! the same reason; an arc whose ends are in one component (a self call, or
+//! a call between members of a cycle) runs inside an activation that is
+//! already counted, so it has a count but no cost of its own. What the file
+//! does measure for a cycle member is the cost of its entries from outside
+//! the cycle, which are outermost activations and so exact
+//! ([`Inclusive::entered`]). Callgrind's recursion levels (`f'2`, from
+//! `--separate-recs`) are functions of their own here: `f` calling `f'2` is
+//! exact, `f'2` calling itself is recursive.
 
 use crate::aggregate::{Aggregate, CostTable, add_into};
 use crate::scc::{Graph, strongly_connected};
@@ -36,6 +47,26 @@ pub struct Cycle<C> {
     pub calls_within: C,
 }
 
+/// Where a call arc stands with respect to recursion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CallKind {
+    /// Caller and callee are in different components: the recorded
+    /// inclusive cost is exact.
+    Exact,
+    /// A function calling itself: its cost is inside the caller's.
+    Recursive,
+    /// A call between members of cycle `n`: its cost is inside the cycle's.
+    WithinCycle(u32),
+}
+
+impl CallKind {
+    /// Whether the recorded cost of the arc counts again work that an outer
+    /// activation already counts.
+    pub fn is_inside(self) -> bool {
+        self != CallKind::Exact
+    }
+}
+
 /// Inclusive cost of every function, and the cycles.
 #[derive(Clone, Debug)]
 pub struct Inclusive<C> {
@@ -46,18 +77,35 @@ pub struct Inclusive<C> {
     pub cycle_of: Vec<Option<u32>>,
     /// The cycles, numbered 1.. in this order.
     pub cycles: Vec<Cycle<C>>,
+    /// Per `FunctionId`, for cycle members: the cost of the calls into the
+    /// member from outside its cycle (zeros for other functions).
+    pub entered_cost: CostTable<C>,
+    /// Per `FunctionId`, for cycle members: the number of those calls.
+    pub entered_calls: Vec<C>,
 }
 
 impl<C: Cost> Inclusive<C> {
     /// Computes inclusive costs from aggregated self costs and arcs.
     pub fn new(agg: &Aggregate<C>) -> Self {
+        Self::with_calls(agg, std::iter::empty())
+    }
+
+    /// The same, with more calls `(caller, callee)` to find cycles by,
+    /// beyond `agg`'s arcs: a difference of two profiles lacks the calls
+    /// that did not change, and they still make recursion.
+    pub fn with_calls(
+        agg: &Aggregate<C>,
+        more: impl IntoIterator<Item = (FunctionId, FunctionId)>,
+    ) -> Self {
         let nf = agg.function_self.len();
         let graph = Graph::from_edges(
             nf,
             agg.arcs
                 .iter()
-                .filter(|a| a.caller != a.callee)
-                .map(|a| (a.caller.0, a.callee.0)),
+                .map(|a| (a.caller, a.callee))
+                .chain(more)
+                .filter(|(a, b)| a != b && a.index() < nf && b.index() < nf)
+                .map(|(a, b)| (a.0, b.0)),
         );
         let comps = strongly_connected(&graph);
         let ev = agg.events;
@@ -94,6 +142,8 @@ impl<C: Cost> Inclusive<C> {
         // self cost plus its calls to others.
         let mut function = agg.function_self.clone();
         let mut incoming = CostTable::zeroed(ev, nf);
+        let mut entered_cost = CostTable::zeroed(ev, nf);
+        let mut entered_calls = vec![C::ZERO; nf];
         let mut called = vec![false; nf];
         for arc in &agg.arcs {
             if arc.caller == arc.callee {
@@ -112,6 +162,9 @@ impl<C: Cost> Inclusive<C> {
                     }
                     if let Some(b) = to {
                         raw[b].calls_in = raw[b].calls_in.saturating_add(arc.count);
+                        let m = arc.callee.index();
+                        entered_cost.add(m, &arc.inclusive);
+                        entered_calls[m] = entered_calls[m].saturating_add(arc.count);
                     }
                 }
             }
@@ -170,7 +223,44 @@ impl<C: Cost> Inclusive<C> {
             function,
             cycle_of,
             cycles,
+            entered_cost,
+            entered_calls,
         }
+    }
+
+    /// Where the arc `caller → callee` stands with respect to recursion.
+    pub fn call_kind(&self, caller: FunctionId, callee: FunctionId) -> CallKind {
+        if caller == callee {
+            return CallKind::Recursive;
+        }
+        let cycle = |f: FunctionId| self.cycle_of.get(f.index()).copied().flatten();
+        match (cycle(caller), cycle(callee)) {
+            (Some(a), Some(b)) if a == b => CallKind::WithinCycle(a),
+            _ => CallKind::Exact,
+        }
+    }
+
+    /// The cost of an arc that every view shows: its recorded inclusive
+    /// cost when exact, `None` for a call inside a recursion or cycle,
+    /// whose recorded cost repeats what an outer activation counts.
+    pub fn call_cost<'a>(
+        &self,
+        caller: FunctionId,
+        callee: FunctionId,
+        recorded: &'a [C],
+    ) -> Option<&'a [C]> {
+        (!self.call_kind(caller, callee).is_inside()).then_some(recorded)
+    }
+
+    /// For a cycle member: the cost of its calls from outside the cycle
+    /// (outermost activations, so exact) and their number; `None` for a
+    /// function outside cycles, whose [`Inclusive::of`] is exact already.
+    pub fn entered(&self, f: FunctionId) -> Option<(&[C], C)> {
+        self.cycle_of.get(f.index()).copied().flatten()?;
+        Some((
+            self.entered_cost.get(f.index()),
+            self.entered_calls[f.index()],
+        ))
     }
 
     /// Inclusive cost of `f`, or `None` for a cycle member.

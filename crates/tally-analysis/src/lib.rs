@@ -14,5 +14,5 @@ pub mod scc;
 pub mod subst;
 
 pub use aggregate::{Aggregate, AggregateBuilder, Arc, CostTable, RowKey, add_into};
-pub use inclusive::{Cycle, Inclusive};
+pub use inclusive::{CallKind, Cycle, Inclusive};
 pub use positions::{CallSite, JumpSite, PositionCosts, by_instr, by_line};

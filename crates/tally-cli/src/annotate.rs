@@ -148,7 +148,15 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         };
         let inputs = crate::diff::inputs(a, b, options, false, true)?;
         let d = crate::diff::difference(&inputs, a, b)?;
-        return report(d.profile, None, &args, &opts);
+        // Unchanged calls are missing from the difference; both inputs'
+        // calls say where the recursion is.
+        let calls = match (&inputs.a, &inputs.b) {
+            (AnyCost::Signed(pa), AnyCost::Signed(pb)) => {
+                tally_report::diff::calls_by_name(&d.profile.names, &[pa, pb])
+            }
+            _ => Vec::new(),
+        };
+        return report(d.profile, None, calls, &args, &opts);
     }
     let sources = profiles
         .iter()
@@ -180,8 +188,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         warn(s, w);
     }
     match p {
-        AnyCost::Unsigned(p) => report(p, None, &args, &opts),
-        AnyCost::Signed(p) => report(p, None, &args, &opts),
+        AnyCost::Unsigned(p) => report(p, None, Vec::new(), &args, &opts),
+        AnyCost::Signed(p) => report(p, None, Vec::new(), &args, &opts),
     }
 }
 
@@ -199,7 +207,7 @@ fn streamed<C: Cost>(
     for (part, jumps) in profile.parts.iter_mut().zip(sums.take_jumps()) {
         part.jumps = jumps;
     }
-    report(profile, Some(sums), args, opts)
+    report(profile, Some(sums), Vec::new(), args, opts)
 }
 
 fn warn(source: &Source, warnings: &tally_formats::Warnings) {
@@ -263,6 +271,7 @@ fn options(args: &Args, inputs: Vec<PathBuf>, sources: Vec<PathBuf>) -> anyhow::
 fn report<C: Cost>(
     mut profile: Profile<C>,
     sums: Option<AggregateBuilder<C>>,
+    calls: Vec<(tally_model::FunctionId, tally_model::FunctionId)>,
     args: &Args,
     opts: &Options,
 ) -> anyhow::Result<Outcome> {
@@ -286,7 +295,7 @@ fn report<C: Cost>(
     let mut out = io::BufWriter::new(stdout.lock());
     let warnings = match sums {
         Some(s) => tally_report::annotate::annotate_sums(&profile, s, opts, &mut out)?,
-        None => tally_report::annotate::annotate(&profile, opts, &mut out)?,
+        None => tally_report::annotate::annotate_difference(&profile, calls, opts, &mut out)?,
     };
     out.flush()?;
     for w in warnings {

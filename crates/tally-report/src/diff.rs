@@ -4,13 +4,19 @@
 //! Functions and arcs are matched across the two sides by name (object,
 //! file, function), since the sides were read separately. Self costs are
 //! per function; arcs are per (caller, callee) with counts and inclusive
-//! costs, summed over call sites.
+//! costs, summed over call sites. A call inside a recursion or cycle on
+//! either side has no inclusive cost (its recorded one counts work that
+//! an outer activation counts too) and ranks by its count change, after
+//! the calls with costs.
 
 use crate::ReportError;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{Value, json};
-use tally_analysis::Aggregate;
-use tally_model::{EventColumns, FunctionId, Profile, program_total};
+use tally_analysis::{Aggregate, Inclusive};
+use tally_model::{
+    Cost, EventColumns, FileId, FunctionId, FunctionKey, Names, ObjectId, Profile, SymbolId,
+    program_total,
+};
 
 /// What to summarise.
 #[derive(Clone, Debug, Default)]
@@ -122,17 +128,21 @@ pub fn summary(
         })
         .collect();
 
-    // Arcs per (caller, callee): [count a, count b], [incl a, incl b].
+    // Arcs per (caller, callee): [count a, count b], [incl a, incl b],
+    // inside a recursion on either side.
     type ArcName = (Name, Name);
-    let mut arcs: FxHashMap<ArcName, ([i64; 2], [Vec<i64>; 2])> = FxHashMap::default();
+    type ArcSides = ([i64; 2], [Vec<i64>; 2], bool);
+    let mut arcs: FxHashMap<ArcName, ArcSides> = FxHashMap::default();
     let mut arc_order: Vec<ArcName> = Vec::new();
     for (side, (p, g)) in [(a, &ga), (b, &gb)].into_iter().enumerate() {
+        let graph = Inclusive::new(g);
         for arc in &g.arcs {
             let k = (name_of(p, arc.caller), name_of(p, arc.callee));
             let e = arcs.entry(k.clone()).or_insert_with(|| {
                 arc_order.push(k);
-                ([0; 2], [vec![0; ne], vec![0; ne]])
+                ([0; 2], [vec![0; ne], vec![0; ne]], false)
             });
+            e.2 |= graph.call_kind(arc.caller, arc.callee).is_inside();
             e.0[side] = e.0[side].saturating_add(arc.count);
             for (x, &v) in e.1[side].iter_mut().zip(&arc.inclusive) {
                 *x = x.saturating_add(v);
@@ -149,7 +159,12 @@ pub fn summary(
     let key = |k: &ArcName| {
         let e = &arcs[k];
         (
-            rank(&e.1[1]).saturating_sub(rank(&e.1[0])).unsigned_abs(),
+            !e.2,
+            if e.2 {
+                0
+            } else {
+                rank(&e.1[1]).saturating_sub(rank(&e.1[0])).unsigned_abs()
+            },
             e.0[1].saturating_sub(e.0[0]).unsigned_abs(),
         )
     };
@@ -164,6 +179,7 @@ pub fn summary(
                 .zip(&e.1[0])
                 .map(|(b, a)| b.saturating_sub(*a))
                 .collect();
+            let cost = |v: Value| if e.2 { Value::Null } else { v };
             json!({
                 "caller": text(&k.0.2),
                 "caller_file": text(&k.0.1),
@@ -172,9 +188,10 @@ pub fn summary(
                 "count_a": e.0[0],
                 "count_b": e.0[1],
                 "count_delta": e.0[1].saturating_sub(e.0[0]),
-                "inclusive_a": e.1[0],
-                "inclusive_b": e.1[1],
-                "inclusive_delta": di,
+                "inclusive_a": cost(json!(e.1[0])),
+                "inclusive_b": cost(json!(e.1[1])),
+                "inclusive_delta": cost(json!(di)),
+                "recursive": e.2,
             })
         })
         .collect();
@@ -205,6 +222,41 @@ pub fn summary(
         "calls_changed": arc_ranked.len(),
         "calls": calls,
     }))
+}
+
+/// The calls `(caller, callee)` of `sides`, as ids of `target`'s functions
+/// with the same names (calls whose functions `target` lacks are left
+/// out): what a difference needs to find recursion, since the calls that
+/// did not change are missing from it.
+pub fn calls_by_name<C: Cost>(
+    target: &Names,
+    sides: &[&Profile<C>],
+) -> Vec<(FunctionId, FunctionId)> {
+    let mut out: FxHashSet<(FunctionId, FunctionId)> = FxHashSet::default();
+    for p in sides {
+        let mut map: Vec<Option<Option<FunctionId>>> = vec![None; p.names.function_count()];
+        let mut find = |f: FunctionId| -> Option<FunctionId> {
+            *map[f.index()].get_or_insert_with(|| {
+                let n = &p.names;
+                let key = FunctionKey {
+                    object: ObjectId(target.objects.lookup(n.function_object(f))?),
+                    file: FileId(target.files.lookup(n.function_file(f))?),
+                    name: SymbolId(target.symbols.lookup(n.function_name(f))?),
+                };
+                target.find_function(key)
+            })
+        };
+        for part in &p.parts {
+            for call in part.calls.iter() {
+                if let (Some(a), Some(b)) = (find(call.info.caller), find(call.info.callee)) {
+                    out.insert((a, b));
+                }
+            }
+        }
+    }
+    let mut v: Vec<_> = out.into_iter().collect();
+    v.sort_unstable();
+    v
 }
 
 /// `delta` as a percentage of `a`; `None` when A had none.

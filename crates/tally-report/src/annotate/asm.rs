@@ -196,9 +196,14 @@ fn extras<C: Cost>(
     if let Some(calls) = f.costs.calls.get(&at) {
         for c in calls {
             let name = a.row_name(a.callee_row(c.callee));
+            let kind = a.call_kind(c.caller, c.callee);
             t.row(
-                cells(a, Some(&c.inclusive), true),
-                format!("  => {name} ({}x)", thousands(c.count.to_i128())),
+                cells(a, a.call_cost(c.caller, c.callee, &c.inclusive), true),
+                format!(
+                    "  => {name} ({}x){}",
+                    thousands(c.count.to_i128()),
+                    super::inside_mark(kind)
+                ),
             );
         }
     }
@@ -264,8 +269,10 @@ pub(super) fn json<C: Cost>(
                             .map(|c| {
                                 serde_json::json!({
                                     "function": String::from_utf8_lossy(names.function_name(c.callee)),
+                                    "caller": String::from_utf8_lossy(names.function_name(c.caller)),
                                     "count": c.count.to_i128() as i64,
-                                    "inclusive": costs(&c.inclusive),
+                                    "inclusive": a.call_cost(c.caller, c.callee, &c.inclusive).map(&costs),
+                                    "recursion": super::json::recursion(a.call_kind(c.caller, c.callee)),
                                 })
                             })
                             .collect();

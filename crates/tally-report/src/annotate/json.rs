@@ -5,7 +5,7 @@
 use super::{Analysis, source};
 use serde_json::{Map, Value, json};
 use std::io::{self, Write};
-use tally_analysis::RowKey;
+use tally_analysis::{CallKind, RowKey};
 use tally_model::{Cost, FunctionId};
 
 fn costs<C: Cost>(a: &Analysis<'_, C>, v: &[C]) -> Value {
@@ -42,6 +42,44 @@ fn function_ref<C: Cost>(
         m.insert("cycle".into(), json!(a.cycle_of(f)));
     }
     m
+}
+
+/// How a call stands with respect to recursion: `null` when its cost is
+/// exact, else `"recursive"` (a self call) or `"within_cycle"`; such calls
+/// have `"inclusive": null`.
+pub(super) fn recursion(kind: CallKind) -> Value {
+    match kind {
+        CallKind::Exact => Value::Null,
+        CallKind::Recursive => json!("recursive"),
+        CallKind::WithinCycle(_) => json!("within_cycle"),
+    }
+}
+
+/// The `count`, `inclusive` and `recursion` fields of a call.
+fn call_fields<C: Cost>(
+    a: &Analysis<'_, C>,
+    m: &mut Map<String, Value>,
+    caller: FunctionId,
+    callee: FunctionId,
+    n: C,
+    recorded: &[C],
+) {
+    m.insert("count".into(), count(n));
+    m.insert(
+        "inclusive".into(),
+        a.call_cost(caller, callee, recorded)
+            .map_or(Value::Null, |v| costs(a, v)),
+    );
+    m.insert("recursion".into(), recursion(a.call_kind(caller, callee)));
+}
+
+/// For a cycle member: the cost of its calls from outside the cycle and
+/// their number.
+fn entered_fields<C: Cost>(a: &Analysis<'_, C>, m: &mut Map<String, Value>, f: FunctionId) {
+    if let Some((v, n)) = a.graph().and_then(|g| g.entered(f)) {
+        m.insert("entered_from_outside".into(), costs(a, v));
+        m.insert("calls_from_outside".into(), count(n));
+    }
 }
 
 fn count<C: Cost>(c: C) -> Value {
@@ -134,8 +172,7 @@ pub(super) fn write<C: Cost>(
                     .into_iter()
                     .map(|arc| {
                         let mut c = function_ref(a, arc.caller, arc.site_file);
-                        c.insert("count".into(), count(arc.count));
-                        c.insert("inclusive".into(), costs(a, &arc.inclusive));
+                        call_fields(a, &mut c, arc.caller, arc.callee, arc.count, &arc.inclusive);
                         Value::Object(c)
                     })
                     .collect()
@@ -151,8 +188,7 @@ pub(super) fn write<C: Cost>(
                 .map(|arc| {
                     let RowKey { function, file } = a.callee_row(arc.callee);
                     let mut c = function_ref(a, function, file);
-                    c.insert("count".into(), count(arc.count));
-                    c.insert("inclusive".into(), costs(a, &arc.inclusive));
+                    call_fields(a, &mut c, arc.caller, arc.callee, arc.count, &arc.inclusive);
                     Value::Object(c)
                 })
                 .collect();
@@ -173,6 +209,9 @@ pub(super) fn write<C: Cost>(
             {
                 m.insert("inclusive".into(), costs(a, v));
             }
+            if a.opts.inclusive {
+                entered_fields(a, &mut m, f);
+            }
             Value::Object(m)
         })
         .collect();
@@ -189,6 +228,7 @@ pub(super) fn write<C: Cost>(
                     .map(|&f| {
                         let mut m = function_ref(a, f, p.names.key(f).file);
                         m.insert("self".into(), costs(a, a.agg.function_self.get(f.index())));
+                        entered_fields(a, &mut m, f);
                         Value::Object(m)
                     })
                     .collect();
@@ -250,8 +290,14 @@ pub(super) fn write<C: Cost>(
                                             "caller".into(),
                                             text(p.names.function_name(c.caller)),
                                         );
-                                        m.insert("count".into(), count(c.count));
-                                        m.insert("inclusive".into(), costs(a, &c.inclusive));
+                                        call_fields(
+                                            a,
+                                            &mut m,
+                                            c.caller,
+                                            c.callee,
+                                            c.count,
+                                            &c.inclusive,
+                                        );
                                         Value::Object(m)
                                     })
                                     .collect()

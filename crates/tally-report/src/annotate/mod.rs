@@ -14,7 +14,7 @@ mod text;
 use crate::ReportError;
 use std::io::Write;
 use std::path::PathBuf;
-use tally_analysis::{Aggregate, AggregateBuilder, Inclusive, RowKey};
+use tally_analysis::{Aggregate, AggregateBuilder, CallKind, Inclusive, RowKey};
 use tally_model::{Cost, EventColumns, FunctionId, Profile, program_total};
 
 /// Which call trees to print.
@@ -140,6 +140,9 @@ pub struct Analysis<'p, C> {
     pub agg: Aggregate<C>,
     /// Inclusive costs, when `--inclusive` or a tree asks for them.
     pub incl: Option<Inclusive<C>>,
+    /// The same analysis when only the calls of source or assembly lines
+    /// need it (cycles are then not shown in the tables).
+    recursion: Option<Inclusive<C>>,
     /// Inclusive cost per `file:function` row.
     pub row_incl: Vec<Option<Vec<C>>>,
     /// `file:function` rows above the threshold, sorted.
@@ -157,7 +160,19 @@ pub struct Analysis<'p, C> {
 impl<'p, C: Cost> Analysis<'p, C> {
     /// Runs the analyses the options need.
     pub fn new(profile: &'p Profile<C>, opts: &'p Options) -> Result<Self, ReportError> {
-        Self::build(profile, opts, None)
+        Self::build(profile, opts, None, Vec::new())
+    }
+
+    /// The same for a difference of two profiles: `calls` are the calls
+    /// `(caller, callee)` of both inputs, in `profile`'s ids, since the
+    /// calls that did not change are missing from the difference and still
+    /// make recursion.
+    pub fn for_difference(
+        profile: &'p Profile<C>,
+        opts: &'p Options,
+        calls: Vec<(FunctionId, FunctionId)>,
+    ) -> Result<Self, ReportError> {
+        Self::build(profile, opts, None, calls)
     }
 
     /// The same, from sums made while reading (`profile` then has no lines).
@@ -166,13 +181,14 @@ impl<'p, C: Cost> Analysis<'p, C> {
         opts: &'p Options,
         sums: AggregateBuilder<C>,
     ) -> Result<Self, ReportError> {
-        Self::build(profile, opts, Some(sums))
+        Self::build(profile, opts, Some(sums), Vec::new())
     }
 
     fn build(
         profile: &'p Profile<C>,
         opts: &'p Options,
         sums: Option<AggregateBuilder<C>>,
+        more_calls: Vec<(FunctionId, FunctionId)>,
     ) -> Result<Self, ReportError> {
         let chosen = choose_parts(profile, &opts.parts)?;
         let events = EventColumns::new(&profile.events);
@@ -222,7 +238,13 @@ impl<'p, C: Cost> Analysis<'p, C> {
         };
         let mut warnings = Vec::new();
         let need_incl = opts.inclusive || opts.tree != Tree::None;
-        let incl = need_incl.then(|| Inclusive::new(&agg));
+        let mut graph = (need_incl || needs_lines(opts))
+            .then(|| Inclusive::with_calls(&agg, more_calls.iter().copied()));
+        let (incl, recursion) = if need_incl {
+            (graph.take(), None)
+        } else {
+            (None, graph)
+        };
         let row_incl = match &incl {
             Some(i) => i.rows(&agg, &profile.names),
             None => Vec::new(),
@@ -252,6 +274,7 @@ impl<'p, C: Cost> Analysis<'p, C> {
             show_all,
             agg,
             incl,
+            recursion,
             row_incl,
             rows: Vec::new(),
             functions: Vec::new(),
@@ -451,26 +474,84 @@ impl<'p, C: Cost> Analysis<'p, C> {
         arcs: Option<&Vec<u32>>,
         name: impl Fn(&tally_analysis::Arc<C>) -> String,
     ) -> Vec<&tally_analysis::Arc<C>> {
-        let mut v: Vec<(Vec<i128>, &tally_analysis::Arc<C>)> = arcs
+        let mut v: Vec<(CallRank, &tally_analysis::Arc<C>)> = arcs
             .into_iter()
             .flatten()
             .map(|&i| {
                 let arc = &self.agg.arcs[i as usize];
-                let k = self
-                    .sort
-                    .iter()
-                    .map(|&(e, _)| self.value(&arc.inclusive, e))
-                    .collect();
-                (k, arc)
+                (
+                    self.call_rank(arc.caller, arc.callee, arc.count, &arc.inclusive),
+                    arc,
+                )
             })
             .collect();
         v.sort_by(|x, y| y.0.cmp(&x.0).then_with(|| name(x.1).cmp(&name(y.1))));
         v.into_iter().map(|x| x.1).collect()
     }
 
+    /// Sort key of a call: calls with a cost of their own by that cost,
+    /// then calls inside a recursion by their count.
+    pub(crate) fn call_rank(
+        &self,
+        caller: FunctionId,
+        callee: FunctionId,
+        count: C,
+        recorded: &[C],
+    ) -> CallRank {
+        match self.call_cost(caller, callee, recorded) {
+            Some(v) => (
+                true,
+                self.sort.iter().map(|&(e, _)| self.value(v, e)).collect(),
+                count.to_i128(),
+            ),
+            None => (false, Vec::new(), count.to_i128()),
+        }
+    }
+
     /// The cycle of a function, if any.
     pub fn cycle_of(&self, f: FunctionId) -> Option<u32> {
         self.incl.as_ref().and_then(|i| i.cycle_of[f.index()])
+    }
+
+    /// The call graph's analysis, when computed (for inclusive costs,
+    /// trees, source or assembly).
+    pub fn graph(&self) -> Option<&Inclusive<C>> {
+        self.incl.as_ref().or(self.recursion.as_ref())
+    }
+
+    /// Where a call stands with respect to recursion.
+    pub fn call_kind(&self, caller: FunctionId, callee: FunctionId) -> CallKind {
+        match self.graph() {
+            Some(g) => g.call_kind(caller, callee),
+            None if caller == callee => CallKind::Recursive,
+            None => CallKind::Exact,
+        }
+    }
+
+    /// The cost every view shows for a call: its recorded inclusive cost
+    /// when exact, `None` inside a recursion or cycle (see
+    /// [`Inclusive::call_cost`]).
+    pub fn call_cost<'x>(
+        &self,
+        caller: FunctionId,
+        callee: FunctionId,
+        recorded: &'x [C],
+    ) -> Option<&'x [C]> {
+        (!self.call_kind(caller, callee).is_inside()).then_some(recorded)
+    }
+}
+
+/// How calls are ranked: those with a cost of their own first, by that
+/// cost of the sort events, then by count.
+pub(crate) type CallRank = (bool, Vec<i128>, i128);
+
+/// The words after a call that has no cost of its own: whose activation
+/// already counts it.
+pub(crate) fn inside_mark(kind: CallKind) -> String {
+    match kind {
+        CallKind::Exact => String::new(),
+        CallKind::Recursive => " [recursive: cost counted in the caller's]".to_string(),
+        CallKind::WithinCycle(n) => format!(" [within <cycle {n}>: cost counted in the cycle's]"),
     }
 }
 
@@ -541,6 +622,17 @@ pub fn annotate<C: Cost>(
 /// annotation); otherwise sums made while reading are enough.
 pub fn needs_lines(opts: &Options) -> bool {
     opts.auto || !opts.files.is_empty() || opts.asm
+}
+
+/// Writes the report for a difference of two profiles; `calls` as for
+/// [`Analysis::for_difference`].
+pub fn annotate_difference<C: Cost>(
+    profile: &Profile<C>,
+    calls: Vec<(FunctionId, FunctionId)>,
+    opts: &Options,
+    out: &mut dyn Write,
+) -> Result<Vec<String>, ReportError> {
+    write(Analysis::for_difference(profile, opts, calls)?, out)
 }
 
 /// Writes the report from sums made while reading; see [`needs_lines`].

@@ -6,7 +6,7 @@ use super::table::{Page, RULE, Table, cells, shown_labels};
 use rustc_hash::FxHashMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use tally_analysis::{PositionCosts, add_into};
+use tally_analysis::{CallKind, PositionCosts, add_into};
 use tally_model::{Cost, FileId, FunctionId};
 
 /// A source file to annotate.
@@ -388,39 +388,48 @@ pub(super) fn write_text<C: Cost>(a: &Analysis<'_, C>, page: &mut Page<'_>) -> i
 }
 
 /// The calls made from a line, one line per callee (summed over the
-/// functions that call it from there), costliest first.
+/// functions that call it from there), costliest first. Calls inside a
+/// recursion or cycle get their own line, with their count and no cost.
 fn call_lines<C: Cost>(
     a: &Analysis<'_, C>,
     t: &mut Table,
     calls: Option<&Vec<tally_analysis::CallSite<C>>>,
 ) {
     let Some(calls) = calls else { return };
-    let mut merged: Vec<(FunctionId, C, Vec<C>)> = Vec::new();
+    let mut merged: Vec<(FunctionId, CallKind, C, Vec<C>)> = Vec::new();
     for c in calls {
-        match merged.iter_mut().find(|m| m.0 == c.callee) {
+        let kind = a.call_kind(c.caller, c.callee);
+        match merged.iter_mut().find(|m| m.0 == c.callee && m.1 == kind) {
             Some(m) => {
-                m.1 = m.1.saturating_add(c.count);
-                add_into(&mut m.2, &c.inclusive);
+                m.2 = m.2.saturating_add(c.count);
+                add_into(&mut m.3, &c.inclusive);
             }
-            None => merged.push((c.callee, c.count, c.inclusive.clone())),
+            None => merged.push((c.callee, kind, c.count, c.inclusive.clone())),
         }
     }
     let primary = a.sort.first().map(|s| s.0).unwrap_or(0);
+    let rank = |m: &(FunctionId, CallKind, C, Vec<C>)| match m.1 {
+        CallKind::Exact => (true, a.value(&m.3, primary)),
+        _ => (false, m.2.to_i128()),
+    };
     merged.sort_by(|x, y| {
-        a.value(&y.2, primary)
-            .cmp(&a.value(&x.2, primary))
+        rank(y)
+            .cmp(&rank(x))
             .then(x.0.cmp(&y.0))
+            .then(x.1.cmp(&y.1))
     });
-    for (callee, count, inclusive) in merged {
+    for (callee, kind, count, inclusive) in merged {
         let mut name = a.row_name(a.callee_row(callee));
         if let Some(o) = a.object(callee) {
             name.push_str(&format!(" [{o}]"));
         }
+        let cost = (!kind.is_inside()).then_some(inclusive.as_slice());
         t.row(
-            cells(a, Some(&inclusive), true),
+            cells(a, cost, true),
             format!(
-                "  => {name} ({}x)",
-                crate::format::thousands(count.to_i128())
+                "  => {name} ({}x){}",
+                crate::format::thousands(count.to_i128()),
+                super::inside_mark(kind)
             ),
         );
     }

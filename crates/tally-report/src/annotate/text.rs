@@ -16,6 +16,7 @@ pub(super) fn write<C: Cost>(a: &Analysis<'_, C>, page: &mut Page<'_>) -> io::Re
     totals(a, out, style)?;
     file_function_table(a, out, style)?;
     function_file_table(a, out, style)?;
+    cycles(a, out, style)?;
     if let Some(n) = a.opts.jumps {
         jumps(a, out, n, style, warnings)?;
     }
@@ -215,9 +216,10 @@ fn file_function_table<C: Cost>(
                 t.row(
                     arc_cells(a, arc),
                     format!(
-                        "<  {name} ({}x){}",
+                        "<  {name} ({}x){}{}",
                         crate::format::thousands(arc.count.to_i128()),
-                        suffix(a, arc.caller, true, style)
+                        suffix(a, arc.caller, true, style),
+                        super::inside_mark(a.call_kind(arc.caller, arc.callee))
                     ),
                 );
             }
@@ -241,10 +243,11 @@ fn file_function_table<C: Cost>(
                 t.row(
                     arc_cells(a, arc),
                     format!(
-                        ">    {} ({}x){}",
+                        ">    {} ({}x){}{}",
                         a.row_name(a.callee_row(arc.callee)),
                         crate::format::thousands(arc.count.to_i128()),
-                        suffix(a, arc.callee, true, style)
+                        suffix(a, arc.callee, true, style),
+                        super::inside_mark(a.call_kind(arc.caller, arc.callee))
                     ),
                 );
             }
@@ -265,6 +268,13 @@ fn file_function_table<C: Cost>(
     writeln!(out)
 }
 
+/// Members listed by name in a cycle's entry and in the cycle section;
+/// the JSON output has them all.
+const MEMBERS_LISTED: usize = 20;
+
+/// Width the member lists are wrapped to.
+const WRAP: usize = 80;
+
 fn cycle_entry<C: Cost>(
     a: &Analysis<'_, C>,
     t: &mut Table,
@@ -273,27 +283,132 @@ fn cycle_entry<C: Cost>(
 ) {
     let mut c = cells(a, Some(&cy.inclusive), false);
     c.extend(cells(a, Some(&cy.self_cost), false));
-    let members: Vec<String> = cy
+    t.row(
+        c,
+        style.hot(&format!(
+            "<cycle {}> as a whole ({} calls in, {} within), {} members:",
+            cy.number,
+            crate::format::thousands(cy.calls_in.to_i128()),
+            crate::format::thousands(cy.calls_within.to_i128()),
+            cy.members.len()
+        )),
+    );
+    let names: Vec<String> = cy
         .members
         .iter()
         .map(|&f| String::from_utf8_lossy(a.profile.names.function_name(f)).into_owned())
         .collect();
-    t.row(
-        c,
-        style.hot(&format!(
-            "<cycle {}> as a whole ({} calls in, {} within): {}",
-            cy.number,
-            crate::format::thousands(cy.calls_in.to_i128()),
-            crate::format::thousands(cy.calls_within.to_i128()),
-            members.join(" ")
-        )),
-    );
+    for line in member_lines(&names, cy.number) {
+        t.text(style.hot(&line));
+    }
 }
 
-/// Cells for an arc: its inclusive cost, in both column groups when the
-/// table has inclusive and self columns (the self column stays empty).
+/// Member names wrapped to [`WRAP`] columns, indented, the first
+/// [`MEMBERS_LISTED`] only, then how many more there are.
+fn member_lines(names: &[String], cycle: u32) -> Vec<String> {
+    const INDENT: &str = "    ";
+    let mut lines = Vec::new();
+    let mut line = String::from(INDENT);
+    for n in names.iter().take(MEMBERS_LISTED) {
+        if line.len() > INDENT.len() && line.len() + 1 + n.len() > WRAP {
+            lines.push(std::mem::replace(&mut line, String::from(INDENT)));
+        }
+        if line.len() > INDENT.len() {
+            line.push(' ');
+        }
+        line.push_str(n);
+    }
+    if names.len() > MEMBERS_LISTED {
+        let more = format!(
+            "... and {} more (all in --json, under cycles[{}])",
+            names.len() - MEMBERS_LISTED,
+            cycle - 1
+        );
+        if line.len() > INDENT.len() && line.len() + 1 + more.len() > WRAP {
+            lines.push(std::mem::replace(&mut line, String::from(INDENT)));
+        }
+        if line.len() > INDENT.len() {
+            line.push(' ');
+        }
+        line.push_str(&more);
+    }
+    if line.len() > INDENT.len() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// One table per cycle: its members with what the profile measures for
+/// them, the cost of their calls from outside the cycle (outermost
+/// activations, so exact), and their self costs.
+fn cycles<C: Cost>(a: &Analysis<'_, C>, out: &mut dyn Write, style: Style) -> io::Result<()> {
+    let Some(incl) = &a.incl else { return Ok(()) };
+    if !a.opts.inclusive {
+        return Ok(());
+    }
+    let names = shown_labels(a);
+    let primary = a.sort.first().map(|s| s.0).unwrap_or(0);
+    for cy in &incl.cycles {
+        let mut labels: Vec<String> = names.iter().map(|n| format!("{n} entered")).collect();
+        labels.extend(names.iter().map(|n| format!("{n} self")));
+        let mut t = Table::new(labels);
+        let mut members: Vec<(FunctionId, &[C], C)> = cy
+            .members
+            .iter()
+            .filter_map(|&f| incl.entered(f).map(|(v, n)| (f, v, n)))
+            .collect();
+        members.sort_by(|x, y| {
+            a.value(y.1, primary)
+                .cmp(&a.value(x.1, primary))
+                .then(y.2.cmp(&x.2))
+                .then(x.0.cmp(&y.0))
+        });
+        for &(f, entered, n) in members.iter().take(MEMBERS_LISTED) {
+            let mut c = cells(a, Some(entered), false);
+            c.extend(cells(a, Some(a.agg.function_self.get(f.index())), false));
+            t.row(
+                c,
+                format!(
+                    "{} ({}x from outside){}",
+                    a.function_name(f),
+                    crate::format::thousands(n.to_i128()),
+                    suffix(a, f, true, style)
+                ),
+            );
+        }
+        if members.len() > MEMBERS_LISTED {
+            t.text(format!(
+                "  ... and {} more members (all in --json)",
+                members.len() - MEMBERS_LISTED
+            ));
+        }
+        writeln!(
+            out,
+            "{}",
+            style.bold(&format!(
+                "-- <cycle {}>: its members, with the cost of their calls from outside the cycle",
+                cy.number
+            ))
+        )?;
+        writeln!(
+            out,
+            "-- (outermost activations, exact; calls between members have no cost of their own)"
+        )?;
+        t.print(out, "function:file", style)?;
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// Cells for an arc: its cost (none inside a recursion or cycle), in both
+/// column groups when the table has inclusive and self columns (the self
+/// column stays empty).
 fn arc_cells<C: Cost>(a: &Analysis<'_, C>, arc: &tally_analysis::Arc<C>) -> Vec<String> {
-    let mut c = cells(a, Some(&arc.inclusive), false);
+    let mut c = cells(
+        a,
+        a.call_cost(arc.caller, arc.callee, &arc.inclusive),
+        false,
+    );
     if a.opts.inclusive {
         c.extend(a.shown.iter().map(|_| String::new()));
     }
