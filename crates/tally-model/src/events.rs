@@ -584,7 +584,10 @@ mod tests {
         assert_eq!(e.derived()[1].formula(), "(A + Dr) / Ir");
         // A ratio cannot be part of another formula.
         e.add_derived("B".into(), None, parse_formula("R + Ir").unwrap());
-        assert!(matches!(e.resolve(), Err(EventError::RatioInFormula { .. })));
+        assert!(matches!(
+            e.resolve(),
+            Err(EventError::RatioInFormula { .. })
+        ));
     }
 
     #[test]
