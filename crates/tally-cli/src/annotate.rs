@@ -10,7 +10,7 @@ use tally_analysis::AggregateBuilder;
 use tally_formats::Source;
 use tally_formats::callgrind::ReadOutcome;
 use tally_model::{AnyCost, Cost, Profile};
-use tally_report::annotate::{Options, PartFilter, Tree};
+use tally_report::annotate::{Grouping, Options, PartFilter, Threshold, Tree};
 
 /// Arguments of `tally annotate`. Option names follow callgrind_annotate and
 /// cg_annotate, so that existing habits and scripts carry over.
@@ -27,18 +27,27 @@ pub struct Args {
     /// (`--sort=DLmr:1,DLmw:1`).
     #[arg(long, value_delimiter = ',')]
     sort: Vec<String>,
-    /// Show functions until this percentage of the primary sort event is
-    /// covered; 100 shows all.
-    #[arg(long, default_value = "99", value_parser = parse_percent)]
-    threshold: f64,
+    /// Which functions to show, read as the input's tool reads it. Cachegrind
+    /// input (as cg_annotate): each function with at least this percentage
+    /// of the primary sort event; default 0.1, 0 shows all. Callgrind input
+    /// (as callgrind_annotate): functions until together they cover this
+    /// percentage; default 99, 100 shows all. `all` shows every function.
+    #[arg(long, value_parser = parse_threshold, value_name = "PERCENT|all")]
+    threshold: Option<Threshold>,
+    /// Function tables: `file` (file:function rows, as callgrind_annotate
+    /// and cg_annotate), `function` (function:file rows, each function
+    /// once), or `both`.
+    #[arg(long, value_enum, default_value = "file")]
+    grouping: GroupingArg,
     /// Show and sort by inclusive costs, correct under recursion.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "yes", default_value = "no", value_parser = yes_no)]
     inclusive: bool,
     /// Call trees: callers, callees, or both.
     #[arg(long, value_enum, default_value = "none")]
     tree: TreeArg,
-    /// Annotate the sources of all functions above the threshold.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "yes", default_value = "no", value_parser = yes_no)]
+    /// Annotate the sources of all functions above the threshold (default
+    /// yes, as in Valgrind's tools).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "yes", default_value = "yes", value_parser = yes_no)]
     auto: bool,
     /// Lines of context around costly source lines.
     #[arg(long, default_value_t = 8)]
@@ -53,8 +62,9 @@ pub struct Args {
     /// List the N hottest jumps and conditional jumps.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "20", value_name = "N")]
     jumps: Option<usize>,
-    /// Show percentages after the counts.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "yes", default_value = "no", value_parser = yes_no)]
+    /// Show each count's percentage of the program total, ` (12.34%)`
+    /// (default yes, as in Valgrind's tools).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "yes", default_value = "yes", value_parser = yes_no)]
     show_percs: bool,
     /// Sum only these parts (numbers as in `part:`; repeatable or comma-separated).
     #[arg(long, value_delimiter = ',', conflicts_with = "thread")]
@@ -62,8 +72,10 @@ pub struct Args {
     /// Sum only the parts of these threads.
     #[arg(long, value_delimiter = ',')]
     thread: Vec<u64>,
-    /// An extra event as a formula of recorded events, `NAME=Ir+2*Dr`
-    /// (repeatable).
+    /// An extra event as a formula of recorded events (repeatable): a sum
+    /// of terms `N*EVENT`, `EVENT*N` or `EVENT`, added or subtracted
+    /// (`S=Ir+2*Dr`), or a ratio of two such sums, computed from summed
+    /// costs and shown with decimals (`rate=D1mr/Dr`, `r=(A+B)/C`).
     #[arg(long = "event", value_name = "NAME=FORMULA")]
     events: Vec<String>,
     /// Print JSON instead of text.
@@ -87,6 +99,13 @@ enum TreeArg {
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
+enum GroupingArg {
+    File,
+    Function,
+    Both,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
 enum ColorArg {
     Auto,
     Always,
@@ -98,6 +117,14 @@ fn yes_no(s: &str) -> Result<bool, String> {
         "yes" | "true" | "1" => Ok(true),
         "no" | "false" | "0" => Ok(false),
         _ => Err(format!("expected yes or no, got `{s}`")),
+    }
+}
+
+fn parse_threshold(s: &str) -> Result<Threshold, String> {
+    if s == "all" {
+        Ok(Threshold::All)
+    } else {
+        parse_percent(s).map(Threshold::Percent)
     }
 }
 
@@ -240,7 +267,12 @@ fn options(args: &Args, inputs: Vec<PathBuf>, sources: Vec<PathBuf>) -> anyhow::
         inputs,
         show: args.show.clone(),
         sort,
-        threshold: args.threshold,
+        threshold: args.threshold.unwrap_or_default(),
+        grouping: match args.grouping {
+            GroupingArg::File => Grouping::File,
+            GroupingArg::Function => Grouping::Function,
+            GroupingArg::Both => Grouping::Both,
+        },
         inclusive: args.inclusive,
         tree: match args.tree {
             TreeArg::None => Tree::None,
@@ -283,9 +315,9 @@ fn report<C: Cost>(
         if name.is_empty() || profile.events.find(name).is_some() {
             bail!("--event `{e}`: the name `{name}` is empty or already an event");
         }
-        let terms =
-            tally_model::parse_formula(formula.trim()).with_context(|| format!("--event `{e}`"))?;
-        profile.events.add_derived(name.to_string(), None, terms);
+        let formula = tally_model::parse_expression(formula.trim())
+            .with_context(|| format!("--event `{e}`"))?;
+        profile.events.add_formula(name.to_string(), None, formula);
         profile
             .events
             .resolve()

@@ -349,7 +349,7 @@ fn conversions_round_trip() {
         "-o",
         s(&cg),
     ]);
-    let ann = ok(&["annotate", s(&cg)]);
+    let ann = ok(&["annotate", "--show-percs=no", s(&cg)]);
     assert!(ann.contains("957,404  PROGRAM TOTALS"), "{ann}");
     assert!(ann.contains("./src/workload.c:make_word"), "{ann}");
     ok(&["check", s(&cg)]);

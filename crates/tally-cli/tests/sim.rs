@@ -353,6 +353,7 @@ fn callgrind_output_has_the_calls() {
                 "--inclusive=yes",
                 "--show=Ir",
                 "--threshold=100",
+                "--auto=no",
                 s(p),
             ])
             .output()

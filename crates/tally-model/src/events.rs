@@ -29,26 +29,43 @@ pub struct DerivedEvent {
     pub name: String,
     /// Its long name, if one was given.
     pub long_name: Option<String>,
-    /// The formula as terms, in the order written.
+    /// The formula as terms, in the order written (the numerator of a
+    /// ratio).
     pub terms: Vec<Term>,
+    /// The denominator of a ratio (`D1mr / Dr`); empty for a sum.
+    pub denominator: Vec<Term>,
     /// The formula expanded to one coefficient per recorded event.
     coefficients: Vec<i128>,
+    /// The denominator expanded the same way.
+    den_coefficients: Vec<i128>,
 }
 
 impl DerivedEvent {
-    /// The formula as text, e.g. `Ir + 2 * Dr`.
+    /// The formula as text, e.g. `Ir + 2 * Dr` or `D1mr / (Dr + Dw)`.
     pub fn formula(&self) -> String {
-        let mut s = String::new();
-        for (i, t) in self.terms.iter().enumerate() {
-            if i > 0 {
-                s.push_str(" + ");
-            }
-            if t.coefficient != 1 {
-                s.push_str(&format!("{} * ", t.coefficient));
-            }
-            s.push_str(&t.event);
+        if self.denominator.is_empty() {
+            return sum_text(&self.terms);
         }
-        s
+        let side = |t: &[Term]| {
+            if t.len() > 1 {
+                format!("({})", sum_text(t))
+            } else {
+                sum_text(t)
+            }
+        };
+        format!("{} / {}", side(&self.terms), side(&self.denominator))
+    }
+
+    /// A ratio: computed from the summed parts of a cost, never summed
+    /// itself, so that a miss rate over a function is its misses over its
+    /// accesses, not a sum of per-line rates.
+    pub fn is_ratio(&self) -> bool {
+        !self.denominator.is_empty()
+    }
+
+    /// The denominator's coefficients per recorded event (empty for a sum).
+    pub fn denominator_coefficients(&self) -> &[i128] {
+        &self.den_coefficients
     }
 
     /// One coefficient per recorded event.
@@ -57,29 +74,90 @@ impl DerivedEvent {
     }
 
     /// Evaluates the formula on a cost vector of recorded events; `None` if
-    /// the result does not fit the cost type (e.g. negative for `u64`).
+    /// the result does not fit the cost type (e.g. negative for `u64`) or
+    /// the event is a ratio (see [`DerivedEvent::ratio`]).
     pub fn evaluate<C: Cost>(&self, costs: &[C]) -> Option<C> {
+        if self.is_ratio() {
+            return None;
+        }
         let mut sum: i128 = 0;
         for (c, v) in self.coefficients.iter().zip(costs) {
             sum = sum.checked_add(c.checked_mul(v.to_i128())?)?;
         }
         C::from_i128(sum)
     }
+
+    /// The value of a ratio for a cost vector of recorded events; `None`
+    /// when the denominator is 0.
+    pub fn ratio<C: Cost>(&self, costs: &[C]) -> Option<f64> {
+        ratio_of(&self.coefficients, &self.den_coefficients, costs)
+    }
+}
+
+/// `num · costs / den · costs`, `None` when the denominator is 0.
+pub(crate) fn ratio_of<C: Cost>(num: &[i128], den: &[i128], costs: &[C]) -> Option<f64> {
+    let dot = |k: &[i128]| {
+        k.iter().zip(costs).fold(0i128, |s, (c, v)| {
+            s.saturating_add(c.saturating_mul(v.to_i128()))
+        })
+    };
+    let d = dot(den);
+    (d != 0).then(|| dot(num) as f64 / d as f64)
+}
+
+fn sum_text(terms: &[Term]) -> String {
+    let mut s = String::new();
+    for (i, t) in terms.iter().enumerate() {
+        let c = if i > 0 && t.coefficient < 0 {
+            s.push_str(" - ");
+            -t.coefficient
+        } else {
+            if i > 0 {
+                s.push_str(" + ");
+            }
+            t.coefficient
+        };
+        match c {
+            1 => {}
+            -1 => s.push('-'),
+            c => s.push_str(&format!("{c} * ")),
+        }
+        s.push_str(&t.event);
+    }
+    s
 }
 
 /// Why an `event:` definition was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum EventError {
-    /// The formula does not follow `[N [*]] NAME (+ [N [*]] NAME)*`.
-    #[error("malformed event formula `{0}`")]
-    Syntax(String),
+    /// The formula does not follow `[N [*]] NAME (+ [N [*]] NAME)*`
+    /// (terms may also be `NAME * N` and subtracted; `--event` allows one
+    /// `/`).
+    #[error("malformed event formula `{formula}`: at character {position}, {problem}")]
+    Syntax {
+        /// The formula as written.
+        formula: String,
+        /// 1-based character position of the problem.
+        position: usize,
+        /// What was expected or found there.
+        problem: String,
+    },
     /// A formula names an event that is neither recorded nor derived.
     #[error("event formula for `{derived}` names unknown event `{name}`")]
     Unknown {
         /// The derived event.
         derived: String,
         /// The unknown name.
+        name: String,
+    },
+    /// A formula that names a ratio: ratios are not summed, so they can
+    /// only stand alone.
+    #[error("event formula for `{derived}` names the ratio `{name}`; a ratio can only stand alone")]
+    RatioInFormula {
+        /// The derived event.
+        derived: String,
+        /// The ratio it names.
         name: String,
     },
     /// Derived events that refer to each other.
@@ -109,34 +187,177 @@ pub enum EventRef {
     Derived(usize),
 }
 
-/// Parses a formula like `Ir + 2 * Dr + 3 Dw` into terms.
+/// A parsed formula: a sum of terms, or a ratio of two sums.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Formula {
+    /// The sum, or a ratio's numerator.
+    pub terms: Vec<Term>,
+    /// A ratio's denominator; empty for a sum.
+    pub denominator: Vec<Term>,
+}
+
+/// Parses a formula like `Ir + 2 * Dr + 3 Dw - Dw * 2` into terms, as
+/// `event:` lines define inherited events (the specification's
+/// `N [*] NAME` terms, plus `NAME * N` and subtraction as KCachegrind
+/// reads them). A ratio is refused: see [`parse_expression`].
 pub fn parse_formula(text: &str) -> Result<Vec<Term>, EventError> {
-    let bad = || EventError::Syntax(text.trim().to_string());
-    let mut terms = Vec::new();
-    for part in text.split('+') {
-        let part = part.trim();
-        if part.is_empty() {
-            return Err(bad());
-        }
-        let (coefficient, name) = match part.find(|c: char| !c.is_ascii_digit()) {
-            Some(0) => (1, part),
-            Some(i) => {
-                let n: i64 = part[..i].parse().map_err(|_| bad())?;
-                let rest = part[i..].trim_start();
-                let rest = rest.strip_prefix('*').unwrap_or(rest).trim_start();
-                (n, rest)
-            }
-            None => return Err(bad()),
-        };
-        if name.is_empty() || name.contains(char::is_whitespace) {
-            return Err(bad());
-        }
-        terms.push(Term {
-            coefficient,
-            event: name.to_string(),
-        });
+    let f = parse_expression(text)?;
+    if !f.denominator.is_empty() {
+        let at = text.find('/').map_or(0, |i| text[..i].chars().count());
+        return Err(syntax(text, at, "a ratio (`/`) is not allowed here"));
     }
-    Ok(terms)
+    Ok(f.terms)
+}
+
+/// Parses a sum, or a ratio of two sums (`D1mr / Dr`,
+/// `(D1mr + D1mw) / (Dr + Dw)`), as `tally annotate --event` takes them.
+pub fn parse_expression(text: &str) -> Result<Formula, EventError> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut p = FormulaParser {
+        text,
+        chars: &chars,
+        at: 0,
+    };
+    let terms = p.side()?;
+    p.blanks();
+    let denominator = if p.eat('/') { p.side()? } else { Vec::new() };
+    p.blanks();
+    if p.at < chars.len() {
+        return Err(p.error(format!("unexpected `{}`", chars[p.at])));
+    }
+    Ok(Formula { terms, denominator })
+}
+
+fn syntax(text: &str, at: usize, problem: impl Into<String>) -> EventError {
+    EventError::Syntax {
+        formula: text.trim().to_string(),
+        position: at + 1,
+        problem: problem.into(),
+    }
+}
+
+/// A recursive-descent reader of formulas, by characters so that errors
+/// can point at one.
+struct FormulaParser<'a> {
+    text: &'a str,
+    chars: &'a [char],
+    at: usize,
+}
+
+impl FormulaParser<'_> {
+    fn error(&self, problem: impl Into<String>) -> EventError {
+        syntax(self.text, self.at, problem)
+    }
+
+    fn blanks(&mut self) {
+        while self.chars.get(self.at).is_some_and(|c| c.is_whitespace()) {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, c: char) -> bool {
+        self.blanks();
+        if self.chars.get(self.at) == Some(&c) {
+            self.at += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// A sum, in parentheses or not.
+    fn side(&mut self) -> Result<Vec<Term>, EventError> {
+        if self.eat('(') {
+            let t = self.sum()?;
+            if !self.eat(')') {
+                return Err(self.error("expected `)`"));
+            }
+            Ok(t)
+        } else {
+            self.sum()
+        }
+    }
+
+    fn sum(&mut self) -> Result<Vec<Term>, EventError> {
+        let mut terms = Vec::new();
+        let mut sign = if self.eat('-') {
+            -1
+        } else {
+            self.eat('+');
+            1
+        };
+        loop {
+            let mut t = self.term()?;
+            t.coefficient = t
+                .coefficient
+                .checked_mul(sign)
+                .ok_or_else(|| self.error("coefficient too large"))?;
+            terms.push(t);
+            sign = if self.eat('+') {
+                1
+            } else if self.eat('-') {
+                -1
+            } else {
+                return Ok(terms);
+            };
+        }
+    }
+
+    fn number(&mut self) -> Result<Option<i64>, EventError> {
+        self.blanks();
+        let start = self.at;
+        while self.chars.get(self.at).is_some_and(char::is_ascii_digit) {
+            self.at += 1;
+        }
+        if start == self.at {
+            return Ok(None);
+        }
+        let digits: String = self.chars[start..self.at].iter().collect();
+        digits.parse().map(Some).map_err(|_| {
+            let at = start;
+            syntax(self.text, at, format!("coefficient `{digits}` too large"))
+        })
+    }
+
+    fn name(&mut self) -> Option<String> {
+        self.blanks();
+        let start = self.at;
+        while self
+            .chars
+            .get(self.at)
+            .is_some_and(|&c| !c.is_whitespace() && !"+-*/()".contains(c))
+        {
+            self.at += 1;
+        }
+        (start < self.at).then(|| self.chars[start..self.at].iter().collect())
+    }
+
+    /// `N [*] NAME`, `NAME [* N]`.
+    fn term(&mut self) -> Result<Term, EventError> {
+        let (coefficient, event) = match self.number()? {
+            Some(n) => {
+                self.eat('*');
+                let Some(name) = self.name() else {
+                    return Err(self.error("expected an event name"));
+                };
+                (n, name)
+            }
+            None => {
+                let Some(name) = self.name() else {
+                    return Err(self.error("expected an event name or a number"));
+                };
+                if self.eat('*') {
+                    let Some(n) = self.number()? else {
+                        return Err(self.error("expected a number after `*`"));
+                    };
+                    (n, name)
+                } else {
+                    (1, name)
+                }
+            }
+        };
+        Ok(Term { coefficient, event })
+    }
 }
 
 impl Events {
@@ -208,12 +429,27 @@ impl Events {
     /// Adds a derived event. Terms may name recorded events or derived ones
     /// defined before or after (resolved by [`Events::resolve`]).
     pub fn add_derived(&mut self, name: String, long_name: Option<String>, terms: Vec<Term>) {
+        self.add_formula(
+            name,
+            long_name,
+            Formula {
+                terms,
+                denominator: Vec::new(),
+            },
+        );
+    }
+
+    /// Adds a derived event that may be a ratio; see
+    /// [`Events::add_derived`]. A ratio may name sums, not other ratios.
+    pub fn add_formula(&mut self, name: String, long_name: Option<String>, formula: Formula) {
         self.derived.retain(|d| d.name != name);
         self.derived.push(DerivedEvent {
             name,
             long_name,
-            terms,
+            terms: formula.terms,
+            denominator: formula.denominator,
             coefficients: Vec::new(),
+            den_coefficients: Vec::new(),
         });
     }
 
@@ -242,8 +478,18 @@ impl Events {
             let mut stack = Vec::new();
             self.expand(i, &mut done, &mut stack)?;
         }
-        for (d, c) in self.derived.iter_mut().zip(done) {
+        let mut dens = Vec::with_capacity(n);
+        for d in &self.derived {
+            let mut stack = Vec::new();
+            dens.push(self.expand_terms(&d.name, &d.denominator, &mut done, &mut stack)?);
+        }
+        for ((d, c), den) in self.derived.iter_mut().zip(done).zip(dens) {
             d.coefficients = c.unwrap_or_default();
+            d.den_coefficients = if d.denominator.is_empty() {
+                Vec::new()
+            } else {
+                den
+            };
         }
         Ok(())
     }
@@ -262,11 +508,31 @@ impl Events {
             return Err(EventError::Cycle(d.name.clone()));
         }
         stack.push(i);
+        let coeffs = self.expand_terms(&d.name, &d.terms, done, stack)?;
+        stack.pop();
+        done[i] = Some(coeffs.clone());
+        Ok(coeffs)
+    }
+
+    /// One coefficient per recorded event for `terms` of event `derived`.
+    fn expand_terms(
+        &self,
+        derived: &str,
+        terms: &[Term],
+        done: &mut Vec<Option<Vec<i128>>>,
+        stack: &mut Vec<usize>,
+    ) -> Result<Vec<i128>, EventError> {
         let mut coeffs = vec![0i128; self.recorded.len()];
-        for t in &d.terms {
+        for t in terms {
             match self.find(&t.event) {
                 Some(EventRef::Recorded(r)) => coeffs[r] += i128::from(t.coefficient),
                 Some(EventRef::Derived(j)) => {
+                    if self.derived[j].is_ratio() {
+                        return Err(EventError::RatioInFormula {
+                            derived: derived.to_string(),
+                            name: t.event.clone(),
+                        });
+                    }
                     let sub = self.expand(j, done, stack)?;
                     for (c, s) in coeffs.iter_mut().zip(sub) {
                         *c += i128::from(t.coefficient) * s;
@@ -274,14 +540,12 @@ impl Events {
                 }
                 None => {
                     return Err(EventError::Unknown {
-                        derived: d.name.clone(),
+                        derived: derived.to_string(),
                         name: t.event.clone(),
                     });
                 }
             }
         }
-        stack.pop();
-        done[i] = Some(coeffs.clone());
         Ok(coeffs)
     }
 }
@@ -304,6 +568,39 @@ mod tests {
         assert_eq!(e.derived()[1].evaluate(&[10u64, 5, 1]), Some(33));
         assert_eq!(e.derived()[1].formula(), "2 * S + 3 * Dw");
         assert_eq!(e.find("T"), Some(EventRef::Derived(1)));
+    }
+
+    #[test]
+    fn products_subtraction_and_ratios() {
+        let mut e = Events::new(["Ir", "Dr", "Dw"]).unwrap();
+        e.add_derived("A".into(), None, parse_formula("Ir*2 - Dw").unwrap());
+        e.add_formula("R".into(), None, parse_expression("(A + Dr) / Ir").unwrap());
+        e.resolve().unwrap();
+        assert_eq!(e.derived()[0].evaluate(&[10i64, 5, 1]), Some(19));
+        assert_eq!(e.derived()[0].formula(), "2 * Ir - Dw");
+        assert_eq!(e.derived()[1].ratio(&[10u64, 5, 1]), Some(2.4));
+        assert_eq!(e.derived()[1].ratio(&[0u64, 5, 1]), None);
+        assert_eq!(e.derived()[1].evaluate(&[10u64, 5, 1]), None);
+        assert_eq!(e.derived()[1].formula(), "(A + Dr) / Ir");
+        // A ratio cannot be part of another formula.
+        e.add_derived("B".into(), None, parse_formula("R + Ir").unwrap());
+        assert!(matches!(
+            e.resolve(),
+            Err(EventError::RatioInFormula { .. })
+        ));
+    }
+
+    #[test]
+    fn formula_errors_point_at_the_character() {
+        let e = parse_formula("Ir + 2 *").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "malformed event formula `Ir + 2 *`: at character 9, expected an event name"
+        );
+        let e = parse_formula("Ir / Dr").unwrap_err();
+        assert!(e.to_string().contains("character 4"), "{e}");
+        let e = parse_expression("(Ir + Dr / Dw").unwrap_err();
+        assert!(e.to_string().contains("expected `)`"), "{e}");
     }
 
     #[test]

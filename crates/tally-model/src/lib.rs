@@ -16,7 +16,10 @@ mod sink;
 
 pub use any::{AnyCost, AnyProfile};
 pub use cost::{Cost, NumberError, parse_u64, thousands};
-pub use events::{DerivedEvent, Event, EventError, EventRef, Events, Term, parse_formula};
+pub use events::{
+    DerivedEvent, Event, EventError, EventRef, Events, Formula, Term, parse_expression,
+    parse_formula,
+};
 pub use names::{FileId, FunctionId, FunctionKey, Interner, Names, ObjectId, SymbolId};
 pub use part::{
     Block, CallInfo, CallRef, Calls, CostLines, JumpInfo, JumpRef, Jumps, LineCursor, LineRef,

@@ -21,16 +21,29 @@ pub enum EventValue {
     Recorded(usize),
     /// A derived event: one coefficient per recorded event.
     Derived(Vec<i128>),
+    /// A ratio of two derived sums (numerator, denominator coefficients).
+    Ratio(Vec<i128>, Vec<i128>),
 }
 
 impl EventValue {
-    /// The event's value for `costs` (missing costs count 0).
+    /// The event's value for `costs` (missing costs count 0); 0 for a ratio,
+    /// which is not a count (see [`EventValue::ratio`]).
     pub fn of<C: Cost>(&self, costs: &[C]) -> i128 {
         match self {
+            EventValue::Ratio(..) => 0,
             EventValue::Recorded(i) => costs.get(*i).map_or(0, |c| c.to_i128()),
             EventValue::Derived(k) => k.iter().zip(costs).fold(0i128, |s, (c, v)| {
                 s.saturating_add(c.saturating_mul(v.to_i128()))
             }),
+        }
+    }
+
+    /// A ratio's value for `costs`, computed from the summed parts; `None`
+    /// for a count, or when the denominator is 0.
+    pub fn ratio<C: Cost>(&self, costs: &[C]) -> Option<f64> {
+        match self {
+            EventValue::Ratio(n, d) => crate::events::ratio_of(n, d, costs),
+            _ => None,
         }
     }
 }
@@ -60,8 +73,14 @@ impl EventColumns {
         for d in events.derived() {
             c.names.push(d.name.clone());
             c.long_names.push(d.long_name.clone());
-            c.values
-                .push(EventValue::Derived(d.coefficients().to_vec()));
+            c.values.push(if d.is_ratio() {
+                EventValue::Ratio(
+                    d.coefficients().to_vec(),
+                    d.denominator_coefficients().to_vec(),
+                )
+            } else {
+                EventValue::Derived(d.coefficients().to_vec())
+            });
         }
         c
     }
@@ -113,8 +132,20 @@ impl EventColumns {
         self.values.get(e)
     }
 
+    /// Event `e` is a ratio: shown with decimals, computed from summed
+    /// costs, never summed, sorted or thresholded.
+    pub fn is_ratio(&self, e: usize) -> bool {
+        matches!(self.values.get(e), Some(EventValue::Ratio(..)))
+    }
+
+    /// The value of ratio `e` for a cost vector of recorded events; `None`
+    /// when `e` is not a ratio or its denominator is 0.
+    pub fn ratio<C: Cost>(&self, costs: &[C], e: usize) -> Option<f64> {
+        self.values.get(e).and_then(|v| v.ratio(costs))
+    }
+
     /// The value of event `e` for a cost vector of recorded events (0 for
-    /// an event that does not exist).
+    /// an event that does not exist or a ratio).
     pub fn value<C: Cost>(&self, costs: &[C], e: usize) -> i128 {
         self.values.get(e).map_or(0, |v| v.of(costs))
     }

@@ -20,6 +20,16 @@ pub fn percent(v: i128, total: i128) -> String {
     }
 }
 
+/// A ratio with four decimals (`0.0312`), or in exponent form when that
+/// would show no significant digit (`1.25e-7`).
+pub fn decimal(r: f64) -> String {
+    if r != 0.0 && r.abs() < 0.0001 {
+        format!("{r:.2e}")
+    } else {
+        format!("{r:.4}")
+    }
+}
+
 /// A value cell: the number (or `.` for zero when `dot_for_zero`), with its
 /// percentage of `total` when asked.
 pub fn cell(v: Option<i128>, total: i128, percs: bool, dot_for_zero: bool) -> String {

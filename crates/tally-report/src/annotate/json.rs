@@ -11,6 +11,11 @@ use tally_model::{Cost, FunctionId};
 fn costs<C: Cost>(a: &Analysis<'_, C>, v: &[C]) -> Value {
     let mut m = Map::new();
     for (e, name) in a.events.names().iter().enumerate() {
+        if a.events.is_ratio(e) {
+            // A ratio is a number with decimals, or null where unknown.
+            m.insert(name.clone(), json!(a.events.ratio(v, e)));
+            continue;
+        }
         let x = a.value(v, e);
         let n = if let Ok(u) = u64::try_from(x) {
             Value::from(u)

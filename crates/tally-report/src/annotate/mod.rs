@@ -15,7 +15,7 @@ use crate::ReportError;
 use std::io::Write;
 use std::path::PathBuf;
 use tally_analysis::{Aggregate, AggregateBuilder, CallKind, Inclusive, RowKey};
-use tally_model::{Cost, EventColumns, FunctionId, Profile, program_total};
+use tally_model::{Cost, EventColumns, Format, FunctionId, Profile, program_total};
 
 /// Which call trees to print.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -54,6 +54,48 @@ pub enum PartFilter {
     Threads(Vec<u64>),
 }
 
+/// How many functions the tables show.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Threshold {
+    /// The default of the tool the input comes from: 0.1 (cg_annotate's
+    /// per-function minimum) for Cachegrind input, 99 (callgrind_annotate's
+    /// cumulative share) for Callgrind input.
+    #[default]
+    Default,
+    /// A percentage, read as the input's tool reads it: for Cachegrind, a
+    /// function is shown while it has at least this share of the primary
+    /// sort event; for Callgrind, functions are shown until together they
+    /// cover this share (100 shows all).
+    Percent(f64),
+    /// Every function, whatever the input.
+    All,
+}
+
+/// Which function tables the text report prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Grouping {
+    /// `file:function` rows, the one table callgrind_annotate and
+    /// cg_annotate print.
+    #[default]
+    File,
+    /// `function:file` rows: each function once, its self cost summed over
+    /// the files it has code in.
+    Function,
+    /// Both tables, `file:function` first.
+    Both,
+}
+
+impl Grouping {
+    /// The `file:function` table is printed.
+    pub fn files(self) -> bool {
+        matches!(self, Grouping::File | Grouping::Both)
+    }
+    /// The `function:file` table is printed.
+    pub fn functions(self) -> bool {
+        matches!(self, Grouping::Function | Grouping::Both)
+    }
+}
+
 /// What the user asked for.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -64,8 +106,10 @@ pub struct Options {
     /// Sort events with optional per-event thresholds; empty for the shown
     /// order.
     pub sort: Vec<(String, Option<f64>)>,
-    /// Cumulative threshold in percent; 100 shows everything.
-    pub threshold: f64,
+    /// Which functions to show; its meaning follows the input's tool.
+    pub threshold: Threshold,
+    /// Which function tables to print (text only; JSON has both).
+    pub grouping: Grouping,
     /// Show and sort by inclusive costs.
     pub inclusive: bool,
     /// Call trees.
@@ -102,16 +146,17 @@ impl Default for Options {
             inputs: Vec::new(),
             show: Vec::new(),
             sort: Vec::new(),
-            threshold: 99.0,
+            threshold: Threshold::Default,
+            grouping: Grouping::File,
             inclusive: false,
             tree: Tree::None,
-            auto: false,
+            auto: true,
             files: Vec::new(),
             context: 8,
             include: Vec::new(),
             asm: false,
             jumps: None,
-            show_percs: false,
+            show_percs: true,
             color: false,
             parts: PartFilter::All,
             json: false,
@@ -136,6 +181,9 @@ pub struct Analysis<'p, C> {
     pub sort: Vec<(usize, f64)>,
     /// No threshold: every row is shown.
     pub show_all: bool,
+    /// Thresholds are per-function minimums, as cg_annotate reads them
+    /// (Cachegrind input), rather than cumulative shares.
+    pub per_function: bool,
     /// Self costs and arcs.
     pub agg: Aggregate<C>,
     /// Inclusive costs, when `--inclusive` or a tree asks for them.
@@ -201,13 +249,23 @@ impl<'p, C: Cost> Analysis<'p, C> {
                 .map(|n| find(n))
                 .collect::<Result<_, _>>()?
         };
-        // As callgrind_annotate: without --sort, all recorded events in file
-        // order; the single threshold applies to the first sort event, the
-        // others get 0 unless --sort gives per-event thresholds.
+        // Each input follows its own tool. Without --sort, all recorded
+        // events in file order sort; the single threshold applies to the
+        // first sort event. callgrind_annotate gives the others 0 (nothing
+        // more to cover); cg_annotate gives them 100 (a function is shown
+        // for them only with all of the event). Per-event thresholds in
+        // --sort replace the single one, and the events without one get 0.
+        let per_function = profile.format == Format::Cachegrind;
+        let (single, show_all) = match opts.threshold {
+            Threshold::All => (if per_function { 0.0 } else { 100.0 }, true),
+            Threshold::Default => (if per_function { 0.1 } else { 99.0 }, false),
+            Threshold::Percent(t) => (t, false),
+        };
+        let rest = if per_function { 100.0 } else { 0.0 };
         let any_own = opts.sort.iter().any(|(_, t)| t.is_some());
         let sort: Vec<(usize, f64)> = if opts.sort.is_empty() {
             (0..profile.events.recorded().len().max(1).min(events.len()))
-                .map(|e| (e, if e == 0 { opts.threshold } else { 0.0 }))
+                .map(|e| (e, if e == 0 { single } else { rest }))
                 .collect()
         } else {
             opts.sort
@@ -217,14 +275,20 @@ impl<'p, C: Cost> Analysis<'p, C> {
                     let th = match (any_own, t) {
                         (_, Some(t)) => *t,
                         (true, None) => 0.0,
-                        (false, None) if i == 0 => opts.threshold,
-                        (false, None) => 0.0,
+                        (false, None) if i == 0 => single,
+                        (false, None) => rest,
                     };
                     find(n).map(|e| (e, th))
                 })
                 .collect::<Result<_, _>>()?
         };
-        let show_all = !any_own && opts.threshold >= 100.0;
+        let show_all = show_all || (!per_function && !any_own && single >= 100.0);
+        if let Some(&(e, _)) = sort.iter().find(|&&(e, _)| events.is_ratio(e)) {
+            return Err(ReportError::Input(format!(
+                "--sort: `{}` is a ratio, which is not summed, so it cannot rank functions or cover a threshold; sort by its parts",
+                events.names()[e]
+            )));
+        }
 
         let (agg, part_sums) = match sums {
             Some(b) => {
@@ -272,6 +336,7 @@ impl<'p, C: Cost> Analysis<'p, C> {
             shown,
             sort,
             show_all,
+            per_function,
             agg,
             incl,
             recursion,
@@ -347,7 +412,8 @@ impl<'p, C: Cost> Analysis<'p, C> {
             .map(|k| {
                 let r = rank(k);
                 let v = sort_ev.iter().map(|&e| self.value(r, e));
-                let v = if self.opts.magnitude {
+                // cg_annotate ranks by size, sign aside (cg_diff's output).
+                let v = if self.opts.magnitude || self.per_function {
                     v.map(i128::abs).collect()
                 } else {
                     v.collect()
@@ -370,7 +436,22 @@ impl<'p, C: Cost> Analysis<'p, C> {
         let mut cum = vec![0i128; sort_ev.len()];
         let mut out = Vec::new();
         for (vals, _, k) in ranked {
-            if !all {
+            if !all && self.per_function {
+                // cg_annotate: stop at the first function that has its
+                // event's threshold share of no sort event.
+                let above = self.sort.iter().enumerate().any(|(i, s)| {
+                    let t = totals[i].abs();
+                    let prop = if t == 0 {
+                        0.0
+                    } else {
+                        vals[i] as f64 * 100.0 / t as f64
+                    };
+                    prop >= s.1
+                });
+                if !above {
+                    break;
+                }
+            } else if !all {
                 let reached = self.sort.iter().enumerate().all(|(i, s)| {
                     let prop = if totals[i] > 0 {
                         cum[i] as f64 * 100.0 / totals[i] as f64

@@ -103,10 +103,33 @@ pub(super) fn cells<C: Cost>(a: &Analysis<'_, C>, v: Option<&[C]>, dot: bool) ->
     a.shown
         .iter()
         .map(|&e| {
+            if a.events.is_ratio(e) {
+                return ratio_cell(a, v, e, dot);
+            }
             let total = a.value(&a.totals, e);
             cell(v.map(|v| a.value(v, e)), total, a.opts.show_percs, dot)
         })
         .collect()
+}
+
+/// A ratio's cell: its value with decimals, `-` where unknown, blank
+/// where the cost has none of the denominator (no percentage: a ratio is
+/// no share of a total). Padded as wide as a count with its percentage.
+pub(super) fn ratio_cell<C: Cost>(
+    a: &Analysis<'_, C>,
+    v: Option<&[C]>,
+    e: usize,
+    dot: bool,
+) -> String {
+    let pad = if a.opts.show_percs { "         " } else { "" };
+    match v {
+        None => format!("-{pad}"),
+        Some(v) => match a.events.ratio(v, e) {
+            Some(r) => format!("{}{pad}", crate::format::decimal(r)),
+            None if dot => format!(".{pad}"),
+            None => format!("-{pad}"),
+        },
+    }
 }
 
 /// The names of the shown events, the labels of a table's columns.

@@ -14,8 +14,12 @@ pub(super) fn write<C: Cost>(a: &Analysis<'_, C>, page: &mut Page<'_>) -> io::Re
     let (out, style, warnings) = (&mut *page.out, page.style, &mut *page.warnings);
     header(a, out)?;
     totals(a, out, style)?;
-    file_function_table(a, out, style)?;
-    function_file_table(a, out, style)?;
+    if a.opts.grouping.files() {
+        file_function_table(a, out, style)?;
+    }
+    if a.opts.grouping.functions() {
+        function_file_table(a, out, style)?;
+    }
     cycles(a, out, style)?;
     if let Some(n) = a.opts.jumps {
         jumps(a, out, n, style, warnings)?;
@@ -142,6 +146,9 @@ fn totals<C: Cost>(a: &Analysis<'_, C>, out: &mut dyn Write, style: Style) -> io
         .shown
         .iter()
         .map(|&e| {
+            if a.events.is_ratio(e) {
+                return super::table::ratio_cell(a, Some(&a.totals), e, false);
+            }
             let v = a.value(&a.totals, e);
             cell(Some(v), v, a.opts.show_percs, false)
         })
