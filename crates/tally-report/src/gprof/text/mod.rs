@@ -10,6 +10,8 @@
 mod columns;
 mod counts;
 mod gnu;
+#[cfg(test)]
+mod tests;
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
