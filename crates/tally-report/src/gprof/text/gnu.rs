@@ -1,12 +1,11 @@
-//! The layout of gmon reports: GNU gprof's, column for column (times in
-//! seconds from the histogram's samples, per-call times with an SI prefix
-//! chosen for the slowest routine), so that tools reading gprof's output
-//! (gprof2dot and others) read ours.
+//! The column set of gmon reports: GNU gprof's layout, column for column
+//! (times in seconds from the histogram's samples, fixed widths, per-call
+//! times with an SI prefix chosen for the slowest routine), so that tools
+//! reading gprof's output (gprof2dot and others) read ours.
 
 use std::fmt::Write;
 
-use tally_analysis::gprof::CallGraph;
-
+use super::columns::{Columns, Section, Unit, Widths};
 use crate::gprof::{Histogram, Options, Report};
 
 /// SI prefixes for the per-call columns, from tera to atto, with the factor
@@ -25,10 +24,115 @@ const SI: [(char, f64); 11] = [
     ('a', 1e+18),
 ];
 
-const SEPARATOR: &str = "-----------------------------------------------\n";
+/// GNU gprof's widths: fixed, whatever the numbers.
+const WIDTHS: Widths = Widths {
+    index: 6,
+    cost: 7,
+    calls: 7,
+    cumulative: 9,
+    flat_self: 8,
+    flat_calls: 8,
+    per_call: 8,
+};
+
+/// The columns of a gmon report.
+pub(super) fn columns<'a>(report: &'a Report, h: &'a Histogram, opts: &Options) -> Columns<'a> {
+    let (prefix, scale) = per_call_unit(report, h);
+    let unit = format!("{prefix}{}/call", h.abbrev);
+    let dim = &h.dimension;
+
+    let mut intro = format!("\nEach sample counts as {} {dim}.\n", fmt_g(1.0 / h.hz));
+    let mut total = h.times.total;
+    if total <= 0.0 {
+        intro.push_str(" no time accumulated\n\n");
+        total = 1.0;
+    }
+    let mut headings = String::new();
+    let _ = writeln!(
+        headings,
+        "{:>5.5} {:>10.10} {:>8.8} {:>8.8} {:>8.8} {:>8.8}  {:<8.8}",
+        "%  ", "cumulative", "self  ", "", "self  ", "total ", ""
+    );
+    let _ = writeln!(
+        headings,
+        "{:>5.5} {:>9.9}  {:>8.8} {:>8.8} {:>8.8} {:>8.8}  {:<8.8}",
+        "time", dim, dim, "calls", unit, unit, "name"
+    );
+    let flat = Section {
+        intro,
+        headings,
+        total,
+        blurb: if opts.brief { "" } else { FLAT_BLURB },
+    };
+
+    let mut intro = format!(
+        "\ngranularity: each sample hit covers {} byte(s)",
+        (h.times.scale as i64) * 2
+    );
+    let mut print_time = report.graph.as_ref().map_or(0.0, |g| g.print_time);
+    if print_time > 0.0 {
+        let _ = write!(
+            intro,
+            " for {:.2}% of {:.2} seconds\n\n",
+            100.0 / print_time,
+            print_time / h.hz
+        );
+    } else {
+        intro.push_str(" no time propagated\n\n");
+        print_time = 1.0;
+    }
+    let graph = Section {
+        intro,
+        headings: "index % time    self  children    called     name\n".to_owned(),
+        total: print_time,
+        blurb: if opts.brief { "" } else { CALL_GRAPH_BLURB },
+    };
+
+    Columns {
+        unit: Unit::Seconds { h, scale },
+        measured: None,
+        width: WIDTHS,
+        flat,
+        graph,
+        separator: "-".repeat(47),
+        flat_cycles: false,
+        member_zero_calls: true,
+    }
+}
+
+/// The per-call unit: the SI prefix that shows the slowest routine's time
+/// per call with 1 to 3 digits before the point, and its factor.
+fn per_call_unit(report: &Report, h: &Histogram) -> (char, f64) {
+    let mut top_time = 0.0;
+    let mut found = false;
+    // The largest time per call, whatever the order.
+    for i in 0..report.table.len() {
+        if report.ncalls[i] != 0 {
+            let child = report.graph.as_ref().map_or(0.0, |g| g.child_time[i]);
+            let call_time = (h.times.time[i] + child) / report.ncalls[i] as f64;
+            if call_time > top_time {
+                top_time = call_time;
+                found = true;
+            }
+        }
+    }
+    let mut log_scale = 0;
+    if found && top_time > 0.0 {
+        let top = top_time / h.hz;
+        log_scale = SI.len() - 1;
+        for (k, (_, scale)) in SI.iter().enumerate() {
+            let v = scale * top;
+            if (1.0..1000.0).contains(&v) {
+                log_scale = k;
+                break;
+            }
+        }
+    }
+    SI[log_scale]
+}
 
 /// C's `%g` for the small positive numbers gprof prints with it.
-pub(super) fn fmt_g(v: f64) -> String {
+fn fmt_g(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
         return format!("{v}");
     }
@@ -53,293 +157,27 @@ fn trim_zeros(s: &str) -> &str {
     }
 }
 
-fn child_time(report: &Report, i: usize) -> f64 {
-    report.graph.as_ref().map_or(0.0, |g| g.child_time[i])
-}
-
-pub(super) fn flat(
-    report: &Report,
-    h: &Histogram,
-    opts: &Options,
-    out: &mut String,
-    first: &mut bool,
-) {
-    if !*first {
-        out.push_str("\x0c\n");
-    }
-    *first = false;
-    out.push_str("Flat profile:\n");
-    let order = report.flat_order();
-    let hz = h.hz;
-
-    // The per-call unit: the one that shows the slowest routine's time per
-    // call with 1 to 3 digits before the point.
-    let mut top_time = 0.0;
-    let mut found = false;
-    for &i in &order {
-        if report.ncalls[i] != 0 {
-            let call_time = (h.times.time[i] + child_time(report, i)) / report.ncalls[i] as f64;
-            if call_time > top_time {
-                top_time = call_time;
-                found = true;
-            }
-        }
-    }
-    let mut log_scale = 0;
-    if found && top_time > 0.0 {
-        let top = top_time / hz;
-        log_scale = SI.len() - 1;
-        for (k, (_, scale)) in SI.iter().enumerate() {
-            let v = scale * top;
-            if (1.0..1000.0).contains(&v) {
-                log_scale = k;
-                break;
-            }
-        }
-    }
-    let (prefix, scale) = SI[log_scale];
-    let unit = format!("{prefix}{}/call", h.abbrev);
-    let _ = write!(
-        out,
-        "\nEach sample counts as {} {}.\n",
-        fmt_g(1.0 / hz),
-        h.dimension
-    );
-    let mut total = h.times.total;
-    if total <= 0.0 {
-        out.push_str(" no time accumulated\n\n");
-        total = 1.0;
-    }
-    let dim = &h.dimension;
-    let _ = writeln!(
-        out,
-        "{:>5.5} {:>10.10} {:>8.8} {:>8.8} {:>8.8} {:>8.8}  {:<8.8}",
-        "%  ", "cumulative", "self  ", "", "self  ", "total ", ""
-    );
-    let _ = writeln!(
-        out,
-        "{:>5.5} {:>9.9}  {:>8.8} {:>8.8} {:>8.8} {:>8.8}  {:<8.8}",
-        "time", dim, dim, "calls", unit, unit, "name"
-    );
-    let mut accum = 0.0;
-    for &i in &order {
-        if !report.flat_selection.selects(i) {
-            continue;
-        }
-        let calls = report.ncalls[i];
-        let time = h.times.time[i];
-        if !opts.zeros && calls == 0 && time == 0.0 {
-            continue;
-        }
-        accum += time;
-        let pct = if total > 0.0 {
-            100.0 * time / total
+/// The index's name of a routine: a static function's file follows it
+/// (its base name unless `-L`), as GNU gprof tells such names apart.
+pub(super) fn index_name(report: &Report, node: usize, opts: &Options) -> String {
+    let mut name = report.display[node].clone();
+    let r = &report.table.routines[node];
+    if !opts.line
+        && r.is_static
+        && let Some(file) = &r.file
+    {
+        let f = if opts.print_path {
+            file.as_str()
         } else {
-            0.0
+            file.rsplit('/').next().unwrap_or(file)
         };
-        let _ = write!(out, "{pct:6.2} {:9.2} {:8.2}", accum / hz, time / hz);
-        if calls != 0 {
-            let c = calls as f64;
-            let _ = write!(
-                out,
-                " {calls:8} {:8.2} {:8.2}  ",
-                scale * time / hz / c,
-                scale * (time + child_time(report, i)) / hz / c
-            );
-        } else {
-            let _ = write!(out, " {:>8} {:>8} {:>8}  ", "", "", "");
-        }
-        out.push_str(&report.display[i]);
-        out.push('\n');
+        let _ = write!(name, " ({f})");
     }
-    if !opts.brief {
-        out.push_str(FLAT_BLURB);
-    }
-}
-
-pub(super) fn call_graph(
-    report: &Report,
-    h: &Histogram,
-    g: &CallGraph,
-    opts: &Options,
-    out: &mut String,
-    first: &mut bool,
-) {
-    let hz = h.hz;
-    if !*first {
-        out.push_str("\x0c\n");
-    }
-    *first = false;
-    if opts.brief {
-        out.push_str("\t\t\tCall graph\n\n");
-    } else {
-        out.push_str("\t\t     Call graph (explanation follows)\n\n");
-    }
-    let _ = write!(
-        out,
-        "\ngranularity: each sample hit covers {} byte(s)",
-        (h.times.scale as i64) * 2
-    );
-    let mut print_time = g.print_time;
-    if print_time > 0.0 {
-        let _ = write!(
-            out,
-            " for {:.2}% of {:.2} seconds\n\n",
-            100.0 / print_time,
-            print_time / hz
-        );
-    } else {
-        out.push_str(" no time propagated\n\n");
-        print_time = 1.0;
-    }
-    out.push_str("index % time    self  children    called     name\n");
-    for &node in &g.order {
-        if !report.graph_shows(opts, node) {
-            continue;
-        }
-        if g.is_cycle(node) {
-            let number = g.cycle[node];
-            let idx = format!("[{}]", g.index[node]);
-            let _ = write!(
-                out,
-                "{idx:<6.6} {:5.1} {:7.2} {:7.2} {:7}",
-                100.0 * (g.prop_self[node] + g.prop_child[node]) / print_time,
-                g.prop_self[node] / hz,
-                g.prop_child[node] / hz,
-                g.ncalls[node]
-            );
-            if g.self_calls[node] != 0 {
-                let _ = write!(out, "+{:<7}", g.self_calls[node]);
-            } else {
-                let _ = write!(out, " {:7}", "");
-            }
-            let _ = writeln!(out, " <cycle {number} as a whole> [{}]", g.index[node]);
-            for m in g.sorted_members(node) {
-                let _ = write!(
-                    out,
-                    "{:6} {:5} {:7.2} {:7.2} {:7}",
-                    "",
-                    "",
-                    g.prop_self[m] / hz,
-                    g.prop_child[m] / hz,
-                    g.ncalls[m]
-                );
-                if g.self_calls[m] != 0 {
-                    let _ = write!(out, "+{:<7}", g.self_calls[m]);
-                } else {
-                    let _ = write!(out, " {:7}", "");
-                }
-                let _ = writeln!(out, "     {}", report.print_name(m));
-            }
-        } else {
-            parents(report, h, g, node, out);
-            let idx = format!("[{}]", g.index[node]);
-            let _ = write!(
-                out,
-                "{idx:<6.6} {:5.1} {:7.2} {:7.2}",
-                100.0 * (g.prop_self[node] + g.prop_child[node]) / print_time,
-                g.prop_self[node] / hz,
-                g.prop_child[node] / hz
-            );
-            if g.ncalls[node] + g.self_calls[node] != 0 {
-                let _ = write!(out, " {:7}", g.ncalls[node]);
-                if g.self_calls[node] != 0 {
-                    let _ = write!(out, "+{:<7} ", g.self_calls[node]);
-                } else {
-                    let _ = write!(out, " {:7} ", "");
-                }
-            } else {
-                let _ = write!(out, " {:7} {:7} ", "", "");
-            }
-            let _ = writeln!(out, "{}", report.print_name(node));
-            children(report, h, g, node, out);
-        }
-        out.push_str(SEPARATOR);
-    }
-    if !opts.brief {
-        out.push_str(CALL_GRAPH_BLURB);
-    }
-}
-
-fn parents(report: &Report, h: &Histogram, g: &CallGraph, child: usize, out: &mut String) {
-    let head = g.group(child);
-    let arcs = g.sorted_parents(child);
-    if arcs.is_empty() {
-        let _ = writeln!(
-            out,
-            "{:6} {:5} {:7} {:7} {:7} {:7}     <spontaneous>",
-            "", "", "", "", "", ""
-        );
-        return;
-    }
-    for a in arcs {
-        arc_line(report, h, g, a, g.graph.arcs[a].parent, g.ncalls[head], out);
-    }
-}
-
-fn children(report: &Report, h: &Histogram, g: &CallGraph, parent: usize, out: &mut String) {
-    for a in g.sorted_children(parent) {
-        let child = g.graph.arcs[a].child;
-        arc_line(report, h, g, a, child, g.ncalls[g.group(child)], out);
-    }
-}
-
-/// A caller's or callee's line: the count alone for a self call or a call
-/// within a cycle, else the propagated times and `count/total`.
-fn arc_line(
-    report: &Report,
-    h: &Histogram,
-    g: &CallGraph,
-    a: usize,
-    other: usize,
-    total_calls: u64,
-    out: &mut String,
-) {
-    let arc = &g.graph.arcs[a];
-    let within = report.within(a);
-    let name = report.print_name(other);
-    if within {
-        let _ = writeln!(
-            out,
-            "{:6} {:5} {:7} {:7} {:7} {:7}     {name}",
-            "", "", "", "", arc.count, ""
-        );
-    } else {
-        let _ = writeln!(
-            out,
-            "{:6} {:5} {:7.2} {:7.2} {:7}/{:<7}     {name}",
-            "",
-            "",
-            arc.time / h.hz,
-            arc.child_time / h.hz,
-            arc.count,
-            total_calls
-        );
-    }
-}
-
-pub(super) fn index(report: &Report, g: &CallGraph, opts: &Options, out: &mut String) {
-    let names = report.index_entries(opts).into_iter().map(|node| {
-        let mut name = report.display[node].clone();
-        let r = &report.table.routines[node];
-        if !opts.line
-            && r.is_static
-            && let Some(file) = &r.file
-        {
-            let f = if opts.print_path {
-                file.as_str()
-            } else {
-                file.rsplit('/').next().unwrap_or(file)
-            };
-            let _ = write!(name, " ({f})");
-        }
-        (node, name)
-    });
-    out.push_str(&super::index_layout(g, names, opts.width));
+    name
 }
 
 /// What the flat profile's columns mean (printed unless `-b`).
-pub(super) const FLAT_BLURB: &str = "
+const FLAT_BLURB: &str = "
  %         share of the program's sampled time spent in this function's
  time      own code.
 
@@ -365,7 +203,7 @@ pub(super) const FLAT_BLURB: &str = "
 ";
 
 /// What the call graph's columns mean (printed unless `-b`).
-pub(super) const CALL_GRAPH_BLURB: &str = "
+const CALL_GRAPH_BLURB: &str = "
  Each entry of the call graph is the lines between two dashed lines. The
  line with the index number in brackets is the function the entry is
  about; the lines above it are its callers (parents), the lines below it

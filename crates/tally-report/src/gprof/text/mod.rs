@@ -1,43 +1,53 @@
 //! The gprof report as text: the flat profile, the call graph and its
-//! index, as the options choose. Which columns a report has depends on
-//! what its costs are: gmon samples are laid out as GNU gprof lays them out
-//! (`gnu`, times in seconds, fixed widths), Callgrind event counts with
-//! the measured inclusive cost beside gprof's estimate (`counts`). The
-//! index by name is laid out the same for both.
+//! index, as the options choose. One walk lays out every report; what a
+//! report's columns are (seconds in GNU gprof's fixed widths for gmon
+//! samples, event counts in computed widths with the measured inclusive
+//! cost for Callgrind profiles, and the texts around them) is data, the
+//! `Columns` made by `gnu` or `counts`. Lines are put together
+//! in a byte buffer and written in large pieces: reports of Callgrind
+//! profiles can have millions of lines.
 
+mod columns;
 mod counts;
 mod gnu;
+#[cfg(test)]
+mod tests;
 
 use std::fmt::Write as _;
-use std::io;
+use std::io::{self, Write};
 
-use super::{Costs, Options, Report};
+use tally_analysis::gprof::CallGraph;
+
+use self::columns::{Columns, Cost, number, spaces};
+use super::{Options, Report};
 
 /// Writes the report: flat profile, call graph and index, as chosen.
 pub fn write_to(report: &Report, opts: &Options, out: &mut impl io::Write) -> io::Result<()> {
-    match (&report.costs, &report.graph, &report.measured) {
-        (Costs::Samples(h), _, _) => {
-            let mut s = String::new();
-            let mut first = true;
-            if opts.flat {
-                gnu::flat(report, h, opts, &mut s, &mut first);
-            }
-            if opts.graph
-                && let Some(g) = &report.graph
-            {
-                gnu::call_graph(report, h, g, opts, &mut s, &mut first);
-                gnu::index(report, g, opts, &mut s);
-            }
-            out.write_all(s.as_bytes())
-        }
-        (Costs::Events(e), Some(g), Some(m)) => {
-            let view = counts::View { r: report, e, g, m };
-            counts::write(&view, opts, out)
-        }
-        // A report of event counts always has a call graph and measured
-        // costs; without them there is nothing to lay out.
-        (Costs::Events(_), _, _) => Ok(()),
+    let Some(c) = Columns::of(report, opts) else {
+        return Ok(());
+    };
+    let mut s = Sink {
+        buf: Vec::with_capacity(1 << 17),
+        out,
+    };
+    if opts.flat {
+        flat(report, &c, opts, &mut s)?;
     }
+    if opts.graph
+        && let Some(g) = &report.graph
+    {
+        if opts.flat {
+            s.buf.extend_from_slice(b"\x0c\n");
+        }
+        call_graph(report, &c, g, opts, &mut s)?;
+        let names = report
+            .index_entries(opts)
+            .into_iter()
+            .map(|node| (node, c.index_name(report, node, opts)));
+        s.buf
+            .extend_from_slice(index_layout(g, names, opts.width).as_bytes());
+    }
+    s.out.write_all(&s.buf)
 }
 
 /// The text report as a string.
@@ -46,6 +56,171 @@ pub fn write(report: &Report, opts: &Options) -> String {
     // Writing to memory does not fail.
     let _ = write_to(report, opts, &mut v);
     String::from_utf8_lossy(&v).into_owned()
+}
+
+/// Where the lines go: a buffer, written out when it is large.
+struct Sink<'w, W: io::Write> {
+    buf: Vec<u8>,
+    out: &'w mut W,
+}
+
+impl<W: io::Write> Sink<'_, W> {
+    /// Writes the buffer out if it is large.
+    fn flush_large(&mut self) -> io::Result<()> {
+        if self.buf.len() >= 1 << 16 {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+}
+
+fn flat<W: io::Write>(
+    r: &Report,
+    c: &Columns<'_>,
+    opts: &Options,
+    s: &mut Sink<'_, W>,
+) -> io::Result<()> {
+    s.buf.extend_from_slice(b"Flat profile:\n");
+    s.buf.extend_from_slice(c.flat.intro.as_bytes());
+    s.buf.extend_from_slice(c.flat.headings.as_bytes());
+    let w = &c.width;
+    let (kw, pw) = (w.flat_calls, w.per_call);
+    let mut accum = Cost::Exact(0);
+    for i in r.flat_order() {
+        if !r.flat_shows(opts, i) {
+            continue;
+        }
+        let buf = &mut s.buf;
+        let cost = c.self_cost(i);
+        accum = accum.add(cost);
+        write!(buf, "{:6.2} ", 100.0 * cost.as_f64() / c.flat.total)?;
+        c.cost(buf, accum, w.cumulative);
+        buf.push(b' ');
+        c.cost(buf, cost, w.flat_self);
+        let calls = r.ncalls[i];
+        if calls != 0 {
+            buf.push(b' ');
+            number(buf, i128::from(calls), kw, false);
+            write!(buf, " {:>pw$.2}", c.per_call(cost.as_f64(), calls))?;
+            match c.total_cost(r, i) {
+                Some(t) => write!(buf, " {:>pw$.2}  ", c.per_call(t, calls))?,
+                None => spaces(buf, pw + 3),
+            }
+        } else {
+            spaces(buf, kw + 2 * pw + 5);
+        }
+        buf.extend_from_slice(r.display[i].as_bytes());
+        match &r.graph {
+            Some(g) if c.flat_cycles && g.cycle[i] != 0 => {
+                writeln!(buf, " <cycle {}>", g.cycle[i])?;
+            }
+            _ => buf.push(b'\n'),
+        }
+        s.flush_large()?;
+    }
+    s.buf.extend_from_slice(c.flat.blurb.as_bytes());
+    Ok(())
+}
+
+fn call_graph<W: io::Write>(
+    r: &Report,
+    c: &Columns<'_>,
+    g: &CallGraph,
+    opts: &Options,
+    s: &mut Sink<'_, W>,
+) -> io::Result<()> {
+    if opts.brief {
+        s.buf.extend_from_slice(b"\t\t\tCall graph\n\n");
+    } else {
+        s.buf
+            .extend_from_slice(b"\t\t     Call graph (explanation follows)\n\n");
+    }
+    s.buf.extend_from_slice(c.graph.intro.as_bytes());
+    s.buf.extend_from_slice(c.graph.headings.as_bytes());
+    let (iw, cw, kw) = (c.width.index, c.width.cost, c.width.calls);
+    for &node in &g.order {
+        if !r.graph_shows(opts, node) {
+            continue;
+        }
+        let buf = &mut s.buf;
+        let cycle = g.is_cycle(node);
+        if !cycle {
+            let parents = g.sorted_parents(node);
+            if parents.is_empty() {
+                spaces(buf, iw + 7 + c.cost_columns() * (cw + 1) + 2 * (kw + 1) + 4);
+                buf.extend_from_slice(b"<spontaneous>\n");
+            }
+            for a in parents {
+                arc_line(r, c, g, a, g.graph.arcs[a].parent, buf);
+            }
+        }
+        // The entry's own line.
+        let idx = format!("[{}]", g.index[node]);
+        let pct = 100.0 * (g.prop_self[node] + g.prop_child[node]) / c.graph.total;
+        write!(buf, "{idx:<iw$.iw$} {pct:5.1} ")?;
+        costs(c, g, node, buf);
+        c.measured(buf, |m| m.nodes[node]);
+        c.called(buf, g, node, false);
+        if cycle {
+            writeln!(
+                buf,
+                " <cycle {} as a whole> [{}]",
+                g.cycle[node], g.index[node]
+            )?;
+            for m in g.sorted_members(node) {
+                spaces(buf, iw + 7);
+                costs(c, g, m, buf);
+                c.measured(buf, |_| None);
+                c.called(buf, g, m, true);
+                writeln!(buf, "     {}", r.print_name(m))?;
+            }
+        } else {
+            writeln!(buf, " {}", r.print_name(node))?;
+            for a in g.sorted_children(node) {
+                arc_line(r, c, g, a, g.graph.arcs[a].child, buf);
+            }
+        }
+        buf.extend_from_slice(c.separator.as_bytes());
+        buf.push(b'\n');
+        s.flush_large()?;
+    }
+    s.buf.extend_from_slice(c.graph.blurb.as_bytes());
+    Ok(())
+}
+
+/// A node's `self` and `children` cells, each followed by a blank.
+fn costs(c: &Columns<'_>, g: &CallGraph, node: usize, buf: &mut Vec<u8>) {
+    c.cost(buf, Cost::Fraction(g.prop_self[node]), c.width.cost);
+    buf.push(b' ');
+    c.cost(buf, Cost::Fraction(g.prop_child[node]), c.width.cost);
+    buf.push(b' ');
+}
+
+/// A caller's or callee's line: the arc's propagated shares (none for a
+/// self call or a call within a cycle, which propagate nothing), its
+/// measured cost, and its calls out of the callee's calls.
+fn arc_line(r: &Report, c: &Columns<'_>, g: &CallGraph, a: usize, other: usize, buf: &mut Vec<u8>) {
+    let (iw, cw, kw) = (c.width.index, c.width.cost, c.width.calls);
+    let arc = &g.graph.arcs[a];
+    spaces(buf, iw + 7);
+    if r.within(a) {
+        spaces(buf, 2 * (cw + 1));
+        c.measured(buf, |m| Some(m.arcs[a]));
+        number(buf, i128::from(arc.count), kw, false);
+        spaces(buf, kw + 6);
+    } else {
+        c.cost(buf, Cost::Fraction(arc.time), cw);
+        buf.push(b' ');
+        c.cost(buf, Cost::Fraction(arc.child_time), cw);
+        buf.push(b' ');
+        c.measured(buf, |m| Some(m.arcs[a]));
+        number(buf, i128::from(arc.count), kw, false);
+        buf.push(b'/');
+        number(buf, i128::from(g.ncalls[g.group(arc.child)]), kw, true);
+        spaces(buf, 5);
+    }
+    let _ = writeln!(buf, "{}", r.print_name(other));
 }
 
 /// The index by function name, in gprof's layout: three columns filled

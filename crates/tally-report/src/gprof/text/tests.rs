@@ -1,0 +1,73 @@
+//! The column arithmetic of the Callgrind layout, whose widths are
+//! computed (the gmon layout is compared with GNU gprof byte for byte by
+//! the CLI's tests): on real profiles with recursion and cycles, every
+//! name stands in the column its heading names.
+
+use std::path::PathBuf;
+
+use tally_formats::Input;
+
+use crate::gprof::{Options, Report, callgrind};
+
+fn report(name: &str) -> Report {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/callgrind")
+        .join(name);
+    let input = Input::open(&path).expect("fixture");
+    let (profile, _) = tally_formats::callgrind::read::<u64>(input).expect("profile");
+    callgrind::analyse_profile(&profile, None, &Options::default(), name).expect("report")
+}
+
+/// Where `word` starts in `heading`.
+fn column(heading: &str, word: &str) -> usize {
+    heading.rfind(word).expect("heading")
+}
+
+/// Whether a name starts at `pos`, after a blank.
+fn name_at(line: &str, pos: usize) -> bool {
+    let b = line.as_bytes();
+    pos >= 1 && b.len() > pos && b[pos] != b' ' && b[pos - 1] == b' '
+}
+
+fn check(name: &str) {
+    let text = super::write(&report(name), &Options::default());
+    let (flat, graph) = text.split_once("\x0c\n").expect("two parts");
+    let graph = graph.split("\x0c\n").next().expect("call graph");
+
+    let mut lines = flat.lines().skip_while(|l| !l.starts_with("  time"));
+    let heading = lines.next().expect("flat headings");
+    let pos = column(heading, "name");
+    let rows: Vec<&str> = lines.take_while(|l| !l.is_empty()).collect();
+    assert!(rows.len() > 3, "{name}: flat rows");
+    for row in rows {
+        assert!(name_at(row, pos), "{name}: flat row `{row}`");
+    }
+
+    let mut lines = graph.lines().skip_while(|l| !l.starts_with("index"));
+    let heading = lines.next().expect("graph headings");
+    let pos = column(heading, "name");
+    let mut own = 0;
+    for line in lines.take_while(|l| !l.is_empty()) {
+        if line.starts_with('-') {
+            assert!(line.bytes().all(|b| b == b'-'), "{name}: separator");
+        } else if line.starts_with('[') {
+            // A node's own line: its name four columns left of its callers'.
+            assert!(name_at(line, pos - 4), "{name}: own line `{line}`");
+            own += 1;
+        } else {
+            assert!(name_at(line, pos), "{name}: arc line `{line}`");
+        }
+    }
+    assert!(own > 3, "{name}: call graph entries");
+}
+
+#[test]
+fn names_stand_under_their_heading() {
+    for name in [
+        "recursion.default.out",
+        "mutual.default.out",
+        "workload.default.out",
+    ] {
+        check(name);
+    }
+}
