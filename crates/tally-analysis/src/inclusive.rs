@@ -7,8 +7,10 @@
 //! of the call graph). A function outside any cycle costs its self cost plus
 //! its arcs to other functions, which for a function that is called equals
 //! the sum of the calls to it from other functions (that sum is used, as it
-//! is what the callers see); a self call adds nothing, since that work is
-//! already inside the function. A cycle costs its members' self costs plus
+//! is what the callers see, unless the function was also entered without a
+//! call, as a thread's first function is, and its own cost plus its calls
+//! are more); a self call adds nothing, since that work is already inside
+//! the function. A cycle costs its members' self costs plus
 //! the arcs that leave it; its members get no inclusive cost of their own.
 //! Arcs leaving a cycle can never nest inside one another (the callee would
 //! otherwise call back into the cycle and belong to it), so no work is
@@ -176,9 +178,16 @@ impl<C: Cost> Inclusive<C> {
                 raw[a].calls_within = raw[a].calls_within.saturating_add(arc.count);
             }
         }
+        // A function also entered without a call (a thread's first
+        // function, such as `clone`, runs the thread under it) costs at
+        // least its self cost plus its calls, so that no call it makes
+        // shows more than it costs. Differences keep the calls into it.
         for (f, &was_called) in called.iter().enumerate() {
             if was_called && slot_of(FunctionId(f as u32)).is_none() {
-                function.get_mut(f).copy_from_slice(incoming.get(f));
+                let into = incoming.get(f);
+                for (v, &i) in function.get_mut(f).iter_mut().zip(into) {
+                    *v = if C::SIGNED { i } else { (*v).max(i) };
+                }
             }
         }
 

@@ -2,7 +2,7 @@
 //! property test on random executions whose true inclusive costs are known.
 
 use proptest::prelude::*;
-use tally_analysis::{Aggregate, Inclusive};
+use tally_analysis::{Aggregate, CallKind, Inclusive};
 use tally_model::{CallInfo, Events, FileId, Format, FunctionId, FunctionKey, Positions, Profile};
 
 /// main calls a; a and b call each other; b calls the leaf c. The run:
@@ -65,6 +65,75 @@ fn hand_checked_mutual_recursion() {
     // b has the larger self cost, so it is listed first.
     assert_eq!(cy.members, vec![f("b"), f("a")]);
     // callgrind_annotate would say a = 30 + 15 = 45 (112 %), b = 35.
+
+    // Calls: into and out of the cycle exact, between members not.
+    assert_eq!(inc.call_kind(f("main"), f("a")), CallKind::Exact);
+    assert_eq!(inc.call_kind(f("b"), f("c")), CallKind::Exact);
+    assert_eq!(inc.call_kind(f("a"), f("b")), CallKind::WithinCycle(1));
+    assert_eq!(inc.call_kind(f("b"), f("a")), CallKind::WithinCycle(1));
+    assert_eq!(inc.call_kind(f("c"), f("c")), CallKind::Recursive);
+    assert_eq!(inc.call_cost(f("a"), f("b"), &[35u64]), None);
+    assert_eq!(inc.call_cost(f("b"), f("c"), &[6u64]), Some(&[6u64][..]));
+    // What the file measures for members: their entries from outside.
+    assert_eq!(inc.entered(f("a")), Some((&[30u64][..], 1)));
+    assert_eq!(inc.entered(f("b")), Some((&[0u64][..], 0)));
+    assert_eq!(inc.entered(f("main")), None);
+}
+
+/// Callgrind's `--separate-recs` levels are functions of their own: `fib`
+/// calling `fib'2` is exact, `fib'2` calling itself is recursive.
+#[test]
+fn recursion_levels() {
+    let text = "\
+events: Ir
+fl=f.c
+fn=main
+1 1
+cfn=fib
+calls=1 2
+2 20
+fn=fib
+2 3
+cfn=fib'2
+calls=2 3
+3 17
+fn=fib'2
+3 17
+cfn=fib'2
+calls=4 3
+3 12
+";
+    let input = tally_formats::Input::from_bytes("levels", text.as_bytes().to_vec()).unwrap();
+    let (p, _) = tally_formats::callgrind::read::<u64>(input).unwrap();
+    let agg = Aggregate::new(&p, |_| true);
+    let inc = Inclusive::new(&agg);
+    let f = |name: &str| {
+        p.names
+            .functions()
+            .find(|&(id, _)| p.names.function_name(id) == name.as_bytes())
+            .unwrap()
+            .0
+    };
+    assert_eq!(inc.call_kind(f("main"), f("fib")), CallKind::Exact);
+    assert_eq!(inc.call_kind(f("fib"), f("fib'2")), CallKind::Exact);
+    assert_eq!(inc.call_kind(f("fib'2"), f("fib'2")), CallKind::Recursive);
+    assert!(inc.cycles.is_empty());
+    assert_eq!(inc.of(f("fib'2")), Some(&[17u64][..]));
+}
+
+/// The true cost of the calls into `m` from functions outside `set`.
+fn true_entered(t: &Node, m: usize, set: &[usize]) -> u64 {
+    t.children
+        .iter()
+        .map(|c| {
+            let here = if c.function == m && !set.contains(&t.function) {
+                subtree_cost(c)
+            } else {
+                0
+            };
+            here + true_entered(c, m, set)
+        })
+        .sum()
 }
 
 /// A random execution: a tree of activations, each of one of `n` functions
@@ -172,6 +241,27 @@ proptest! {
             prop_assert_eq!(cy.inclusive[0], self_sum + leaving);
             // ...which is the true cost of the cycle's outermost activations.
             prop_assert_eq!(cy.inclusive[0], true_inclusive(&root, &members, false));
+            // Each member's entries from outside the cycle are exact.
+            for (&m, &i) in cy.members.iter().zip(&members) {
+                let (v, _) = inc.entered(m).unwrap();
+                prop_assert_eq!(v[0], true_entered(&root, i, &members));
+            }
+        }
+        // The calls each function shows: each within the total, and
+        // together within the function's (or its cycle's) inclusive cost.
+        let mut shown = vec![0u64; p.names.function_count()];
+        for a in &agg.arcs {
+            if let Some(v) = inc.call_cost(a.caller, a.callee, &a.inclusive) {
+                prop_assert!(v[0] <= total);
+                shown[a.caller.index()] += v[0];
+            }
+        }
+        for &f in &ids {
+            let bound = match inc.cycle_of[f.index()] {
+                Some(n) => inc.cycles[n as usize - 1].inclusive[0],
+                None => inc.function.get(f.index())[0],
+            };
+            prop_assert!(shown[f.index()] <= bound, "{:?}: {} > {}", f, shown[f.index()], bound);
         }
     }
 }

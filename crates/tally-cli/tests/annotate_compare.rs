@@ -10,6 +10,9 @@
 //! - callgrind_annotate counts a `calls=0` call (a call still active at a
 //!   dump) as self cost of the caller and leaves it out of its trees;
 //! - on multi-part files it takes the last part's summary as the total;
+//! - its inclusive cost of a function also entered without a call (`clone`,
+//!   where a thread starts) is only the calls into it, less than the calls
+//!   it makes;
 //! - its inclusive cost of a recursive function counts the recursion again,
 //!   and so do its costs of calls inside a recursion or cycle: tally shows
 //!   those calls with their count and no cost, so they are compared by
@@ -429,6 +432,7 @@ fn compare_inclusive(path: &Path, live: bool) -> Result<(), Failed> {
         *recursive.entry(key(f)).or_default() |= rec;
     }
     let self_calls = self_calling(path)?;
+    let unentered = entered_without_call(path)?;
     // The reference leaves `calls=0` arcs out of a callee's inclusive cost.
     let (_, zero_arcs) = zero_count_calls(path, events)?;
     let zero_callees: Vec<&str> = zero_arcs
@@ -441,6 +445,7 @@ fn compare_inclusive(path: &Path, live: bool) -> Result<(), Failed> {
     for (k, v) in &r.rows {
         if recursive.get(k).copied().unwrap_or(false)
             || self_calls.contains(k)
+            || unentered.contains(k)
             || zero_callees.contains(&k.as_str())
         {
             continue;
@@ -498,6 +503,31 @@ fn self_calling(path: &Path) -> Result<Vec<String>, Failed> {
         }
     }
     Ok(out)
+}
+
+/// `file:function` keys of functions whose self cost plus calls to others
+/// exceed the calls into them (first event): entered without a call too.
+fn entered_without_call(path: &Path) -> Result<Vec<String>, Failed> {
+    let p = load::<u64>(path)?;
+    let agg = tally_analysis::Aggregate::new(&p, |_| true);
+    let n = agg.function_self.len();
+    let mut own: Vec<u64> = (0..n).map(|f| agg.function_self.get(f)[0]).collect();
+    let mut into = vec![0u64; n];
+    for a in agg.arcs.iter().filter(|a| a.caller != a.callee) {
+        own[a.caller.index()] += a.inclusive[0];
+        into[a.callee.index()] += a.inclusive[0];
+    }
+    Ok((0..n)
+        .filter(|&f| into[f] > 0 && own[f] > into[f])
+        .map(|f| {
+            let f = tally_model::FunctionId(f as u32);
+            format!(
+                "{}:{}",
+                String::from_utf8_lossy(p.names.function_file(f)),
+                String::from_utf8_lossy(p.names.function_name(f))
+            )
+        })
+        .collect())
 }
 
 fn compare_tree(path: &Path, live: bool) -> Result<(), Failed> {

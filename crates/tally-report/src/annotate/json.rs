@@ -295,6 +295,10 @@ pub(super) fn write<C: Cost>(
                                             "caller".into(),
                                             text(p.names.function_name(c.caller)),
                                         );
+                                        m.insert(
+                                            "caller_object".into(),
+                                            text(p.names.function_object(c.caller)),
+                                        );
                                         call_fields(
                                             a,
                                             &mut m,
