@@ -19,6 +19,10 @@ pub struct Args {
     /// Print only errors and warnings.
     #[arg(short, long)]
     quiet: bool,
+    /// Treat every warning as an error (exit status 1), such as a file
+    /// that looks truncated.
+    #[arg(long)]
+    strict: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
@@ -35,10 +39,15 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 match checked {
                     Checked::Dcpi(p) if !args.quiet => print_dcpi(&mut out, source.name(), &p)?,
                     Checked::Dcpi(_) => {}
-                    Checked::Text(read) => match *read {
-                        AnyCost::Unsigned(o) => print(&mut out, &source, &o, args.quiet)?,
-                        AnyCost::Signed(o) => print(&mut out, &source, &o, args.quiet)?,
-                    },
+                    Checked::Text(read) => {
+                        let warned = match *read {
+                            AnyCost::Unsigned(o) => print(&mut out, &source, &o, args.quiet)?,
+                            AnyCost::Signed(o) => print(&mut out, &source, &o, args.quiet)?,
+                        };
+                        if warned && args.strict {
+                            outcome = Outcome::Invalid;
+                        }
+                    }
                 }
             }
             Err(e) => {
@@ -111,14 +120,15 @@ fn print<C: Cost>(
     source: &Source,
     o: &ReadOutcome<C>,
     quiet: bool,
-) -> io::Result<()> {
+) -> io::Result<bool> {
     let p = &o.profile;
     let name = source.name().display().to_string();
     for w in o.warnings.iter() {
         eprintln!("{name}: warning: {w}");
     }
+    let warned = !o.warnings.is_empty();
     if quiet {
-        return Ok(());
+        return Ok(warned);
     }
     let format = match p.format {
         Format::Callgrind => "Callgrind",
@@ -129,7 +139,12 @@ fn print<C: Cost>(
     } else {
         ""
     };
-    writeln!(out, "{name}: valid {format} profile{signed}")?;
+    let valid = if o.warnings.contains(tally_formats::WarningKind::Truncated) {
+        "truncated"
+    } else {
+        "valid"
+    };
+    writeln!(out, "{name}: {valid} {format} profile{signed}")?;
     if let Some(c) = &p.creator {
         writeln!(out, "  creator:    {}", String::from_utf8_lossy(c))?;
     }
@@ -205,6 +220,7 @@ fn print<C: Cost>(
                 tally_formats::WarningKind::SummaryAboveTotal
                     | tally_formats::WarningKind::SummaryBelowTotal
                     | tally_formats::WarningKind::TotalsMismatch
+                    | tally_formats::WarningKind::Truncated
             )
         });
         writeln!(
@@ -236,5 +252,5 @@ fn print<C: Cost>(
         "  read:       {} bytes",
         thousands(i128::from(o.bytes))
     )?;
-    Ok(())
+    Ok(warned)
 }

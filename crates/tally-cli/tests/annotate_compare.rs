@@ -774,6 +774,136 @@ fn compare_source(path: &Path) -> Result<(), Failed> {
     report(errors)
 }
 
+/// Runs `tool` on `file` and returns its warnings (standard error) with
+/// line numbers taken out, so that two files' warnings compare.
+fn tool_warnings(tool: &str, file: &Path) -> Result<Vec<String>, Failed> {
+    let threshold = if tool == "cg_annotate" { "0" } else { "100" };
+    let out = Command::new(tool)
+        .arg("--auto=no")
+        .arg(format!("--threshold={threshold}"))
+        .arg(file)
+        .output()
+        .map_err(|e| format!("{tool}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{tool} failed on {}: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    Ok(String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            l.split_whitespace()
+                .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect())
+}
+
+/// A file tally wrote is read by the reference tool with no warning that
+/// `original` (the file it came from, if any) does not give too, and with
+/// the same numbers as ours: self costs, and call trees for Callgrind.
+fn written_reads(written: &Path, original: Option<&Path>, tool: &str) -> Result<(), Failed> {
+    let mut warnings = tool_warnings(tool, written)?;
+    if let Some(o) = original {
+        let known = tool_warnings(tool, o)?;
+        warnings.retain(|w| !known.contains(w));
+    }
+    if !warnings.is_empty() {
+        return Err(format!("{tool} warns: {}", warnings.join("\n")).into());
+    }
+    if tool == "cg_annotate" {
+        return compare_self(written, tool, "", &["--auto=no", "--threshold=0"], true);
+    }
+    compare_self(written, tool, "", &["--auto=no", "--threshold=100"], true)?;
+    compare_tree(written, true)
+}
+
+/// `tally ARGS… -o OUT` in `dir`; OUT's path.
+fn tally_writes(dir: &Path, out: &str, args: &[&str]) -> Result<PathBuf, Failed> {
+    let path = dir.join(out);
+    let o = tally_testutil::tally!()
+        .command()
+        .args(args)
+        .arg("-o")
+        .arg(&path)
+        .output()
+        .map_err(|e| format!("tally: {e}"))?;
+    if !o.status.success() {
+        return Err(format!("tally {args:?}: {}", String::from_utf8_lossy(&o.stderr)).into());
+    }
+    Ok(path)
+}
+
+/// A fixture converted to `to` (default options) reads in the reference
+/// tool as the fixture does.
+fn converted_reads(fixture: &Path, to: &str, tool: &str) -> Result<(), Failed> {
+    let dir = tally_testutil::temp_dir();
+    let f = tally_testutil::path_str(fixture);
+    // The fixture's name: the comparison tells difference profiles by it.
+    let name = fixture
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("out");
+    let out = tally_writes(dir.path(), name, &["convert", f, "--to", to])?;
+    written_reads(&out, Some(fixture), tool)
+}
+
+/// Compiles `tests/data/src/workload.c` and profiles it with Callgrind at
+/// the instruction level with jumps, for `n` elements.
+fn profile_workload(dir: &Path, n: &str) -> Result<PathBuf, Failed> {
+    let bin = dir.join("workload");
+    if !bin.is_file() {
+        let src = data_dir().join("src/workload.c");
+        let ok = Command::new("gcc")
+            .args(["-g", "-O1", "-o"])
+            .arg(&bin)
+            .arg(&src)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            return Err("gcc failed".into());
+        }
+    }
+    let out = dir.join(format!("callgrind.out.{n}"));
+    let ok = Command::new("valgrind")
+        .args([
+            "-q",
+            "--tool=callgrind",
+            "--dump-instr=yes",
+            "--collect-jumps=yes",
+        ])
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(&bin)
+        .arg(n)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        return Err("valgrind failed".into());
+    }
+    Ok(out)
+}
+
+/// `tally merge` of two instruction-level profiles with jumps (compiled
+/// and profiled here) reads in callgrind_annotate with tally's numbers.
+fn merged_reads() -> Result<(), Failed> {
+    let dir = tally_testutil::temp_dir();
+    let a = profile_workload(dir.path(), "300")?;
+    let b = profile_workload(dir.path(), "500")?;
+    let (a, b) = (tally_testutil::path_str(&a), tally_testutil::path_str(&b));
+    for (name, args) in [("aa", ["merge", a, a]), ("ab", ["merge", a, b])] {
+        let out = tally_writes(dir.path(), name, &args)?;
+        written_reads(&out, None, "callgrind_annotate")
+            .map_err(|e| format!("{name}: {}", e.message().unwrap_or("")))?;
+    }
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
     let have_cga = tally_testutil::live(&["callgrind_annotate"]);
@@ -811,6 +941,27 @@ fn main() {
             ));
         }
     }
+    for p in fixtures("callgrind", ".annotate") {
+        let n = p.file_name().unwrap().to_string_lossy().to_string();
+        tests.push(tally_testutil::trial(
+            format!("written/convert/callgrind/{n}"),
+            &["callgrind_annotate"],
+            move || converted_reads(&p, "callgrind", "callgrind_annotate"),
+        ));
+    }
+    for p in fixtures("cachegrind", ".cg_annotate") {
+        let n = p.file_name().unwrap().to_string_lossy().to_string();
+        tests.push(tally_testutil::trial(
+            format!("written/convert/cachegrind/{n}"),
+            &["cg_annotate"],
+            move || converted_reads(&p, "cachegrind", "cg_annotate"),
+        ));
+    }
+    tests.push(tally_testutil::trial(
+        "written/merge/instr-jumps",
+        &["gcc", "valgrind", "callgrind_annotate"],
+        merged_reads,
+    ));
     for p in fixtures("cachegrind", ".cg_annotate") {
         let n = p.file_name().unwrap().to_string_lossy().to_string();
         tests.push(Trial::test(format!("self/cachegrind/{n}"), move || {

@@ -210,6 +210,9 @@ pub enum WarningKind {
     JumpLineCosts,
     /// A Windows line ending.
     CarriageReturn,
+    /// The file looks cut short: the closing line its writer always
+    /// writes is missing, or its costs fall short of its stated summary.
+    Truncated,
 }
 
 /// One kind of warning with how often it occurred and where first.

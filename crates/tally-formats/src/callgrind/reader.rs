@@ -92,6 +92,8 @@ pub struct PartStats<C> {
     pub summary_line: u64,
     /// Line of the `totals:` line (or Cachegrind's trailing `summary:`).
     pub totals_line: u64,
+    /// Line of the first record (cost line, call or jump), 0 if none.
+    pub first_body_line: u64,
 }
 
 /// The result of a read besides the records.
@@ -366,7 +368,71 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             }
         }
         self.check_totals();
+        self.check_truncation();
         Ok(())
+    }
+
+    /// Warns when the file looks cut short: its last part ends without the
+    /// closing line its writer always writes (Cachegrind's `summary:`,
+    /// Callgrind's `totals:`), or its costs fall short of the `summary:`
+    /// stated before them by more than Valgrind's rounding (a few counts).
+    /// Only the last part can be cut; a closing line proves the end.
+    fn check_truncation(&mut self) {
+        let (Some(part), Some(stats)) = (self.profile.parts.last(), self.stats.last()) else {
+            return;
+        };
+        let closing = match self.profile.format {
+            Format::Cachegrind => "`summary:`",
+            Format::Callgrind => "`totals:`",
+        };
+        let header_summary =
+            part.info.summary.as_ref().filter(|_| {
+                stats.summary_line < stats.first_body_line || stats.first_body_line == 0
+            });
+        if part.info.totals.is_some() || (part.info.summary.is_some() && header_summary.is_none()) {
+            return;
+        }
+        let mut reasons = Vec::new();
+        if let Some(s) = header_summary {
+            let short = s
+                .iter()
+                .zip(&stats.totals)
+                .enumerate()
+                .filter_map(|(e, (stated, sum))| {
+                    let (stated, sum) = (stated.to_i128(), sum.to_i128());
+                    (stated - sum > 32 + stated / 10_000).then(|| (e, sum as f64 / stated as f64))
+                })
+                .min_by(|a, b| a.1.total_cmp(&b.1));
+            if let Some((e, share)) = short {
+                let name = self
+                    .profile
+                    .events
+                    .recorded()
+                    .get(e)
+                    .map_or(String::new(), |ev| format!(" of {}", ev.name));
+                reasons.push(format!(
+                    "its costs add up to {:.1} % of the stated `summary:`{name}",
+                    share * 100.0
+                ));
+            }
+        }
+        let valgrind = self.profile.format == Format::Cachegrind
+            || self
+                .profile
+                .creator
+                .as_ref()
+                .is_some_and(|c| c.starts_with(b"callgrind-"));
+        if valgrind {
+            reasons.push(format!(
+                "it ends without the {closing} line Valgrind writes last"
+            ));
+        }
+        if !reasons.is_empty() {
+            let line = self.line_no;
+            self.warnings.add(WarningKind::Truncated, line, || {
+                format!("the file looks truncated: {}", reasons.join(", and "))
+            });
+        }
     }
 
     /// Compares `summary:`/`totals:` (already padded to the events) with the
@@ -451,7 +517,9 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             }
             self.started = true;
             self.sink.start_part(self.profile.positions, self.ne);
-            self.stats.last_mut().expect("part").totals = vec![C::ZERO; self.ne];
+            let stats = self.stats.last_mut().expect("part");
+            stats.totals = vec![C::ZERO; self.ne];
+            stats.first_body_line = self.line_no;
             self.seq = 0;
             self.last = [0; 3];
         }

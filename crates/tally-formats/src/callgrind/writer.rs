@@ -4,6 +4,17 @@
 //! and positions are written relative to the previous cost line, as Valgrind
 //! does; [`WriteOptions::compress`] turns both off. The writer mirrors the
 //! reader's context rules exactly, so `read(write(p)) == p`.
+//!
+//! Readers disagree on the base of a relative subposition: tally and
+//! Valgrind take the last plain cost line, KCachegrind and
+//! callgrind_annotate the last line that starts with a position (a call's
+//! cost line and a jump's source line too), and callgrind_annotate resolves
+//! a relative *address* against the previous *line number*, so a line
+//! column that goes below zero there breaks its parsing ("too many event
+//! counts"). The writer therefore writes a subposition relative only when
+//! both bases hold the same value, and absolutely after any change of
+//! function or file (as Valgrind does), so that every reader decodes the
+//! same positions.
 
 use std::io::{self, Write};
 use tally_model::{
@@ -41,6 +52,7 @@ pub fn write<C: Cost>(
         next_id: [1, 1, 1],
         ctx: Context::start(),
         last: [0; 3],
+        seen: [None; 3],
         error: None,
     };
     w.header(profile)?;
@@ -48,6 +60,7 @@ pub fn write<C: Cost>(
         w.part_header(profile, i)?;
         w.ctx = Context::start();
         w.last = [0; 3];
+        w.seen = [None; 3];
         part.visit(&mut w);
         if let Some(e) = w.error.take() {
             return Err(e);
@@ -87,6 +100,18 @@ impl Context {
     }
 }
 
+/// What a line's positions are, for the bases of relative subpositions.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PosKind {
+    /// A plain cost line: the base for every reader.
+    Plain,
+    /// A call's cost line or a jump's source line: the base for
+    /// KCachegrind and callgrind_annotate only.
+    Source,
+    /// The target on a `calls=`/`jump=`/`jcnd=` line: no reader's base.
+    Target,
+}
+
 #[derive(Clone, Copy)]
 enum Space {
     Object = 0,
@@ -104,7 +129,13 @@ struct Writer<'a> {
     ids: [Vec<u32>; 3],
     next_id: [u32; 3],
     ctx: Context,
+    /// The last plain cost line's positions: the base of relative
+    /// subpositions for tally's reader and Valgrind.
     last: [u64; 3],
+    /// The last position of any line that starts with one (plain cost
+    /// line, call cost line, jump source line): the base for KCachegrind
+    /// and callgrind_annotate; `None` where no base is safe to use.
+    seen: [Option<u64>; 3],
     error: Option<io::Error>,
 }
 
@@ -216,6 +247,11 @@ impl Writer<'_> {
 
     /// Writes `key=` and a name, compressed or not.
     fn name(&mut self, key: &[u8], space: Space, index: u32) {
+        // After a change of function or file, start from absolute
+        // positions, as Valgrind does (readers may reset their base there).
+        if !key.starts_with(b"c") && !key.starts_with(b"j") {
+            self.seen = [None; 3];
+        }
         self.buf.extend_from_slice(key);
         self.buf.push(b'=');
         let bytes = match space {
@@ -283,8 +319,10 @@ impl Writer<'_> {
         }
     }
 
-    /// Writes positions; `update` makes them the base of the next ones.
-    fn positions(&mut self, pos: &[u64], update: bool) {
+    /// Writes positions of a line of `kind`, relative only where every
+    /// reader's base is the same (see the module doc), and moves the bases
+    /// the kind moves.
+    fn positions(&mut self, pos: &[u64], kind: PosKind) {
         let instr = self.positions.instr();
         for (k, &v) in pos.iter().enumerate() {
             if k > 0 {
@@ -292,12 +330,13 @@ impl Writer<'_> {
             }
             let hex = instr == Some(k);
             let base = self.last[k];
-            if self.compress && v == base {
+            let relative = self.compress && self.seen[k] == Some(base);
+            if relative && v == base {
                 self.buf.push(b'*');
-            } else if self.compress && v > base && v - base < (1 << 20) && v - base < v / 2 {
+            } else if relative && v > base && v - base < (1 << 20) && v - base < v / 2 {
                 self.buf.push(b'+');
                 (v - base).write_to(&mut self.buf);
-            } else if self.compress && v < base && base - v < (1 << 20) && base - v < v / 2 {
+            } else if relative && v < base && base - v < (1 << 20) && base - v < v / 2 {
                 self.buf.push(b'-');
                 (base - v).write_to(&mut self.buf);
             } else if hex {
@@ -305,8 +344,13 @@ impl Writer<'_> {
             } else {
                 v.write_to(&mut self.buf);
             }
-            if update {
-                self.last[k] = v;
+            match kind {
+                PosKind::Plain => {
+                    self.last[k] = v;
+                    self.seen[k] = Some(v);
+                }
+                PosKind::Source => self.seen[k] = Some(v),
+                PosKind::Target => {}
             }
         }
     }
@@ -337,7 +381,7 @@ impl WriteU32 for u32 {
 impl<C: Cost> PartVisitor<C> for Writer<'_> {
     fn line(&mut self, line: LineRef<'_, C>) {
         self.context(line.function, line.file);
-        self.positions(line.positions, true);
+        self.positions(line.positions, PosKind::Plain);
         self.costs(line.costs);
         if let Err(e) = self.flush_if_full() {
             self.error.get_or_insert(e);
@@ -361,9 +405,9 @@ impl<C: Cost> PartVisitor<C> for Writer<'_> {
         self.buf.extend_from_slice(b"calls=");
         i.count.write_to(&mut self.buf);
         self.buf.push(b' ');
-        self.positions(call.target, false);
+        self.positions(call.target, PosKind::Target);
         self.buf.push(b'\n');
-        self.positions(call.site, false);
+        self.positions(call.site, PosKind::Source);
         self.costs(call.inclusive);
     }
 
@@ -387,9 +431,9 @@ impl<C: Cost> PartVisitor<C> for Writer<'_> {
             i.executed.write_to(&mut self.buf);
         }
         self.buf.push(b' ');
-        self.positions(jump.target, false);
+        self.positions(jump.target, PosKind::Target);
         self.buf.push(b'\n');
-        self.positions(jump.source, false);
+        self.positions(jump.source, PosKind::Source);
         self.buf.push(b'\n');
     }
 }
