@@ -158,7 +158,8 @@ pub struct ProfileSpec<'a> {
     pub cmd: String,
     /// `desc:` lines, (type, value).
     pub desc: Vec<(String, String)>,
-    /// Which of [`Counts::EVENTS`] to write, by index.
+    /// Which of [`Counts::values`] to write, by index
+    /// ([`crate::machine::event_indices`]).
     pub events: &'a [usize],
     /// Write call arcs (Callgrind).
     pub calls: bool,
@@ -260,7 +261,7 @@ pub fn to_profile(
     space: &AddressSpace,
     spec: &ProfileSpec<'_>,
 ) -> Profile<u64> {
-    let names: Vec<&str> = spec.events.iter().map(|&i| Counts::EVENTS[i]).collect();
+    let names: Vec<String> = spec.events.iter().map(|&i| Counts::event_name(i)).collect();
     let events = Events::new(names).unwrap_or_else(|_| Events::new(["Ir"]).unwrap_or_default());
     let mut prof = Profile::new(spec.format, events, Positions::INSTR_LINE);
     if spec.format == Format::Callgrind {
