@@ -53,6 +53,10 @@ pub struct Args {
     /// Write a Callgrind profile with call arcs instead of a Cachegrind one.
     #[arg(long)]
     callgrind: bool,
+    /// Write source file names as Valgrind 3.19 does (DWARF 5 names under
+    /// a relative directory with it doubled), to diff against its profiles.
+    #[arg(long)]
+    valgrind_names: bool,
     /// Simulate a Lackey trace (`valgrind --tool=lackey --trace-mem=yes`; with
     /// `-v -v` in the same file the shared libraries are found too); `-` reads standard input.
     #[arg(long, value_name = "TRACE")]
@@ -275,6 +279,7 @@ fn report(a: &Args, ms: &[Machine], run: &Run) -> anyhow::Result<()> {
             events: &ev,
             calls: a.callgrind,
             pid: Some(u64::from(pid)),
+            valgrind_names: a.valgrind_names,
         };
         let prof = to_profile(out, k, &run.space, &spec);
         let path = match &m.name {

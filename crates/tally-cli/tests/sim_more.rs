@@ -423,3 +423,175 @@ fn the_plugin_is_found_in_order_and_installed_where_tally_looks() {
         assert!(summary(&out)["Ir"] > 0);
     }
 }
+
+/// Self cost of the first event per (object, function) of a Callgrind
+/// file, whatever its positions; call lines' costs are left out.
+fn callgrind_self(p: &Path) -> BTreeMap<(String, String), u64> {
+    let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let mut npos = 1;
+    let mut names: HashMap<(bool, String), String> = HashMap::new();
+    let (mut ob, mut f) = (String::new(), String::new());
+    let mut call = false;
+    let mut out = BTreeMap::new();
+    for l in t.lines() {
+        if let Some(p) = l.strip_prefix("positions:") {
+            npos = p.split_whitespace().count();
+            continue;
+        }
+        let Some((key, rest)) = l.split_once('=') else {
+            if call {
+                call = false;
+                continue;
+            }
+            if l.starts_with(|c: char| c.is_ascii_digit() || "+-*".contains(c)) {
+                let v: Vec<&str> = l.split_whitespace().collect();
+                if let Some(x) = v.get(npos) {
+                    *out.entry((ob.clone(), f.clone())).or_insert(0) += x.parse::<u64>().unwrap();
+                }
+            }
+            continue;
+        };
+        let is_ob = matches!(key, "ob" | "cob");
+        if !is_ob && !matches!(key, "fn" | "cfn") {
+            call |= key == "calls";
+            continue;
+        }
+        // `(id) name`, `(id)`, or a name without compression.
+        let name = match rest.strip_prefix('(').and_then(|r| r.split_once(')')) {
+            Some((id, n)) => {
+                let k = (is_ob, id.to_string());
+                if !n.is_empty() {
+                    names.insert(k.clone(), n.trim_start().to_string());
+                }
+                names.get(&k).cloned().unwrap_or_default()
+            }
+            None => rest.to_string(),
+        };
+        match key {
+            "ob" => ob = name,
+            "fn" => f = name,
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A program whose functions the compiler keeps apart.
+const THREE: &str = r#"
+#include <stdio.h>
+__attribute__((noinline)) static int work(int n) {
+    int s = 0;
+    for (int i = 0; i < n; i++) s += i * i % 7;
+    return s;
+}
+__attribute__((noinline)) int helper(int n) { return work(n) + work(n / 2); }
+int main(void) { printf("%d\n", helper(100000)); return 0; }
+"#;
+
+#[test]
+fn functions_of_a_stripped_program_are_named_as_callgrind_names_them() {
+    if !require(&["gcc", "valgrind", "strip"]) || !have_qemu() {
+        return;
+    }
+    let dir = temp_dir();
+    let prog = gcc(dir.path(), "three", THREE, &["-O1"]);
+    ok(Command::new("strip").arg(&prog).output().unwrap());
+    let vg = dir.path().join("vg.out");
+    let of = format!("--callgrind-out-file={}", vg.display());
+    ok(clean(
+        "valgrind",
+        &["-q", "--tool=callgrind", &of, s(&prog)],
+    ));
+    let ours = dir.path().join("sim.out");
+    ok(tally(&[
+        "sim",
+        "--callgrind",
+        "--out-file",
+        s(&ours),
+        "--",
+        s(&prog),
+    ]));
+    let own = |m: BTreeMap<(String, String), u64>| -> BTreeMap<String, u64> {
+        m.into_iter()
+            .filter(|((o, _), _)| o == s(&prog))
+            .map(|((_, f), v)| (f, v))
+            .collect()
+    };
+    let (want, got) = (own(callgrind_self(&vg)), own(callgrind_self(&ours)));
+    // Valgrind names every function of the program by its address.
+    assert!(want.len() >= 4, "{want:?}");
+    assert!(want.keys().all(|f| f.starts_with("0x")), "{want:?}");
+    for (f, w) in &want {
+        let g = got.get(f).unwrap_or_else(|| panic!("{f} missing: {got:?}"));
+        // work, helper and main: exactly; the start-up code within what
+        // a tail jump moves (docs/sim.md).
+        if *w > 1000 {
+            assert_eq!(g, w, "{f}");
+        } else {
+            assert!(g.abs_diff(*w) <= 12, "{f}: {g} vs {w}");
+        }
+    }
+    assert!(!got.contains_key("???"), "{got:?}");
+    // Cachegrind's profile has no names for them, and neither has ours.
+    let cg = dir.path().join("cg.out");
+    ok(tally(&["sim", "--out-file", s(&cg), "--", s(&prog)]));
+    let t = std::fs::read_to_string(&cg).unwrap();
+    assert!(!t.contains("fn=0x"), "{t}");
+}
+
+/// The file of each function of a Cachegrind profile.
+fn function_files(p: &Path) -> BTreeMap<String, String> {
+    let t = std::fs::read_to_string(p).unwrap();
+    let mut fl = String::new();
+    let mut out = BTreeMap::new();
+    for l in t.lines() {
+        if let Some(f) = l.strip_prefix("fl=") {
+            fl = f.to_string();
+        } else if let Some(f) = l.strip_prefix("fn=") {
+            out.insert(f.to_string(), fl.clone());
+        }
+    }
+    out
+}
+
+#[test]
+fn valgrind_names_give_valgrinds_file_names() {
+    if !require(&["gcc", "valgrind"]) || !have_qemu() {
+        return;
+    }
+    let dir = temp_dir();
+    let prog = gcc(dir.path(), "three", THREE, &["-O1", "-g"]);
+    let vg = dir.path().join("cachegrind.vg");
+    let of = format!("--cachegrind-out-file={}", vg.display());
+    ok(clean(
+        "valgrind",
+        &["-q", "--tool=cachegrind", &of, s(&prog)],
+    ));
+    let run = |extra: &[&str], name: &str| {
+        let out = dir.path().join(name);
+        let mut a = vec!["sim", "--out-file", s(&out)];
+        a.extend_from_slice(extra);
+        a.extend(["--", s(&prog)]);
+        ok(tally(&a));
+        out
+    };
+    let want = function_files(&vg);
+    let plain = function_files(&run(&[], "plain"));
+    let named_path = run(&["--valgrind-names"], "named");
+    let named = function_files(&named_path);
+    // Functions whose file is the same file, by its last component (for
+    // a few, the two pick another file of the function's first lines).
+    let base = |p: &str| p.rsplit('/').next().unwrap_or("").to_string();
+    let differ = |got: &BTreeMap<String, String>| {
+        want.iter()
+            .filter(|(f, fl)| got.get(*f).is_some_and(|g| g != *fl && base(g) == base(fl)))
+            .map(|(f, fl)| format!("{f}: {fl} vs {}", got[f]))
+            .collect::<Vec<_>>()
+    };
+    // Without the option the libraries' DWARF 5 names differ (Debian's
+    // libc is built with relative directories); with it, none does.
+    assert!(!differ(&plain).is_empty(), "nothing to test: {plain:?}");
+    assert_eq!(differ(&named), Vec::<String>::new());
+    let common = want.keys().filter(|f| named.contains_key(*f)).count();
+    assert!(common > 20, "{common}");
+}
