@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use tally_model::Format;
 use tally_sim::attrib::{ProfileSpec, to_profile};
 use tally_sim::engine::EngineOptions;
-use tally_sim::machine::{describe, host_caches, summary};
+use tally_sim::machine::{describe, event_indices, host_caches, summary};
 use tally_sim::session::{self, Ending, Run};
 use tally_sim::{CacheConfig, Hierarchy, HierarchyConfig, Policy};
 
@@ -53,6 +53,10 @@ pub struct Args {
     /// Write a Callgrind profile with call arcs instead of a Cachegrind one.
     #[arg(long)]
     callgrind: bool,
+    /// Write source file names as Valgrind 3.19 does (DWARF 5 names under
+    /// a relative directory with it doubled), to diff against its profiles.
+    #[arg(long)]
+    valgrind_names: bool,
     /// Simulate a Lackey trace (`valgrind --tool=lackey --trace-mem=yes`; with
     /// `-v -v` in the same file the shared libraries are found too); `-` reads standard input.
     #[arg(long, value_name = "TRACE")]
@@ -66,9 +70,15 @@ pub struct Args {
     /// The QEMU user-mode emulator [default: qemu-ARCH on PATH, ARCH being PROG's].
     #[arg(long, value_name = "PATH")]
     qemu: Option<PathBuf>,
-    /// tally's QEMU plugin [default: $TALLY_QEMU_PLUGIN, or libtally_qemu_plugin.so next to tally].
+    /// tally's QEMU plugin [default: $TALLY_QEMU_PLUGIN, else
+    /// libtally_qemu_plugin.so next to tally, else in $XDG_DATA_HOME/tally
+    /// (~/.local/share/tally)].
     #[arg(long, value_name = "PATH")]
     plugin: Option<PathBuf>,
+    /// Copy a built plugin into $XDG_DATA_HOME/tally (~/.local/share/tally),
+    /// where tally looks for it, and exit.
+    #[arg(long, value_name = "PLUGIN", exclusive = true)]
+    install_plugin: Option<PathBuf>,
     /// Simulate D1 inside QEMU's process, beside the program, with one
     /// machine (the results are the same; `no` sends every access to tally).
     #[arg(long = "plugin-d1", value_name = "yes|no", default_value = "yes", value_parser = yes_no, action = clap::ArgAction::Set)]
@@ -172,6 +182,11 @@ fn machines(a: &Args) -> anyhow::Result<Vec<Machine>> {
 }
 
 pub fn run(a: Args) -> anyhow::Result<Outcome> {
+    if let Some(p) = &a.install_plugin {
+        let to = session::launch::install_plugin(p)?;
+        eprintln!("tally sim: the plugin is installed as {}", to.display());
+        return Ok(Outcome::Ok);
+    }
     let ms = machines(&a)?;
     let opts = EngineOptions {
         branch_sim: a.branch_sim,
@@ -229,18 +244,8 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
     }
 }
 
-/// Events written, by index into `tally_sim::Counts::EVENTS`.
-fn events(cache_sim: bool, branch_sim: bool) -> Vec<usize> {
-    let mut v = if cache_sim { (0..9).collect() } else { vec![0] };
-    if branch_sim {
-        v.extend(9..13);
-    }
-    v
-}
-
 fn report(a: &Args, ms: &[Machine], run: &Run) -> anyhow::Result<()> {
     let (out, pid) = (&run.output, run.pid);
-    let ev = events(a.cache_sim, a.branch_sim);
     let default = if a.callgrind {
         "callgrind.out.%p"
     } else {
@@ -253,6 +258,8 @@ fn report(a: &Args, ms: &[Machine], run: &Run) -> anyhow::Result<()> {
         .to_string_lossy()
         .replace("%p", &pid.to_string());
     for (k, m) in ms.iter().enumerate() {
+        let middle = m.config.middle.len();
+        let ev = event_indices(a.cache_sim, a.branch_sim, middle);
         let mut desc = if a.cache_sim {
             describe(&m.config)
         } else {
@@ -272,6 +279,7 @@ fn report(a: &Args, ms: &[Machine], run: &Run) -> anyhow::Result<()> {
             events: &ev,
             calls: a.callgrind,
             pid: Some(u64::from(pid)),
+            valgrind_names: a.valgrind_names,
         };
         let prof = to_profile(out, k, &run.space, &spec);
         let path = match &m.name {
@@ -285,7 +293,7 @@ fn report(a: &Args, ms: &[Machine], run: &Run) -> anyhow::Result<()> {
         if let Some(n) = &m.name {
             eprintln!("{prefix} configuration {n} ({})", path.display());
         }
-        for line in summary(&t, a.cache_sim, a.branch_sim) {
+        for line in summary(&t, a.cache_sim, a.branch_sim, middle) {
             if line.is_empty() {
                 eprintln!("{prefix} ");
             } else {

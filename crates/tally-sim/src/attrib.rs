@@ -127,10 +127,17 @@ impl AddressSpace {
     /// The image whose code holds `addr`.
     #[inline]
     pub fn find(&self, addr: u64) -> Option<&Image> {
+        self.find_indexed(addr).map(|(_, i)| i)
+    }
+
+    /// [`AddressSpace::find`] with the image's index.
+    #[inline]
+    fn find_indexed(&self, addr: u64) -> Option<(usize, &Image)> {
         self.images
             .iter()
+            .enumerate()
             .rev()
-            .find(|i| i.start <= addr && addr < i.end)
+            .find(|(_, i)| i.start <= addr && addr < i.end)
     }
 
     /// The control-flow kind of the instruction at run-time `addr`, from
@@ -158,12 +165,17 @@ pub struct ProfileSpec<'a> {
     pub cmd: String,
     /// `desc:` lines, (type, value).
     pub desc: Vec<(String, String)>,
-    /// Which of [`Counts::EVENTS`] to write, by index.
+    /// Which of [`Counts::values`] to write, by index
+    /// ([`crate::machine::event_indices`]).
     pub events: &'a [usize],
     /// Write call arcs (Callgrind).
     pub calls: bool,
     /// `pid:`.
     pub pid: Option<u64>,
+    /// Write source file names as Valgrind 3.19 does
+    /// ([`tally_symbols::valgrind_file_name`]), so that the profile
+    /// compares function by function with Valgrind's.
+    pub valgrind_names: bool,
 }
 
 /// Where an instruction is: object, function, file and line.
@@ -177,20 +189,57 @@ struct Place {
 struct Placer<'a> {
     space: &'a AddressSpace,
     fn_files: HashMap<(usize, u64), FileId>,
+    /// Callgrind's names for code without a symbol, by image: the file
+    /// addresses where such code was entered ([`entries`]), sorted.
+    entries: Option<HashMap<usize, Vec<u64>>>,
+    /// File names as Valgrind writes them.
+    valgrind_names: bool,
+}
+
+/// Where code without a symbol was entered, by image: the targets of
+/// calls and each image's entry point, as file addresses. Callgrind
+/// names such code by the address of the call that entered it (its
+/// function is the caller's context until the next call or return), so
+/// an instruction without a symbol belongs to the nearest entry at or
+/// below it.
+fn entries(space: &AddressSpace, out: &Output) -> HashMap<usize, Vec<u64>> {
+    let mut by_image: HashMap<usize, Vec<u64>> = HashMap::new();
+    let mut add = |addr: u64| {
+        if let Some((ix, img)) = space.find_indexed(addr)
+            && let Some(f) = &img.file
+        {
+            let a = addr.wrapping_sub(img.bias);
+            if f.symbol_at(a).is_none_or(|s| !has_size(s)) {
+                by_image.entry(ix).or_default().push(a);
+            }
+        }
+    };
+    for &(_, target) in out.arcs.keys() {
+        add(target);
+    }
+    for img in &space.images {
+        if let Some(f) = &img.file {
+            add(f.entry().wrapping_add(img.bias));
+        }
+    }
+    for v in by_image.values_mut() {
+        v.sort_unstable();
+        v.dedup();
+    }
+    by_image
+}
+
+/// Whether Valgrind takes a symbol as a function: it drops symbols of
+/// size 0 (`_init`, crtstuff's `frame_dummy`, ...).
+fn has_size(s: &tally_symbols::Symbol) -> bool {
+    s.size > 0 || s.aliases.iter().any(|x| x.size > 0)
 }
 
 impl Placer<'_> {
     fn place(&mut self, p: &mut Profile<u64>, addr: u64) -> Place {
         let names = &mut p.names;
         let unknown = names.file(b"???");
-        let Some((ix, img)) = self
-            .space
-            .images
-            .iter()
-            .enumerate()
-            .rev()
-            .find(|(_, i)| i.start <= addr && addr < i.end)
-        else {
+        let Some((ix, img)) = self.space.find_indexed(addr) else {
             let object = names.object(b"???");
             let name = names.symbol(b"???");
             let function = names.function(FunctionKey {
@@ -207,14 +256,20 @@ impl Placer<'_> {
         let object = names.object(img.path.as_os_str().as_encoded_bytes());
         let a = addr.wrapping_sub(img.bias);
         let f = img.file.as_ref();
-        // Valgrind drops symbols of size 0 (`_init`, crtstuff's
-        // `frame_dummy`, ...): their code is `???` in its profiles, and so
-        // in ours, or per-function counts would not compare.
-        let sym = f
-            .and_then(|f| f.symbol_at(a))
-            .filter(|s| s.size > 0 || s.aliases.iter().any(|x| x.size > 0));
+        // Valgrind drops symbols of size 0 (`has_size`): their code is
+        // `???` in its Cachegrind profiles and named by address in its
+        // Callgrind ones, and so in ours.
+        let sym = f.and_then(|f| f.symbol_at(a)).filter(|s| has_size(s));
+        let vg = self.valgrind_names;
+        let file_name = |n: &str| -> Vec<u8> {
+            if vg {
+                tally_symbols::valgrind_file_name(n).as_bytes().to_vec()
+            } else {
+                n.as_bytes().to_vec()
+            }
+        };
         let (file, line) = match f.and_then(|f| f.source_line(a)) {
-            Some((file, line)) => (names.file(file.as_bytes()), u64::from(line)),
+            Some((file, line)) => (names.file(&file_name(&file)), u64::from(line)),
             None => (unknown, 0),
         };
         let fn_file = match (f, sym) {
@@ -222,12 +277,24 @@ impl Placer<'_> {
                 .fn_files
                 .entry((ix, s.address))
                 .or_insert_with(|| match f.source_line(s.address) {
-                    Some((file, _)) => names.file(file.as_bytes()),
+                    Some((file, _)) => names.file(&file_name(&file)),
                     None => unknown,
                 }),
             _ => file,
         };
-        let name = names.symbol(below_main(sym.map_or("???", |s| s.valgrind_name())).as_bytes());
+        let by_address;
+        let name = match sym {
+            Some(s) => below_main(s.valgrind_name()),
+            None => match self.entries.as_ref().and_then(|e| e.get(&ix)) {
+                Some(v) if v.first().is_some_and(|&e| e <= a) => {
+                    let e = v[v.partition_point(|&e| e <= a) - 1];
+                    by_address = format!("0x{e:016x}");
+                    &by_address
+                }
+                _ => "???",
+            },
+        };
+        let name = names.symbol(name.as_bytes());
         let function = names.function(FunctionKey {
             object,
             file: fn_file,
@@ -260,7 +327,7 @@ pub fn to_profile(
     space: &AddressSpace,
     spec: &ProfileSpec<'_>,
 ) -> Profile<u64> {
-    let names: Vec<&str> = spec.events.iter().map(|&i| Counts::EVENTS[i]).collect();
+    let names: Vec<String> = spec.events.iter().map(|&i| Counts::event_name(i)).collect();
     let events = Events::new(names).unwrap_or_else(|_| Events::new(["Ir"]).unwrap_or_default());
     let mut prof = Profile::new(spec.format, events, Positions::INSTR_LINE);
     if spec.format == Format::Callgrind {
@@ -278,6 +345,8 @@ pub fn to_profile(
     let mut placer = Placer {
         space,
         fn_files: HashMap::new(),
+        entries: spec.calls.then(|| entries(space, out)),
+        valgrind_names: spec.valgrind_names,
     };
     let pick = |c: &Counts| -> Vec<u64> {
         let v = c.values();

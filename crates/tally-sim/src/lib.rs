@@ -71,7 +71,12 @@ pub enum SimError {
     },
 }
 
-/// The counts of one instruction, in Cachegrind's event order.
+/// The most levels a [`Hierarchy`] can have between its first and last
+/// level: each adds three events to every instruction's [`Counts`].
+pub const MAX_MIDDLE: usize = 2;
+
+/// The counts of one instruction, in Cachegrind's event order, and the
+/// misses of the levels between the first and the last.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
     /// Instructions executed (`Ir`).
@@ -100,20 +105,56 @@ pub struct Counts {
     pub bi: u64,
     /// Indirect branches mispredicted (`Bim`).
     pub bim: u64,
+    /// Misses of middle level `l` (L`l+2`): instruction fetches, data
+    /// reads and data writes (`I2mr D2mr D2mw` for L2).
+    pub mid: [[u64; 3]; MAX_MIDDLE],
 }
 
 impl Counts {
-    /// The event names, in the order of [`Counts::values`].
+    /// The names of Cachegrind's events, the first thirteen of
+    /// [`Counts::values`]; the middle levels' are [`Counts::event_name`]'s.
     pub const EVENTS: [&'static str; 13] = [
         "Ir", "I1mr", "ILmr", "Dr", "D1mr", "DLmr", "Dw", "D1mw", "DLmw", "Bc", "Bcm", "Bi", "Bim",
     ];
 
-    /// The counts in event order.
-    pub fn values(&self) -> [u64; 13] {
-        [
+    /// The number of values: Cachegrind's thirteen, then three per middle
+    /// level.
+    pub const N: usize = 13 + 3 * MAX_MIDDLE;
+
+    /// The index in [`Counts::values`] of middle level `level`'s (0 for
+    /// L2) instruction (`kind` 0), read (1) or write (2) misses.
+    pub const fn mid_index(level: usize, kind: usize) -> usize {
+        13 + 3 * level + kind
+    }
+
+    /// The name of value `i`: Cachegrind's, and for a middle level the
+    /// name Cachegrind's first-level events have with the level's number
+    /// (`I2mr`, `D2mr`, `D2mw` for L2).
+    pub fn event_name(i: usize) -> String {
+        match Self::EVENTS.get(i) {
+            Some(n) => (*n).to_string(),
+            None => {
+                let (l, k) = ((i - 13) / 3 + 2, (i - 13) % 3);
+                match k {
+                    0 => format!("I{l}mr"),
+                    1 => format!("D{l}mr"),
+                    _ => format!("D{l}mw"),
+                }
+            }
+        }
+    }
+
+    /// The counts in event order, the middle levels' last.
+    pub fn values(&self) -> [u64; Counts::N] {
+        let mut v = [0; Counts::N];
+        v[..13].copy_from_slice(&[
             self.ir, self.i1mr, self.ilmr, self.dr, self.d1mr, self.dlmr, self.dw, self.d1mw,
             self.dlmw, self.bc, self.bcm, self.bi, self.bim,
-        ]
+        ]);
+        for (d, m) in v[13..].chunks_exact_mut(3).zip(&self.mid) {
+            d.copy_from_slice(m);
+        }
+        v
     }
 
     /// Adds another instruction's counts.
@@ -126,7 +167,11 @@ impl Counts {
         *self = Counts::from_values(s);
     }
 
-    fn from_values(v: [u64; 13]) -> Counts {
+    fn from_values(v: [u64; Counts::N]) -> Counts {
+        let mut mid = [[0; 3]; MAX_MIDDLE];
+        for (m, d) in mid.iter_mut().zip(v[13..].chunks_exact(3)) {
+            m.copy_from_slice(d);
+        }
         Counts {
             ir: v[0],
             i1mr: v[1],
@@ -141,6 +186,7 @@ impl Counts {
             bcm: v[10],
             bi: v[11],
             bim: v[12],
+            mid,
         }
     }
 }
@@ -178,6 +224,14 @@ pub struct Hierarchy {
 impl Hierarchy {
     /// A machine in its initial state.
     pub fn new(c: &HierarchyConfig) -> Result<Hierarchy, SimError> {
+        if c.middle.len() > MAX_MIDDLE {
+            return Err(SimError::Geometry {
+                cache: format!("L{}", MAX_MIDDLE + 2),
+                message: format!(
+                    "at most {MAX_MIDDLE} levels between the first level and LL are simulated"
+                ),
+            });
+        }
         let make = |name: &str, cfg: CacheConfig| {
             cfg.check(name)?;
             Cache::new(cfg, c.policy).map_err(|e| match e {
@@ -202,15 +256,45 @@ impl Hierarchy {
         })
     }
 
-    /// Below a first-level miss: the middle levels in order, then LL;
-    /// `true` if LL missed. A level that hits ends the walk.
-    fn below(&mut self, addr: u64, size: u64) -> bool {
-        for m in &mut self.middle {
+    /// Below a first-level miss: the middle levels in order, then LL. A
+    /// level that hits ends the walk; the result is the number of levels
+    /// that missed, one more than the middle levels when LL missed too.
+    #[inline(always)]
+    fn below(&mut self, addr: u64, size: u64) -> u8 {
+        for (i, m) in self.middle.iter_mut().enumerate() {
             if !m.access(addr, size) {
-                return false;
+                return i as u8;
             }
         }
-        self.ll.access(addr, size)
+        self.middle.len() as u8 + u8::from(self.ll.access(addr, size))
+    }
+
+    /// Counts the misses of a walk [`Hierarchy::below`] that missed
+    /// `depth` levels: those of the middle levels as `kind` (0
+    /// instruction, 1 read, 2 write; see [`Counts::mid`]); 1 if LL
+    /// missed, for the caller to add to its own last-level event.
+    #[inline(always)]
+    fn count_below(&self, depth: u8, kind: usize, c: &mut Counts) -> u64 {
+        let n = self.middle.len();
+        for m in c.mid.iter_mut().take(usize::from(depth).min(n)) {
+            m[kind] += 1;
+        }
+        u64::from(usize::from(depth) > n)
+    }
+
+    /// A miss walk of an access that missed its first level, counted.
+    #[inline(always)]
+    fn below_counted(&mut self, addr: u64, size: u64, kind: usize, c: &mut Counts) -> u64 {
+        let depth = self.below(addr, size);
+        self.count_below(depth, kind, c)
+    }
+
+    /// Counts what [`Hierarchy::fetch_lines`] returned, other than 0 (an
+    /// I1 hit), as misses of instruction fetch.
+    #[inline(always)]
+    pub fn count_fetch_miss(&self, miss: u8, c: &mut Counts) {
+        c.i1mr += 1;
+        c.ilmr += self.count_below(miss.saturating_sub(1), 0, c);
     }
 
     /// An instruction fetch of `size` bytes.
@@ -219,10 +303,13 @@ impl Hierarchy {
         c.ir += 1;
         if self.i1.access(addr, size) {
             c.i1mr += 1;
-            if self.below(addr, size) {
-                c.ilmr += 1;
-            }
+            c.ilmr += self.below_counted(addr, size, 0, c);
         }
+    }
+
+    /// The number of levels between the first level and LL.
+    pub fn middle_levels(&self) -> usize {
+        self.middle.len()
     }
 
     /// The I1 line size in bytes.
@@ -231,14 +318,15 @@ impl Hierarchy {
     }
 
     /// An instruction fetch whose `Ir` the caller counts: 0 for an I1
-    /// hit, 1 for an I1 miss that a lower level held, 2 for a miss of
-    /// every level.
+    /// hit, else one more than the number of levels below I1 that missed
+    /// (without middle levels: 1 for an I1 miss that LL held, 2 for a
+    /// miss of both). [`Hierarchy::count_fetch_miss`] counts it.
     #[inline(always)]
     pub fn fetch_lines(&mut self, addr: u64, size: u64) -> u8 {
         if !self.i1.access(addr, size) {
             return 0;
         }
-        1 + u8::from(self.below(addr, size))
+        1 + self.below(addr, size)
     }
 
     /// [`Hierarchy::fetch_lines`] of an instruction whose first byte is in
@@ -274,9 +362,7 @@ impl Hierarchy {
         c.dr += 1;
         if self.d1.access(addr, size) {
             c.d1mr += 1;
-            if self.below(addr, size) {
-                c.dlmr += 1;
-            }
+            c.dlmr += self.below_counted(addr, size, 1, c);
         }
     }
 
@@ -286,9 +372,7 @@ impl Hierarchy {
         c.dw += 1;
         if self.d1.access(addr, size) {
             c.d1mw += 1;
-            if self.below(addr, size) {
-                c.dlmw += 1;
-            }
+            c.dlmw += self.below_counted(addr, size, 2, c);
         }
     }
 
@@ -296,7 +380,7 @@ impl Hierarchy {
     /// [`filter`]): counted as a D1 miss and taken to the levels below.
     #[inline(always)]
     pub fn d1_missed(&mut self, store: bool, addr: u64, size: u64, c: &mut Counts) {
-        let ll = u64::from(self.below(addr, size));
+        let ll = self.below_counted(addr, size, 1 + usize::from(store), c);
         if store {
             c.dw += 1;
             c.d1mw += 1;

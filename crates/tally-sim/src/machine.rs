@@ -188,9 +188,36 @@ fn percent(n: u64, m: u64, d: usize, w: usize) -> String {
     format!("{s:>w$}")
 }
 
+/// The values of [`Counts::values`] a profile has, in the order it writes
+/// them: Cachegrind's (`Ir` alone without cache simulation, the branch
+/// events with branch simulation), each middle level's events after the
+/// first level's of the same kind (`Ir I1mr I2mr ILmr Dr D1mr D2mr DLmr
+/// Dw D1mw D2mw DLmw` with an L2).
+pub fn event_indices(cache_sim: bool, branch_sim: bool, middle: usize) -> Vec<usize> {
+    let mut v = vec![0];
+    if cache_sim {
+        for kind in 0..3 {
+            let first = 3 * kind;
+            if kind > 0 {
+                v.push(first);
+            }
+            v.push(first + 1);
+            v.extend((0..middle).map(|l| Counts::mid_index(l, kind)));
+            v.push(first + 2);
+        }
+    }
+    if branch_sim {
+        v.extend(9..13);
+    }
+    v
+}
+
 /// Cachegrind's summary of a run, line by line (without the `==PID==`
-/// prefix): the layout, widths and rounding of `cg_fini`.
-pub fn summary(t: &Counts, cache_sim: bool, branch_sim: bool) -> Vec<String> {
+/// prefix): the layout, widths and rounding of `cg_fini`. `middle`
+/// levels between the first level and LL get lines of their own, named
+/// as their events (`L2i misses`, `L2d misses`, `L2 refs`), and then LL's
+/// references are the misses of the level above it.
+pub fn summary(t: &Counts, cache_sim: bool, branch_sim: bool, middle: usize) -> Vec<String> {
     let mut out = Vec::new();
     let l1 = width(t.ir);
     let l2 = width(t.dr.max(t.bc));
@@ -204,17 +231,41 @@ pub fn summary(t: &Counts, cache_sim: bool, branch_sim: bool) -> Vec<String> {
             commas(c)
         )
     };
-    out.push(one("I   refs:     ", t.ir));
-    if cache_sim {
+    let mid = &t.mid[..middle.min(crate::MAX_MIDDLE)];
+    let label = |l: usize, what: &str| format!("{:<14}", format!("L{}{what}", l + 2));
+    if !cache_sim {
+        out.push(one("I   refs:     ", t.ir));
+    } else {
+        out.push(one("I   refs:     ", t.ir));
         out.push(one("I1  misses:   ", t.i1mr));
+        for (l, m) in mid.iter().enumerate() {
+            out.push(one(&label(l, "i misses:"), m[0]));
+        }
         out.push(one("LLi misses:   ", t.ilmr));
         let ir = t.ir.max(1);
         out.push(format!("I1  miss rate: {}", percent(t.i1mr, ir, 2, l1 + 1)));
+        for (l, m) in mid.iter().enumerate() {
+            out.push(format!(
+                "{}{}",
+                label(l, "i miss rate:"),
+                percent(m[0], ir, 2, l1 + 2)
+            ));
+        }
         out.push(format!("LLi miss rate: {}", percent(t.ilmr, ir, 2, l1 + 1)));
         out.push(String::new());
         let (d, d1, dl) = (t.dr + t.dw, t.d1mr + t.d1mw, t.dlmr + t.dlmw);
         out.push(three("D   refs:     ", d, t.dr, t.dw, "rd  ", "wr"));
         out.push(three("D1  misses:   ", d1, t.d1mr, t.d1mw, "rd  ", "wr"));
+        for (l, m) in mid.iter().enumerate() {
+            out.push(three(
+                &label(l, "d misses:"),
+                m[1] + m[2],
+                m[1],
+                m[2],
+                "rd  ",
+                "wr",
+            ));
+        }
         out.push(three("LLd misses:   ", dl, t.dlmr, t.dlmw, "rd  ", "wr"));
         let (dm, drm, dwm) = (d.max(1), t.dr.max(1), t.dw.max(1));
         let rates = |label: &str, a: u64, b: u64, c: u64, sp: &str| {
@@ -226,18 +277,46 @@ pub fn summary(t: &Counts, cache_sim: bool, branch_sim: bool) -> Vec<String> {
             )
         };
         out.push(rates("D1  miss rate:", d1, t.d1mr, t.d1mw, "  "));
+        for (l, m) in mid.iter().enumerate() {
+            let name = label(l, "d miss rate:");
+            out.push(rates(name.trim_end(), m[1] + m[2], m[1], m[2], "  "));
+        }
         out.push(rates("LLd miss rate:", dl, t.dlmr, t.dlmw, "  "));
         out.push(String::new());
-        let (llr, llrr, llrw) = (t.d1mr + t.d1mw + t.i1mr, t.d1mr + t.i1mr, t.d1mw);
-        out.push(three("LL refs:      ", llr, llrr, llrw, "rd  ", "wr"));
-        let (llm, llmr, llmw) = (t.dlmr + t.dlmw + t.ilmr, t.dlmr + t.ilmr, t.dlmw);
-        out.push(three("LL misses:    ", llm, llmr, llmw, "rd  ", "wr"));
-        out.push(format!(
-            "LL miss rate:  {} ({}     + {}  )",
-            percent(llm, t.ir + d, 1, l1 + 1),
-            percent(llmr, t.ir + t.dr, 1, l2 + 1),
-            percent(llmw, t.dw, 1, l3 + 1)
-        ));
+        // Each level's references are the misses of the level above it
+        // (I1 and D1 for the first below them).
+        let mut refs = (t.i1mr, t.d1mr, t.d1mw);
+        let mut level = |name: &str, i: u64, r: u64, w: u64, out: &mut Vec<String>| {
+            let (ri, rr, rw) = refs;
+            out.push(three(
+                &format!("{:<14}", format!("{name} refs:")),
+                ri + rr + rw,
+                ri + rr,
+                rw,
+                "rd  ",
+                "wr",
+            ));
+            out.push(three(
+                &format!("{:<14}", format!("{name} misses:")),
+                i + r + w,
+                i + r,
+                w,
+                "rd  ",
+                "wr",
+            ));
+            out.push(format!(
+                "{:<14} {} ({}     + {}  )",
+                format!("{name} miss rate:"),
+                percent(i + r + w, t.ir + d, 1, l1 + 1),
+                percent(i + r, t.ir + t.dr, 1, l2 + 1),
+                percent(w, t.dw, 1, l3 + 1)
+            ));
+            refs = (i, r, w);
+        };
+        for (l, m) in mid.iter().enumerate() {
+            level(&format!("L{}", l + 2), m[0], m[1], m[2], &mut out);
+        }
+        level("LL", t.ilmr, t.dlmr, t.dlmw, &mut out);
     }
     if branch_sim {
         let (bc, bi) = (t.bc.max(1), t.bi.max(1));
@@ -283,6 +362,7 @@ mod tests {
             bcm: 38_129,
             bi: 40_302,
             bim: 195,
+            ..Counts::default()
         };
         let want = "\
 I   refs:      1,998,438
@@ -304,7 +384,7 @@ LL miss rate:        0.2% (    0.1%     +     0.7%  )
 Branches:        288,904  (248,602 cond +  40,302 ind)
 Mispredicts:      38,324  ( 38,129 cond +     195 ind)
 Mispred rate:       13.3% (   15.3%     +     0.5%   )";
-        assert_eq!(summary(&t, true, true).join("\n"), want);
+        assert_eq!(summary(&t, true, true, 0).join("\n"), want);
     }
 
     #[test]

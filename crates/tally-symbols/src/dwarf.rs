@@ -199,3 +199,46 @@ mod tests {
         assert!(load(b"\x7fELF\x02\x01\x01").is_none());
     }
 }
+
+/// A source file name as Valgrind 3.19 writes it, given the name DWARF
+/// gives (`./stdlib/msort.c`). For a DWARF 5 line table, Valgrind joins
+/// the unit's directory to every relative directory entry, entry 0
+/// included, which DWARF 5 makes the unit's directory itself: a file of
+/// entry 0 under a relative unit directory gets that directory twice
+/// (`./stdlib/./stdlib/msort.c`). Names of that shape are the ones
+/// under a relative directory (`./D/…`) with no `.` or `..` in `D`
+/// (entries other than 0 are relative to the unit's directory, `../bits`
+/// or `.`, and so come out as `./D/../bits/…` or `./D/./…`, which
+/// Valgrind writes as DWARF does); absolute names, as gcc writes them by
+/// default, are unchanged.
+pub fn valgrind_file_name(name: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    let Some((dir, file)) = name.rsplit_once('/') else {
+        return Cow::Borrowed(name);
+    };
+    let mut parts = dir.split('/');
+    let relative = parts.next() == Some(".");
+    if !relative || file.is_empty() || parts.any(|c| c == ".." || c == "." || c.is_empty()) {
+        return Cow::Borrowed(name);
+    }
+    Cow::Owned(format!("{dir}/{dir}/{file}"))
+}
+
+#[cfg(test)]
+mod valgrind_names {
+    use super::valgrind_file_name as v;
+
+    #[test]
+    fn doubled_as_valgrind_3_19_writes_them() {
+        // Names from Valgrind's profiles of Debian's libc and ld.so.
+        assert_eq!(v("./stdlib/msort.c"), "./stdlib/./stdlib/msort.c");
+        assert_eq!(v("./elf/dl-audit.c"), "./elf/./elf/dl-audit.c");
+        assert_eq!(
+            v("./elf/../bits/stdlib-bsearch.h"),
+            "./elf/../bits/stdlib-bsearch.h"
+        );
+        assert_eq!(v("./elf/./dl-find_object.h"), "./elf/./dl-find_object.h");
+        assert_eq!(v("/tmp/x/prog.c"), "/tmp/x/prog.c");
+        assert_eq!(v("???"), "???");
+    }
+}

@@ -66,6 +66,7 @@ use object::read::elf::{
 use object::{Endianness, Object, elf};
 
 pub use disasm::{InstrKind, Instruction};
+pub use dwarf::valgrind_file_name;
 pub use error::SymbolsError;
 pub use symbols::{Alias, Binding, Symbol, SymbolVersion};
 pub use symtab::{Section, SymtabEntry};
@@ -196,6 +197,23 @@ impl ObjectFile {
     /// [`ObjectFile::from_bytes`]).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The entry point (`e_entry` of the ELF header): where a program
+    /// starts, a function even when no symbol says so.
+    pub fn entry(&self) -> u64 {
+        let (at, n) = if self.is_64 { (24, 8) } else { (24, 4) };
+        let Some(b) = self.data.get(at..at + n) else {
+            return 0;
+        };
+        let mut v = [0u8; 8];
+        if self.little_endian {
+            v[..n].copy_from_slice(b);
+            u64::from_le_bytes(v)
+        } else {
+            v[8 - n..].copy_from_slice(b);
+            u64::from_be_bytes(v)
+        }
     }
 
     /// Whether the code is x86-64 (including the x32 ABI).

@@ -392,8 +392,7 @@ fn fetch_run(m: &mut Hierarchy, slots: &[Slot], costs: &mut [Counts], from: u32,
         if miss != 0
             && let Some(c) = costs.get_mut(s.idx as usize)
         {
-            c.i1mr += 1;
-            c.ilmr += u64::from(miss >> 1);
+            m.count_fetch_miss(miss, c);
         }
         j += u32::from(s.next);
         if j >= to {

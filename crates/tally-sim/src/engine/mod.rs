@@ -395,12 +395,9 @@ impl Engine {
                 j += usize::from(s.next);
                 let miss = m.fetch_lines(s.addr, u64::from(s.size));
                 if miss != 0 {
-                    let c = &mut self.costs[s.idx as usize * n + k];
-                    c.i1mr += 1;
-                    c.ilmr += u64::from(miss >> 1);
+                    m.count_fetch_miss(miss, &mut self.costs[s.idx as usize * n + k]);
                     if k == 0 && calls {
-                        self.running.i1mr += 1;
-                        self.running.ilmr += u64::from(miss >> 1);
+                        m.count_fetch_miss(miss, &mut self.running);
                     }
                 }
             }
@@ -472,7 +469,7 @@ impl Engine {
     fn close(&mut self, f: Frame) {
         let now = self.running.values();
         let start = f.start.values();
-        let mut d = [0u64; 13];
+        let mut d = [0u64; Counts::N];
         for (x, (a, b)) in d.iter_mut().zip(now.iter().zip(start)) {
             *x = a - b;
         }

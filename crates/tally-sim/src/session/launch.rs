@@ -66,27 +66,109 @@ pub fn which(name: &str) -> Option<PathBuf> {
     })
 }
 
-/// The plugin: `explicit` if given (it must exist), else
-/// `$TALLY_QEMU_PLUGIN`, else the one next to the running binary.
-pub fn find_plugin(explicit: Option<&Path>) -> Result<PathBuf, SessionError> {
-    if let Some(p) = explicit
-        && !p.is_file()
-    {
-        return Err(SessionError::NoPluginFile {
-            path: p.to_path_buf(),
-        });
-    }
-    explicit
-        .map(Path::to_path_buf)
-        .into_iter()
-        .chain(std::env::var_os("TALLY_QEMU_PLUGIN").map(PathBuf::from))
-        .chain(
+/// The places the plugin is looked for when none is given, in order,
+/// each with where it comes from: `$TALLY_QEMU_PLUGIN`, next to the
+/// running tally (where a build puts it), then tally's directory under
+/// the user's data directory ([`plugin_data_dir`], where
+/// `tally sim --install-plugin` puts it). A place that cannot be known
+/// (a variable not set) has no path.
+pub fn plugin_places() -> Vec<(&'static str, Option<PathBuf>)> {
+    vec![
+        (
+            "$TALLY_QEMU_PLUGIN",
+            std::env::var_os("TALLY_QEMU_PLUGIN")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+        ),
+        (
+            "next to tally",
             std::env::current_exe()
                 .ok()
                 .and_then(|e| e.parent().map(|d| d.join(PLUGIN_NAME))),
-        )
+        ),
+        (
+            "the data directory",
+            plugin_data_dir().map(|d| d.join(PLUGIN_NAME)),
+        ),
+    ]
+}
+
+/// tally's directory under the user's data directory:
+/// `$XDG_DATA_HOME/tally`, or `$HOME/.local/share/tally` when that is not
+/// set (the XDG base directory rule: a relative `XDG_DATA_HOME` counts as
+/// not set).
+pub fn plugin_data_dir() -> Option<PathBuf> {
+    let abs = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+    std::env::var_os("XDG_DATA_HOME")
+        .and_then(abs)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .and_then(abs)
+                .map(|h| h.join(".local/share"))
+        })
+        .map(|d| d.join("tally"))
+}
+
+/// The plugin: `explicit` if given (it must exist), else the first of
+/// [`plugin_places`] that is a file.
+pub fn find_plugin(explicit: Option<&Path>) -> Result<PathBuf, SessionError> {
+    if let Some(p) = explicit {
+        if !p.is_file() {
+            return Err(SessionError::NoPluginFile {
+                path: p.to_path_buf(),
+            });
+        }
+        return Ok(p.to_path_buf());
+    }
+    let places = plugin_places();
+    if let Some(p) = places
+        .iter()
+        .filter_map(|(_, p)| p.as_ref())
         .find(|p| p.is_file())
-        .ok_or(SessionError::NoPlugin)
+    {
+        return Ok(p.clone());
+    }
+    let looked = places
+        .iter()
+        .map(|(what, p)| match p {
+            Some(p) => format!("  {} ({what}): not found", p.display()),
+            None => format!("  {what}: not set"),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    Err(SessionError::NoPlugin { looked })
+}
+
+/// Copies the plugin built at `from` to where tally looks for it
+/// ([`plugin_data_dir`]), the directory made if need be; returns where
+/// it went. Written beside and renamed, so a QEMU loading the old one
+/// never reads half a file.
+pub fn install_plugin(from: &Path) -> Result<PathBuf, SessionError> {
+    let fail = |source| SessionError::Install {
+        path: from.to_path_buf(),
+        source,
+    };
+    let bytes = std::fs::read(from).map_err(fail)?;
+    if !bytes.starts_with(b"\x7fELF") {
+        return Err(SessionError::NotAPlugin {
+            path: from.to_path_buf(),
+        });
+    }
+    let dir = plugin_data_dir().ok_or(SessionError::NoDataDir)?;
+    let to = dir.join(PLUGIN_NAME);
+    let fail_to = |source| SessionError::Install {
+        path: to.clone(),
+        source,
+    };
+    std::fs::create_dir_all(&dir).map_err(fail_to)?;
+    let tmp = dir.join(format!(".{PLUGIN_NAME}.{}", std::process::id()));
+    std::fs::write(&tmp, &bytes)
+        .and_then(|()| std::fs::rename(&tmp, &to))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            fail_to(e)
+        })?;
+    Ok(to)
 }
 
 /// The plugin's `d1=` arguments for a machine; with `count`, hits are

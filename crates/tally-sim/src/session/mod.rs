@@ -122,9 +122,30 @@ pub enum SessionError {
     },
     /// No plugin was found.
     #[error(
-        "tally's QEMU plugin is not built; build it with\n  cargo build --release --manifest-path crates/tally-qemu-plugin/Cargo.toml --target-dir target\n(or give --plugin PATH, or set TALLY_QEMU_PLUGIN)"
+        "tally's QEMU plugin (libtally_qemu_plugin.so) was not found; tally looked in order at\n{looked}\nBuild it and install it where tally looks with\n  cargo build --release --manifest-path crates/tally-qemu-plugin/Cargo.toml --target-dir target\n  tally sim --install-plugin target/release/libtally_qemu_plugin.so\n(or give --plugin PATH, or set TALLY_QEMU_PLUGIN)"
     )]
-    NoPlugin,
+    NoPlugin {
+        /// Each place looked at, one a line.
+        looked: String,
+    },
+    /// The plugin cannot be installed.
+    #[error("cannot install the plugin: {}", path.display())]
+    Install {
+        /// The file that cannot be read or written.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// What is to be installed is not a shared library.
+    #[error("{}: not a shared library (give the built libtally_qemu_plugin.so)", path.display())]
+    NotAPlugin {
+        /// The file given.
+        path: PathBuf,
+    },
+    /// Neither `XDG_DATA_HOME` nor `HOME` says where the data directory is.
+    #[error("no data directory to install into: set XDG_DATA_HOME or HOME")]
+    NoDataDir,
     /// A pipe to QEMU cannot be made.
     #[error("cannot create a pipe")]
     Pipe(#[source] std::io::Error),
