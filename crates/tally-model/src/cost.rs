@@ -252,6 +252,24 @@ pub(crate) fn unzigzag_delta(v: u64) -> u64 {
     (((v >> 1) as i64) ^ -((v & 1) as i64)) as u64
 }
 
+/// A count with thousands separators (`-1234567` → `-1,234,567`), as
+/// Valgrind's tools print counts; shared by every report and summary.
+pub fn thousands(v: impl Into<i128>) -> String {
+    let v: i128 = v.into();
+    let digits = v.unsigned_abs().to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+    if v < 0 {
+        out.push('-');
+    }
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,22 +319,4 @@ mod tests {
             assert_eq!(p, buf.len());
         }
     }
-}
-
-/// A count with thousands separators (`-1234567` → `-1,234,567`), as
-/// Valgrind's tools print counts; shared by every report and summary.
-pub fn thousands(v: impl Into<i128>) -> String {
-    let v: i128 = v.into();
-    let digits = v.unsigned_abs().to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
-    if v < 0 {
-        out.push('-');
-    }
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
 }
