@@ -2,6 +2,10 @@
 //! Cachegrind's end-of-run summary.
 
 use crate::{CacheConfig, Counts, HierarchyConfig, Policy, SimError};
+// Counts as Cachegrind prints them; the summary is tally's, not the
+// plugin's, so it comes with the `session` feature.
+#[cfg(feature = "session")]
+use tally_model::thousands as commas;
 
 impl Policy {
     /// Parses `lru`, `fifo`, `plru` (tree pseudo-LRU) or `random[:SEED]`.
@@ -160,25 +164,14 @@ pub fn describe(c: &HierarchyConfig) -> Vec<(String, String)> {
     v
 }
 
-/// `n` with a comma every three digits.
-fn commas(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
 /// Width of `n` printed with commas.
+#[cfg(feature = "session")]
 fn width(n: u64) -> usize {
     commas(n).len()
 }
 
 /// `100 * n / m` with `d` decimals, right-aligned in `w` columns.
+#[cfg(feature = "session")]
 fn percent(n: u64, m: u64, d: usize, w: usize) -> String {
     let s = if m == 0 {
         "--%".to_string()
@@ -217,6 +210,7 @@ pub fn event_indices(cache_sim: bool, branch_sim: bool, middle: usize) -> Vec<us
 /// levels between the first level and LL get lines of their own, named
 /// as their events (`L2i misses`, `L2d misses`, `L2 refs`), and then LL's
 /// references are the misses of the level above it.
+#[cfg(feature = "session")]
 pub fn summary(t: &Counts, cache_sim: bool, branch_sim: bool, middle: usize) -> Vec<String> {
     let mut out = Vec::new();
     let l1 = width(t.ir);
@@ -345,6 +339,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(feature = "session")]
     fn summary_matches_cachegrind_layout() {
         // Totals and text of a real `valgrind --tool=cachegrind
         // --branch-sim=yes` run (Valgrind 3.19).
