@@ -164,7 +164,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let opts = options(&args, profiles.clone(), sources)?;
     if args.diff {
         let [a, b] = profiles.as_slice() else {
-            bail!(
+            crate::usage_bail!(
                 "--diff compares two profiles, A and B; {} given",
                 profiles.len()
             );
@@ -309,7 +309,7 @@ fn report<C: Cost>(
 ) -> anyhow::Result<Outcome> {
     for e in &args.events {
         let Some((name, formula)) = e.split_once('=') else {
-            bail!("--event `{e}`: expected NAME=FORMULA, e.g. `S=Ir+Dr`");
+            crate::usage_bail!("--event `{e}`: expected NAME=FORMULA, e.g. `S=Ir+Dr`");
         };
         let name = name.trim();
         if name.is_empty() || profile.events.find(name).is_some() {

@@ -128,7 +128,7 @@ pub fn event_choice(
             .filter(|s| !s.is_empty())
             .collect();
         if v.is_empty() {
-            bail!("--events: no event names given");
+            crate::usage_bail!("--events: no event names given");
         }
         return Ok(EventChoice::Only(v));
     }

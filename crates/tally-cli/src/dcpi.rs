@@ -119,7 +119,7 @@ pub fn run(c: Command) -> anyhow::Result<Outcome> {
             json,
         } => {
             if !(0.0..=100.0).contains(&keep) {
-                bail!("--keep must be a percentage between 0 and 100, got {keep}");
+                crate::usage_bail!("--keep must be a percentage between 0 and 100, got {keep}");
             }
             let obj = image(&img)?;
             let p = summed(&profiles)?;

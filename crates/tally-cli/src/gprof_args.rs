@@ -158,7 +158,7 @@ pub fn parse(args: &[String]) -> Result<Parsed> {
                 }
                 _ => {
                     let Some(c) = long_to_short(name) else {
-                        bail!("unknown option --{name}\n\n{USAGE}");
+                        crate::usage_bail!("unknown option --{name}\n\n{USAGE}");
                     };
                     let value = if REQUIRED.contains(&c) && value.is_none() {
                         Some(next_value(args, &mut i, &format!("--{name}"))?)
@@ -216,9 +216,9 @@ fn apply(p: &mut Parsed, c: char, value: Option<String>) -> Result<()> {
         's' => p.sum = true,
         'x' => p.all_lines = true,
         'z' => p.opts.zeros = true,
-        'T' => bail!("-T (BSD-style output) is not supported"),
+        'T' => crate::usage_bail!("-T (BSD-style output) is not supported"),
         'y' | 'i' | 'r' | 'R' | 'C' | 'Z' | 'd' | 'O' | 't' => {
-            bail!("-{c} is not supported by tally gprof")
+            crate::usage_bail!("-{c} is not supported by tally gprof")
         }
         'h' => {
             print!("{USAGE}");
@@ -311,7 +311,7 @@ fn apply(p: &mut Parsed, c: char, value: Option<String>) -> Result<()> {
                 .with_context(|| format!("-w needs a number, not `{v}`"))?;
             p.opts.width = w.max(1) as usize;
         }
-        other => bail!("unknown option -{other}\n\n{USAGE}"),
+        other => crate::usage_bail!("unknown option -{other}\n\n{USAGE}"),
     }
     Ok(())
 }

@@ -52,10 +52,10 @@ pub fn run(
     event: Option<&str>,
 ) -> Result<Outcome> {
     if opts.line {
-        bail!("-l (one entry per source line) is not supported for Callgrind input");
+        crate::usage_bail!("-l (one entry per source line) is not supported for Callgrind input");
     }
     if opts.static_calls {
-        bail!(
+        crate::usage_bail!(
             "-c (calls found in the code) is not supported for Callgrind input: Callgrind records every call"
         );
     }

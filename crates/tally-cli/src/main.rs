@@ -65,6 +65,32 @@ struct GprofArgs {
     args: Vec<String>,
 }
 
+/// A command called wrongly (a missing argument, options that do not fit
+/// together, a malformed option value): exit status 2, as for the errors
+/// clap finds, where errors in the input exit with 1.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// A [`Usage`] error, formatted as `format!` does.
+#[macro_export]
+macro_rules! usage {
+    ($($t:tt)*) => { anyhow::Error::new($crate::Usage(format!($($t)*))) };
+}
+
+/// Returns a [`Usage`] error from the enclosing function.
+#[macro_export]
+macro_rules! usage_bail {
+    ($($t:tt)*) => { return Err($crate::usage!($($t)*)) };
+}
+
 /// What a command reports besides errors.
 pub enum Outcome {
     /// Everything was fine.
@@ -94,7 +120,11 @@ fn main() -> ExitCode {
             }
             let _ = io::stdout().flush();
             report(&e);
-            ExitCode::from(1)
+            if e.chain().any(|c| c.is::<Usage>()) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
         }
     }
 }

@@ -104,7 +104,7 @@ struct Machine {
 
 fn parse_level(text: &str) -> anyhow::Result<(String, CacheConfig)> {
     let (name, geo) = text.split_once('=').ok_or_else(|| {
-        anyhow!("--cache {text}: expected NAME=SIZE,ASSOC,LINE_SIZE (e.g. L2=262144,4,64)")
+        crate::usage!("--cache {text}: expected NAME=SIZE,ASSOC,LINE_SIZE (e.g. L2=262144,4,64)")
     })?;
     Ok((name.to_string(), CacheConfig::parse(name, geo)?))
 }
@@ -137,17 +137,17 @@ fn machines(a: &Args) -> anyhow::Result<Vec<Machine>> {
     for spec in &a.configs {
         let (name, opts) = spec
             .split_once(':')
-            .ok_or_else(|| anyhow!("--config `{spec}`: expected `NAME: --D1=… --LL=…`"))?;
+            .ok_or_else(|| crate::usage!("--config `{spec}`: expected `NAME: --D1=… --LL=…`"))?;
         let name = name.trim();
         if name.is_empty()
             || !name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         {
-            bail!("--config `{spec}`: the name must be letters, digits, `-` or `_`");
+            crate::usage_bail!("--config `{spec}`: the name must be letters, digits, `-` or `_`");
         }
         if out.iter().any(|m| m.name.as_deref() == Some(name)) {
-            bail!("--config: the name `{name}` is used twice");
+            crate::usage_bail!("--config: the name `{name}` is used twice");
         }
         let mut c = main.clone();
         let mut middle_given = false;
@@ -155,7 +155,7 @@ fn machines(a: &Args) -> anyhow::Result<Vec<Machine>> {
             let (k, v) = o
                 .strip_prefix("--")
                 .and_then(|o| o.split_once('='))
-                .ok_or_else(|| anyhow!("--config {name}: `{o}`: expected --KEY=VALUE"))?;
+                .ok_or_else(|| crate::usage!("--config {name}: `{o}`: expected --KEY=VALUE"))?;
             let ctx = |e: tally_sim::SimError| anyhow!("--config {name}: {e}");
             match k {
                 "I1" => c.i1 = CacheConfig::parse("I1", v).map_err(ctx)?,
@@ -169,7 +169,7 @@ fn machines(a: &Args) -> anyhow::Result<Vec<Machine>> {
                     }
                     c.middle.push(parse_level(v)?.1);
                 }
-                _ => bail!("--config {name}: unknown option --{k} (I1, D1, LL, cache, policy)"),
+                _ => crate::usage_bail!("--config {name}: unknown option --{k} (I1, D1, LL, cache, policy)"),
             }
         }
         Hierarchy::new(&c).map_err(|e| anyhow!("--config {name}: {e}"))?;
@@ -204,7 +204,7 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
         session::trace_file(t, a.binary.as_deref(), hier, opts)?
     } else {
         if a.command.is_empty() {
-            bail!(
+            crate::usage_bail!(
                 "no program given: tally sim [OPTIONS] -- PROG ARGS (or --lackey TRACE, --trace FILE)"
             );
         }

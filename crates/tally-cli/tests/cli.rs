@@ -54,6 +54,22 @@ fn usage_errors_exit_2() {
     assert_eq!(tally(&["frobnicate"]).status.code(), Some(2));
     let o = tally(&["convert", "x", "-o", "y", "--to", "pdf"]);
     assert_eq!(o.status.code(), Some(2));
+    // Errors found after clap: options that do not fit, a missing program.
+    let one = data("callgrind/mutual.default.out");
+    let one = one.to_str().unwrap();
+    for args in [
+        &["sim"][..],
+        &["sim", "--cache", "L2=oops", "--", "true"],
+        &["annotate", "--diff", one],
+        &["annotate", "--event", "nonsense", one],
+        &["gprof", "-T", one],
+        &["gprof", "-l", one],
+        &["merge", one, "--events", "", "-o", "-"],
+    ] {
+        let o = tally(args);
+        assert_eq!(o.status.code(), Some(2), "tally {args:?}: {}", text(&o.stderr));
+        assert!(!text(&o.stderr).contains("panicked"));
+    }
 }
 
 #[test]

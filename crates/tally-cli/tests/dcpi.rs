@@ -393,7 +393,8 @@ fn bad_input_is_a_clear_error() {
     ]);
     assert!(e.contains("instruction"), "{e}");
     assert!(!Path::new("/tmp/never.dcpi").exists());
-    let e = fails(&[
+    // Options that do not fit together: a usage error, exit status 2.
+    let o = in_real().run(&[
         "convert",
         s(&lines),
         "--event",
@@ -401,6 +402,8 @@ fn bad_input_is_a_clear_error() {
         "-o",
         "/tmp/never.callgrind",
     ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("only for DCPI output"), "{e}");
     // The wrong image: a warning.
     let o = tally(&["dcpi", "prof", "/bin/true", "workload.run1.dcpi"]);
