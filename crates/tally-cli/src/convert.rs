@@ -156,7 +156,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         .find(|f| f.0)
         .map(|f| f.1)
     {
-        crate::usage_bail!("{flag} is only for DCPI output (`--to dcpi` or an output name ending in .dcpi)");
+        crate::usage_bail!(
+            "{flag} is only for DCPI output (`--to dcpi` or an output name ending in .dcpi)"
+        );
     }
     let sources = args
         .files

@@ -169,7 +169,9 @@ fn machines(a: &Args) -> anyhow::Result<Vec<Machine>> {
                     }
                     c.middle.push(parse_level(v)?.1);
                 }
-                _ => crate::usage_bail!("--config {name}: unknown option --{k} (I1, D1, LL, cache, policy)"),
+                _ => crate::usage_bail!(
+                    "--config {name}: unknown option --{k} (I1, D1, LL, cache, policy)"
+                ),
             }
         }
         Hierarchy::new(&c).map_err(|e| anyhow!("--config {name}: {e}"))?;

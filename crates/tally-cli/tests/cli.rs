@@ -67,7 +67,12 @@ fn usage_errors_exit_2() {
         &["merge", one, "--events", "", "-o", "-"],
     ] {
         let o = tally(args);
-        assert_eq!(o.status.code(), Some(2), "tally {args:?}: {}", text(&o.stderr));
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "tally {args:?}: {}",
+            text(&o.stderr)
+        );
         assert!(!text(&o.stderr).contains("panicked"));
     }
 }

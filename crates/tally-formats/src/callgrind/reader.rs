@@ -416,7 +416,11 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                 ));
             }
         }
-        let valgrind = self.profile.format == Format::Cachegrind
+        // Cachegrind always writes `cmd:` (cg_annotate refuses a file
+        // without it); a file without one is hand-made, not cut short.
+        let cachegrind = self.profile.format == Format::Cachegrind
+            && self.profile.parts.iter().any(|p| p.info.cmd.is_some());
+        let valgrind = cachegrind
             || self
                 .profile
                 .creator
