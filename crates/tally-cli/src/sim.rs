@@ -189,7 +189,8 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
         eprintln!("tally sim: the plugin is installed as {}", to.display());
         return Ok(Outcome::Ok);
     }
-    let ms = machines(&a)?;
+    // Every machine error is in the options (geometries, policies).
+    let ms = machines(&a).map_err(|e| crate::usage!("{e:#}"))?;
     let opts = EngineOptions {
         branch_sim: a.branch_sim,
         calls: a.callgrind,
