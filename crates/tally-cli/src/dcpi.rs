@@ -2,7 +2,7 @@
 //! showed them (see docs/dcpi.md).
 
 use crate::Outcome;
-use anyhow::{anyhow, bail};
+use anyhow::anyhow;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use tally_formats::dcpi::{self, DcpiProfile};

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use tally_report::gprof::{ArcSpec, Options, SymSpec};
 
 pub const USAGE: &str = "\

@@ -1,7 +1,7 @@
 //! `tally sim`: Cachegrind's cache and branch simulation of a program run
 //! under QEMU with tally's tracing plugin, or of a Lackey trace.
 
-use anyhow::{anyhow, bail};
+use anyhow::anyhow;
 use clap::Parser;
 use std::path::PathBuf;
 use tally_model::Format;
