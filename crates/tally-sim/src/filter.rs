@@ -54,6 +54,27 @@ pub enum Filtered {
     },
 }
 
+/// The stream record that carries a decision (the filter decides, the
+/// stream carries).
+impl From<Filtered> for trace::Record<'_> {
+    fn from(f: Filtered) -> Self {
+        match f {
+            Filtered::Hit { index, store } => trace::Record::Hit { index, store },
+            Filtered::Miss {
+                index,
+                store,
+                addr,
+                size,
+            } => trace::Record::Miss {
+                index,
+                store,
+                addr,
+                size,
+            },
+        }
+    }
+}
+
 /// The access last decided, while a piece of the same instruction may
 /// still continue it.
 #[derive(Clone, Copy, Debug)]
@@ -375,20 +396,7 @@ fn filter<R: std::io::Read, W: std::io::Write>(
     let mut counted: Option<usize> = None;
     // One more than the index of the current block's last access.
     let mut progress = 0u8;
-    let record = |f: Filtered| match f {
-        Filtered::Hit { index, store } => Record::Hit { index, store },
-        Filtered::Miss {
-            index,
-            store,
-            addr,
-            size,
-        } => Record::Miss {
-            index,
-            store,
-            addr,
-            size,
-        },
-    };
+    let record = Record::from;
     loop {
         let at = r.offset();
         let Some(rec) = r.next_record()? else { break };

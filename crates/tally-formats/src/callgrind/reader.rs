@@ -26,6 +26,10 @@
 //! (possibly inlined) file, both for one call only; `jfi=`/`jfn=` hold for
 //! one jump; `jcnd=` is `followed/executed`.
 
+/// The end-of-file checks: stated totals against the cost lines, and
+/// truncation.
+mod checks;
+
 use crate::error::{Error, ParseErrorKind, WarningKind, Warnings, excerpt};
 use crate::input::{Input, Lines};
 pub use tally_model::Sink;
@@ -370,114 +374,6 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         self.check_totals();
         self.check_truncation();
         Ok(())
-    }
-
-    /// Warns when the file looks cut short: its last part ends without the
-    /// closing line its writer always writes (Cachegrind's `summary:`,
-    /// Callgrind's `totals:`), or its costs fall short of the `summary:`
-    /// stated before them by more than Valgrind's rounding (a few counts).
-    /// Only the last part can be cut; a closing line proves the end.
-    fn check_truncation(&mut self) {
-        let (Some(part), Some(stats)) = (self.profile.parts.last(), self.stats.last()) else {
-            return;
-        };
-        let closing = match self.profile.format {
-            Format::Cachegrind => "`summary:`",
-            Format::Callgrind => "`totals:`",
-        };
-        let header_summary =
-            part.info.summary.as_ref().filter(|_| {
-                stats.summary_line < stats.first_body_line || stats.first_body_line == 0
-            });
-        if part.info.totals.is_some() || (part.info.summary.is_some() && header_summary.is_none()) {
-            return;
-        }
-        let mut reasons = Vec::new();
-        if let Some(s) = header_summary {
-            let short = s
-                .iter()
-                .zip(&stats.totals)
-                .enumerate()
-                .filter_map(|(e, (stated, sum))| {
-                    let (stated, sum) = (stated.to_i128(), sum.to_i128());
-                    (stated - sum > 32 + stated / 10_000).then(|| (e, sum as f64 / stated as f64))
-                })
-                .min_by(|a, b| a.1.total_cmp(&b.1));
-            if let Some((e, share)) = short {
-                let name = self
-                    .profile
-                    .events
-                    .recorded()
-                    .get(e)
-                    .map_or(String::new(), |ev| format!(" of {}", ev.name));
-                reasons.push(format!(
-                    "its costs add up to {:.1} % of the stated `summary:`{name}",
-                    share * 100.0
-                ));
-            }
-        }
-        // Cachegrind always writes `cmd:` (cg_annotate refuses a file
-        // without it); a file without one is hand-made, not cut short.
-        let cachegrind = self.profile.format == Format::Cachegrind
-            && self.profile.parts.iter().any(|p| p.info.cmd.is_some());
-        let valgrind = cachegrind
-            || self
-                .profile
-                .creator
-                .as_ref()
-                .is_some_and(|c| c.starts_with(b"callgrind-"));
-        if valgrind {
-            reasons.push(format!(
-                "it ends without the {closing} line Valgrind writes last"
-            ));
-        }
-        if !reasons.is_empty() {
-            let line = self.line_no;
-            self.warnings.add(WarningKind::Truncated, line, || {
-                format!("the file looks truncated: {}", reasons.join(", and "))
-            });
-        }
-    }
-
-    /// Compares `summary:`/`totals:` (already padded to the events) with the
-    /// sums of the cost lines.
-    fn check_totals(&mut self) {
-        for (part, stats) in self.profile.parts.iter().zip(&self.stats) {
-            if let Some(s) = &part.info.summary
-                && *s != stats.totals
-            {
-                let below = s.iter().zip(&stats.totals).any(|(a, b)| a < b);
-                let kind = if below {
-                    WarningKind::SummaryBelowTotal
-                } else {
-                    WarningKind::SummaryAboveTotal
-                };
-                self.warnings.add(kind, stats.summary_line, || {
-                    let how = if below {
-                        "is smaller than"
-                    } else {
-                        "is larger than (the format allows this)"
-                    };
-                    format!(
-                        "`summary:` {} {how} the sum of the cost lines {}",
-                        join(s),
-                        join(&stats.totals)
-                    )
-                });
-            }
-            if let Some(t) = &part.info.totals
-                && *t != stats.totals
-            {
-                self.warnings
-                    .add(WarningKind::TotalsMismatch, stats.totals_line, || {
-                        format!(
-                            "`totals:` {} differs from the sum of the cost lines {}",
-                            join(t),
-                            join(&stats.totals)
-                        )
-                    });
-            }
-        }
     }
 
     /// The part that header facts go to: the open one, or a new one when
@@ -1256,13 +1152,6 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         }
         Ok(())
     }
-}
-
-fn join<C: Cost>(v: &[C]) -> String {
-    v.iter()
-        .map(|c| c.to_string())
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 type R<T> = Result<T, ParseErrorKind>;
