@@ -101,6 +101,9 @@ pub enum Outcome {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(e) = tally_formats::signals::install(say_stopped) {
+        eprintln!("tally: cannot handle SIGINT, SIGTERM and SIGHUP: {e}");
+    }
     let result = match cli.command {
         Command::Check(a) => check::run(a),
         Command::Convert(a) => convert::run(a),
@@ -127,6 +130,21 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The one line tally prints when a signal stops it (after a progress
+/// bar, on a line of its own).
+fn say_stopped(stop: &tally_formats::signals::Stop) {
+    use std::io::IsTerminal;
+    let mut line = String::new();
+    if io::stderr().is_terminal() {
+        line.push_str("\r\x1b[K");
+    }
+    line.push_str(&format!("tally: stopped by {}", stop.name()));
+    for out in &stop.abandoned {
+        line.push_str(&format!("; {} left as it was", out.display()));
+    }
+    let _ = writeln!(io::stderr(), "{line}");
 }
 
 /// Prints an error: parse errors as `FILE:LINE: message`, others with their

@@ -63,6 +63,7 @@ pub mod input;
 pub mod json;
 pub mod load;
 pub mod output;
+pub mod signals;
 pub mod source;
 
 pub use detect::Detected;

@@ -1,12 +1,16 @@
 //! The one way out: a profile written in the format and compression the
 //! options and the output's name ask for ([`write_profile`]), without
-//! losing what was there: a temporary file in the target folder, renamed
-//! over the target only when complete ([`write_file`]).
+//! losing what was there: a temporary file in the target folder, synced
+//! and renamed over the target only when complete, with the target's mode
+//! ([`write_file`]). The temporary files of writes in progress are
+//! registered, so that a signal can remove them ([`abandon_writes`]).
 
 use crate::callgrind::{self, WriteOptions};
 use crate::error::Error;
+use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 use tally_model::{Cost, Format, Profile};
 
 /// The formats a profile can be written in.
@@ -145,7 +149,14 @@ pub fn write_profile<C: Cost>(
     })
 }
 
-/// Writes to `path` (or standard output for `-`) through `f`.
+/// Writes to `path` (or standard output for `-`) through `f`, durably and
+/// whole: a temporary file in the target's folder (`.tally-*.tmp`, with
+/// the existing file's mode and owner, or the umask's mode for a new one),
+/// synced, renamed over the target, and the folder synced, so that a crash
+/// at any point leaves either the old file or the new one. A symlink is
+/// followed and its target written; devices and pipes are written in place.
+/// Until the rename, a signal stopping tally removes the temporary file
+/// (see [`crate::signals`]).
 pub fn write_file(
     path: &Path,
     f: impl FnOnce(&mut dyn Write) -> io::Result<()>,
@@ -157,52 +168,265 @@ pub fn write_file(
             .and_then(|_| w.flush())
             .map_err(|e| Error::io(Path::new("<stdout>"), e));
     }
+    let target = follow_links(path).map_err(|e| Error::io(path, e))?;
+    let existing = std::fs::metadata(&target).ok();
     // Devices, pipes and the like (`/dev/null`, `/dev/stdout`, a FIFO) are
     // written in place: renaming over them would replace them.
-    if let Ok(meta) = std::fs::metadata(path)
+    if let Some(meta) = &existing
         && !meta.is_file()
     {
         let file = std::fs::OpenOptions::new()
             .write(true)
-            .open(path)
+            .open(&target)
             .map_err(|e| Error::io(path, e))?;
         let mut w = BufWriter::with_capacity(1 << 16, file);
         return f(&mut w)
             .and_then(|_| w.flush())
             .map_err(|e| Error::io(path, e));
     }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let tmp = tempfile::Builder::new()
-        .prefix(".tally-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(|e| Error::io(path, e))?;
+    let tmp =
+        Temporary::create(path, &target, existing.as_ref()).map_err(|e| Error::io(path, e))?;
     {
-        let mut w = BufWriter::with_capacity(1 << 16, tmp.as_file());
+        let mut w = BufWriter::with_capacity(1 << 16, &tmp.file);
         f(&mut w)
             .and_then(|_| w.flush())
             .map_err(|e| Error::io(path, e))?;
     }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = tmp
-            .as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644));
+    tmp.commit().map_err(|e| Error::io(path, e))
+}
+
+/// The file a path names once symlinks in its last component are
+/// followed (to a target that may not exist yet), so that the target is
+/// written and the link stays; at most 40 links, as the kernel allows.
+fn follow_links(path: &Path) -> io::Result<PathBuf> {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(&p)?;
+                p = match p.parent() {
+                    Some(dir) if to.is_relative() => dir.join(to),
+                    _ => to,
+                };
+            }
+            _ => return Ok(p),
+        }
     }
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    Ok(())
+    Err(io::Error::other("too many levels of symbolic links"))
+}
+
+/// Temporary files being written, with the outputs they are for: what
+/// [`abandon_writes`] removes. Creating a temporary (and registering it)
+/// and renaming it (and unregistering it) happen under this lock, so that
+/// a file is either here or no longer a temporary.
+static LIVE: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
+
+fn live() -> MutexGuard<'static, Vec<(PathBuf, PathBuf)>> {
+    // A panic elsewhere while holding the lock leaves the list consistent
+    // (each change is one push or one removal).
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Writes stopped by [`abandon_writes`]; until this is dropped, no output
+/// is created or completed.
+pub struct Abandoned {
+    _held: MutexGuard<'static, Vec<(PathBuf, PathBuf)>>,
+    outputs: Vec<PathBuf>,
+}
+
+impl Abandoned {
+    /// The outputs whose writes were in progress, left as they were.
+    pub fn outputs(&self) -> &[PathBuf] {
+        &self.outputs
+    }
+}
+
+/// Removes every temporary file of a write in progress and holds back all
+/// writes (new ones and renames) while the result lives: what a process
+/// about to exit on a signal calls, so that it leaves each output either
+/// complete or as it was, and no temporary file.
+pub fn abandon_writes() -> Abandoned {
+    let mut held = live();
+    let mut outputs = Vec::new();
+    for (tmp, output) in held.drain(..) {
+        let _ = std::fs::remove_file(&tmp);
+        outputs.push(output);
+    }
+    Abandoned {
+        _held: held,
+        outputs,
+    }
+}
+
+/// A temporary file in its target's folder, registered in [`LIVE`] and
+/// removed when dropped unless committed.
+struct Temporary {
+    file: File,
+    path: PathBuf,
+    target: PathBuf,
+}
+
+impl Temporary {
+    /// A new temporary file for `target` (`existing`: its metadata;
+    /// `output`: the name the user gave, for messages). A
+    /// replacement gets the old file's owner and mode before anything is
+    /// written (created 0600, so nothing is readable in between); a new
+    /// file is created with mode 0666 less the umask, as any file.
+    fn create(
+        output: &Path,
+        target: &Path,
+        existing: Option<&std::fs::Metadata>,
+    ) -> io::Result<Temporary> {
+        let dir = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".tally-").suffix(".tmp");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = if existing.is_some() { 0o600 } else { 0o666 };
+            builder.permissions(std::fs::Permissions::from_mode(mode));
+        }
+        let mut registry = live();
+        let (file, path) = builder.tempfile_in(dir)?.keep().map_err(|e| e.error)?;
+        registry.push((path.clone(), output.to_path_buf()));
+        drop(registry);
+        let tmp = Temporary {
+            file,
+            path,
+            target: target.to_path_buf(),
+        };
+        if let Some(meta) = existing {
+            tmp.take_owner_and_mode(meta)?;
+        }
+        Ok(tmp)
+    }
+
+    #[cfg(unix)]
+    fn take_owner_and_mode(&self, old: &std::fs::Metadata) -> io::Result<()> {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let new = self.file.metadata()?;
+        if (new.uid(), new.gid()) != (old.uid(), old.gid()) {
+            // Only root may give a file away, and only a member may
+            // change its group: where not allowed, the writer owns it.
+            let _ = std::os::unix::fs::fchown(&self.file, Some(old.uid()), Some(old.gid()));
+        }
+        self.file
+            .set_permissions(std::fs::Permissions::from_mode(old.mode() & 0o7777))
+    }
+
+    #[cfg(not(unix))]
+    fn take_owner_and_mode(&self, old: &std::fs::Metadata) -> io::Result<()> {
+        self.file.set_permissions(old.permissions())
+    }
+
+    /// Syncs the file, renames it over its target and syncs the folder.
+    fn commit(self) -> io::Result<()> {
+        self.file.sync_all()?;
+        {
+            let mut registry = live();
+            std::fs::rename(&self.path, &self.target)?;
+            // No longer a temporary: dropping `self` leaves it.
+            registry.retain(|(p, _)| *p != self.path);
+        }
+        sync_folder(&self.target)
+    }
+}
+
+impl Drop for Temporary {
+    /// Removes the file unless it was renamed (or already removed by
+    /// [`abandon_writes`]).
+    fn drop(&mut self) {
+        let mut registry = live();
+        if let Some(i) = registry.iter().position(|(p, _)| *p == self.path) {
+            let _ = std::fs::remove_file(&self.path);
+            registry.swap_remove(i);
+        }
+    }
+}
+
+/// Syncs the folder holding `file`, so that a rename into it survives a
+/// crash. Filesystems that cannot sync a folder say so with `EINVAL`;
+/// there the rename is as durable as they make it.
+fn sync_folder(file: &Path) -> io::Result<()> {
+    let dir = match file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if cfg!(not(unix)) {
+        return Ok(());
+    }
+    match File::open(dir).and_then(|d| d.sync_all()) {
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::InvalidInput | io::ErrorKind::Unsupported
+            ) =>
+        {
+            Ok(())
+        }
+        r => r,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The registry of temporaries is the process's: tests that write run
+    /// one at a time, so that `abandon_writes` sees only its own.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    fn serial() -> MutexGuard<'static, ()> {
+        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    #[test]
+    fn abandoned_writes_lose_their_temporaries_and_never_complete() {
+        let _serial = serial();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out.txt");
+        std::fs::write(&p, b"old").unwrap();
+        let (writing_tx, writing) = std::sync::mpsc::channel();
+        let (go_on, go_on_rx) = std::sync::mpsc::channel::<()>();
+        let writer = {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                write_file(&p, |w| {
+                    w.write_all(b"new")?;
+                    writing_tx.send(()).unwrap();
+                    go_on_rx.recv().unwrap();
+                    Ok(())
+                })
+            })
+        };
+        writing.recv().unwrap();
+        let names = || -> Vec<String> {
+            let mut v: Vec<String> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(names().len(), 2, "the output and its temporary");
+        let held = abandon_writes();
+        assert_eq!(held.outputs(), [p.clone()]);
+        assert_eq!(names(), ["out.txt"], "the temporary is gone");
+        go_on.send(()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!writer.is_finished(), "no rename while writes are held");
+        drop(held);
+        assert!(writer.join().unwrap().is_err(), "the abandoned write fails");
+        assert_eq!(std::fs::read(&p).unwrap(), b"old");
+        assert_eq!(names(), ["out.txt"]);
+    }
+
     #[test]
     fn replaces_regular_files_whole_and_keeps_them_on_failure() {
+        let _serial = serial();
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("out.txt");
         std::fs::write(&p, b"old").unwrap();
@@ -221,6 +445,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn devices_are_written_in_place() {
+        let _serial = serial();
         use std::os::unix::fs::FileTypeExt;
         write_file(Path::new("/dev/null"), |w| w.write_all(b"x")).unwrap();
         let meta = std::fs::metadata("/dev/null").unwrap();
