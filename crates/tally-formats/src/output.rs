@@ -413,7 +413,7 @@ mod tests {
         };
         assert_eq!(names().len(), 2, "the output and its temporary");
         let held = abandon_writes();
-        assert_eq!(held.outputs(), [p.clone()]);
+        assert_eq!(held.outputs(), std::slice::from_ref(&p));
         assert_eq!(names(), ["out.txt"], "the temporary is gone");
         go_on.send(()).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(50));
