@@ -105,10 +105,17 @@ pub enum CombineError {
         first: String,
     },
     /// A sum or difference does not fit the cost type.
-    #[error("{input}: a summed count does not fit in 64 bits{}", if *.signed { " (signed)" } else { "" })]
+    #[error(
+        "{input}: {}a summed count does not fit in 64 bits{}",
+        if function.is_empty() { String::new() } else { format!("in function `{function}`: ") },
+        if *.signed { " (signed)" } else { "" }
+    )]
     Overflow {
-        /// The input whose addition overflowed.
+        /// The input whose addition overflowed (all of them, for a total
+        /// of the result).
         input: String,
+        /// The function of the record, when one is known.
+        function: String,
         /// Whether the output is signed.
         signed: bool,
     },
@@ -247,7 +254,13 @@ fn combine<C: Cost, I: Cost>(acc: C, v: I, sign: Sign) -> Option<C> {
 /// Why `combine` failed: a negative result in an unsigned sum, or an
 /// overflow.
 #[cold]
-fn arith_failure<C: Cost, I: Cost>(acc: C, v: I, sign: Sign, label: &str) -> CombineError {
+fn arith_failure<C: Cost, I: Cost>(
+    acc: C,
+    v: I,
+    sign: Sign,
+    label: &str,
+    function: &[u8],
+) -> CombineError {
     let r = match sign {
         Sign::Plus => acc.to_i128() + v.to_i128(),
         Sign::Minus => acc.to_i128() - v.to_i128(),
@@ -259,6 +272,7 @@ fn arith_failure<C: Cost, I: Cost>(acc: C, v: I, sign: Sign, label: &str) -> Com
     } else {
         CombineError::Overflow {
             input: label.into(),
+            function: String::from_utf8_lossy(function).into_owned(),
             signed: C::SIGNED,
         }
     }
@@ -275,6 +289,8 @@ pub struct Combiner<C> {
     names: tally_model::Names,
     parts: Vec<PartAcc<C>>,
     first: String,
+    /// Every input added, for the errors about the result.
+    labels: Vec<String>,
 }
 
 impl<C: Cost> Combiner<C> {
@@ -290,6 +306,7 @@ impl<C: Cost> Combiner<C> {
             names: tally_model::Names::default(),
             parts: Vec::new(),
             first: String::new(),
+            labels: Vec::new(),
         }
     }
 
@@ -354,6 +371,7 @@ impl<C: Cost> Combiner<C> {
         sign: Sign,
         label: &str,
     ) -> Result<(), CombineError> {
+        self.labels.push(label.to_string());
         if self.events.is_none() {
             self.setup(p, label)?;
         } else if p.format != self.format {
@@ -464,6 +482,7 @@ impl<C: Cost> Combiner<C> {
                     ..
                 } = &mut *acc;
                 let block = &mut blocks[b];
+                let block_function = blk.function;
                 part.lines.for_each_in_block(bi, |l| {
                     let key = key_pos(l.positions);
                     let i = match block.lines.get(cursor) {
@@ -492,7 +511,13 @@ impl<C: Cost> Combiner<C> {
                             Some(r) => dst[o] = r,
                             None => {
                                 if failed.is_none() {
-                                    failed = Some(arith_failure(dst[o], v, sign, label));
+                                    failed = Some(arith_failure(
+                                        dst[o],
+                                        v,
+                                        sign,
+                                        label,
+                                        p.names.function_name(block_function),
+                                    ));
                                 }
                             }
                         }
@@ -518,13 +543,17 @@ impl<C: Cost> Combiner<C> {
                     acc.call_costs.extend(std::iter::repeat_n(C::ZERO, ne));
                     acc.blocks[b].recs.push(Rec::Call(n));
                 }
-                acc.calls[i].1 = combine(acc.calls[i].1, c.info.count, sign)
-                    .ok_or_else(|| arith_failure(acc.calls[i].1, c.info.count, sign, label))?;
+                acc.calls[i].1 = combine(acc.calls[i].1, c.info.count, sign).ok_or_else(|| {
+                    let f = p.names.function_name(c.info.caller);
+                    arith_failure(acc.calls[i].1, c.info.count, sign, label, f)
+                })?;
                 let dst = &mut acc.call_costs[i * ne..(i + 1) * ne];
                 for (o, &e) in evmap.iter().enumerate() {
                     let v = c.inclusive.get(e).copied().unwrap_or(I::ZERO);
-                    dst[o] = combine(dst[o], v, sign)
-                        .ok_or_else(|| arith_failure(dst[o], v, sign, label))?;
+                    dst[o] = combine(dst[o], v, sign).ok_or_else(|| {
+                        let f = p.names.function_name(c.info.caller);
+                        arith_failure(dst[o], v, sign, label, f)
+                    })?;
                 }
             }
             for j in part.jumps.iter() {
@@ -545,10 +574,11 @@ impl<C: Cost> Combiner<C> {
                     acc.blocks[b].recs.push(Rec::Jump(n));
                 }
                 let r = &mut acc.jumps[i];
+                let f = p.names.function_name(j.info.function);
                 r.1 = combine(r.1, j.info.executed, sign)
-                    .ok_or_else(|| arith_failure(r.1, j.info.executed, sign, label))?;
+                    .ok_or_else(|| arith_failure(r.1, j.info.executed, sign, label, f))?;
                 r.2 = combine(r.2, j.info.taken, sign)
-                    .ok_or_else(|| arith_failure(r.2, j.info.taken, sign, label))?;
+                    .ok_or_else(|| arith_failure(r.2, j.info.taken, sign, label, f))?;
             }
         }
         Ok(())
@@ -608,6 +638,7 @@ impl<C: Cost> Combiner<C> {
         profile.names = self.names;
         let np = self.positions.len();
         let keep_zero = self.options.keep_zero;
+        let labels = self.labels;
         let mut stated = Vec::new();
         for acc in self.parts {
             let mut part: Part<C> = Part::new(self.positions, ne);
@@ -696,8 +727,9 @@ impl<C: Cost> Combiner<C> {
                 .into_iter()
                 .map(C::from_i128)
                 .collect::<Option<_>>()
-                .ok_or(CombineError::Overflow {
-                    input: "the output".into(),
+                .ok_or_else(|| CombineError::Overflow {
+                    input: format!("the total of {}", labels.join(" + ")),
+                    function: String::new(),
                     signed: C::SIGNED,
                 })?;
             if had_summary {

@@ -143,9 +143,21 @@ fn parse_percent(s: &str) -> Result<f64, String> {
 /// Whether a file looks like a profile (rather than a source file to
 /// annotate), by its first bytes; `-` and files that cannot be opened are
 /// profiles (the reader then says what is wrong).
-fn is_profile(path: &Path) -> bool {
-    path.as_os_str() == "-"
-        || Source::open(path).map_or(true, |s| s.detected().looks_like_profile())
+fn is_profile(path: &Path) -> anyhow::Result<bool> {
+    if path.as_os_str() == "-" {
+        return Ok(true);
+    }
+    let Ok(s) = Source::open(path) else {
+        return Ok(true);
+    };
+    if s.detected().undecided() {
+        bail!(
+            "{}: {}; remove some of its leading comment lines",
+            path.display(),
+            s.format().describe()
+        );
+    }
+    Ok(s.detected().looks_like_profile())
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
@@ -153,7 +165,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         let mut p = Vec::new();
         let mut s = Vec::new();
         for (i, f) in args.files.iter().enumerate() {
-            if i == 0 || (s.is_empty() && is_profile(f)) {
+            if i == 0 || (s.is_empty() && is_profile(f)?) {
                 p.push(f.clone());
             } else {
                 s.push(f.clone());

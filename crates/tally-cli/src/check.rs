@@ -178,23 +178,23 @@ fn print<C: Cost>(
         calls += s.calls;
         jumps += s.jumps;
     }
-    let width = p
-        .events
-        .recorded()
-        .iter()
-        .map(|e| e.name.len())
-        .chain(p.events.derived().iter().map(|d| d.name.len()))
-        .max()
-        .unwrap_or(0);
+    let width = tally_report::format::column_width(
+        p.events
+            .recorded()
+            .iter()
+            .map(|e| e.name.chars().count())
+            .chain(p.events.derived().iter().map(|d| d.name.chars().count())),
+    );
+    let pad = |name: &str| tally_report::format::pad_right(name, width);
     writeln!(out, "  totals:")?;
     for (e, t) in p.events.recorded().iter().zip(&totals) {
-        writeln!(out, "    {:<width$} {:>20}", e.name, thousands(t.to_i128()))?;
+        writeln!(out, "    {} {:>20}", pad(&e.name), thousands(t.to_i128()))?;
     }
     for d in p.events.derived() {
         let v = d
             .evaluate(&totals)
             .map_or_else(|| "out of range".to_string(), |v| thousands(v.to_i128()));
-        writeln!(out, "    {:<width$} {:>20}  (derived)", d.name, v)?;
+        writeln!(out, "    {} {:>20}  (derived)", pad(&d.name), v)?;
     }
     if p.parts.len() > 1 {
         for (i, (part, s)) in p.parts.iter().zip(&o.stats).enumerate() {

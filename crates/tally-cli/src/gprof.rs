@@ -21,6 +21,12 @@ pub fn run(args: Vec<String>) -> Result<Outcome> {
     if let [only] = &p.positional[..]
         && let Ok(source) = Source::open(Path::new(only))
     {
+        if source.detected().undecided() {
+            bail!(
+                "{only}: {}; remove some of its leading comment lines",
+                source.format().describe()
+            );
+        }
         if source.detected().looks_like_profile() {
             return crate::gprof_callgrind::run(
                 &source,

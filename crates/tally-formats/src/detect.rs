@@ -7,11 +7,18 @@
 //!
 //! The Callgrind/Cachegrind distinction made here is a hint from the head
 //! only; the reader decides it from the whole content.
+//!
+//! Blank and `#` comment lines before a profile's first line are skipped,
+//! within the head: a file whose first [`HEAD_LEN`] bytes are nothing but
+//! comment lines is [`Format::OnlyComments`], which the readers read (they
+//! decide by content) but which a command that must tell a profile from a
+//! source file or a program refuses with an error rather than guess.
 
 use flate2::read::MultiGzDecoder;
 use std::io::Read;
 
-/// How many bytes of a file detection looks at (a DCPI header may be long).
+/// How many bytes of a file detection looks at (a DCPI header may be
+/// long; a profile's leading comment lines must end within them).
 pub const HEAD_LEN: usize = 64 << 10;
 
 /// What a file holds, as far as its head shows.
@@ -39,6 +46,9 @@ pub enum Format {
     Elf,
     /// Nothing recognised: text that starts like no profile, or binary data.
     Unknown,
+    /// Comment lines to the end of the head ([`HEAD_LEN`] bytes) and more
+    /// after them: a profile or a source file, the head cannot tell.
+    OnlyComments,
 }
 
 /// The format of a file and whether it is gzip-compressed.
@@ -57,7 +67,7 @@ impl Detected {
     pub fn is_callgrind_reader_input(&self) -> bool {
         matches!(
             self.format,
-            Format::Callgrind | Format::Cachegrind | Format::Unknown
+            Format::Callgrind | Format::Cachegrind | Format::Unknown | Format::OnlyComments
         )
     }
 
@@ -67,6 +77,12 @@ impl Detected {
     pub fn looks_like_profile(&self) -> bool {
         matches!(self.format, Format::Callgrind | Format::Cachegrind)
             || (self.gzip && self.format == Format::Unknown)
+    }
+
+    /// Whether the head is comment lines only and the file goes on, so
+    /// that a command telling profiles from other files must not guess.
+    pub fn undecided(&self) -> bool {
+        self.format == Format::OnlyComments
     }
 }
 
@@ -84,6 +100,10 @@ impl Format {
             Format::Pprof => "a pprof profile (gzip'd protocol buffers)",
             Format::Elf => "an ELF program or library, not a profile",
             Format::Unknown => "not a profile tally recognises",
+            Format::OnlyComments => {
+                "only comment lines in its first 64 KiB: tally does not look further to tell \
+                 a profile from a source file or a program"
+            }
         }
     }
 
@@ -111,7 +131,7 @@ impl Format {
                  profile, which it reads)"
             }
             Format::Elf => "give the profile the program wrote",
-            Format::Callgrind | Format::Cachegrind | Format::Unknown => {
+            Format::Callgrind | Format::Cachegrind | Format::Unknown | Format::OnlyComments => {
                 "read it with `tally annotate` or `tally check`"
             }
         }
@@ -224,7 +244,12 @@ fn detect_plain(head: &[u8]) -> Format {
         .map(<[u8]>::trim_ascii)
         .filter(|l| !l.is_empty() && (!l.starts_with(b"#") || l.starts_with(b"# callgrind")));
     let Some(first) = lines.next() else {
-        return Format::Unknown;
+        // A head that is full (the file goes on) holds only comments.
+        return if head.len() >= HEAD_LEN && text.starts_with(b"#") {
+            Format::OnlyComments
+        } else {
+            Format::Unknown
+        };
     };
     if !PROFILE_START.iter().any(|k| first.starts_with(k)) {
         return Format::Unknown;
@@ -283,6 +308,16 @@ mod tests {
         assert_eq!(f(b"\n# a comment\nevents: Ir\n"), Format::Cachegrind);
         assert_eq!(f(b"int main(void) { return 0; }\n"), Format::Unknown);
         assert_eq!(f(b""), Format::Unknown);
+        // Comments before the first line are skipped to the end of the head.
+        let mut long = b"#".repeat(10_000);
+        long.extend_from_slice(b"\n# more\n\nversion: 1\nevents: Ir\n");
+        assert_eq!(f(&long), Format::Callgrind);
+        let mut only = Vec::new();
+        while only.len() < HEAD_LEN {
+            only.extend_from_slice(b"# a long comment block\n");
+        }
+        assert_eq!(f(&only[..HEAD_LEN]), Format::OnlyComments);
+        assert_eq!(f(b"# a short file of comments\n"), Format::Unknown);
     }
 
     #[test]

@@ -93,9 +93,30 @@ pub enum ParseErrorKind {
     /// A line that is no known kind of line.
     #[error("unrecognised line `{0}`")]
     Unrecognised(String),
-    /// Self costs whose sum does not fit 64 bits.
-    #[error("the sum of costs overflows 64 bits")]
-    SumOverflow,
+    /// Counts whose sum does not fit the cost type: tally sums costs,
+    /// call counts and inclusive costs in 64 bits and refuses an input
+    /// whose sums would not fit rather than report a wrong number.
+    #[error(
+        "in function `{function}`: {what} sum to more than {limit}, which tally's 64-bit sums cannot hold"
+    )]
+    SumOverflow {
+        /// What is summed: "the self and call costs of event `Ir`".
+        what: String,
+        /// The function of the line.
+        function: String,
+        /// The largest sum: `2^64-1`, or `2^63-1` for signed counts.
+        limit: &'static str,
+    },
+    /// The records kept in memory passed the memory ceiling.
+    #[error(
+        "the profile read so far holds more than {} MiB in memory, the ceiling \
+         (set it with TALLY_MAX_MEMORY, e.g. TALLY_MAX_MEMORY=16G)",
+        limit >> 20
+    )]
+    MemoryLimit {
+        /// The ceiling, in bytes.
+        limit: u64,
+    },
     /// A `version:` other than 0 or 1.
     #[error("unsupported format version `{0}`")]
     Version(String),

@@ -61,6 +61,7 @@ pub mod error;
 pub mod gmon;
 pub mod input;
 pub mod json;
+pub mod limits;
 pub mod load;
 pub mod output;
 pub mod signals;

@@ -29,6 +29,7 @@ pub fn parse_any<U: Sink<u64>, S: Sink<i64>>(
     mut progress: Option<&mut dyn FnMut(u64)>,
 ) -> Result<AnyRead<U, S>, Error> {
     source.expect_callgrind()?;
+    let memory_limit = crate::limits::memory_limit()?;
     let first = {
         let mut step = |n: u64| {
             if let Some(p) = progress.as_mut() {
@@ -37,6 +38,8 @@ pub fn parse_any<U: Sink<u64>, S: Sink<i64>>(
         };
         let options = ReadOptions {
             progress: Some(&mut step),
+            memory_limit,
+            ..Default::default()
         };
         callgrind::parse(source.input()?, &mut unsigned, options)
     };
@@ -44,7 +47,12 @@ pub fn parse_any<U: Sink<u64>, S: Sink<i64>>(
         Ok(o) => Ok(AnyCost::Unsigned((o, unsigned))),
         Err(e) if is_negative(&e) => {
             let mut s = signed();
-            let o = callgrind::parse(source.input()?, &mut s, ReadOptions { progress })?;
+            let options = ReadOptions {
+                progress,
+                memory_limit,
+                ..Default::default()
+            };
+            let o = callgrind::parse(source.input()?, &mut s, options)?;
             Ok(AnyCost::Signed((o, s)))
         }
         Err(e) => Err(e),
@@ -129,6 +137,8 @@ fn read_sources<C: Cost>(
     let mut all: Option<Profile<C>> = None;
     let mut warnings = Vec::new();
     let mut done = 0u64;
+    let mut sums = None;
+    let memory_limit = crate::limits::memory_limit()?;
     for source in sources {
         source.expect_callgrind()?;
         let mut step = |n: u64| {
@@ -136,10 +146,17 @@ fn read_sources<C: Cost>(
                 p(done + n)
             }
         };
+        // The running sums go on from file to file: what the files hold
+        // together must fit, as the reports sum them.
         let options = ReadOptions {
             progress: Some(&mut step),
+            carried: sums.take(),
+            memory_limit,
         };
-        let (p, w) = callgrind::read_with::<C>(source.input()?, options)?;
+        let mut sink = ProfileSink::default();
+        let mut outcome = callgrind::parse::<C, _>(source.input()?, &mut sink, options)?;
+        sums = Some(std::mem::take(&mut outcome.sums));
+        let (p, w) = sink.into_profile(outcome);
         done += source.size().unwrap_or(0);
         warnings.push(w);
         match all.as_mut() {
@@ -187,5 +204,9 @@ pub fn scan_file<C: Cost>(
 ) -> Result<ReadOutcome<C>, Error> {
     let source = Source::open(path)?;
     source.expect_callgrind()?;
-    callgrind::parse(source.input()?, &mut NullSink, ReadOptions { progress })
+    let options = ReadOptions {
+        progress,
+        ..Default::default()
+    };
+    callgrind::parse(source.input()?, &mut NullSink, options)
 }

@@ -25,6 +25,9 @@ pub trait Cost:
     const ZERO: Self;
     /// True for signed types (diff profiles).
     const SIGNED: bool;
+    /// The largest magnitude a sum may reach: when the magnitudes of a set
+    /// of values sum to at most this, every sum of any of them fits.
+    const MAX_MAGNITUDE: u64;
 
     /// Addition that reports overflow instead of wrapping.
     fn checked_add(self, other: Self) -> Option<Self>;
@@ -34,6 +37,8 @@ pub trait Cost:
     fn saturating_add(self, other: Self) -> Self;
     /// Wrapping addition and whether it overflowed (branch-free sums).
     fn overflowing_add(self, other: Self) -> (Self, bool);
+    /// The absolute value, as `u64`.
+    fn magnitude(self) -> u64;
     /// Lossy conversion for percentages and ratios.
     fn to_f64(self) -> f64;
     /// Conversion into the widest signed type, for formula evaluation.
@@ -145,6 +150,12 @@ macro_rules! common_cost_methods {
 impl Cost for u64 {
     const ZERO: Self = 0;
     const SIGNED: bool = false;
+    const MAX_MAGNITUDE: u64 = u64::MAX;
+
+    #[inline(always)]
+    fn magnitude(self) -> u64 {
+        self
+    }
 
     common_cost_methods!(u64);
     #[inline(always)]
@@ -175,6 +186,12 @@ impl Cost for u64 {
 impl Cost for i64 {
     const ZERO: Self = 0;
     const SIGNED: bool = true;
+    const MAX_MAGNITUDE: u64 = i64::MAX as u64;
+
+    #[inline(always)]
+    fn magnitude(self) -> u64 {
+        self.unsigned_abs()
+    }
 
     common_cost_methods!(i64);
     #[inline(always)]

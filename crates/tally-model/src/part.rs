@@ -110,6 +110,12 @@ impl<C: Cost> CostLines<C> {
         self.data.len() + self.blocks.len() * std::mem::size_of::<Block>()
     }
 
+    /// Bytes of memory held (allocated, not only used), for a memory
+    /// ceiling.
+    pub fn heap_bytes(&self) -> usize {
+        self.data.capacity() + self.blocks.capacity() * std::mem::size_of::<Block>()
+    }
+
     /// Appends a line. `positions` must have one value per position kind and
     /// `costs` at most one value per event (missing ones are zero).
     pub fn push(&mut self, function: FunctionId, file: FileId, positions: &[u64], costs: &[C]) {
@@ -293,6 +299,13 @@ pub struct Calls<C> {
 }
 
 impl<C: Cost> Calls<C> {
+    /// Bytes of memory held, for a memory ceiling.
+    pub fn heap_bytes(&self) -> usize {
+        self.info.capacity() * std::mem::size_of::<CallInfo<C>>()
+            + self.pos.capacity() * 8
+            + self.costs.capacity() * std::mem::size_of::<C>()
+    }
+
     /// No calls yet.
     pub fn new(positions: Positions, events: usize) -> Self {
         Calls {
@@ -386,6 +399,11 @@ pub struct Jumps<C> {
 }
 
 impl<C: Cost> Jumps<C> {
+    /// Bytes of memory held, for a memory ceiling.
+    pub fn heap_bytes(&self) -> usize {
+        self.info.capacity() * std::mem::size_of::<JumpInfo<C>>() + self.pos.capacity() * 8
+    }
+
     /// No jumps yet.
     pub fn new(positions: Positions) -> Self {
         Jumps {

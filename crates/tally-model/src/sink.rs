@@ -19,6 +19,12 @@ pub trait Sink<C: Cost> {
     fn call(&mut self, info: CallInfo<C>, site: &[u64], target: &[u64], inclusive: &[C]);
     /// A jump.
     fn jump(&mut self, info: JumpInfo<C>, source: &[u64], target: &[u64]);
+    /// Bytes of memory the sink holds for the records so far, for a
+    /// reader's memory ceiling (asked now and then, not per record). Sinks
+    /// whose memory does not grow with the records say 0.
+    fn held_bytes(&self) -> usize {
+        0
+    }
 }
 
 /// A sink that keeps nothing: reading with it costs memory for names only

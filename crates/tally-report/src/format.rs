@@ -2,6 +2,37 @@
 
 pub use tally_model::thousands;
 
+/// The widest a text column is padded to, in characters. Names from a
+/// profile (events, functions, files) may be of any length: a longer one
+/// is printed in full and pushes its line out of alignment rather than
+/// widening the whole column (JSON output always has the full names).
+/// Formatting widths must also stay below 2^16, or `format!` panics.
+pub const MAX_COLUMN: usize = 64;
+
+/// A column width for the longest of `lens`, capped at [`MAX_COLUMN`].
+pub fn column_width(lens: impl IntoIterator<Item = usize>) -> usize {
+    lens.into_iter().max().unwrap_or(0).min(MAX_COLUMN)
+}
+
+/// `s` padded with spaces on the left to `w` characters (no padding when
+/// it is as long already).
+pub fn pad_left(s: &str, w: usize) -> String {
+    let n = w.saturating_sub(s.chars().count());
+    let mut out = String::with_capacity(s.len() + n);
+    out.extend(std::iter::repeat_n(' ', n));
+    out.push_str(s);
+    out
+}
+
+/// `s` padded with spaces on the right to `w` characters.
+pub fn pad_right(s: &str, w: usize) -> String {
+    let n = w.saturating_sub(s.chars().count());
+    let mut out = String::with_capacity(s.len() + n);
+    out.push_str(s);
+    out.extend(std::iter::repeat_n(' ', n));
+    out
+}
+
 /// A percentage in a fixed width of 9: ` (12.34%)`, ` (100.0%)`, or blanks
 /// for zero. Wide values keep one decimal so that columns stay aligned as
 /// long as possible.

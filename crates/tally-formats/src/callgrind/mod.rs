@@ -4,5 +4,7 @@
 pub mod reader;
 pub mod writer;
 
-pub use reader::{PartStats, ProfileSink, ReadOptions, ReadOutcome, Sink, parse, read, read_with};
+pub use reader::{
+    PartStats, ProfileSink, ReadOptions, ReadOutcome, Sink, Sums, parse, read, read_with,
+};
 pub use writer::{WriteOptions, write};

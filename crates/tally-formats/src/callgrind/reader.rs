@@ -79,6 +79,12 @@ impl<C: Cost> Sink<C> for ProfileSink<C> {
         let p = self.parts.last_mut().expect("part started");
         p.2.push(info, source, target);
     }
+    fn held_bytes(&self) -> usize {
+        self.parts
+            .iter()
+            .map(|(l, c, j)| l.heap_bytes() + c.heap_bytes() + j.heap_bytes())
+            .sum()
+    }
 }
 
 /// Counts of what a read saw, per part; computed by every read.
@@ -112,6 +118,8 @@ pub struct ReadOutcome<C: Cost> {
     pub warnings: Warnings,
     /// Bytes of (decompressed) text read.
     pub bytes: u64,
+    /// The running sums at the end ([`ReadOptions::carried`] for a next file).
+    pub sums: Sums,
 }
 
 /// Options of a read.
@@ -119,6 +127,30 @@ pub struct ReadOutcome<C: Cost> {
 pub struct ReadOptions<'a> {
     /// Called now and then with the number of bytes consumed.
     pub progress: Option<&'a mut dyn FnMut(u64)>,
+    /// The most memory the sink may hold for the records
+    /// ([`Sink::held_bytes`]); past it the read fails with
+    /// [`ParseErrorKind::MemoryLimit`] at the line reached. `None`: no
+    /// ceiling.
+    pub memory_limit: Option<u64>,
+    /// The running sums of the files read before this one into the same
+    /// profile ([`ReadOutcome::sums`]), so that the bound holds for them all.
+    pub carried: Option<Sums>,
+}
+
+/// Running sums of magnitudes over everything read (every part, and the
+/// files read before into one profile). While they fit the cost type,
+/// every sum an analysis makes of the records fits too: a function's or a
+/// line's self cost, an inclusive cost (self plus calls), a call count
+/// summed over sites, parts or files. The reader checks them line by line,
+/// so an overflow is an error naming the line and the function instead of
+/// a saturated or wrapped number later.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sums {
+    /// Per event: the magnitudes of every self cost and every call's
+    /// inclusive cost.
+    pub costs: Vec<u64>,
+    /// The magnitudes of every call count.
+    pub calls: u64,
 }
 
 /// Reads a whole profile into memory.
@@ -145,6 +177,8 @@ pub fn parse<C: Cost, S: Sink<C>>(
     let mut lines = input.into_lines();
     let mut p = Parser::new(sink);
     p.progress = options.progress;
+    p.sums = options.carried.unwrap_or_default();
+    p.memory_limit = options.memory_limit;
     p.run(&mut lines)?;
     let bytes = lines.consumed();
     Ok(ReadOutcome {
@@ -152,6 +186,7 @@ pub fn parse<C: Cost, S: Sink<C>>(
         stats: p.stats,
         warnings: p.warnings,
         bytes,
+        sums: p.sums,
     })
 }
 
@@ -254,6 +289,8 @@ struct Parser<'s, 'o, C: Cost, S> {
     costs: Vec<C>,
     pending: Pending<C>,
     seq: u64,
+    sums: Sums,
+    memory_limit: Option<u64>,
 }
 
 impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
@@ -288,6 +325,8 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             costs: Vec::new(),
             pending: Pending::None,
             seq: 0,
+            sums: Sums::default(),
+            memory_limit: None,
         }
     }
 
@@ -324,6 +363,12 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                     return Err(self.error(&lines.path, self.line_no, kind));
                 }
                 p = end + 1;
+            }
+            if let Some(limit) = self.memory_limit
+                && self.sink.held_bytes() as u64 > limit
+            {
+                let kind = ParseErrorKind::MemoryLimit { limit };
+                return Err(self.error(&lines.path, self.line_no, kind));
             }
             if lines.consumed() >= next_progress {
                 next_progress = lines.consumed() + (1 << 24);
@@ -420,6 +465,9 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             let stats = self.stats.last_mut().expect("part");
             stats.totals = vec![C::ZERO; self.ne];
             stats.first_body_line = self.line_no;
+            if self.sums.costs.len() < self.ne {
+                self.sums.costs.resize(self.ne, 0);
+            }
             self.seq = 0;
             self.last = [0; 3];
         }
@@ -649,6 +697,46 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         Ok(())
     }
 
+    /// The error for a cost line whose costs do not fit the running sums
+    /// (`what` names them), naming the first event that overflows.
+    #[cold]
+    fn sum_overflow(&self, function: FunctionId, n: usize, what: &str) -> ParseErrorKind {
+        let event = (0..n)
+            .find(|&k| {
+                let s = self.sums.costs.get(k).copied().unwrap_or(0);
+                s.checked_add(self.costs[k].magnitude())
+                    .is_none_or(|v| v > C::MAX_MAGNITUDE)
+            })
+            .map_or_else(String::new, |k| {
+                format!(" of event `{}`", self.profile.events.recorded()[k].name)
+            });
+        self.overflow(function, format!("the {what}{event}"))
+    }
+
+    /// The error for a call whose count or costs do not fit the sums.
+    #[cold]
+    fn call_overflow(&self, caller: FunctionId, count: C, n: usize) -> ParseErrorKind {
+        let fits = self
+            .sums
+            .calls
+            .checked_add(count.magnitude())
+            .is_some_and(|v| v <= C::MAX_MAGNITUDE);
+        if fits {
+            self.sum_overflow(caller, n, "self costs and call costs")
+        } else {
+            self.overflow(caller, "the call counts (`calls=`)".into())
+        }
+    }
+
+    fn overflow(&self, function: FunctionId, what: String) -> ParseErrorKind {
+        ParseErrorKind::SumOverflow {
+            what,
+            function: String::from_utf8_lossy(self.profile.names.function_name(function))
+                .into_owned(),
+            limit: if C::SIGNED { "2^63-1" } else { "2^64-1" },
+        }
+    }
+
     fn current_function(&mut self) -> R<FunctionId> {
         if let Some(f) = self.function {
             return Ok(f);
@@ -786,16 +874,25 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         let (np, fi) = (self.np, self.fi);
         let mut last = self.last;
         let Parser {
-            stats, costs, sink, ..
+            stats,
+            costs,
+            sink,
+            sums,
+            ..
         } = self;
         let stats = stats.last_mut().expect("part");
         let totals = &mut stats.totals[..];
+        let sums = &mut sums.costs[..];
         let mut lines = 0u64;
         while p < len {
             let Some((pos, n, end)) = scan_cost_line(data, p, len, np, last, costs) else {
                 break;
             };
+            if !add_magnitudes(sums, &costs[..n]) {
+                break;
+            }
             if !add_totals(totals, &costs[..n]) {
+                sub_magnitudes(sums, &costs[..n]);
                 break;
             }
             sink.line(function, fi, &pos[..np], &costs[..n]);
@@ -823,7 +920,10 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         let function = self.function?;
         let (pos, n, end) = scan_cost_line(data, p, len, self.np, self.last, &mut self.costs)?;
         match self.pending {
-            Pending::Call { .. } => {
+            Pending::Call { count, .. } => {
+                if !self.sums.add_call(count, &self.costs[..n]) {
+                    return None;
+                }
                 self.line_no += 1;
                 self.in_body = true;
                 self.emit_call(function, &pos, n);
@@ -855,17 +955,23 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                 let n = self.counts(s, i)?;
                 let function = self.current_function()?;
                 self.last = pos;
+                if !add_magnitudes(&mut self.sums.costs, &self.costs[..n]) {
+                    return Err(self.sum_overflow(function, n, "self costs and call costs"));
+                }
                 let stats = self.stats.last_mut().expect("part");
-                for (t, &c) in stats.totals.iter_mut().zip(&self.costs[..n]) {
-                    *t = t.checked_add(c).ok_or(ParseErrorKind::SumOverflow)?;
+                if !add_totals(&mut stats.totals, &self.costs[..n]) {
+                    return Err(self.sum_overflow(function, n, "self costs in this part"));
                 }
                 stats.lines += 1;
                 self.sink
                     .line(function, self.fi, &pos[..np], &self.costs[..n]);
             }
-            Pending::Call { .. } => {
+            Pending::Call { count, .. } => {
                 let n = self.counts(s, i)?;
                 let caller = self.current_function()?;
+                if !self.sums.add_call(count, &self.costs[..n]) {
+                    return Err(self.call_overflow(caller, count, n));
+                }
                 self.pending = pending;
                 self.emit_call(caller, &pos, n);
                 return Ok(());
@@ -1326,6 +1432,51 @@ fn subposition_at(data: &[u8], i: usize, base: u64) -> Option<(u64, usize)> {
             Some((base.checked_sub(d)?, j))
         }
         _ => number(data, i),
+    }
+}
+
+/// Adds the magnitudes of a line's costs to the running sums; on overflow
+/// (past the cost type's largest magnitude) undoes it and returns false.
+/// Overflow is checked once per line, not per addition.
+#[inline(always)]
+fn add_magnitudes<C: Cost>(sums: &mut [u64], costs: &[C]) -> bool {
+    let mut over = false;
+    for (s, &c) in sums.iter_mut().zip(costs) {
+        let (v, o) = s.overflowing_add(c.magnitude());
+        *s = v;
+        over |= o | (v > C::MAX_MAGNITUDE);
+    }
+    if over {
+        sub_magnitudes(sums, costs);
+    }
+    !over
+}
+
+/// Undoes [`add_magnitudes`].
+#[inline]
+fn sub_magnitudes<C: Cost>(sums: &mut [u64], costs: &[C]) {
+    for (s, &c) in sums.iter_mut().zip(costs) {
+        *s = s.wrapping_sub(c.magnitude());
+    }
+}
+
+impl Sums {
+    /// Adds a call's count and inclusive costs; false (and nothing added)
+    /// if they do not fit.
+    #[inline]
+    fn add_call<C: Cost>(&mut self, count: C, costs: &[C]) -> bool {
+        let Some(calls) = self
+            .calls
+            .checked_add(count.magnitude())
+            .filter(|&v| v <= C::MAX_MAGNITUDE)
+        else {
+            return false;
+        };
+        if !add_magnitudes(&mut self.costs, costs) {
+            return false;
+        }
+        self.calls = calls;
+        true
     }
 }
 

@@ -50,7 +50,12 @@ impl Table {
     }
 
     fn widths(&self) -> Vec<usize> {
-        let mut w: Vec<usize> = self.labels.iter().map(|l| l.chars().count()).collect();
+        // Labels are event names, of any length; cells are numbers.
+        let mut w: Vec<usize> = self
+            .labels
+            .iter()
+            .map(|l| crate::format::column_width([l.chars().count()]))
+            .collect();
         for l in &self.lines {
             if let Line::Row(cells, _) = l {
                 for (i, c) in cells.iter().enumerate() {
@@ -67,7 +72,8 @@ impl Table {
         writeln!(out, "{RULE}")?;
         let mut head = String::new();
         for (l, &w) in self.labels.iter().zip(&w) {
-            head.push_str(&format!("{l:<w$} "));
+            head.push_str(&crate::format::pad_right(l, w));
+            head.push(' ');
         }
         writeln!(out, "{}", style.bold(format!("{head} {title}").trim_end()))?;
         writeln!(out, "{RULE}")?;

@@ -11,7 +11,7 @@
 //! every symbol go to `unknown_rtns`, the name dcpiprof gave them.
 
 use crate::ReportError;
-use crate::format::thousands;
+use crate::format::{MAX_COLUMN, pad_left, thousands};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -221,10 +221,11 @@ pub fn prof(
         }
     )?;
     writeln!(out, "{}", "=".repeat(72))?;
-    let w = th(total).len().max(event.len());
+    let w = th(total).len().max(event.len().min(MAX_COLUMN));
     writeln!(
         out,
-        "{event:>w$}       %    cum%  {:<30} image",
+        "{}       %    cum%  {:<30} image",
+        pad_left(event, w),
         "procedure"
     )?;
     for (r, cum) in &shown {
@@ -306,7 +307,7 @@ pub fn list(
         .map(|i| count(i.address, i.len() as u64))
         .collect();
     let total: u64 = counts.iter().sum();
-    let w = th(total).len().max(event.len()).max(7);
+    let w = th(total).len().max(event.len().min(MAX_COLUMN)).max(7);
     writeln!(
         out,
         "{} ({}), {} {} in {:#x}..{:#x}",
@@ -317,7 +318,12 @@ pub fn list(
         sym.address,
         sym.end
     )?;
-    writeln!(out, "{event:>w$}  {:>8}  address    instruction", "%")?;
+    writeln!(
+        out,
+        "{}  {:>8}  address    instruction",
+        pad_left(event, w),
+        "%"
+    )?;
     let mut last_line: Option<(String, u32)> = None;
     let mut sources: BTreeMap<String, Option<Vec<String>>> = BTreeMap::new();
     for (i, c) in insns.iter().zip(&counts) {
