@@ -804,3 +804,83 @@ fn callgrind_annotate_reads_a_diff_with_calls_that_disappear_appear_and_shrink()
     // KCachegrind accepts the hidden arcs (negative costs aside).
     kcachegrind_reads(&out, true);
 }
+
+/// `tally ARGS`: its exit code and standard error.
+fn tally_fails(args: &[&str], stdin: Option<&Path>) -> (i32, String) {
+    let mut c = tally_testutil::tally!().command();
+    c.args(args);
+    if let Some(p) = stdin {
+        c.stdin(std::fs::File::open(p).unwrap());
+    }
+    let o = c.output().unwrap();
+    (o.status.code().unwrap_or(-1), text(&o.stderr))
+}
+
+#[test]
+fn an_overflow_of_the_cachegrind_writer_names_the_inputs_once() {
+    let d = tally_testutil::temp_dir();
+    let big = d.path().join("big.out");
+    let max = u64::MAX;
+    std::fs::write(&big, format!("events: Ir\nfl=a.c\nfn=main\n5 {max}\n")).unwrap();
+    let out = d.path().join("out.cg");
+    // Two parts, summed per line by the Cachegrind writer.
+    let (code, err) = tally_fails(
+        &[
+            "convert",
+            s(&big),
+            s(&big),
+            "--to",
+            "cachegrind",
+            "-o",
+            s(&out),
+        ],
+        None,
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(s(&big)), "{err}");
+    assert!(!err.contains("out.cg"), "names the output: {err}");
+    assert_eq!(err.matches("does not fit").count(), 1, "{err}");
+}
+
+#[test]
+fn io_errors_say_their_cause_once() {
+    let d = tally_testutil::temp_dir();
+    let input = tally_testutil::data("callgrind/mutual.default.out");
+    let out = d.path().join("no/such/dir/out");
+    for cmd in [
+        vec!["convert", s(&input), "--to", "callgrind", "-o", s(&out)],
+        vec!["merge", s(&input), "-o", s(&out)],
+    ] {
+        let (code, err) = tally_fails(&cmd, None);
+        assert_eq!(code, 1, "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+        assert_eq!(err.matches(s(&out)).count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn gprof_names_a_bad_callgrind_file_once() {
+    let bad = tally_testutil::data("bad/garbage-line.callgrind");
+    let (code, err) = tally_fails(&["gprof", s(&bad)], None);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(err.matches("garbage-line.callgrind").count(), 1, "{err}");
+    assert!(err.contains("garbage-line.callgrind:6:"), "{err}");
+}
+
+#[test]
+fn standard_input_named_twice_is_a_usage_error() {
+    let input = tally_testutil::data("callgrind/mutual.default.out");
+    for cmd in [
+        vec!["merge", "-", "-"],
+        vec!["diff", "-", "-"],
+        vec!["convert", "-", "-", "--to", "callgrind", "-o", "-"],
+    ] {
+        let (code, err) = tally_fails(&cmd, Some(&input));
+        assert_eq!(code, 2, "{cmd:?}: {err}");
+        assert!(err.contains("more than once"), "{err}");
+    }
+    // Once is fine.
+    let (code, err) = tally_fails(&["merge", "-", s(&input), "-o", "/dev/null"], Some(&input));
+    assert_eq!(code, 0, "{err}");
+}
