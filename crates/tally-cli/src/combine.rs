@@ -19,6 +19,37 @@ pub fn load(path: &Path) -> anyhow::Result<AnyProfile> {
     Ok(loaded)
 }
 
+/// Refuses standard input (`-`) named more than once: it can be read only
+/// once, so a second `-` would be an empty profile or a second reader of
+/// the same stream.
+pub fn stdin_once<'a>(files: impl IntoIterator<Item = &'a PathBuf>) -> anyhow::Result<()> {
+    if files.into_iter().filter(|f| f.as_os_str() == "-").count() > 1 {
+        crate::usage_bail!(
+            "`-` (standard input) is given more than once: it can be read only once"
+        );
+    }
+    Ok(())
+}
+
+/// The error of writing the output: an I/O error says which file and that
+/// writing it failed; a count that overflows when the Cachegrind writer
+/// sums a profile per line names the inputs.
+pub fn write_error(e: tally_formats::Error, inputs: &[PathBuf]) -> anyhow::Error {
+    match e {
+        tally_formats::Error::Io { path, source } => {
+            if source
+                .get_ref()
+                .is_some_and(|r| r.is::<tally_formats::cachegrind::SumOverflow>())
+            {
+                let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+                return anyhow::anyhow!("{}: {source}", names.join(", "));
+            }
+            anyhow::anyhow!("{}: cannot write: {source}", path.display())
+        }
+        e => e.into(),
+    }
+}
+
 /// Adds or subtracts a profile, whatever its counts.
 pub fn add_to<C: Cost>(
     c: &mut Combiner<C>,
@@ -70,6 +101,7 @@ pub fn write_result<C: Cost>(
     to: Option<To>,
     compress: bool,
     command: &str,
+    inputs: &[PathBuf],
 ) -> anyhow::Result<()> {
     warn_stated(&c, command, out);
     let options = OutputOptions {
@@ -77,8 +109,7 @@ pub fn write_result<C: Cost>(
         compress_names: compress,
         gzip: None,
     };
-    tally_formats::write_profile(&c.profile, out, &options)
-        .with_context(|| format!("writing {}", out.display()))?;
+    tally_formats::write_profile(&c.profile, out, &options).map_err(|e| write_error(e, inputs))?;
     Ok(())
 }
 

@@ -5,7 +5,7 @@
 
 use crate::Outcome;
 use crate::progress::Progress;
-use anyhow::{Context, anyhow, bail};
+use anyhow::{anyhow, bail};
 use std::path::PathBuf;
 use tally_formats::detect::Format as FileFormat;
 use tally_formats::gmon::Gmon;
@@ -160,6 +160,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             "{flag} is only for DCPI output (`--to dcpi` or an output name ending in .dcpi)"
         );
     }
+    crate::combine::stdin_once(&args.files)?;
     let sources = args
         .files
         .iter()
@@ -278,6 +279,6 @@ fn write<C: Cost>(p: &Profile<C>, args: &Args) -> anyhow::Result<Outcome> {
         gzip: None,
     };
     tally_formats::write_profile(p, &args.output, &options)
-        .with_context(|| format!("writing {}", args.output.display()))?;
+        .map_err(|e| crate::combine::write_error(e, &args.files))?;
     Ok(Outcome::Ok)
 }

@@ -146,6 +146,7 @@ pub fn difference(i: &Inputs, a: &Path, b: &Path) -> anyhow::Result<Combined<i64
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    combine::stdin_once([&args.a, &args.b])?;
     let options = CombineOptions {
         events: combine::event_choice(args.events.as_deref(), &[args.a.clone(), args.b.clone()])?,
         combine_parts: true,
@@ -169,7 +170,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         (None, true) => return Ok(Outcome::Ok),
         (None, false) => PathBuf::from("-"),
     };
-    combine::write_result(d, &output, args.to, !args.no_compress, "diff")?;
+    let inputs = [args.a.clone(), args.b.clone()];
+    combine::write_result(d, &output, args.to, !args.no_compress, "diff", &inputs)?;
     Ok(Outcome::Ok)
 }
 

@@ -80,10 +80,10 @@ pub fn run(
         Some(&mut update),
     );
     drop(progress);
-    let r = match read {
-        Ok(AnyCost::Unsigned((o, s))) => analyse(source, o, s, &opts, event),
-        Ok(AnyCost::Signed((o, s))) => analyse(source, o, s, &opts, event),
-        Err(e) => Err(e.into()),
+    // A reader's error names the file already.
+    let r = match read? {
+        AnyCost::Unsigned((o, s)) => analyse(source, o, s, &opts, event),
+        AnyCost::Signed((o, s)) => analyse(source, o, s, &opts, event),
     }
     .with_context(|| format!("{}", source.path().display()))?;
     for n in &r.notices {

@@ -159,8 +159,26 @@ pub fn report(e: &anyhow::Error) {
     {
         eprintln!("{f}");
     } else {
-        eprintln!("tally: {e:#}");
+        eprintln!("tally: {}", chain(e));
     }
+}
+
+/// The error and its causes joined by `: `, leaving out a cause whose text
+/// is already said (an I/O error that names its cause in its message and
+/// carries it as its source too).
+fn chain(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for c in e.chain() {
+        let s = c.to_string();
+        if msg.contains(&s) {
+            continue;
+        }
+        if !msg.is_empty() {
+            msg.push_str(": ");
+        }
+        msg.push_str(&s);
+    }
+    msg
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

@@ -42,6 +42,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    combine::stdin_once(&args.files)?;
     let options = CombineOptions {
         events: combine::event_choice(args.events.as_deref(), &args.files)?,
         combine_parts: args.combine_parts,
@@ -116,10 +117,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let compress = !args.no_compress;
     match sum {
         Sum::Unsigned(u) => {
-            combine::write_result(u.finish()?, &args.output, args.to, compress, "merge")?
+            combine::write_result(u.finish()?, &args.output, args.to, compress, "merge", files)?
         }
         Sum::Signed(s) => {
-            combine::write_result(s.finish()?, &args.output, args.to, compress, "merge")?
+            combine::write_result(s.finish()?, &args.output, args.to, compress, "merge", files)?
         }
     }
     Ok(Outcome::Ok)

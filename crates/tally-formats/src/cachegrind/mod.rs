@@ -10,6 +10,17 @@ use rustc_hash::FxHashMap;
 use std::io::{self, Write};
 use tally_model::{Cost, FileId, Positions, Profile, SymbolId};
 
+/// The error inside the [`io::Error`] of [`write`] when a count summed per
+/// file, function and line (or a total) does not fit: the profile's fault,
+/// not the output's, so that callers can name the inputs.
+#[derive(Debug, thiserror::Error)]
+#[error("a count summed per file, function and line does not fit in 64 bits")]
+pub struct SumOverflow;
+
+fn sum_overflow() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, SumOverflow)
+}
+
 /// Writes a profile as a Cachegrind file.
 ///
 /// A single-part, line-level profile is written line for line in its own
@@ -98,7 +109,7 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
             });
         }
         if overflow {
-            return Err(io::Error::other("a summed count overflows 64 bits"));
+            return Err(sum_overflow());
         }
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_by(|&a, &b| {
@@ -125,9 +136,7 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
 
     let totals = match (&profile.parts[..], stream) {
         ([p], true) if p.info.totals.is_some() => p.info.totals.clone().unwrap_or_default(),
-        _ => profile
-            .totals()
-            .ok_or_else(|| io::Error::other("the total of a count overflows 64 bits"))?,
+        _ => profile.totals().ok_or_else(sum_overflow)?,
     };
     buf.extend_from_slice(b"summary:");
     for i in 0..ne {

@@ -24,7 +24,9 @@
 //! relative to it but do not become the new base (Valgrind's `dump.c`
 //! rule); `cob=` defaults to the current object and `cfi=` to the current
 //! (possibly inlined) file, both for one call only; `jfi=`/`jfn=` hold for
-//! one jump; `jcnd=` is `followed/executed`.
+//! one jump; `jcnd=` is `followed/executed`. A comment that starts with
+//! `# tally: ` holds a line that only tally reads: the calls and jumps of a
+//! difference that Valgrind's readers cannot take (see the writer).
 
 /// The end-of-file checks: stated totals against the cost lines, and
 /// truncation.
@@ -492,13 +494,25 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         };
         match first {
             b'0'..=b'9' | b'+' | b'-' | b'*' => self.cost_line(line),
-            b'#' => {
-                if line.starts_with(b"# callgrind format") {
-                    self.callgrind_evidence = true;
-                }
-                Ok(())
-            }
+            b'#' => self.comment(line),
             _ => self.keyed(line),
+        }
+    }
+
+    /// A comment, or a line that only tally reads (see
+    /// [`super::writer::HIDDEN`]): the rest is read as a line of its own.
+    #[cold]
+    fn comment(&mut self, line: &[u8]) -> R<()> {
+        if line.starts_with(b"# callgrind format") {
+            self.callgrind_evidence = true;
+        }
+        let Some(rest) = line.strip_prefix(super::writer::HIDDEN) else {
+            return Ok(());
+        };
+        match rest.first() {
+            Some(b'0'..=b'9' | b'+' | b'-' | b'*') => self.cost_line(rest),
+            Some(b'#') | None => Ok(()),
+            Some(_) => self.keyed(rest),
         }
     }
 

@@ -15,8 +15,26 @@
 //! both bases hold the same value, and absolutely after any change of
 //! function or file (as Valgrind does), so that every reader decodes the
 //! same positions.
+//!
+//! KCachegrind's loader also forgets name ids at every new part and takes
+//! a function id for one function (object, file and name), so ids are
+//! given per function and every name is defined again on its first use in
+//! each part, as Valgrind does when it combines dumps.
+//!
+//! Records that Valgrind's readers cannot take, calls whose count is zero
+//! or negative and jumps with a negative count (in differences), are
+//! written as lines that start with [`HIDDEN`]: a comment for
+//! callgrind_annotate and KCachegrind, a record for tally's reader. The
+//! other readers thus see the profile without those records instead of
+//! misreading them (callgrind_annotate books the cost line after `calls=0`
+//! as self cost and rejects `calls=-1`; KCachegrind rejects negative
+//! counts), and `read(write(p)) == p` still holds.
 
 use std::io::{self, Write};
+
+/// The start of a line that only tally reads: other readers skip it as a
+/// comment; tally reads the rest as a line of its own.
+pub const HIDDEN: &[u8] = b"# tally: ";
 use tally_model::{
     CallRef, Cost, FileId, FunctionId, JumpRef, LineRef, Names, ObjectId, PartVisitor, Positions,
     Profile,
@@ -49,7 +67,9 @@ pub fn write<C: Cost>(
         positions: profile.positions,
         compress: options.compress,
         ids: [Vec::new(), Vec::new(), Vec::new()],
+        public: [Vec::new(), Vec::new(), Vec::new()],
         next_id: [1, 1, 1],
+        hidden: false,
         ctx: Context::start(),
         last: [0; 3],
         seen: [None; 3],
@@ -61,6 +81,8 @@ pub fn write<C: Cost>(
         w.ctx = Context::start();
         w.last = [0; 3];
         w.seen = [None; 3];
+        // KCachegrind forgets every id at a new part.
+        w.public.iter_mut().for_each(Vec::clear);
         part.visit(&mut w);
         if let Some(e) = w.error.take() {
             return Err(e);
@@ -110,13 +132,18 @@ enum PosKind {
     Source,
     /// The target on a `calls=`/`jump=`/`jcnd=` line: no reader's base.
     Target,
+    /// A position on a [`HIDDEN`] line: absolute, and no reader's base.
+    Hidden,
 }
 
+/// Id spaces of compressed names. Function ids are given per function
+/// (object, file and name): KCachegrind takes an id for the function first
+/// defined with it, whatever `ob=`/`fl=` say at a later use.
 #[derive(Clone, Copy)]
 enum Space {
     Object = 0,
     File = 1,
-    Symbol = 2,
+    Function = 2,
 }
 
 struct Writer<'a> {
@@ -127,7 +154,12 @@ struct Writer<'a> {
     compress: bool,
     /// Assigned compressed id per interned index (0 = none yet).
     ids: [Vec<u32>; 3],
+    /// Whether an id has been defined in the current part on a line every
+    /// reader reads (a definition on a [`HIDDEN`] line is tally's only).
+    public: [Vec<bool>; 3],
     next_id: [u32; 3],
+    /// Lines are being written as [`HIDDEN`] lines.
+    hidden: bool,
     ctx: Context,
     /// The last plain cost line's positions: the base of relative
     /// subpositions for tally's reader and Valgrind.
@@ -245,6 +277,13 @@ impl Writer<'_> {
         self.flush_if_full()
     }
 
+    /// Starts a line: [`HIDDEN`] first when lines are hidden.
+    fn start_line(&mut self) {
+        if self.hidden {
+            self.buf.extend_from_slice(HIDDEN);
+        }
+    }
+
     /// Writes `key=` and a name, compressed or not.
     fn name(&mut self, key: &[u8], space: Space, index: u32) {
         // After a change of function or file, start from absolute
@@ -252,12 +291,13 @@ impl Writer<'_> {
         if !key.starts_with(b"c") && !key.starts_with(b"j") {
             self.seen = [None; 3];
         }
+        self.start_line();
         self.buf.extend_from_slice(key);
         self.buf.push(b'=');
         let bytes = match space {
             Space::Object => self.names.objects.get(index),
             Space::File => self.names.files.get(index),
-            Space::Symbol => self.names.symbols.get(index),
+            Space::Function => self.names.function_name(FunctionId(index)),
         };
         // A plain name that looks like `(digit` would be read as an id.
         let looks_compressed = bytes.len() >= 2 && bytes[0] == b'(' && bytes[1].is_ascii_digit();
@@ -267,16 +307,28 @@ impl Writer<'_> {
             if self.ids[s].len() <= i {
                 self.ids[s].resize(i + 1, 0);
             }
+            if self.public[s].len() <= i {
+                self.public[s].resize(i + 1, false);
+            }
             let id = self.ids[s][i];
             self.buf.push(b'(');
-            if id != 0 {
+            // A known id is only referred to where every reader that sees
+            // this line knows it: tally knows every id from any part and
+            // any line; the others only ids defined publicly in this part.
+            if id != 0 && (self.hidden || self.public[s][i]) {
                 id.write_to_buf(&mut self.buf);
                 self.buf.extend_from_slice(b")\n");
                 return;
             }
-            let id = self.next_id[s];
-            self.next_id[s] += 1;
-            self.ids[s][i] = id;
+            let id = if id != 0 {
+                id
+            } else {
+                let id = self.next_id[s];
+                self.next_id[s] += 1;
+                self.ids[s][i] = id;
+                id
+            };
+            self.public[s][i] = !self.hidden;
             id.write_to_buf(&mut self.buf);
             self.buf.extend_from_slice(b") ");
         }
@@ -304,7 +356,7 @@ impl Writer<'_> {
                 self.name(b"fl", Space::File, key.file.0);
                 self.ctx.fl = Some(key.file);
             }
-            self.name(b"fn", Space::Symbol, key.name.0);
+            self.name(b"fn", Space::Function, function.0);
             self.ctx.function = Some(function);
             self.ctx.fi = Some(key.file);
         }
@@ -330,7 +382,7 @@ impl Writer<'_> {
             }
             let hex = instr == Some(k);
             let base = self.last[k];
-            let relative = self.compress && self.seen[k] == Some(base);
+            let relative = self.compress && kind != PosKind::Hidden && self.seen[k] == Some(base);
             if relative && v == base {
                 self.buf.push(b'*');
             } else if relative && v > base && v - base < (1 << 20) && v - base < v / 2 {
@@ -350,7 +402,7 @@ impl Writer<'_> {
                     self.seen[k] = Some(v);
                 }
                 PosKind::Source => self.seen[k] = Some(v),
-                PosKind::Target => {}
+                PosKind::Target | PosKind::Hidden => {}
             }
         }
     }
@@ -393,6 +445,13 @@ impl<C: Cost> PartVisitor<C> for Writer<'_> {
         self.context(i.caller, i.site_file);
         let caller = self.names.key(i.caller);
         let callee = self.names.key(i.callee);
+        // A difference's call whose count did not grow: see the module doc.
+        self.hidden = C::SIGNED && i.count <= C::ZERO;
+        let (target_kind, site_kind) = if self.hidden {
+            (PosKind::Hidden, PosKind::Hidden)
+        } else {
+            (PosKind::Target, PosKind::Source)
+        };
         // `cob=` and `cfi=` hold for one call; their defaults are the
         // current object and the current (possibly inlined) file.
         if callee.object != caller.object {
@@ -401,26 +460,36 @@ impl<C: Cost> PartVisitor<C> for Writer<'_> {
         if callee.file != i.site_file {
             self.name(b"cfi", Space::File, callee.file.0);
         }
-        self.name(b"cfn", Space::Symbol, callee.name.0);
+        self.name(b"cfn", Space::Function, i.callee.0);
+        self.start_line();
         self.buf.extend_from_slice(b"calls=");
         i.count.write_to(&mut self.buf);
         self.buf.push(b' ');
-        self.positions(call.target, PosKind::Target);
+        self.positions(call.target, target_kind);
         self.buf.push(b'\n');
-        self.positions(call.site, PosKind::Source);
+        self.start_line();
+        self.positions(call.site, site_kind);
         self.costs(call.inclusive);
+        self.hidden = false;
     }
 
     fn jump(&mut self, jump: JumpRef<'_, C>) {
         let i = jump.info;
         self.context(i.function, i.file);
+        // A difference's jump with a negative count: see the module doc.
+        self.hidden = C::SIGNED && (i.taken < C::ZERO || i.executed < C::ZERO);
+        let (target_kind, source_kind) = if self.hidden {
+            (PosKind::Hidden, PosKind::Hidden)
+        } else {
+            (PosKind::Target, PosKind::Source)
+        };
         if i.target_file != i.file {
             self.name(b"jfi", Space::File, i.target_file.0);
         }
         if i.target_function != i.function {
-            let name = self.names.key(i.target_function).name;
-            self.name(b"jfn", Space::Symbol, name.0);
+            self.name(b"jfn", Space::Function, i.target_function.0);
         }
+        self.start_line();
         if i.conditional {
             self.buf.extend_from_slice(b"jcnd=");
             i.taken.write_to(&mut self.buf);
@@ -431,9 +500,11 @@ impl<C: Cost> PartVisitor<C> for Writer<'_> {
             i.executed.write_to(&mut self.buf);
         }
         self.buf.push(b' ');
-        self.positions(jump.target, PosKind::Target);
+        self.positions(jump.target, target_kind);
         self.buf.push(b'\n');
-        self.positions(jump.source, PosKind::Source);
+        self.start_line();
+        self.positions(jump.source, source_kind);
         self.buf.push(b'\n');
+        self.hidden = false;
     }
 }
