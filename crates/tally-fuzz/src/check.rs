@@ -122,12 +122,7 @@ fn number_then(end: char) -> impl Fn(&str) -> Option<u64> {
 
 /// Checks an error: located, or a whole-input verdict (`verdict`) that
 /// names the input.
-pub fn error(
-    path: &'static str,
-    msg: &str,
-    verdict: bool,
-    extent: Extent,
-) -> Result<(), Failure> {
+pub fn error(path: &'static str, msg: &str, verdict: bool, extent: Extent) -> Result<(), Failure> {
     if located(msg, NAME, extent) || (verdict && msg.contains(NAME)) {
         Ok(())
     } else {
@@ -146,7 +141,11 @@ pub fn combine_verdict(e: &tally_analysis::combine::CombineError) -> bool {
     use tally_analysis::combine::CombineError as E;
     matches!(
         e,
-        E::Events { .. } | E::MissingEvent { .. } | E::Positions { .. } | E::Formats { .. } | E::Negative { .. }
+        E::Events { .. }
+            | E::MissingEvent { .. }
+            | E::Positions { .. }
+            | E::Formats { .. }
+            | E::Negative { .. }
     )
 }
 
@@ -163,14 +162,21 @@ mod tests {
 
     #[test]
     fn what_is_located() {
-        let e = Extent { lines: 10, bytes: 100 };
+        let e = Extent {
+            lines: 10,
+            bytes: 100,
+        };
         assert!(located("fuzz-input:3: unrecognised line `x`", NAME, e));
         assert!(located("fuzz-input:11: `calls=` at the end", NAME, e));
         assert!(!located("fuzz-input:12: past the end", NAME, e));
         assert!(!located("fuzz-input:0: no line 0", NAME, e));
         assert!(located("fuzz-input: byte 100: truncated record", NAME, e));
         assert!(!located("fuzz-input: byte 101: past the end", NAME, e));
-        assert!(!located("fuzz-input: a summed count does not fit in 64 bits", NAME, e));
+        assert!(!located(
+            "fuzz-input: a summed count does not fit in 64 bits",
+            NAME,
+            e
+        ));
         assert!(!located("the output: a summed count does not fit", NAME, e));
         assert!(!located("fuzz-input:3 without a colon", NAME, e));
     }

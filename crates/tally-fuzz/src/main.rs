@@ -122,7 +122,12 @@ fn watchdog(start: Instant, budget: Duration, seed: u64) {
     });
 }
 
-fn replay(driver: &Driver<'_>, files: &[PathBuf], budget: &Budget, memory: &dyn Memory) -> ExitCode {
+fn replay(
+    driver: &Driver<'_>,
+    files: &[PathBuf],
+    budget: &Budget,
+    memory: &dyn Memory,
+) -> ExitCode {
     let mut failed = 0;
     for f in files {
         let case = match std::fs::read(f) {
@@ -144,7 +149,11 @@ fn replay(driver: &Driver<'_>, files: &[PathBuf], budget: &Budget, memory: &dyn 
             }
         }
     }
-    if failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+    if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn main() -> ExitCode {
@@ -191,11 +200,19 @@ fn main() -> ExitCode {
     let mut total = Outcome::default();
     for &kind in &args.kinds {
         let ki = Kind::ALL.iter().position(|&k| k == kind).unwrap_or(0) as u64 + 1;
-        let o = tally_fuzz::run::run_range(&driver, kind, &settings, args.first, &memory, |n| {
-            NOW[1].store(n, Ordering::Relaxed);
-            NOW[2].store(start.elapsed().as_millis() as u64, Ordering::Relaxed);
-            NOW[0].store(ki, Ordering::Relaxed);
-        }, |line| println!("{line}"));
+        let o = tally_fuzz::run::run_range(
+            &driver,
+            kind,
+            &settings,
+            args.first,
+            &memory,
+            |n| {
+                NOW[1].store(n, Ordering::Relaxed);
+                NOW[2].store(start.elapsed().as_millis() as u64, Ordering::Relaxed);
+                NOW[0].store(ki, Ordering::Relaxed);
+            },
+            |line| println!("{line}"),
+        );
         let secs = o.time.as_secs_f64();
         println!(
             "{:<10} {:>8} cases {:>6} failed ({} distinct) {:>7.1} s {:>8.0} cases/s  ({} seeds)",
@@ -221,5 +238,9 @@ fn main() -> ExitCode {
     for (sig, (count, file, _)) in &total.findings {
         println!("  {count:>6} x {sig}\n           {}", file.display());
     }
-    if total.failures > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+    if total.failures > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }

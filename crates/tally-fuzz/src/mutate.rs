@@ -154,6 +154,21 @@ fn apply(rng: &mut Rng, m: usize, data: &[u8], binary: bool, splices: &[Vec<u8>]
     }
 }
 
+/// A large text seed cut down to its header (the lines before the first
+/// `fn=`) and a window of `n` lines from a random place: a real profile's
+/// lines, at the cost of a small one.
+pub fn window(rng: &mut Rng, data: &[u8], n: usize) -> Vec<u8> {
+    let ls = lines(data);
+    let head = ls
+        .iter()
+        .position(|l| l.starts_with(b"fn="))
+        .unwrap_or(0)
+        .min(n);
+    let start = head + rng.below(ls.len().saturating_sub(head + n) + 1);
+    let end = (start + n).min(ls.len());
+    [ls[..head].concat(), ls[start..end].concat()].concat()
+}
+
 /// Replaces one number of a random line (or inserts one) with a number at
 /// the edge of 64 bits.
 fn huge_number(rng: &mut Rng, data: &[u8]) -> Vec<u8> {

@@ -77,7 +77,12 @@ pub fn silence_panics() {
 }
 
 /// Runs one case with every condition checked.
-pub fn run_case(driver: &Driver<'_>, case: &Case, budget: &Budget, memory: &dyn Memory) -> Result<(), Failure> {
+pub fn run_case(
+    driver: &Driver<'_>,
+    case: &Case,
+    budget: &Budget,
+    memory: &dyn Memory,
+) -> Result<(), Failure> {
     memory.start();
     let t = Instant::now();
     let r = catch_unwind(AssertUnwindSafe(|| driver.run(case)));
@@ -99,11 +104,17 @@ pub fn run_case(driver: &Driver<'_>, case: &Case, budget: &Budget, memory: &dyn 
         return Err(Failure::new(
             "time",
             "all",
-            format!("{:.2} s (budget {:.2} s)", elapsed.as_secs_f64(), budget.time.as_secs_f64()),
+            format!(
+                "{:.2} s (budget {:.2} s)",
+                elapsed.as_secs_f64(),
+                budget.time.as_secs_f64()
+            ),
         ));
     }
     let size = crate::check::Extent::of(&case.input).bytes as usize;
-    let limit = size.saturating_mul(budget.per_byte).saturating_add(budget.fixed);
+    let limit = size
+        .saturating_mul(budget.per_byte)
+        .saturating_add(budget.fixed);
     if peak > limit {
         return Err(Failure::new(
             "memory",
@@ -142,13 +153,25 @@ pub struct Outcome {
     pub time: Duration,
 }
 
+/// Text seeds larger than this are mostly cut to a window of their lines.
+const WINDOW_FROM: usize = 16 << 10;
+/// Lines of the window.
+const WINDOW_LINES: usize = 200;
+
 /// The case with this number: seed, mutations, and whether gzip'd.
-pub fn make_case(corpus: &Corpus, kind: Kind, seed: u64, number: u64) -> Option<(Case, Vec<&'static str>)> {
+pub fn make_case(
+    corpus: &Corpus,
+    kind: Kind,
+    seed: u64,
+    number: u64,
+) -> Option<(Case, Vec<&'static str>)> {
     let seeds = corpus.of(kind);
     if seeds.is_empty() {
         return None;
     }
-    let mut rng = Rng::new(mix(seed ^ mix(number.wrapping_add(kind as u64 * 0x1_0000_0000))));
+    let mut rng = Rng::new(mix(
+        seed ^ mix(number.wrapping_add(kind as u64 * 0x1_0000_0000))
+    ));
     // Small seeds more often: a case costs about its size, and small
     // files reach every kind of line as well.
     let s = if rng.one_in(4) {
@@ -158,7 +181,14 @@ pub fn make_case(corpus: &Corpus, kind: Kind, seed: u64, number: u64) -> Option<
         let b = *rng.pick(&seeds);
         if a.bytes.len() <= b.bytes.len() { a } else { b }
     };
-    let (mut input, mut names) = mutate(&mut rng, &s.bytes, kind.binary(), &corpus.lines);
+    let window;
+    let bytes = if !kind.binary() && s.bytes.len() > WINDOW_FROM && !rng.one_in(8) {
+        window = crate::mutate::window(&mut rng, &s.bytes, WINDOW_LINES);
+        &window[..]
+    } else {
+        &s.bytes[..]
+    };
+    let (mut input, mut names) = mutate(&mut rng, bytes, kind.binary(), &corpus.lines);
     if s.gzip || rng.one_in(16) {
         use std::io::Write;
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
