@@ -134,10 +134,18 @@ impl Source {
         if !self.detected.gzip {
             return Ok(raw);
         }
+        // A broken stream is told with how far its content went, as the
+        // text readers tell the line.
         let mut out = Vec::new();
         MultiGzDecoder::new(&raw[..])
             .read_to_end(&mut out)
-            .map_err(|e| Error::io(&self.name, e))?;
+            .map_err(|e| Error::Binary {
+                path: self.name.clone(),
+                offset: out.len() as u64,
+                message: format!(
+                    "the gzip stream breaks off here (in the decompressed content): {e}"
+                ),
+            })?;
         Ok(Cow::Owned(out))
     }
 

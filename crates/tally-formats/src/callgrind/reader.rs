@@ -476,13 +476,17 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
     }
 
     fn line(&mut self, line: &[u8]) -> R<()> {
+        // Every carriage return at the end goes (`\r\r\n` too): a value
+        // read never ends in one, so that writing it back with `\n` reads
+        // the same.
         let line = match line.last() {
             Some(b'\r') => {
                 self.warnings
                     .add(WarningKind::CarriageReturn, self.line_no, || {
                         "line ends in a carriage return (CRLF line endings)".into()
                     });
-                &line[..line.len() - 1]
+                let end = line.iter().rposition(|&b| b != b'\r').map_or(0, |i| i + 1);
+                &line[..end]
             }
             _ => line,
         };

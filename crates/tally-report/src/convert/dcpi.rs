@@ -61,8 +61,11 @@ pub fn to_callgrind(
     let mut part = tally_model::Part::new(Positions::INSTR_LINE, 1);
     part.info.cmd = Some(p.header.path().unwrap_or(image_name).as_bytes().to_vec());
     for l in &p.header.lines {
+        // A carriage return at the end (a CRLF header) cannot be written
+        // back: the Callgrind reader drops it.
+        let end = l.iter().rposition(|&b| b != b'\r').map_or(0, |i| i + 1);
         let mut v = b" ".to_vec();
-        v.extend_from_slice(l);
+        v.extend_from_slice(&l[..end]);
         part.info.desc.push((DESC_LINE.to_vec(), v));
     }
     part.info

@@ -1,0 +1,592 @@
+//! Driving one case through every path of tally that reads it, through
+//! the library entry points the CLI uses: detection ([`Source`]) and the
+//! readers, then the reports and conversions of what was read, with every
+//! output written and read back.
+
+use crate::check::{self, Extent, Failure, NAME};
+use crate::corpus::{Corpus, Kind, Seed};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+use tally_analysis::AggregateBuilder;
+use tally_analysis::combine::{CombineOptions, Combiner, EventChoice, Sign};
+use tally_formats::callgrind::{self, WriteOptions};
+use tally_formats::dcpi::{self, DcpiProfile};
+use tally_formats::gmon::Gmon;
+use tally_formats::{Input, Source};
+use tally_model::{AnyCost, AnyProfile, Cost, Format, Profile};
+use tally_report::annotate::{Options as AnnotateOptions, Threshold, Tree};
+use tally_report::gprof;
+use tally_symbols::ObjectFile;
+
+/// One input to drive: the bytes a reader gets (gzip'd or not), the
+/// target, and the seed it was made from (merge and diff add the seed;
+/// gprof and DCPI reports take its program or image).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Case {
+    /// The reader.
+    pub kind: Kind,
+    /// The seed's path relative to the data directory.
+    pub seed: String,
+    /// The input.
+    pub input: Vec<u8>,
+}
+
+const MAGIC: &str = "tally-fuzz-case";
+
+impl Case {
+    /// The case as a file: a header line, then the input's bytes.
+    pub fn to_file(&self) -> Vec<u8> {
+        let mut v = format!("{MAGIC} {} {}\n", self.kind.name(), self.seed).into_bytes();
+        v.extend_from_slice(&self.input);
+        v
+    }
+
+    /// Reads a case file.
+    pub fn from_file(bytes: &[u8]) -> Option<Case> {
+        let nl = bytes.iter().position(|&b| b == b'\n')?;
+        let head = std::str::from_utf8(&bytes[..nl]).ok()?;
+        let mut w = head.split(' ');
+        if w.next()? != MAGIC {
+            return None;
+        }
+        let kind = Kind::from_name(w.next()?)?;
+        let seed = w.next()?.to_string();
+        Some(Case {
+            kind,
+            seed,
+            input: bytes[nl + 1..].to_vec(),
+        })
+    }
+}
+
+/// Drives cases; keeps what it read of each seed (merge, diff, DCPI sums).
+pub struct Driver<'c> {
+    corpus: &'c Corpus,
+    profiles: RefCell<HashMap<String, Option<AnyProfile>>>,
+    dcpis: RefCell<HashMap<String, Option<DcpiProfile>>>,
+}
+
+type Res = Result<(), Failure>;
+
+impl<'c> Driver<'c> {
+    /// A driver over a corpus.
+    pub fn new(corpus: &'c Corpus) -> Self {
+        Driver {
+            corpus,
+            profiles: RefCell::default(),
+            dcpis: RefCell::default(),
+        }
+    }
+
+    /// The corpus.
+    pub fn corpus(&self) -> &'c Corpus {
+        self.corpus
+    }
+
+    /// Runs one case; `Err` is the first condition that failed.
+    pub fn run(&self, case: &Case) -> Res {
+        let seed = self.corpus.seed(&case.seed);
+        let extent = Extent::of(&case.input);
+        match case.kind {
+            Kind::Callgrind | Kind::Cachegrind => self.text(case, seed, extent),
+            Kind::Gmon => self.gmon(case, seed, extent),
+            Kind::Dcpi => self.dcpi(case, seed, extent),
+        }
+    }
+
+    fn image(&self, seed: Option<&Seed>) -> Option<&'c ObjectFile> {
+        let i = seed?.image.as_ref()?;
+        self.corpus.images.get(i)
+    }
+
+    /// Callgrind and Cachegrind: detection, the reader, annotate (text and
+    /// JSON), gprof on the profile (summed while read, as the CLI does),
+    /// merge and diff with the seed, and every writer read back.
+    fn text(&self, case: &Case, seed: Option<&Seed>, extent: Extent) -> Res {
+        let source = Source::from_bytes(NAME, case.input.clone());
+        if let Err(e) = source.expect_callgrind() {
+            return check::error("detect", &e.to_string(), check::reader_verdict(&e), extent);
+        }
+        let read = match tally_formats::read(&source, None) {
+            Ok((p, _)) => p,
+            Err(e) => {
+                return check::error("read", &e.to_string(), check::reader_verdict(&e), extent);
+            }
+        };
+        // One path after the read, chosen by the input's length (so that
+        // a replay takes the same): a case costs one path, not five.
+        match case.input.len() % 5 {
+            0 => match &read {
+                AnyCost::Unsigned(p) => round_trip(p, "write-read"),
+                AnyCost::Signed(p) => round_trip(p, "write-read"),
+            },
+            1 => match &read {
+                AnyCost::Unsigned(p) => annotate(p, extent),
+                AnyCost::Signed(p) => annotate(p, extent),
+            },
+            2 => gprof_streamed(&source, extent),
+            k => match seed.and_then(|s| self.seed_profile(s)) {
+                Some(b) if k == 3 => merge(&read, &b, extent),
+                Some(b) => diff(&read, &b, extent),
+                None => Ok(()),
+            },
+        }
+    }
+
+    fn seed_profile(&self, seed: &Seed) -> Option<AnyProfile> {
+        let mut cache = self.profiles.borrow_mut();
+        cache
+            .entry(seed.path.clone())
+            .or_insert_with(|| {
+                let s = Source::from_bytes("fuzz-seed", seed.bytes.clone());
+                tally_formats::read(&s, None).ok().map(|r| r.0)
+            })
+            .clone()
+    }
+
+    /// gmon: detection, the reader with the seed's program, gprof's
+    /// reports (text, JSON), the conversion to Callgrind read back, and
+    /// the gmon writer read back.
+    fn gmon(&self, case: &Case, seed: Option<&Seed>, extent: Extent) -> Res {
+        let Some(obj) = self.image(seed) else {
+            return Ok(());
+        };
+        let source = Source::from_bytes(NAME, case.input.clone());
+        let layout = gprof::layout_of(obj);
+        let g = match Gmon::sum(std::slice::from_ref(&source), layout) {
+            Ok(g) => g,
+            Err(e) => {
+                return check::error("read", &e.to_string(), check::reader_verdict(&e), extent);
+            }
+        };
+        let opts = gprof::Options {
+            flat: !g.histograms.is_empty(),
+            graph: !g.arcs.is_empty(),
+            ..Default::default()
+        };
+        if opts.flat || opts.graph {
+            match gprof::analyse(obj, &g, &opts) {
+                Ok(r) => {
+                    let _ = gprof::text::write(&r, &opts);
+                    json_parses(&gprof::json::write(&r, &opts), "gprof-json")?;
+                }
+                Err(e) => check::error("gprof", &e.to_string(), check::report_verdict(&e), extent)?,
+            }
+        }
+        match tally_report::convert::gmon::convert(obj, &g, &opts) {
+            Ok(c) => round_trip(&c.profile, "gmon-to-callgrind")?,
+            Err(e) => check::error(
+                "gmon-to-callgrind",
+                &e.to_string(),
+                check::report_verdict(&e),
+                extent,
+            )?,
+        }
+        let mut out = Vec::new();
+        if g.write(&mut out, layout).is_ok() {
+            match Gmon::parse(&out, Path::new("fuzz-output"), layout) {
+                Ok(back) if (&back.histograms, &back.arcs) == (&g.histograms, &g.arcs) => {}
+                Ok(_) => {
+                    return Err(Failure::new(
+                        "read-back",
+                        "gmon-write",
+                        "the written gmon file reads back different",
+                    ));
+                }
+                Err(e) => return Err(Failure::new("read-back", "gmon-write", e.to_string())),
+            }
+        }
+        Ok(())
+    }
+
+    fn seed_dcpi(&self, seed: &Seed) -> Option<DcpiProfile> {
+        let mut cache = self.dcpis.borrow_mut();
+        cache
+            .entry(seed.path.clone())
+            .or_insert_with(|| dcpi::parse(&seed.bytes, Path::new("fuzz-seed")).ok())
+            .clone()
+    }
+
+    /// DCPI: detection and the reader, dcpicat, dcpiprof (text, JSON),
+    /// dcpilist and dcpidiff with the seed's image, the sum with the seed,
+    /// the conversion to Callgrind and the DCPI writer, read back.
+    fn dcpi(&self, case: &Case, seed: Option<&Seed>, extent: Extent) -> Res {
+        let source = Source::from_bytes(NAME, case.input.clone());
+        let parsed = source.bytes().and_then(|b| dcpi::parse(&b, source.name()));
+        let p = match parsed {
+            Ok(p) => p,
+            Err(e) => {
+                return check::error("read", &e.to_string(), check::reader_verdict(&e), extent);
+            }
+        };
+        let report = |path: &'static str, r: Result<(), tally_report::ReportError>| match r {
+            Ok(()) => Ok(()),
+            Err(e) => check::error(path, &e.to_string(), check::report_verdict(&e), extent),
+        };
+        report(
+            "dcpi-cat",
+            tally_report::dcpi::cat(&p, false, &mut std::io::sink()),
+        )?;
+        let obj = self.image(seed);
+        let base = seed.and_then(|s| self.seed_dcpi(s));
+        if let Some(obj) = obj {
+            for json in [false, true] {
+                let o = tally_report::dcpi::ProfOptions {
+                    keep: 100.0,
+                    image_name: "image".into(),
+                    json,
+                };
+                let mut out = Vec::new();
+                report("dcpi-prof", tally_report::dcpi::prof(&p, obj, &o, &mut out))?;
+                if json {
+                    json_parses_bytes(&out, "dcpi-prof-json")?;
+                }
+            }
+            if let Some(row) = tally_report::dcpi::procedures(&p, obj).first() {
+                let name = row.name.clone();
+                report(
+                    "dcpi-list",
+                    tally_report::dcpi::list(&p, obj, &name, &mut std::io::sink()),
+                )?;
+            }
+            if let Some(b) = &base {
+                let o = tally_report::dcpi::DiffOptions {
+                    proc_name: None,
+                    names: ("fuzz-seed".into(), NAME.into()),
+                };
+                report(
+                    "dcpi-diff",
+                    tally_report::dcpi::diff(b, &p, obj, &o, &mut std::io::sink()),
+                )?;
+            }
+        }
+        if let Some(b) = base {
+            let v = vec![("fuzz-seed".to_string(), b), (NAME.to_string(), p.clone())];
+            report("dcpi-sum", tally_report::dcpi::sum(&v).map(|_| ()))?;
+        }
+        match tally_report::convert::dcpi::to_callgrind(&p, obj, NAME) {
+            Ok(prof) => round_trip(&prof, "dcpi-to-callgrind")?,
+            Err(e) => check::error(
+                "dcpi-to-callgrind",
+                &e.to_string(),
+                check::report_verdict(&e),
+                extent,
+            )?,
+        }
+        let mut out = Vec::new();
+        match dcpi::write(&p, &mut out) {
+            Ok(()) => match dcpi::parse(&out, Path::new("fuzz-output")) {
+                Ok(back) if back == p => Ok(()),
+                Ok(_) => Err(Failure::new(
+                    "read-back",
+                    "dcpi-write",
+                    "the written DCPI profile reads back different",
+                )),
+                Err(e) => Err(Failure::new("read-back", "dcpi-write", e.to_string())),
+            },
+            Err(e) => Err(Failure::new("read-back", "dcpi-write", e.to_string())),
+        }
+    }
+}
+
+fn json_parses(s: &str, path: &'static str) -> Res {
+    json_parses_bytes(s.as_bytes(), path)
+}
+
+fn json_parses_bytes(s: &[u8], path: &'static str) -> Res {
+    serde_json::from_slice::<serde_json::Value>(s)
+        .map(|_| ())
+        .map_err(|e| Failure::new("read-back", path, format!("JSON does not parse: {e}")))
+}
+
+/// Writes a profile as Callgrind (compressed names and not), as
+/// Cachegrind when it is one, and as JSON; reads each back.
+pub fn round_trip<C: Cost>(p: &Profile<C>, path: &'static str) -> Res {
+    let fail = |what: String| Err(Failure::new("read-back", path, what));
+    for compress in [true, false] {
+        let mut out = Vec::new();
+        if let Err(e) = callgrind::write(p, &mut out, WriteOptions { compress }) {
+            return fail(format!("the Callgrind writer failed: {e}"));
+        }
+        match reread::<C>(out) {
+            Ok(mut q) => {
+                q.format = p.format;
+                if let Some(what) = differs(p, &q) {
+                    return fail(format!(
+                        "the Callgrind output (compress={compress}) reads back different: {what}"
+                    ));
+                }
+                // Names are interned in the order the output has them;
+                // once read back, writing is a fixed point.
+                let mut again = Vec::new();
+                let _ = callgrind::write(&q, &mut again, WriteOptions { compress });
+                match reread::<C>(again) {
+                    Ok(mut r) => {
+                        r.format = q.format;
+                        if r != q {
+                            return fail(format!(
+                                "the Callgrind output (compress={compress}) written again reads back different: {}",
+                                difference(&q, &r)
+                            ));
+                        }
+                    }
+                    Err(e) => {
+                        return fail(format!(
+                            "the Callgrind output written again does not read back: {e}"
+                        ));
+                    }
+                }
+            }
+            Err(e) => return fail(format!("the Callgrind output does not read back: {e}")),
+        }
+    }
+    if p.format == Format::Cachegrind {
+        let mut out = Vec::new();
+        if let Err(e) = tally_formats::cachegrind::write(p, &mut out) {
+            return fail(format!("the Cachegrind writer failed: {e}"));
+        }
+        match reread::<C>(out) {
+            Ok(mut q) => {
+                // The writer supplies `cmd:` and a final `summary:` where
+                // the input had none.
+                for (a, b) in p.parts.iter().zip(q.parts.iter_mut()) {
+                    // With no cost lines the final `summary:` comes right
+                    // after `events:` and is read as the header's.
+                    if a.info.summary.is_none() && b.info.totals.is_none() {
+                        b.info.totals = b.info.summary.take();
+                    }
+                    if a.info.cmd.is_none() && b.info.cmd.as_deref() == Some(b"") {
+                        b.info.cmd = None;
+                    }
+                    if a.info.totals.is_none() && b.info.totals == a.lines.totals() {
+                        b.info.totals = None;
+                    }
+                }
+                if let Some(what) = differs(p, &q) {
+                    return fail(format!(
+                        "the Cachegrind output reads back different: {what}"
+                    ));
+                }
+            }
+            Err(e) => return fail(format!("the Cachegrind output does not read back: {e}")),
+        }
+    }
+    let mut out = Vec::new();
+    if let Err(e) = tally_formats::json::write(p, &mut out) {
+        return fail(format!("the JSON writer failed: {e}"));
+    }
+    json_parses_bytes(&out, path)
+}
+
+fn reread<C: Cost>(bytes: Vec<u8>) -> Result<Profile<C>, tally_formats::Error> {
+    let input = Input::from_bytes("fuzz-output", bytes)?;
+    callgrind::read::<C>(input).map(|r| r.0)
+}
+
+/// What differs between a profile and its output read back, names
+/// aside (the output interns them in its own order and leaves out those
+/// nothing uses): events, positions, part headers, each part's self
+/// totals and number of calls.
+fn differs<C: Cost>(p: &Profile<C>, q: &Profile<C>) -> Option<&'static str> {
+    if (p.version, &p.creator, p.positions) != (q.version, &q.creator, q.positions) {
+        return Some("version, creator or positions");
+    }
+    if p.events != q.events {
+        return Some("events");
+    }
+    if p.parts.len() != q.parts.len() {
+        return Some("part count");
+    }
+    for (a, b) in p.parts.iter().zip(&q.parts) {
+        if a.info != b.info {
+            return Some("part header");
+        }
+        if a.lines.totals() != b.lines.totals() {
+            return Some("self totals");
+        }
+        if a.calls.len() != b.calls.len() {
+            return Some("number of calls");
+        }
+    }
+    None
+}
+
+/// What differs between two profiles, for the failure's message.
+fn difference<C: Cost>(p: &Profile<C>, q: &Profile<C>) -> &'static str {
+    if (p.version, &p.creator, p.positions) != (q.version, &q.creator, q.positions) {
+        "version, creator or positions"
+    } else if p.names != q.names {
+        "names"
+    } else if p.events != q.events {
+        "events"
+    } else if p.parts.len() != q.parts.len() {
+        "part count"
+    } else {
+        for (a, b) in p.parts.iter().zip(&q.parts) {
+            if a.info != b.info {
+                return "part header";
+            } else if a.lines != b.lines {
+                return "cost lines";
+            } else if a.calls != b.calls {
+                return "calls";
+            } else if a.jumps != b.jumps {
+                return "jumps";
+            }
+        }
+        "a part"
+    }
+}
+
+/// `tally annotate` of a whole profile: text with inclusive costs and
+/// both trees, and JSON (which must parse).
+fn annotate<C: Cost>(p: &Profile<C>, extent: Extent) -> Res {
+    for json in [false, true] {
+        let opts = AnnotateOptions {
+            inputs: vec![NAME.into()],
+            auto: false,
+            inclusive: true,
+            tree: Tree::Both,
+            threshold: Threshold::All,
+            jumps: Some(5),
+            json,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        let path = if json {
+            "annotate-json"
+        } else {
+            "annotate-text"
+        };
+        match tally_report::annotate::annotate(p, &opts, &mut out) {
+            Ok(_) if json => json_parses_bytes(&out, path)?,
+            Ok(_) => {}
+            Err(e) => check::error(path, &e.to_string(), check::report_verdict(&e), extent)?,
+        }
+    }
+    Ok(())
+}
+
+/// `tally gprof PROFILE`: summed while read, as the CLI does.
+fn gprof_streamed(source: &Source, extent: Extent) -> Res {
+    let read = tally_formats::parse_any(
+        source,
+        AggregateBuilder::new(0),
+        || AggregateBuilder::new(0),
+        None,
+    );
+    let opts = gprof::Options::default();
+    let report = match read {
+        Ok(AnyCost::Unsigned((o, s))) => gprof_report(o, s, &opts),
+        Ok(AnyCost::Signed((o, s))) => gprof_report(o, s, &opts),
+        Err(e) => {
+            return check::error(
+                "gprof-read",
+                &e.to_string(),
+                check::reader_verdict(&e),
+                extent,
+            );
+        }
+    };
+    match report {
+        Ok(r) => {
+            let mut sink = Vec::new();
+            gprof::text::write_to(&r, &opts, &mut sink)
+                .map_err(|e| Failure::new("read-back", "gprof-text", e.to_string()))?;
+            json_parses(&gprof::json::write(&r, &opts), "gprof-json")
+        }
+        Err(e) => check::error("gprof", &e.to_string(), check::report_verdict(&e), extent),
+    }
+}
+
+fn gprof_report<C: Cost>(
+    read: callgrind::ReadOutcome<C>,
+    mut sums: AggregateBuilder<C>,
+    opts: &gprof::Options,
+) -> Result<gprof::Report, tally_report::ReportError> {
+    sums.set_events(read.profile.events.len());
+    let part_sums = sums.part_totals();
+    let agg = sums.finish(read.profile.names.function_count(), |_| true);
+    gprof::callgrind::analyse(&read.profile, &agg, &part_sums, None, opts, NAME)
+}
+
+fn add<C: Cost>(
+    c: &mut Combiner<C>,
+    p: &AnyProfile,
+    sign: Sign,
+    label: &str,
+) -> Result<(), tally_analysis::combine::CombineError> {
+    match p {
+        AnyCost::Unsigned(p) => c.add(p, sign, label),
+        AnyCost::Signed(p) => c.add(p, sign, label),
+    }
+}
+
+fn combine_error(
+    path: &'static str,
+    e: &tally_analysis::combine::CombineError,
+    extent: Extent,
+) -> Res {
+    // An error about the seed alone is not this case's.
+    if !e.to_string().contains(NAME) && check::combine_verdict(e) {
+        return Ok(());
+    }
+    check::error(path, &e.to_string(), check::combine_verdict(e), extent)
+}
+
+/// `tally merge SEED INPUT`: the sum, written and read back.
+fn merge(p: &AnyProfile, seed: &AnyProfile, extent: Extent) -> Res {
+    fn go<C: Cost>(p: &AnyProfile, seed: &AnyProfile, extent: Extent) -> Res {
+        let options = CombineOptions {
+            events: EventChoice::Same,
+            keep_zero: true,
+            ..Default::default()
+        };
+        let mut c = Combiner::<C>::new(options);
+        let r = add(&mut c, seed, Sign::Plus, "fuzz-seed")
+            .and_then(|_| add(&mut c, p, Sign::Plus, NAME))
+            .and_then(|_| c.finish());
+        match r {
+            Ok(sum) => round_trip(&sum.profile, "merge"),
+            Err(e) => combine_error("merge", &e, extent),
+        }
+    }
+    if p.is_signed() || seed.is_signed() {
+        go::<i64>(p, seed, extent)
+    } else {
+        go::<u64>(p, seed, extent)
+    }
+}
+
+/// `tally diff SEED INPUT`: INPUT − SEED, written and read back.
+fn diff(p: &AnyProfile, seed: &AnyProfile, extent: Extent) -> Res {
+    let options = CombineOptions {
+        events: EventChoice::Same,
+        combine_parts: true,
+        per_function: p.format() == Format::Cachegrind,
+        ..Default::default()
+    };
+    let mut c = Combiner::<i64>::new(options);
+    let r = add(&mut c, seed, Sign::Minus, "fuzz-seed")
+        .and_then(|_| add(&mut c, p, Sign::Plus, NAME))
+        .and_then(|_| c.finish());
+    match r {
+        Ok(d) => round_trip(&d.profile, "diff"),
+        Err(e) => combine_error("diff", &e, extent),
+    }
+}
+
+/// Writes a case file into `dir`, named by target, seed and case number.
+pub fn save(
+    dir: &Path,
+    case: &Case,
+    seed: u64,
+    number: u64,
+) -> std::io::Result<std::path::PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(format!("{}-{seed}-{number}.case", case.kind.name()));
+    let mut f = std::fs::File::create(&path)?;
+    f.write_all(&case.to_file())?;
+    Ok(path)
+}
