@@ -201,6 +201,11 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
         .iter()
         .map(|m| Hierarchy::new(&m.config))
         .collect::<Result<_, _>>()?;
+    // Before the program runs: an output that cannot be written would
+    // waste the run.
+    for m in &ms {
+        session::check_output(&out_path(&a, m.name.as_deref(), 0))?;
+    }
     let run = if let Some(t) = &a.lackey {
         session::lackey(t, a.binary.as_deref(), hier, opts)?
     } else if let Some(t) = &a.trace {
@@ -247,8 +252,10 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
     }
 }
 
-fn report(a: &Args, ms: &[Machine], run: &Run) -> anyhow::Result<()> {
-    let (out, pid) = (&run.output, run.pid);
+/// Where the profile of machine `name` (`None`: the main one) of process
+/// `pid` goes: `--out-file` or the default, `%p` the process id, other
+/// machines' with `.NAME` appended.
+fn out_path(a: &Args, name: Option<&str>, pid: u32) -> PathBuf {
     let default = if a.callgrind {
         "callgrind.out.%p"
     } else {
@@ -260,6 +267,14 @@ fn report(a: &Args, ms: &[Machine], run: &Run) -> anyhow::Result<()> {
         .unwrap_or_else(|| PathBuf::from(default))
         .to_string_lossy()
         .replace("%p", &pid.to_string());
+    match name {
+        None => PathBuf::from(base),
+        Some(n) => PathBuf::from(format!("{base}.{n}")),
+    }
+}
+
+fn report(a: &Args, ms: &[Machine], run: &Run) -> anyhow::Result<()> {
+    let (out, pid) = (&run.output, run.pid);
     for (k, m) in ms.iter().enumerate() {
         let middle = m.config.middle.len();
         let ev = event_indices(a.cache_sim, a.branch_sim, middle);
@@ -285,10 +300,7 @@ fn report(a: &Args, ms: &[Machine], run: &Run) -> anyhow::Result<()> {
             valgrind_names: a.valgrind_names,
         };
         let prof = to_profile(out, k, &run.space, &spec);
-        let path = match &m.name {
-            None => PathBuf::from(&base),
-            Some(n) => PathBuf::from(format!("{base}.{n}")),
-        };
+        let path = out_path(a, m.name.as_deref(), pid);
         // The profile's own format (set above); gzip'd when the name ends in `.gz`.
         tally_formats::output::write_profile(&prof, &path, &Default::default())?;
         let t = out.totals(k);

@@ -4,7 +4,7 @@
 //! [`crate::callbacks`]), and the exit.
 
 use crate::args::{self, Output};
-use crate::buffers::{self, OUT, Out, SHM_BASE, SHM_SIZE, SILENT};
+use crate::buffers::{self, FREE_FD, OUT, Out, SHM_BASE, SHM_SIZE, SILENT, STREAM_FD};
 use crate::callbacks::{ATOMIC, on_block, on_exec, on_mem, on_mem_at};
 use crate::filter::{self, FAST, FILTER, FILTER_MODE, FILTER_VCPU, FILTERING, Filter};
 use crate::filter::{NOT_FILTERING, VCPU0_THREAD};
@@ -78,6 +78,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
             return refuse(&format!("cannot move the trace descriptor: {e}"));
         }
     };
+    STREAM_FD.store(std::os::fd::AsRawFd::as_raw_fd(&file), Ordering::Relaxed);
     if let Some(fd) = args.shm
         && let Err(e) = buffers::map_shared(fd)
     {
@@ -138,11 +139,21 @@ pub unsafe extern "C" fn qemu_plugin_install(
     0
 }
 
-/// In a child the guest forked: stop recording, and put private memory
-/// where the shared buffers were, so the child cannot touch the parent's.
+/// In a child the guest forked: stop recording, close the stream and the
+/// free-slot pipe (so that tally sees the stream end when the program
+/// does, however long the child lives), and put private memory where the
+/// shared buffers were, so the child cannot touch the parent's.
 extern "C" fn in_forked_child() {
     SILENT.store(true, Ordering::Relaxed);
     FAST.store(std::ptr::null_mut(), Ordering::Relaxed);
+    for fd in [&STREAM_FD, &FREE_FD] {
+        let fd = fd.swap(-1, Ordering::Relaxed);
+        if fd >= 0 {
+            // SAFETY: our own descriptor; the child never writes to it
+            // again (SILENT), and statics are not dropped.
+            unsafe { libc::close(fd) };
+        }
+    }
     let base = SHM_BASE.load(Ordering::Acquire);
     if base != 0 {
         // SAFETY: replacing our own mapping with anonymous memory.

@@ -167,6 +167,57 @@ pub enum SessionError {
     /// Waiting for QEMU failed.
     #[error("waiting for the program")]
     Wait(#[source] std::io::Error),
+    /// The profile could not be written where asked.
+    #[error("cannot write {} ({why}); the program was not run", path.display())]
+    OutFile {
+        /// The output file.
+        path: PathBuf,
+        /// Why not.
+        why: String,
+    },
+}
+
+/// Checks that a profile can be written at `path` (the directory exists
+/// and a file can be created in it, which is what writing it takes: a
+/// temporary file beside it, renamed), so that a run is not wasted on an
+/// output that cannot be written. A `%p` in the directory part cannot be
+/// checked before the program runs.
+pub fn check_output(path: &Path) -> Result<(), SessionError> {
+    let fail = |why: String| SessionError::OutFile {
+        path: path.to_path_buf(),
+        why,
+    };
+    let dir = match path.parent() {
+        Some(d) if d.as_os_str().is_empty() => Path::new("."),
+        Some(d) => d,
+        None => return Err(fail("not a file name".into())),
+    };
+    if dir.to_string_lossy().contains("%p") {
+        return Ok(());
+    }
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(fail(format!("{} is not a directory", dir.display()))),
+        Err(e) => return Err(fail(format!("directory {}: {e}", dir.display()))),
+    }
+    if path.is_dir() {
+        return Err(fail("it is a directory".into()));
+    }
+    let probe = dir.join(format!(".tally-sim-check.{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(fail(format!(
+            "cannot create files in {}: {e}",
+            dir.display()
+        ))),
+    }
 }
 
 /// What ended the run.
@@ -290,7 +341,7 @@ pub fn native(
     drop(writer);
     drop(free_r);
     let pid = child.id();
-    signals::forward_to(pid);
+    let forwarding = signals::forward_to(pid);
     // When the pipe ends, QEMU is gone: what it had not written yet is in
     // the buffer file.
     let input = pool::WithTail::new(reader, &buffers);
@@ -305,11 +356,19 @@ pub fn native(
         Some(&mut pool),
     );
     let status = child.wait().map_err(SessionError::Wait)?;
+    // The program has ended: the profile is written under the caller's
+    // handlers.
+    let received = forwarding.received();
+    drop(forwarding);
     let (output, mut ending) = result?;
     if !status.success() {
         use std::os::unix::process::ExitStatusExt;
         if let Some(sig) = status.signal() {
-            ending = Ending::Incomplete(format!("the program was killed by signal {sig}"));
+            let by = match received {
+                Some(r) => format!(" (tally received signal {r} and passed it on)"),
+                None => String::new(),
+            };
+            ending = Ending::Incomplete(format!("the program was killed by signal {sig}{by}"));
         } else if let Ending::Incomplete(_) = ending {
             ending = Ending::Incomplete(format!(
                 "the program stopped with status {} before its normal exit",
