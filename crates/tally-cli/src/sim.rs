@@ -83,6 +83,11 @@ pub struct Args {
     /// machine (the results are the same; `no` sends every access to tally).
     #[arg(long = "plugin-d1", value_name = "yes|no", default_value = "yes", value_parser = yes_no, action = clap::ArgAction::Set)]
     plugin_d1: bool,
+    /// Follow the processes the program starts (Valgrind's option; only
+    /// `no` is possible: the program's first process is profiled, up to an
+    /// exec, and a warning says when it forked or exec'd).
+    #[arg(long = "trace-children", value_name = "yes|no", default_value = "no", value_parser = yes_no, action = clap::ArgAction::Set)]
+    trace_children: bool,
     /// The program and its arguments.
     #[arg(last = true, value_name = "PROG ARGS")]
     command: Vec<String>,
@@ -189,6 +194,11 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
         eprintln!("tally sim: the plugin is installed as {}", to.display());
         return Ok(Outcome::Ok);
     }
+    if a.trace_children {
+        crate::usage_bail!(
+            "--trace-children=yes: tally sim profiles only the program's first process; run each program a process execs under tally sim on its own"
+        );
+    }
     // Every machine error is in the options (geometries, policies).
     let ms = machines(&a).map_err(|e| crate::usage!("{e:#}"))?;
     let opts = EngineOptions {
@@ -234,6 +244,13 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
     };
     for p in &run.space.problems {
         eprintln!("tally sim: warning: {p} (its code is counted as ???)");
+    }
+    let u = run.unfollowed;
+    if u.forks + u.execs > 0 {
+        eprintln!(
+            "tally sim: warning: the program forked {} time(s) and called execve {} time(s); only its first process is profiled, up to an exec (children are not followed)",
+            u.forks, u.execs
+        );
     }
     if let Ending::Incomplete(why) = &run.ending {
         eprintln!(

@@ -244,6 +244,18 @@ pub struct Run {
     pub ending: Ending,
     /// The program's exit status, when tally ran it.
     pub status: Option<ExitStatus>,
+    /// Processes the program started that were not followed.
+    pub unfollowed: Unfollowed,
+}
+
+/// Processes a program started that tally did not follow: the plugin
+/// notes each fork and execve of the guest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Unfollowed {
+    /// `fork`s (and `clone`s without a shared address space).
+    pub forks: u64,
+    /// `execve`s attempted.
+    pub execs: u64,
 }
 
 /// Simulates a stream the plugin saved with `out=FILE`; `binary`, the
@@ -274,6 +286,7 @@ pub fn trace_file(
         pid: std::process::id(),
         ending,
         status: None,
+        unfollowed: Unfollowed::default(),
     })
 }
 
@@ -321,6 +334,7 @@ pub fn native(
     // Every slot starts free; the plugin takes them from this pipe.
     let (free_r, free_w) = pool::free_slots().map_err(SessionError::Pipe)?;
     let mut pool = Pool::new(&buffers, free_w).map_err(SessionError::Map)?;
+    let (notes_r, notes_w) = std::io::pipe().map_err(SessionError::Pipe)?;
     let mem = if n.accesses { "on" } else { "off" };
     let d1 = match n.d1 {
         Some(c) if n.accesses => format!(",{}", launch::plugin_d1_arg(c, n.count_hits)),
@@ -336,10 +350,12 @@ pub fn native(
             stream: writer.as_raw_fd(),
             buffers: buffers.as_raw_fd(),
             free: free_r.as_raw_fd(),
+            notes: notes_w.as_raw_fd(),
         },
     )?;
     drop(writer);
     drop(free_r);
+    drop(notes_w);
     let pid = child.id();
     let forwarding = signals::forward_to(pid);
     // When the pipe ends, QEMU is gone: what it had not written yet is in
@@ -360,6 +376,7 @@ pub fn native(
     // handlers.
     let received = forwarding.received();
     drop(forwarding);
+    let unfollowed = read_notes(notes_r);
     let (output, mut ending) = result?;
     if !status.success() {
         use std::os::unix::process::ExitStatusExt;
@@ -383,7 +400,31 @@ pub fn native(
         pid,
         ending,
         status: Some(status),
+        unfollowed,
     })
+}
+
+/// What the plugin noted of forks and execs, read without waiting for
+/// children that still hold the pipe.
+fn read_notes(notes: std::io::PipeReader) -> Unfollowed {
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe { libc::fcntl(notes.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+    let mut u = Unfollowed::default();
+    let mut buf = [0u8; 4096];
+    let mut r = &notes;
+    while let Ok(n) = r.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        for &b in &buf[..n] {
+            match b {
+                b'f' => u.forks += 1,
+                b'e' => u.execs += 1,
+                _ => {}
+            }
+        }
+    }
+    u
 }
 
 /// The engine options for QEMU's stream, whose pieces of one access must
