@@ -83,6 +83,11 @@ pub struct Args {
     /// machine (the results are the same; `no` sends every access to tally).
     #[arg(long = "plugin-d1", value_name = "yes|no", default_value = "yes", value_parser = yes_no, action = clap::ArgAction::Set)]
     plugin_d1: bool,
+    /// Follow the processes the program starts (Valgrind's option; only
+    /// `no` is possible: the program's first process is profiled, up to an
+    /// exec, and a warning says when it forked or exec'd).
+    #[arg(long = "trace-children", value_name = "yes|no", default_value = "no", value_parser = yes_no, action = clap::ArgAction::Set)]
+    trace_children: bool,
     /// The program and its arguments.
     #[arg(last = true, value_name = "PROG ARGS")]
     command: Vec<String>,
@@ -189,6 +194,11 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
         eprintln!("tally sim: the plugin is installed as {}", to.display());
         return Ok(Outcome::Ok);
     }
+    if a.trace_children {
+        crate::usage_bail!(
+            "--trace-children=yes: tally sim profiles only the program's first process; run each program a process execs under tally sim on its own"
+        );
+    }
     // Every machine error is in the options (geometries, policies).
     let ms = machines(&a).map_err(|e| crate::usage!("{e:#}"))?;
     let opts = EngineOptions {
@@ -201,6 +211,11 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
         .iter()
         .map(|m| Hierarchy::new(&m.config))
         .collect::<Result<_, _>>()?;
+    // Before the program runs: an output that cannot be written would
+    // waste the run.
+    for m in &ms {
+        session::check_output(&out_path(&a, m.name.as_deref(), 0))?;
+    }
     let run = if let Some(t) = &a.lackey {
         session::lackey(t, a.binary.as_deref(), hier, opts)?
     } else if let Some(t) = &a.trace {
@@ -230,6 +245,13 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
     for p in &run.space.problems {
         eprintln!("tally sim: warning: {p} (its code is counted as ???)");
     }
+    let u = run.unfollowed;
+    if u.forks + u.execs > 0 {
+        eprintln!(
+            "tally sim: warning: the program forked {} time(s) and called execve {} time(s); only its first process is profiled, up to an exec (children are not followed)",
+            u.forks, u.execs
+        );
+    }
     if let Ending::Incomplete(why) = &run.ending {
         eprintln!(
             "tally sim: warning: {why}; the profile covers the run up to there and is marked incomplete"
@@ -247,8 +269,10 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
     }
 }
 
-fn report(a: &Args, ms: &[Machine], run: &Run) -> anyhow::Result<()> {
-    let (out, pid) = (&run.output, run.pid);
+/// Where the profile of machine `name` (`None`: the main one) of process
+/// `pid` goes: `--out-file` or the default, `%p` the process id, other
+/// machines' with `.NAME` appended.
+fn out_path(a: &Args, name: Option<&str>, pid: u32) -> PathBuf {
     let default = if a.callgrind {
         "callgrind.out.%p"
     } else {
@@ -260,6 +284,14 @@ fn report(a: &Args, ms: &[Machine], run: &Run) -> anyhow::Result<()> {
         .unwrap_or_else(|| PathBuf::from(default))
         .to_string_lossy()
         .replace("%p", &pid.to_string());
+    match name {
+        None => PathBuf::from(base),
+        Some(n) => PathBuf::from(format!("{base}.{n}")),
+    }
+}
+
+fn report(a: &Args, ms: &[Machine], run: &Run) -> anyhow::Result<()> {
+    let (out, pid) = (&run.output, run.pid);
     for (k, m) in ms.iter().enumerate() {
         let middle = m.config.middle.len();
         let ev = event_indices(a.cache_sim, a.branch_sim, middle);
@@ -285,10 +317,7 @@ fn report(a: &Args, ms: &[Machine], run: &Run) -> anyhow::Result<()> {
             valgrind_names: a.valgrind_names,
         };
         let prof = to_profile(out, k, &run.space, &spec);
-        let path = match &m.name {
-            None => PathBuf::from(&base),
-            Some(n) => PathBuf::from(format!("{base}.{n}")),
-        };
+        let path = out_path(a, m.name.as_deref(), pid);
         // The profile's own format (set above); gzip'd when the name ends in `.gz`.
         tally_formats::output::write_profile(&prof, &path, &Default::default())?;
         let t = out.totals(k);

@@ -23,6 +23,10 @@ pub(crate) struct Args {
     pub shm: Option<i32>,
     /// `free=N`: the pipe tally hands free slots back through.
     pub free: Option<i32>,
+    /// `notes=N`: a pipe to tally on which the plugin notes, a byte each,
+    /// that the guest forked (`f`) or called execve (`e`): processes tally
+    /// does not follow.
+    pub notes: Option<i32>,
     /// `mem=on` (the default) or `mem=off`: whether accesses are recorded.
     pub mem: bool,
     /// `d1=SIZE:ASSOC:LINE`: simulate D1 here (see [`parse_d1`]).
@@ -43,6 +47,7 @@ pub(crate) fn parse<S: AsRef<str>>(args: &[S]) -> Result<Args, String> {
         output: None,
         shm: None,
         free: None,
+        notes: None,
         mem: true,
         d1: None,
         d1_policy: "lru".to_owned(),
@@ -67,7 +72,8 @@ pub(crate) fn parse<S: AsRef<str>>(args: &[S]) -> Result<Args, String> {
         let fd_arg = a
             .strip_prefix("shm=")
             .map(|v| (&mut r.shm, v))
-            .or_else(|| a.strip_prefix("free=").map(|v| (&mut r.free, v)));
+            .or_else(|| a.strip_prefix("free=").map(|v| (&mut r.free, v)))
+            .or_else(|| a.strip_prefix("notes=").map(|v| (&mut r.notes, v)));
         if let Some((slot, v)) = fd_arg {
             *slot = v.parse::<i32>().ok().filter(|&fd| fd >= 0);
             if slot.is_none() {
@@ -98,7 +104,7 @@ pub(crate) fn parse<S: AsRef<str>>(args: &[S]) -> Result<Args, String> {
             r.output = Some(Output::Path(path.to_owned()));
         } else {
             return Err(format!(
-                "unknown argument `{a}` (fd=N or out=PATH, shm=N, free=N, mem=off, d1=SIZE:ASSOC:LINE, d1policy=P, hits=on)"
+                "unknown argument `{a}` (fd=N or out=PATH, shm=N, free=N, notes=N, mem=off, d1=SIZE:ASSOC:LINE, d1policy=P, hits=on)"
             ));
         }
     }

@@ -21,7 +21,7 @@ use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use tally_sim::trace::T_END;
 use tally_sim::trace::shared::{self, HEADER as SHM_HEADER, MAGIC as SHM_MAGIC};
 
@@ -107,6 +107,11 @@ pub(crate) fn write_out(out: &mut Out, vcpu: u32, bytes: &[u8]) {
 
 /// Set in a forked child: it records nothing (the stream is the parent's).
 pub(crate) static SILENT: AtomicBool = AtomicBool::new(false);
+/// The stream's and the free-slot pipe's descriptors (-1: none), which a
+/// forked child closes: a child that outlives the program must not keep
+/// tally waiting for the stream's end.
+pub(crate) static STREAM_FD: AtomicI32 = AtomicI32::new(-1);
+pub(crate) static FREE_FD: AtomicI32 = AtomicI32::new(-1);
 
 /// A vCPU's buffer: `BUF_CAP` bytes at `data`, in the shared file (then
 /// `published` is its pending-byte count there) or on the heap.
@@ -428,18 +433,65 @@ pub(crate) fn flush_all() {
 }
 
 /// Moves a descriptor to a high number, closed on exec: the guest shares
-/// QEMU's descriptor table, and expects 3 and up to be free, and programs
-/// it runs must not hold the stream open.
+/// QEMU's descriptor table, and expects 3 and up to be free; programs it
+/// runs must not hold the stream open; and daemons close every descriptor
+/// below their limit (`for (fd = 3; fd < 1024; fd++) close(fd)`). So the
+/// descriptor goes near the hard limit (at most [`HIGH_FD`]): the soft
+/// limit is raised to make room and put back at once, which leaves
+/// descriptors above it open. Without room above the soft limit it goes
+/// just below it.
 pub(crate) fn keep_out_of_the_guests_way(file: File) -> std::io::Result<File> {
-    // SAFETY: duplicating a descriptor we own.
-    let fd = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 1000) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    // SAFETY: getrlimit/setrlimit on our own process with a valid struct;
+    // duplicating a descriptor we own.
+    let fd = unsafe {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        let got = libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0;
+        let top = if got {
+            lim.rlim_max.min(HIGH_FD)
+        } else {
+            1024
+        };
+        let raised = got
+            && top > lim.rlim_cur
+            && libc::setrlimit(
+                libc::RLIMIT_NOFILE,
+                &libc::rlimit {
+                    rlim_cur: top,
+                    rlim_max: lim.rlim_max,
+                },
+            ) == 0;
+        let limit = if raised || !got {
+            top
+        } else {
+            lim.rlim_cur.min(top)
+        };
+        let fd = libc::fcntl(
+            file.as_raw_fd(),
+            libc::F_DUPFD_CLOEXEC,
+            limit.saturating_sub(HIGH_FDS).max(3) as libc::c_int,
+        );
+        let err = std::io::Error::last_os_error();
+        if raised {
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+        if fd < 0 {
+            return Err(err);
+        }
+        fd
+    };
     drop(file);
     // SAFETY: `fd` is a new descriptor, owned by nothing else.
     Ok(unsafe { File::from_raw_fd(fd) })
 }
+
+/// The highest descriptor number the plugin's are put near: a descriptor
+/// table that large costs QEMU's process half a megabyte.
+const HIGH_FD: libc::rlim_t = 65536;
+/// Room below the top for the plugin's descriptors.
+const HIGH_FDS: libc::rlim_t = 16;
 
 /// Maps the shared buffer file tally made (descriptor `fd`, handed to the
 /// plugin) and checks its header.
@@ -491,6 +543,7 @@ pub(crate) fn use_pool(fd: i32) -> std::io::Result<()> {
     let f = keep_out_of_the_guests_way(unsafe { File::from_raw_fd(fd) })?;
     // SAFETY: fcntl on a descriptor we own.
     unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+    FREE_FD.store(f.as_raw_fd(), Ordering::Relaxed);
     *FREE.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
     POOLED.store(true, Ordering::Relaxed);
     Ok(())

@@ -4,7 +4,7 @@
 //! [`crate::callbacks`]), and the exit.
 
 use crate::args::{self, Output};
-use crate::buffers::{self, OUT, Out, SHM_BASE, SHM_SIZE, SILENT};
+use crate::buffers::{self, FREE_FD, OUT, Out, SHM_BASE, SHM_SIZE, SILENT, STREAM_FD};
 use crate::callbacks::{ATOMIC, on_block, on_exec, on_mem, on_mem_at};
 use crate::filter::{self, FAST, FILTER, FILTER_MODE, FILTER_VCPU, FILTERING, Filter};
 use crate::filter::{NOT_FILTERING, VCPU0_THREAD};
@@ -14,7 +14,7 @@ use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::FromRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
 use tally_sim::trace::MAGIC;
 
 /// The plugin API version the plugin was built for, which QEMU checks.
@@ -78,6 +78,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
             return refuse(&format!("cannot move the trace descriptor: {e}"));
         }
     };
+    STREAM_FD.store(std::os::fd::AsRawFd::as_raw_fd(&file), Ordering::Relaxed);
     if let Some(fd) = args.shm
         && let Err(e) = buffers::map_shared(fd)
     {
@@ -91,9 +92,31 @@ pub unsafe extern "C" fn qemu_plugin_install(
             return refuse(&format!("free={fd}: {e}"));
         }
     }
-    // SAFETY: registering a fork handler that only makes async-signal-safe
+    if let Some(fd) = args.notes {
+        // SAFETY: the caller handed this descriptor to the plugin.
+        match buffers::keep_out_of_the_guests_way(unsafe { File::from_raw_fd(fd) }) {
+            Ok(f) => {
+                let fd = std::os::fd::IntoRawFd::into_raw_fd(f);
+                // SAFETY: fcntl on the descriptor just made: notes never
+                // wait.
+                unsafe { libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK) };
+                NOTES_FD.store(fd, Ordering::Relaxed);
+            }
+            Err(e) => return refuse(&format!("notes={fd}: {e}")),
+        }
+        let target = EXECVE.iter().find(|(t, _)| {
+            // SAFETY: QEMU's info block is valid during install.
+            unsafe { CStr::from_ptr((*info).target_name).to_bytes() == t.as_bytes() }
+        });
+        if let Some((_, nrs)) = target {
+            EXECVE_NRS.store(nrs[0] | nrs[1] << 16, Ordering::Relaxed);
+            // SAFETY: registering a callback with the id QEMU gave.
+            unsafe { qemu_plugin_register_vcpu_syscall_cb(id, Some(on_syscall)) };
+        }
+    }
+    // SAFETY: registering fork handlers that only make async-signal-safe
     // calls.
-    unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
+    unsafe { libc::pthread_atfork(None, Some(in_forking_parent), Some(in_forked_child)) };
     if file.write_all(MAGIC).is_err() {
         return refuse("cannot write the trace");
     }
@@ -138,11 +161,70 @@ pub unsafe extern "C" fn qemu_plugin_install(
     0
 }
 
-/// In a child the guest forked: stop recording, and put private memory
-/// where the shared buffers were, so the child cannot touch the parent's.
+/// The `notes=` pipe (-1: none).
+static NOTES_FD: AtomicI32 = AtomicI32::new(-1);
+/// The execve and execveat system call numbers of the guest, 16 bits each.
+static EXECVE_NRS: AtomicI64 = AtomicI64::new(-1);
+/// The execve and execveat system call numbers by QEMU target.
+const EXECVE: [(&str, [i64; 2]); 5] = [
+    ("x86_64", [59, 322]),
+    ("i386", [11, 358]),
+    ("aarch64", [221, 281]),
+    ("riscv64", [221, 281]),
+    ("arm", [11, 387]),
+];
+
+/// Notes `what` on the `notes=` pipe, if there is one (never waiting: a
+/// full pipe already says enough).
+fn note(what: u8) {
+    let fd = NOTES_FD.load(Ordering::Relaxed);
+    if fd >= 0 {
+        // SAFETY: write(2) of one byte from a valid buffer; async-signal-safe.
+        unsafe { libc::write(fd, (&raw const what).cast(), 1) };
+    }
+}
+
+/// The guest forked, in the process that goes on being recorded.
+extern "C" fn in_forking_parent() {
+    note(b'f');
+}
+
+/// A system call: an execve is noted (the program it runs is not
+/// followed).
+unsafe extern "C" fn on_syscall(
+    _id: qemu_plugin_id_t,
+    _vcpu: c_uint,
+    num: i64,
+    _a1: u64,
+    _a2: u64,
+    _a3: u64,
+    _a4: u64,
+    _a5: u64,
+    _a6: u64,
+    _a7: u64,
+    _a8: u64,
+) {
+    let nrs = EXECVE_NRS.load(Ordering::Relaxed);
+    if num == nrs & 0xffff || num == nrs >> 16 {
+        note(b'e');
+    }
+}
+
+/// In a child the guest forked: stop recording, close the stream and the
+/// free-slot pipe (so that tally sees the stream end when the program
+/// does, however long the child lives), and put private memory where the
+/// shared buffers were, so the child cannot touch the parent's.
 extern "C" fn in_forked_child() {
     SILENT.store(true, Ordering::Relaxed);
     FAST.store(std::ptr::null_mut(), Ordering::Relaxed);
+    for fd in [&STREAM_FD, &FREE_FD] {
+        let fd = fd.swap(-1, Ordering::Relaxed);
+        if fd >= 0 {
+            // SAFETY: our own descriptor; the child never writes to it
+            // again (SILENT), and statics are not dropped.
+            unsafe { libc::close(fd) };
+        }
+    }
     let base = SHM_BASE.load(Ordering::Acquire);
     if base != 0 {
         // SAFETY: replacing our own mapping with anonymous memory.

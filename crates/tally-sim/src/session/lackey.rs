@@ -81,6 +81,7 @@ pub fn lackey(
         pid: std::process::id(),
         ending: Ending::Complete,
         status: None,
+        unfollowed: super::Unfollowed::default(),
     })
 }
 

@@ -3,7 +3,8 @@
 //! QEMU's user-mode emulator for the program's ELF machine runs it with
 //! tally's plugin, given three descriptors: 3, the stream (a pipe, made
 //! large so that QEMU and tally run side by side with few wake-ups); 4,
-//! the buffer file ([`super::pool`]); 5, the pipe of free slots. The
+//! the buffer file ([`super::pool`]); 5, the pipe of free slots; 6, the
+//! pipe of notes (a byte for each fork and execve of the program). The
 //! plugin moves them above 1000 and closes them on exec at once, so the
 //! guest finds its descriptors as usual, and a process the guest forks
 //! stops recording.
@@ -22,6 +23,7 @@ const PLUGIN_NAME: &str = "libtally_qemu_plugin.so";
 const STREAM_FD: i32 = 3;
 const BUFFERS_FD: i32 = 4;
 const FREE_FD: i32 = 5;
+const NOTES_FD: i32 = 6;
 
 /// The QEMU user-mode emulator for the ELF program `prog`, and whether it
 /// is x86-64 (whose instructions tally classifies for branches and calls).
@@ -195,6 +197,8 @@ pub struct Descriptors {
     pub buffers: i32,
     /// The free-slot pipe's reading end.
     pub free: i32,
+    /// The notes pipe's writing end.
+    pub notes: i32,
 }
 
 /// Starts `qemu` running `prog args` with the plugin and its arguments
@@ -211,7 +215,7 @@ pub fn spawn(
     let mut c = Command::new(qemu);
     c.arg("-plugin")
         .arg(format!(
-            "{},fd={STREAM_FD},shm={BUFFERS_FD},free={FREE_FD}{plugin_args}",
+            "{},fd={STREAM_FD},shm={BUFFERS_FD},free={FREE_FD},notes={NOTES_FD}{plugin_args}",
             plugin.display()
         ))
         .arg(prog)
@@ -221,6 +225,7 @@ pub fn spawn(
         stream,
         buffers,
         free,
+        notes,
     } = fds;
     // SAFETY: the closure runs between fork and exec and makes only
     // async-signal-safe calls (dup2), allocating nothing.
@@ -229,6 +234,7 @@ pub fn spawn(
             if libc::dup2(stream, STREAM_FD) < 0
                 || libc::dup2(buffers, BUFFERS_FD) < 0
                 || libc::dup2(free, FREE_FD) < 0
+                || libc::dup2(notes, NOTES_FD) < 0
             {
                 return Err(std::io::Error::last_os_error());
             }

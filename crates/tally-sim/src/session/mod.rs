@@ -167,6 +167,57 @@ pub enum SessionError {
     /// Waiting for QEMU failed.
     #[error("waiting for the program")]
     Wait(#[source] std::io::Error),
+    /// The profile could not be written where asked.
+    #[error("cannot write {} ({why}); the program was not run", path.display())]
+    OutFile {
+        /// The output file.
+        path: PathBuf,
+        /// Why not.
+        why: String,
+    },
+}
+
+/// Checks that a profile can be written at `path` (the directory exists
+/// and a file can be created in it, which is what writing it takes: a
+/// temporary file beside it, renamed), so that a run is not wasted on an
+/// output that cannot be written. A `%p` in the directory part cannot be
+/// checked before the program runs.
+pub fn check_output(path: &Path) -> Result<(), SessionError> {
+    let fail = |why: String| SessionError::OutFile {
+        path: path.to_path_buf(),
+        why,
+    };
+    let dir = match path.parent() {
+        Some(d) if d.as_os_str().is_empty() => Path::new("."),
+        Some(d) => d,
+        None => return Err(fail("not a file name".into())),
+    };
+    if dir.to_string_lossy().contains("%p") {
+        return Ok(());
+    }
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(fail(format!("{} is not a directory", dir.display()))),
+        Err(e) => return Err(fail(format!("directory {}: {e}", dir.display()))),
+    }
+    if path.is_dir() {
+        return Err(fail("it is a directory".into()));
+    }
+    let probe = dir.join(format!(".tally-sim-check.{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(fail(format!(
+            "cannot create files in {}: {e}",
+            dir.display()
+        ))),
+    }
 }
 
 /// What ended the run.
@@ -193,6 +244,18 @@ pub struct Run {
     pub ending: Ending,
     /// The program's exit status, when tally ran it.
     pub status: Option<ExitStatus>,
+    /// Processes the program started that were not followed.
+    pub unfollowed: Unfollowed,
+}
+
+/// Processes a program started that tally did not follow: the plugin
+/// notes each fork and execve of the guest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Unfollowed {
+    /// `fork`s (and `clone`s without a shared address space).
+    pub forks: u64,
+    /// `execve`s attempted.
+    pub execs: u64,
 }
 
 /// Simulates a stream the plugin saved with `out=FILE`; `binary`, the
@@ -223,6 +286,7 @@ pub fn trace_file(
         pid: std::process::id(),
         ending,
         status: None,
+        unfollowed: Unfollowed::default(),
     })
 }
 
@@ -270,6 +334,7 @@ pub fn native(
     // Every slot starts free; the plugin takes them from this pipe.
     let (free_r, free_w) = pool::free_slots().map_err(SessionError::Pipe)?;
     let mut pool = Pool::new(&buffers, free_w).map_err(SessionError::Map)?;
+    let (notes_r, notes_w) = std::io::pipe().map_err(SessionError::Pipe)?;
     let mem = if n.accesses { "on" } else { "off" };
     let d1 = match n.d1 {
         Some(c) if n.accesses => format!(",{}", launch::plugin_d1_arg(c, n.count_hits)),
@@ -285,12 +350,14 @@ pub fn native(
             stream: writer.as_raw_fd(),
             buffers: buffers.as_raw_fd(),
             free: free_r.as_raw_fd(),
+            notes: notes_w.as_raw_fd(),
         },
     )?;
     drop(writer);
     drop(free_r);
+    drop(notes_w);
     let pid = child.id();
-    signals::forward_to(pid);
+    let forwarding = signals::forward_to(pid);
     // When the pipe ends, QEMU is gone: what it had not written yet is in
     // the buffer file.
     let input = pool::WithTail::new(reader, &buffers);
@@ -305,11 +372,20 @@ pub fn native(
         Some(&mut pool),
     );
     let status = child.wait().map_err(SessionError::Wait)?;
+    // The program has ended: the profile is written under the caller's
+    // handlers.
+    let received = forwarding.received();
+    drop(forwarding);
+    let unfollowed = read_notes(notes_r);
     let (output, mut ending) = result?;
     if !status.success() {
         use std::os::unix::process::ExitStatusExt;
         if let Some(sig) = status.signal() {
-            ending = Ending::Incomplete(format!("the program was killed by signal {sig}"));
+            let by = match received {
+                Some(r) => format!(" (tally received signal {r} and passed it on)"),
+                None => String::new(),
+            };
+            ending = Ending::Incomplete(format!("the program was killed by signal {sig}{by}"));
         } else if let Ending::Incomplete(_) = ending {
             ending = Ending::Incomplete(format!(
                 "the program stopped with status {} before its normal exit",
@@ -324,7 +400,31 @@ pub fn native(
         pid,
         ending,
         status: Some(status),
+        unfollowed,
     })
+}
+
+/// What the plugin noted of forks and execs, read without waiting for
+/// children that still hold the pipe.
+fn read_notes(notes: std::io::PipeReader) -> Unfollowed {
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe { libc::fcntl(notes.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+    let mut u = Unfollowed::default();
+    let mut buf = [0u8; 4096];
+    let mut r = &notes;
+    while let Ok(n) = r.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        for &b in &buf[..n] {
+            match b {
+                b'f' => u.forks += 1,
+                b'e' => u.execs += 1,
+                _ => {}
+            }
+        }
+    }
+    u
 }
 
 /// The engine options for QEMU's stream, whose pieces of one access must

@@ -1,33 +1,91 @@
-//! Signals while the program runs: Ctrl-C reaches the program (the
-//! terminal sends it to the whole process group) and tally stays to write
-//! what was simulated; a SIGTERM to tally is passed on to the program, so
-//! that killing tally ends the run the same way.
+//! Signals while the program runs. SIGINT, SIGTERM and SIGHUP sent to
+//! tally are passed on to the program (QEMU's process), and tally stays to
+//! write what was simulated once the program has ended; a second one, for
+//! a program that ignores or handles the first, kills it (SIGKILL). A
+//! terminal's Ctrl-C reaches the whole process group, the program
+//! included, so it is not sent again (the kernel's signals say so in
+//! `si_code`). [`Forwarding`] restores the dispositions it replaced when
+//! dropped, which the session does as soon as the program has ended, so
+//! that the profile is written under the caller's handlers.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
-/// The program being traced, for [`forward_term`].
-static CHILD: AtomicI32 = AtomicI32::new(0);
+/// The signals passed on.
+const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
-/// From now on, SIGINT is ignored and SIGTERM goes to process `pid`.
-pub fn forward_to(pid: u32) {
+/// The program being traced (0: none).
+static CHILD: AtomicI32 = AtomicI32::new(0);
+/// The first signal received (0: none yet).
+static FIRST: AtomicI32 = AtomicI32::new(0);
+/// Signals received.
+static COUNT: AtomicI32 = AtomicI32::new(0);
+
+/// SIGINT, SIGTERM and SIGHUP passed on to a program while this lives.
+pub struct Forwarding {
+    previous: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+/// From now on SIGINT, SIGTERM and SIGHUP go to process `pid`, until the
+/// result is dropped.
+pub fn forward_to(pid: u32) -> Forwarding {
     CHILD.store(pid as i32, Ordering::SeqCst);
-    // SAFETY: installing handlers; the SIGTERM handler only reads an
-    // atomic and calls kill(2), both async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
-        libc::signal(
-            libc::SIGTERM,
-            forward_term as extern "C" fn(libc::c_int) as libc::sighandler_t,
-        );
+    FIRST.store(0, Ordering::SeqCst);
+    COUNT.store(0, Ordering::SeqCst);
+    let mut previous = Vec::new();
+    for sig in FORWARDED {
+        // SAFETY: installing a handler that only touches atomics and calls
+        // kill(2), all async-signal-safe; the old action is kept to be
+        // restored. Zeroed sigaction structs are valid.
+        unsafe {
+            let mut new: libc::sigaction = std::mem::zeroed();
+            new.sa_sigaction = forward
+                as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
+                as libc::sighandler_t;
+            new.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            libc::sigemptyset(&mut new.sa_mask);
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, &new, &mut old) == 0 {
+                previous.push((sig, old));
+            }
+        }
+    }
+    Forwarding { previous }
+}
+
+impl Forwarding {
+    /// The first signal tally received while forwarding, if any.
+    pub fn received(&self) -> Option<i32> {
+        Some(FIRST.load(Ordering::SeqCst)).filter(|&s| s != 0)
     }
 }
 
-extern "C" fn forward_term(_: libc::c_int) {
+impl Drop for Forwarding {
+    fn drop(&mut self) {
+        for (sig, old) in &self.previous {
+            // SAFETY: putting back the action `forward_to` replaced.
+            unsafe { libc::sigaction(*sig, old, std::ptr::null_mut()) };
+        }
+        CHILD.store(0, Ordering::SeqCst);
+    }
+}
+
+extern "C" fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    let _ = FIRST.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+    let n = COUNT.fetch_add(1, Ordering::SeqCst) + 1;
     let pid = CHILD.load(Ordering::SeqCst);
-    if pid > 0 {
-        // SAFETY: kill(2) is async-signal-safe.
-        unsafe {
-            libc::kill(pid, libc::SIGTERM);
+    if pid <= 0 {
+        return;
+    }
+    // SAFETY: `info` is the kernel's siginfo for this signal (SA_SIGINFO).
+    let from_kernel = !info.is_null() && unsafe { (*info).si_code } == libc::SI_KERNEL;
+    // SAFETY: kill(2) is async-signal-safe.
+    unsafe {
+        if n >= 2 {
+            libc::kill(pid, libc::SIGKILL);
+        } else if !from_kernel {
+            // A terminal's signal went to the whole group, the program
+            // included; any other is passed on.
+            libc::kill(pid, sig);
         }
     }
 }
