@@ -136,7 +136,9 @@ pub fn reader_verdict(e: &tally_formats::Error) -> bool {
 }
 
 /// Whether a merge or diff error is a whole-input verdict (the inputs'
-/// events, positions or formats differ; a negative unsigned sum).
+/// events, positions or formats differ; a negative unsigned sum; a
+/// part's total over all inputs that does not fit, where every record's
+/// own sum did, so no line of any input is to blame).
 pub fn combine_verdict(e: &tally_analysis::combine::CombineError) -> bool {
     use tally_analysis::combine::CombineError as E;
     matches!(
@@ -146,7 +148,7 @@ pub fn combine_verdict(e: &tally_analysis::combine::CombineError) -> bool {
             | E::Positions { .. }
             | E::Formats { .. }
             | E::Negative { .. }
-    )
+    ) || matches!(e, E::Overflow { function, .. } if function.is_empty())
 }
 
 /// Whether a report error is a whole-input verdict (a profile the report

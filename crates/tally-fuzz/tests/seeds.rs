@@ -1,7 +1,5 @@
 //! Replays the fuzzer's regression seeds: cases that broke tally once.
-//! `seeds/` must all pass; `seeds/pending/` holds cases of bugs being
-//! fixed elsewhere (long names, overflow messages), run with `--ignored`
-//! and moved to `seeds/` once they pass.
+//! Every case in `seeds/` must pass.
 
 use std::path::{Path, PathBuf};
 use tally_fuzz::{Budget, Case, Corpus, Driver, NoMemory};
@@ -43,10 +41,4 @@ fn replay(dir: &str) {
 #[test]
 fn regression_seeds_pass() {
     replay("seeds");
-}
-
-#[test]
-#[ignore = "bugs fixed on other branches: names of 64 KiB in annotate, overflow errors of merge and diff without a line"]
-fn pending_seeds_pass() {
-    replay("seeds/pending");
 }
