@@ -4,9 +4,13 @@
 //!
 //! `TALLY_MAX_MEMORY` sets it: a size in bytes with an optional `K`, `M`,
 //! `G` or `T` suffix (powers of 1024), or `0`/`none` for no ceiling. Unset,
-//! it is three quarters of the machine's physical memory (none where that
-//! is unknown). It bounds the records a reader keeps for one input, which
-//! are nearly all of a load's memory.
+//! it is the smallest of three quarters of the physical memory, three
+//! quarters of the control group's memory limit, and half of the process's
+//! address-space and data-size limits (`ulimit -v`, `-d`: the rest is left
+//! for everything else a process maps), so that whatever bounds tally's
+//! memory, tally stops first with an error instead of an abort. It bounds
+//! the records a reader keeps for one input, which are nearly all of a
+//! load's memory.
 
 use crate::error::Error;
 use std::sync::OnceLock;
@@ -23,7 +27,7 @@ pub fn memory_limit() -> Result<Option<u64>, Error> {
             Ok(v) => parse_size(&v).ok_or_else(|| {
                 format!("{VARIABLE}: expected a size such as 512M or 16G, or `none`, got `{v}`")
             }),
-            Err(_) => Ok(physical_memory().map(|m| m / 4 * 3)),
+            Err(_) => Ok(default_limit()),
         })
         .clone()
         .map_err(Error::Incompatible)
@@ -45,6 +49,58 @@ fn parse_size(v: &str) -> Option<Option<u64>> {
     let n: u64 = digits.trim().parse().ok()?;
     let bytes = n.checked_mul(1 << shift)?;
     Some((bytes > 0).then_some(bytes))
+}
+
+/// The ceiling when `TALLY_MAX_MEMORY` is unset; see the module docs.
+fn default_limit() -> Option<u64> {
+    [
+        physical_memory().map(|m| m / 4 * 3),
+        cgroup_limit().map(|m| m / 4 * 3),
+        process_limit("Max address space").map(|m| m / 2),
+        process_limit("Max data size").map(|m| m / 2),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+}
+
+/// A soft limit of `/proc/self/limits` in bytes (`None` when unlimited).
+fn process_limit(name: &str) -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    parse_process_limit(&limits, name)
+}
+
+fn parse_process_limit(limits: &str, name: &str) -> Option<u64> {
+    let line = limits.lines().find(|l| l.starts_with(name))?;
+    line[name.len()..].split_whitespace().next()?.parse().ok()
+}
+
+/// The memory limit of tally's control group (v2 `memory.max`, v1
+/// `memory.limit_in_bytes`), where one is set.
+fn cgroup_limit() -> Option<u64> {
+    let groups = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let mut files = vec![
+        "/sys/fs/cgroup/memory.max".to_string(),
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes".to_string(),
+    ];
+    for line in groups.lines() {
+        // `0::/path` (v2) or `N:memory:/path` (v1).
+        let mut f = line.splitn(3, ':');
+        let (_, controllers, path) = (f.next(), f.next(), f.next());
+        match (controllers, path) {
+            (Some(""), Some(p)) if p != "/" => files.push(format!("/sys/fs/cgroup{p}/memory.max")),
+            (Some(c), Some(p)) if p != "/" && c.split(',').any(|c| c == "memory") => {
+                files.push(format!("/sys/fs/cgroup/memory{p}/memory.limit_in_bytes"))
+            }
+            _ => {}
+        }
+    }
+    files
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok()?.trim().parse::<u64>().ok())
+        // v1 writes "no limit" as a number near 2^63.
+        .filter(|&m| m < 1 << 60)
+        .min()
 }
 
 /// `MemTotal` of `/proc/meminfo`, in bytes.
@@ -75,5 +131,12 @@ mod tests {
         assert_eq!(parse_size("lots"), None);
         assert_eq!(parse_size("99999999999T"), None);
         assert!(physical_memory().is_some_and(|m| m > 0));
+        let limits = "Max data size             unlimited            unlimited            bytes\n\
+                      Max address space         4294967296           unlimited            bytes\n";
+        assert_eq!(parse_process_limit(limits, "Max data size"), None);
+        assert_eq!(
+            parse_process_limit(limits, "Max address space"),
+            Some(4 << 30)
+        );
     }
 }

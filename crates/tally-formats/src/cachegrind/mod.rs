@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 use std::io::{self, Write};
 use tally_model::{Cost, FileId, Positions, Profile, SymbolId};
 
-/// The error inside the [`io::Error`] of [`write`] when a count summed per
+/// The error inside the [`io::Error`] of [`write()`] when a count summed per
 /// file, function and line (or a total) does not fit: the profile's fault,
 /// not the output's, so that callers can name the inputs.
 #[derive(Debug, thiserror::Error)]
