@@ -449,11 +449,7 @@ pub(crate) fn keep_out_of_the_guests_way(file: File) -> std::io::Result<File> {
             rlim_max: 0,
         };
         let got = libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0;
-        let top = if got {
-            lim.rlim_max.min(HIGH_FD)
-        } else {
-            1024
-        };
+        let top = if got { lim.rlim_max.min(HIGH_FD) } else { 1024 };
         let raised = got
             && top > lim.rlim_cur
             && libc::setrlimit(
