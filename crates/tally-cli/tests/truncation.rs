@@ -48,9 +48,21 @@ fn a_cut_profile_is_called_truncated_by_check_and_annotate() {
     let whole = profile(dir.path(), "400");
     let bytes = std::fs::read(&whole).unwrap();
     let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
-    for pc in [10, 50, 90] {
+    // 10, 50 and 90 % of the lines, and a cut right after a `calls=` line
+    // (past the middle), before its cost line.
+    let after_call = lines.len() / 2
+        + lines[lines.len() / 2..]
+            .iter()
+            .position(|l| l.starts_with(b"calls="))
+            .expect("a call in the second half")
+        + 1;
+    for (pc, n) in [10, 50, 90]
+        .map(|pc| (pc, lines.len() * pc / 100))
+        .into_iter()
+        .chain([(0, after_call)])
+    {
         let cut = dir.path().join(format!("cut{pc}"));
-        std::fs::write(&cut, lines[..lines.len() * pc / 100].concat()).unwrap();
+        std::fs::write(&cut, lines[..n].concat()).unwrap();
         let c = path_str(&cut);
         let check = tally(&["check", c]);
         assert!(truncated(&check), "check, {pc} %: {}", text(&check.stderr));

@@ -293,6 +293,8 @@ struct Parser<'s, 'o, C: Cost, S> {
     seq: u64,
     sums: Sums,
     memory_limit: Option<u64>,
+    /// The line of a `calls=` the file ended after, before its cost line.
+    dangling_call: Option<u64>,
 }
 
 impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
@@ -329,6 +331,7 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             seq: 0,
             sums: Sums::default(),
             memory_limit: None,
+            dangling_call: None,
         }
     }
 
@@ -395,6 +398,12 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
     }
 
     fn finish(&mut self) -> R<()> {
+        // A file cut right after a `calls=` line: the call is dropped and
+        // the file called truncated, as at any other place of the cut.
+        if let Pending::Call { line, .. } = self.pending {
+            self.pending = Pending::None;
+            self.dangling_call = Some(line);
+        }
         self.blank()?;
         if !self.events_seen {
             return Err(ParseErrorKind::MissingEvents);
@@ -419,7 +428,11 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             }
         }
         self.check_totals();
-        self.check_truncation();
+        if !self.check_truncation()
+            && let Some(line) = self.dangling_call
+        {
+            return Err(ParseErrorKind::CallWithoutCost(line));
+        }
         Ok(())
     }
 

@@ -11,10 +11,12 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
     /// closing line its writer always writes (Cachegrind's `summary:`,
     /// Callgrind's `totals:`), or its costs fall short of the `summary:`
     /// stated before them by more than Valgrind's rounding (a few counts).
-    /// Only the last part can be cut; a closing line proves the end.
-    pub(super) fn check_truncation(&mut self) {
+    /// Only the last part can be cut; a closing line proves the end. A
+    /// file that looks cut may end after a `calls=` line, before its cost
+    /// line (elsewhere that is an error). Returns whether it warned.
+    pub(super) fn check_truncation(&mut self) -> bool {
         let (Some(part), Some(stats)) = (self.profile.parts.last(), self.stats.last()) else {
-            return;
+            return false;
         };
         let closing = match self.profile.format {
             Format::Cachegrind => "`summary:`",
@@ -25,7 +27,7 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
                 stats.summary_line < stats.first_body_line || stats.first_body_line == 0
             });
         if part.info.totals.is_some() || (part.info.summary.is_some() && header_summary.is_none()) {
-            return;
+            return false;
         }
         let mut reasons = Vec::new();
         if let Some(s) = header_summary {
@@ -66,12 +68,19 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
                 "it ends without the {closing} line Valgrind writes last"
             ));
         }
-        if !reasons.is_empty() {
-            let line = self.line_no;
-            self.warnings.add(WarningKind::Truncated, line, || {
-                format!("the file looks truncated: {}", reasons.join(", and "))
-            });
+        if reasons.is_empty() {
+            return false;
         }
+        if let Some(line) = self.dangling_call {
+            reasons.push(format!(
+                "it ends after the `calls=` of line {line}, before its cost line"
+            ));
+        }
+        let line = self.line_no;
+        self.warnings.add(WarningKind::Truncated, line, || {
+            format!("the file looks truncated: {}", reasons.join(", and "))
+        });
+        true
     }
 
     /// Compares `summary:`/`totals:` (already padded to the events) with the
