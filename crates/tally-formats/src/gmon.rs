@@ -568,12 +568,6 @@ impl Gmon {
             out.push(abbrev);
             out.reserve(h.bins.len() * 2);
             for &b in &h.bins {
-                // A bin is 16 bits on disk: a larger sum would be cut.
-                if b > u64::from(u16::MAX) {
-                    return Err(invalid(format!(
-                        "a histogram bin of {b} samples does not fit the 16 bits of a gmon bin"
-                    )));
-                }
                 layout.put(&mut out, b, 2);
             }
             w.write_all(&out)?;
@@ -581,18 +575,10 @@ impl Gmon {
 
         out.clear();
         for a in &self.arcs {
-            // An arc's count is 32 bits on disk: a larger one (a BSD
-            // file's, or a sum) would be cut.
-            let count = u32::try_from(a.count).map_err(|_| {
-                invalid(format!(
-                    "an arc count of {} does not fit the 32 bits of a gmon arc",
-                    a.count
-                ))
-            })?;
             out.push(TAG_ARC);
             put_addr(&mut out, a.from_pc, "arc from_pc")?;
             put_addr(&mut out, a.self_pc, "arc self_pc")?;
-            layout.put(&mut out, u64::from(count), 4);
+            layout.put(&mut out, a.count, 4);
             if out.len() >= 1 << 16 {
                 w.write_all(&out)?;
                 out.clear();
