@@ -13,6 +13,7 @@ mod names;
 mod part;
 mod rules;
 mod sink;
+mod stacks;
 
 pub use any::{AnyCost, AnyProfile};
 pub use cost::{Cost, NumberError, parse_u64, thousands};
@@ -27,6 +28,7 @@ pub use part::{
 };
 pub use rules::{EventColumns, EventValue, UnknownEvent, program_total, stated_total};
 pub use sink::{NullSink, Sink};
+pub use stacks::{Frame, FrameId, Sample, Stacks};
 
 /// Which subpositions start every cost line: any of `instr`, `bb`, `line`,
 /// in that order.
@@ -150,6 +152,9 @@ pub struct Profile<C = u64> {
     pub names: Names,
     /// The parts, in order.
     pub parts: Vec<Part<C>>,
+    /// Whole stacks, when the input recorded them (perf, pprof, folded);
+    /// the parts then hold the self costs and arcs derived from them.
+    pub stacks: Option<Stacks<C>>,
 }
 
 impl<C: Cost> Profile<C> {
@@ -163,6 +168,7 @@ impl<C: Cost> Profile<C> {
             positions,
             names: Names::default(),
             parts: Vec::new(),
+            stacks: None,
         }
     }
 
@@ -219,6 +225,9 @@ pub enum CombineError {
     /// Together the profiles have more names than the tables hold.
     #[error("too many names (4 GiB of names or 2^32 functions)")]
     TooManyNames,
+    /// A stack's summed cost does not fit the cost type.
+    #[error("a stack's cost overflows")]
+    Overflow,
 }
 
 impl<C: Cost> Profile<C> {
@@ -301,6 +310,23 @@ impl<C: Cost> Profile<C> {
                 new.jumps.push(info, j.source, j.target);
             }
             self.parts.push(new);
+        }
+        if let Some(other) = other.stacks {
+            let mine = self.stacks.get_or_insert_with(Stacks::default);
+            let frames: Vec<FrameId> = other
+                .frames
+                .iter()
+                .map(|fr| {
+                    mine.frame(Frame {
+                        function: f(fr.function),
+                        ..*fr
+                    })
+                })
+                .collect();
+            for s in &other.samples {
+                let ids: Vec<FrameId> = s.frames.iter().map(|i| frames[i.index()]).collect();
+                mine.add(&ids, &s.costs).ok_or(CombineError::Overflow)?;
+            }
         }
         Ok(())
     }
