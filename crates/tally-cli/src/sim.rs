@@ -83,9 +83,9 @@ pub struct Args {
     /// machine (the results are the same; `no` sends every access to tally).
     #[arg(long = "plugin-d1", value_name = "yes|no", default_value = "yes", value_parser = yes_no, action = clap::ArgAction::Set)]
     plugin_d1: bool,
-    /// Follow the processes the program starts (Valgrind's option; only
-    /// `no` is possible: the program's first process is profiled, up to an
-    /// exec, and a warning says when it forked or exec'd).
+    /// Follow the processes the program forks and execs, one profile per
+    /// process (`%p` in --out-file: its pid); `no`: only the first process,
+    /// up to an exec, with a warning when it forked or exec'd.
     #[arg(long = "trace-children", value_name = "yes|no", default_value = "no", value_parser = yes_no, action = clap::ArgAction::Set)]
     trace_children: bool,
     /// The program and its arguments.
@@ -195,9 +195,19 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Ok);
     }
     if a.trace_children {
-        crate::usage_bail!(
-            "--trace-children=yes: tally sim profiles only the program's first process; run each program a process execs under tally sim on its own"
-        );
+        if a.lackey.is_some() || a.trace.is_some() {
+            crate::usage_bail!(
+                "--trace-children=yes follows a program run (tally sim -- PROG), not a trace"
+            );
+        }
+        if let Some(o) = &a.out_file
+            && !o.to_string_lossy().contains("%p")
+        {
+            crate::usage_bail!(
+                "--trace-children=yes writes one profile per process: put %p (the pid) in --out-file, e.g. --out-file {}.%p",
+                o.display()
+            );
+        }
     }
     // Every machine error is in the options (geometries, policies).
     let ms = machines(&a).map_err(|e| crate::usage!("{e:#}"))?;
@@ -240,6 +250,13 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
             },
             count_hits: !a.callgrind,
         };
+        if a.trace_children {
+            return family(
+                &a,
+                &ms,
+                session::children::native_children(&native, hier, opts)?,
+            );
+        }
         session::native(&native, hier, opts)?
     };
     for p in &run.space.problems {
@@ -252,21 +269,54 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
             u.forks, u.execs
         );
     }
+    warn_incomplete(&run);
+    report(&a, &ms, &run)?;
+    exit_as(run.status)
+}
+
+fn warn_incomplete(run: &Run) {
     if let Ending::Incomplete(why) = &run.ending {
         eprintln!(
             "tally sim: warning: {why}; the profile covers the run up to there and is marked incomplete"
         );
     }
-    report(&a, &ms, &run)?;
-    match run.status {
+}
+
+/// The program's own failure is passed on, as Valgrind does.
+fn exit_as(status: Option<std::process::ExitStatus>) -> anyhow::Result<Outcome> {
+    match status {
         Some(s) if !s.success() => {
-            // The program's own failure is passed on, as Valgrind does.
             use std::os::unix::process::ExitStatusExt;
             let code = s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0));
             std::process::exit(code);
         }
         _ => Ok(Outcome::Ok),
     }
+}
+
+/// Writes the profile of every process of a run with children followed.
+fn family(a: &Args, ms: &[Machine], f: session::children::Family) -> anyhow::Result<Outcome> {
+    for path in &f.unfollowed {
+        eprintln!(
+            "tally sim: warning: {path} was exec'd without being followed (not a program for this emulator, or QEMU could not run it)"
+        );
+    }
+    let mut problems = std::collections::BTreeSet::new();
+    for run in &f.runs {
+        for p in &run.space.problems {
+            if problems.insert(p.clone()) {
+                eprintln!("tally sim: warning: {p} (its code is counted as ???)");
+            }
+        }
+        if let Ending::Incomplete(why) = &run.ending {
+            eprintln!(
+                "tally sim: warning: process {}: {why}; its profile covers the run up to there and is marked incomplete",
+                run.pid
+            );
+        }
+        report(a, ms, run)?;
+    }
+    exit_as(f.runs.first().and_then(|r| r.status))
 }
 
 /// Where the profile of machine `name` (`None`: the main one) of process

@@ -27,6 +27,14 @@ pub(crate) struct Args {
     /// that the guest forked (`f`) or called execve (`e`): processes tally
     /// does not follow.
     pub notes: Option<i32>,
+    /// `ctl=N`: the control socket to tally, on which the processes the
+    /// guest starts are announced (with `children=on`).
+    pub ctl: Option<i32>,
+    /// `children=on`: follow the processes the guest forks and execs.
+    pub children: bool,
+    /// The arguments a process the guest execs gets too (`mem=`, `d1=`,
+    /// `d1policy=`, `hits=`).
+    pub passed_on: Vec<String>,
     /// `mem=on` (the default) or `mem=off`: whether accesses are recorded.
     pub mem: bool,
     /// `d1=SIZE:ASSOC:LINE`: simulate D1 here (see [`parse_d1`]).
@@ -48,6 +56,9 @@ pub(crate) fn parse<S: AsRef<str>>(args: &[S]) -> Result<Args, String> {
         shm: None,
         free: None,
         notes: None,
+        ctl: None,
+        children: false,
+        passed_on: Vec::new(),
         mem: true,
         d1: None,
         d1_policy: "lru".to_owned(),
@@ -57,6 +68,16 @@ pub(crate) fn parse<S: AsRef<str>>(args: &[S]) -> Result<Args, String> {
     };
     for a in args {
         let a = a.as_ref();
+        if ["d1=", "d1policy=", "hits=", "mem="]
+            .iter()
+            .any(|k| a.starts_with(k))
+        {
+            r.passed_on.push(a.to_owned());
+        }
+        if a == "children=on" {
+            r.children = true;
+            continue;
+        }
         if let Some(v) = a.strip_prefix("d1=") {
             r.d1 = Some(v.to_owned());
             continue;
@@ -73,7 +94,8 @@ pub(crate) fn parse<S: AsRef<str>>(args: &[S]) -> Result<Args, String> {
             .strip_prefix("shm=")
             .map(|v| (&mut r.shm, v))
             .or_else(|| a.strip_prefix("free=").map(|v| (&mut r.free, v)))
-            .or_else(|| a.strip_prefix("notes=").map(|v| (&mut r.notes, v)));
+            .or_else(|| a.strip_prefix("notes=").map(|v| (&mut r.notes, v)))
+            .or_else(|| a.strip_prefix("ctl=").map(|v| (&mut r.ctl, v)));
         if let Some((slot, v)) = fd_arg {
             *slot = v.parse::<i32>().ok().filter(|&fd| fd >= 0);
             if slot.is_none() {
@@ -104,7 +126,7 @@ pub(crate) fn parse<S: AsRef<str>>(args: &[S]) -> Result<Args, String> {
             r.output = Some(Output::Path(path.to_owned()));
         } else {
             return Err(format!(
-                "unknown argument `{a}` (fd=N or out=PATH, shm=N, free=N, notes=N, mem=off, d1=SIZE:ASSOC:LINE, d1policy=P, hits=on)"
+                "unknown argument `{a}` (fd=N or out=PATH, shm=N, free=N, notes=N, ctl=N, children=on, mem=off, d1=SIZE:ASSOC:LINE, d1policy=P, hits=on)"
             ));
         }
     }
@@ -148,8 +170,14 @@ mod tests {
         assert_eq!(a.output, Some(Output::Fd(7)));
         assert_eq!((a.shm, a.free), (Some(8), Some(9)));
         assert!(!a.mem && a.count_hits);
+        assert_eq!(
+            a.passed_on,
+            ["mem=off", "d1=32768:8:64", "d1policy=fifo", "hits=on"]
+        );
         assert_eq!(a.d1.as_deref(), Some("32768:8:64"));
         assert_eq!(a.d1_policy, "fifo");
+        let a = parse(&["ctl=7", "children=on"]).unwrap();
+        assert_eq!((a.ctl, a.children, a.output), (Some(7), true, None));
         let a = parse(&["mem=off", "out=/tmp/x y", "mem=on"]).unwrap();
         assert_eq!(a.output, Some(Output::Path("/tmp/x y".into())));
         assert!(a.mem);

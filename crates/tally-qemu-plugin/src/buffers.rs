@@ -129,6 +129,9 @@ static BUFS: [AtomicPtr<Buf>; MAX_VCPUS] =
 /// The shared file's mapping: start (0 if none), size, slot count.
 pub(crate) static SHM_BASE: AtomicUsize = AtomicUsize::new(0);
 pub(crate) static SHM_SIZE: AtomicUsize = AtomicUsize::new(0);
+/// The shared file's descriptor (-1: none), kept for a forked child to
+/// copy the file from.
+pub(crate) static SHM_FD: AtomicI32 = AtomicI32::new(-1);
 static SHM_SLOTS: AtomicUsize = AtomicUsize::new(0);
 /// The hit counts in the shared file (`hits=on`): two per stream id,
 /// reads then writes, for `HIT_IDS` ids; null without them.
@@ -432,6 +435,73 @@ pub(crate) fn flush_all() {
     }
 }
 
+/// The process is about to fork: every buffer is handed on (pool slots
+/// replaced by free ones), so that what the stream holds is all that ran
+/// before the fork, and what follows is the parent's alone; then `mark`
+/// (the fork record) is written.
+pub(crate) fn flush_for_fork(mark: &[u8]) {
+    for (vcpu, slot) in BUFS.iter().enumerate() {
+        let p = slot.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: see `buffer`; QEMU has stopped every other vCPU for
+            // the fork.
+            flush(vcpu as u32, unsafe { &mut *p }, true);
+        }
+    }
+    let mut o = OVERFLOW.lock().unwrap_or_else(|e| e.into_inner());
+    let mut g = OUT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(out) = g.as_mut() {
+        write_out(out, o.vcpu, &o.bytes);
+        o.bytes.clear();
+        if !out.failed && !out.put(mark) {
+            out.failed = true;
+        }
+    }
+}
+
+/// Hands vCPU `vcpu`'s buffer on, then writes `mark` (the execve record).
+pub(crate) fn flush_one(vcpu: c_uint, mark: &[u8]) {
+    if let Some(buf) = buffer(vcpu) {
+        flush(vcpu, buf, false);
+    }
+    let mut g = OUT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(out) = g.as_mut()
+        && !out.failed
+    {
+        let _ = out.put(mark);
+    }
+}
+
+/// The pool slots the vCPUs' buffers are.
+pub(crate) fn held_slots() -> Vec<u32> {
+    BUFS.iter()
+        .filter_map(|b| {
+            // SAFETY: see `buffer`; only read in a forked child, where no
+            // other thread runs.
+            let b = unsafe { b.load(Ordering::Acquire).as_ref() }?;
+            (b.slot != NO_SLOT).then_some(b.slot)
+        })
+        .collect()
+}
+
+/// In a forked child: the stream goes to `stream` (its magic bytes written
+/// first) and free slots come from `free`, the parent's are closed.
+pub(crate) fn switch_streams(stream: File, free: File) -> std::io::Result<()> {
+    let mut stream = keep_out_of_the_guests_way(stream)?;
+    let free = keep_out_of_the_guests_way(free)?;
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe { libc::fcntl(free.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+    stream.write_all(tally_sim::trace::MAGIC)?;
+    STREAM_FD.store(stream.as_raw_fd(), Ordering::Relaxed);
+    FREE_FD.store(free.as_raw_fd(), Ordering::Relaxed);
+    *FREE.lock().unwrap_or_else(|e| e.into_inner()) = Some(free);
+    let mut g = OUT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(out) = g.as_mut() {
+        out.file = stream;
+    }
+    Ok(())
+}
+
 /// Moves a descriptor to a high number, closed on exec: the guest shares
 /// QEMU's descriptor table, and expects 3 and up to be free; programs it
 /// runs must not hold the stream open; and daemons close every descriptor
@@ -529,6 +599,7 @@ pub(crate) fn map_shared(fd: i32) -> Result<(), String> {
         HITS.store((base as usize + hits) as *mut u64, Ordering::Relaxed);
     }
     SHM_BASE.store(base as usize, Ordering::Release);
+    SHM_FD.store(std::os::fd::IntoRawFd::into_raw_fd(f), Ordering::Relaxed);
     Ok(())
 }
 

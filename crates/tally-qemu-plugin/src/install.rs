@@ -6,6 +6,7 @@
 use crate::args::{self, Output};
 use crate::buffers::{self, FREE_FD, OUT, Out, SHM_BASE, SHM_SIZE, SILENT, STREAM_FD};
 use crate::callbacks::{ATOMIC, on_block, on_exec, on_mem, on_mem_at};
+use crate::children;
 use crate::filter::{self, FAST, FILTER, FILTER_MODE, FILTER_VCPU, FILTERING, Filter};
 use crate::filter::{NOT_FILTERING, VCPU0_THREAD};
 use crate::records::{self, MAX_BLOCK};
@@ -58,11 +59,35 @@ pub unsafe extern "C" fn qemu_plugin_install(
     if system {
         return refuse("user-mode emulation only (qemu-<arch>, not qemu-system-<arch>)");
     }
-    let args = match args::parse(&args) {
+    let mut args = match args::parse(&args) {
         Ok(a) => a,
         Err(e) => return refuse(&e),
     };
     NO_MEM.store(!args.mem, Ordering::Relaxed);
+    if let Some(fd) = args.ctl
+        && args.children
+    {
+        if let Err(e) = children::take_control(fd) {
+            return refuse(&format!("ctl={fd}: {e}"));
+        }
+        // SAFETY: QEMU's info block is valid during install.
+        let target = unsafe { CStr::from_ptr((*info).target_name).to_bytes() };
+        children::MACHINE.store(children::machine_of(target), Ordering::Relaxed);
+        *children::PASSED_ON
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = args.passed_on.clone();
+        if args.output.is_none() {
+            // Started by an exec'ing plugin: the streams are made here.
+            match children::exec_streams(tally_sim::trace::shared::SLOTS) {
+                Ok((stream, shm, free)) => {
+                    args.output = Some(Output::Fd(stream));
+                    args.shm = Some(shm);
+                    args.free = Some(free);
+                }
+                Err(e) => return refuse(&format!("ctl={fd}: {e}")),
+            }
+        }
+    }
     let file = match args.output {
         None => return refuse("no output: give fd=N or out=PATH"),
         // SAFETY: the caller handed this descriptor to the plugin.
@@ -104,6 +129,8 @@ pub unsafe extern "C" fn qemu_plugin_install(
             }
             Err(e) => return refuse(&format!("notes={fd}: {e}")),
         }
+    }
+    if args.notes.is_some() || children::following() {
         let target = EXECVE.iter().find(|(t, _)| {
             // SAFETY: QEMU's info block is valid during install.
             unsafe { CStr::from_ptr((*info).target_name).to_bytes() == t.as_bytes() }
@@ -114,9 +141,15 @@ pub unsafe extern "C" fn qemu_plugin_install(
             unsafe { qemu_plugin_register_vcpu_syscall_cb(id, Some(on_syscall)) };
         }
     }
-    // SAFETY: registering fork handlers that only make async-signal-safe
-    // calls.
-    unsafe { libc::pthread_atfork(None, Some(in_forking_parent), Some(in_forked_child)) };
+    // SAFETY: registering fork handlers; they run in the forking thread
+    // while QEMU holds the other vCPUs (see `children`).
+    unsafe {
+        libc::pthread_atfork(
+            Some(children::before_fork),
+            Some(in_forking_parent),
+            Some(in_forked_child),
+        )
+    };
     if file.write_all(MAGIC).is_err() {
         return refuse("cannot write the trace");
     }
@@ -184,20 +217,22 @@ fn note(what: u8) {
     }
 }
 
-/// The guest forked, in the process that goes on being recorded.
+/// The guest forked, in the process that goes on being recorded: a
+/// child not followed is noted.
 extern "C" fn in_forking_parent() {
-    note(b'f');
+    if !children::following() {
+        note(b'f');
+    }
 }
 
-/// A system call: an execve is noted (the program it runs is not
-/// followed).
+/// A system call: an execve is followed (`children=on`) or noted.
 unsafe extern "C" fn on_syscall(
     _id: qemu_plugin_id_t,
-    _vcpu: c_uint,
+    vcpu: c_uint,
     num: i64,
-    _a1: u64,
-    _a2: u64,
-    _a3: u64,
+    a1: u64,
+    a2: u64,
+    a3: u64,
     _a4: u64,
     _a5: u64,
     _a6: u64,
@@ -205,16 +240,27 @@ unsafe extern "C" fn on_syscall(
     _a8: u64,
 ) {
     let nrs = EXECVE_NRS.load(Ordering::Relaxed);
-    if num == nrs & 0xffff || num == nrs >> 16 {
+    if num != nrs & 0xffff && num != nrs >> 16 {
+        return;
+    }
+    if !children::following() {
         note(b'e');
+    } else if num == nrs & 0xffff {
+        children::on_execve(vcpu, a1, a2, a3);
+    } else {
+        children::on_execve(vcpu, 0, 0, 0);
     }
 }
 
-/// In a child the guest forked: stop recording, close the stream and the
+/// In a child the guest forked: followed (see `children`), or else stop
+/// recording: close the stream and the
 /// free-slot pipe (so that tally sees the stream end when the program
 /// does, however long the child lives), and put private memory where the
 /// shared buffers were, so the child cannot touch the parent's.
 extern "C" fn in_forked_child() {
+    if children::in_child() {
+        return;
+    }
     SILENT.store(true, Ordering::Relaxed);
     FAST.store(std::ptr::null_mut(), Ordering::Relaxed);
     for fd in [&STREAM_FD, &FREE_FD] {
@@ -324,6 +370,10 @@ unsafe extern "C" fn on_translate(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb
             let data = std::slice::from_raw_parts(qemu_plugin_insn_data(insn) as *const u8, size);
             if i == 0 {
                 let host = qemu_plugin_insn_haddr(insn) as u64;
+                if !children::BASE_KNOWN.load(Ordering::Relaxed) {
+                    children::GUEST_BASE.store(host.wrapping_sub(vaddr), Ordering::Relaxed);
+                    children::BASE_KNOWN.store(true, Ordering::Relaxed);
+                }
                 report_mapping(out, vaddr, host, &mut records);
             }
             let id = out.next_id;

@@ -45,13 +45,15 @@
 //! block's translation, the exit); [`callbacks`] what it calls as the
 //! guest runs; [`filter`] is the D1 filter's state and handover;
 //! [`buffers`] the per-vCPU buffers, the shared file and the stream;
-//! [`records`] the bytes of each record.
+//! [`records`] the bytes of each record; [`children`] following the
+//! processes the guest forks and execs (`ctl=FD,children=on`).
 
 #![warn(missing_docs)]
 
 mod args;
 mod buffers;
 mod callbacks;
+mod children;
 mod filter;
 #[cfg(feature = "inprocess")]
 mod inprocess;

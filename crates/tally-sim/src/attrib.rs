@@ -21,6 +21,7 @@ use tally_model::{
 use tally_symbols::ObjectFile;
 
 /// An object file loaded at `bias` (run-time address minus file address).
+#[derive(Clone)]
 pub struct Image {
     /// The file as the program opened it.
     pub path: PathBuf,
@@ -36,7 +37,7 @@ pub struct Image {
 }
 
 /// The images of one process.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct AddressSpace {
     images: Vec<Image>,
     /// Files that could not be read, with the reason (reported once).

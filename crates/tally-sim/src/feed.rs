@@ -147,10 +147,17 @@ pub enum Ending {
         /// Where the cut record starts.
         offset: u64,
     },
+    /// A fork record ([`Record::Fork`]) was fed: the caller may take the
+    /// child's starting state ([`Simulation::fork`]) and then feed on.
+    Forked {
+        /// The fork's token.
+        token: u32,
+    },
 }
 
 /// A stream being fed to an engine: the engine, the feeder that maps the
 /// stream's ids to it, and how far the stream has come.
+#[derive(Clone)]
 pub struct Simulation {
     engine: Engine,
     feeder: Feeder,
@@ -158,6 +165,10 @@ pub struct Simulation {
     /// Stream offset of the next byte to feed.
     offset: u64,
     ended: bool,
+    /// A fork record was fed and not yet reported.
+    forked: Option<u32>,
+    /// The offset after the last execve record.
+    execve_at: Option<u64>,
 }
 
 impl Simulation {
@@ -170,7 +181,28 @@ impl Simulation {
             x86,
             offset: trace::MAGIC.len() as u64,
             ended: false,
+            forked: None,
+            execve_at: None,
         }
+    }
+
+    /// The state a forked child's stream starts from: this one's, at the
+    /// fork record just fed (the child's stream starts with its own magic
+    /// bytes).
+    pub fn fork(&self) -> Simulation {
+        Simulation {
+            offset: trace::MAGIC.len() as u64,
+            forked: None,
+            execve_at: None,
+            ..self.clone()
+        }
+    }
+
+    /// Whether the stream stopped right after an execve record: the
+    /// process replaced its image (and, followed, goes on in a stream of
+    /// its own).
+    pub fn replaced(&self) -> bool {
+        !self.ended && self.execve_at == Some(self.offset)
     }
 
     /// The stream's end record has been fed: what follows is ignored.
@@ -183,6 +215,8 @@ impl Simulation {
     /// their end (to be given again with what follows), or up to the end
     /// record.
     pub fn feed(&mut self, bytes: &[u8], host: &mut impl Host) -> Result<usize, FeedError> {
+        // A fork not taken by `feed_reader` is of no interest.
+        self.forked = None;
         let mut p = 0;
         let r = self.feed_from(bytes, &mut p, host);
         self.offset += p as u64;
@@ -195,7 +229,7 @@ impl Simulation {
         p: &mut usize,
         host: &mut impl Host,
     ) -> Result<(), FeedError> {
-        while !self.ended {
+        while !self.ended && self.forked.is_none() {
             let rest = bytes.get(*p..).unwrap_or_default();
             match self.feeder.feed_bytes(&mut self.engine, rest) {
                 Ok(n) => *p += n,
@@ -235,6 +269,8 @@ impl Simulation {
                 path,
             } => host.map(start, end, offset, path),
             Record::End => self.ended = true,
+            Record::Fork { token } => self.forked = Some(token),
+            Record::Execve => self.execve_at = Some(at + 1),
             Record::D1Filter {
                 size,
                 assoc,
@@ -288,8 +324,8 @@ impl Simulation {
         Ok(())
     }
 
-    /// Feeds the rest of the stream `r` reads, to its end record or the
-    /// end of its input.
+    /// Feeds the rest of the stream `r` reads, to its end record, the end
+    /// of its input, or a fork record (then call again to go on).
     pub fn feed_reader<R: Read>(
         &mut self,
         r: &mut TraceReader<R>,
@@ -300,6 +336,9 @@ impl Simulation {
             r.consume(n);
             if self.ended {
                 return Ok(Ending::Complete);
+            }
+            if let Some(token) = self.forked.take() {
+                return Ok(Ending::Forked { token });
             }
             match r.more() {
                 Ok(true) => {}

@@ -25,6 +25,8 @@
 //! | 128–255 | a hit by instruction `tag & 63`, a store if `tag & 64` | — |
 //! | 18 | the last block ran up to `progress`, then a block runs: ids `first ..first + count` | first u32, count u8, progress u8 |
 //! | 19 | the current block ran up to `progress` | progress u8 |
+//! | 20 | the process forked here; the child's stream goes on from this point | token u32 |
+//! | 21 | the process calls execve here (its image is replaced unless more follows) | — |
 //!
 //! With the plugin's `hits=on` the D1 filter counts hits by instruction in
 //! the shared buffer file ([`shared`]) instead of writing them; the stream
@@ -91,6 +93,10 @@ pub const T_SHORT_HIT: u8 = 0x80;
 pub const T_BLOCK_AFTER: u8 = 18;
 /// Tag of [`Record::Progress`]: progress u8.
 pub const T_PROGRESS: u8 = 19;
+/// Tag of [`Record::Fork`]: token u32.
+pub const T_FORK: u8 = 20;
+/// Tag of [`Record::Execve`]: no body.
+pub const T_EXECVE: u8 = 21;
 
 /// One record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -232,6 +238,16 @@ pub enum Record<'a> {
         /// How many bytes of records it holds.
         len: u32,
     },
+    /// The process forked here (`tally sim --trace-children=yes`): the
+    /// child's own stream, which the plugin announces with the same
+    /// token, goes on from the state at this point.
+    Fork {
+        /// Names this fork among the process's, in the child's announcement.
+        token: u32,
+    },
+    /// The process calls execve here: if the stream ends right after, the
+    /// program's image was replaced (its run goes on in another stream).
+    Execve,
     /// The program exited normally; nothing follows.
     End,
 }
@@ -419,7 +435,7 @@ fn record_len(b: &[u8]) -> Result<usize, u8> {
         return Ok(1);
     };
     Ok(match tag {
-        T_EXEC | T_THREAD => 5,
+        T_EXEC | T_THREAD | T_FORK => 5,
         T_BLOCK => 6,
         T_SLOT => 9,
         T_LOAD | T_STORE => 10,
@@ -433,7 +449,7 @@ fn record_len(b: &[u8]) -> Result<usize, u8> {
             Some(n) => 5 + u32::from_le_bytes([n[0], n[1], n[2], n[3]]) as usize,
             None => 5,
         },
-        T_END => 1,
+        T_END | T_EXECVE => 1,
         T_DECL => match b.get(13) {
             Some(&n) => 14 + n as usize,
             None => 14,
@@ -508,6 +524,8 @@ fn parse(b: &[u8]) -> Record<'_> {
             len: u32_at(5),
         },
         T_END => Record::End,
+        T_FORK => Record::Fork { token: u32_at(1) },
+        T_EXECVE => Record::Execve,
         T_DECL => Record::Declare {
             id: u32_at(1),
             addr: u64_at(5),
@@ -647,6 +665,11 @@ impl<W: Write> TraceWriter<W> {
                 o.write_all(&slot.to_le_bytes())?;
                 o.write_all(&len.to_le_bytes())
             }
+            Record::Fork { token } => {
+                o.write_all(&[T_FORK])?;
+                o.write_all(&token.to_le_bytes())
+            }
+            Record::Execve => o.write_all(&[T_EXECVE]),
             Record::End => o.write_all(&[T_END]),
         }
     }
@@ -688,6 +711,10 @@ pub mod shared {
     pub const MAGIC: &[u8; 8] = b"TALLYSH1";
     /// Bytes before the first slot.
     pub const HEADER: usize = 16;
+    /// Slots in the file `tally sim` makes (and the plugin of a program
+    /// exec'd under `--trace-children=yes`): few, so that the ones in use
+    /// stay in the processors' caches.
+    pub const SLOTS: u32 = 8;
     /// Bytes of records after which the plugin hands a slot over (or
     /// writes its buffer into the stream).
     pub const FLUSH_AT: usize = 1 << 18;
@@ -752,6 +779,67 @@ pub mod shared {
     }
 }
 
+/// The control socket of `tally sim --trace-children=yes`: an
+/// `AF_UNIX` `SOCK_SEQPACKET` socket from every traced process to tally,
+/// on which the plugin announces each process it starts recording: a
+/// forked child (its stream goes on from the parent's at the fork record
+/// with the same token), a program a process exec'd (a fresh stream), or
+/// an exec it could not follow. Each message is a [`HEADER`]-byte header
+/// (kind u8, three zero bytes, pid u32, parent pid u32, token u32), then
+/// the payload; the stream, the buffer file and the free-slot pipe's
+/// writing end come with a fork or exec message as `SCM_RIGHTS`.
+pub mod control {
+    /// Bytes of a message's header.
+    pub const HEADER: usize = 16;
+    /// A forked child: its stream goes on from the parent's state at the
+    /// parent's fork record of the same token.
+    pub const FORK: u8 = b'F';
+    /// A program a traced process exec'd, traced afresh; the payload is
+    /// its command line, the arguments separated by NUL bytes.
+    pub const EXEC: u8 = b'X';
+    /// An exec the plugin could not follow (a program for another
+    /// machine, or QEMU could not be run); the payload is the path.
+    pub const UNFOLLOWED: u8 = b'U';
+    /// The most payload bytes a message carries (longer ones are cut).
+    pub const MAX_PAYLOAD: usize = 4096;
+
+    /// A message's header.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Header {
+        /// [`FORK`], [`EXEC`] or [`UNFOLLOWED`].
+        pub kind: u8,
+        /// The process announced.
+        pub pid: u32,
+        /// The process that forked it (for [`FORK`]).
+        pub parent: u32,
+        /// The fork's token in the parent's stream (for [`FORK`]).
+        pub token: u32,
+    }
+
+    impl Header {
+        /// Its bytes.
+        pub fn encode(&self) -> [u8; HEADER] {
+            let mut b = [0u8; HEADER];
+            b[0] = self.kind;
+            b[4..8].copy_from_slice(&self.pid.to_le_bytes());
+            b[8..12].copy_from_slice(&self.parent.to_le_bytes());
+            b[12..16].copy_from_slice(&self.token.to_le_bytes());
+            b
+        }
+
+        /// The header at the start of a message (`None`: too short).
+        pub fn decode(b: &[u8]) -> Option<Header> {
+            let w = |i: usize| Some(u32::from_le_bytes(b.get(i..i + 4)?.try_into().ok()?));
+            Some(Header {
+                kind: *b.first()?,
+                pid: w(4)?,
+                parent: w(8)?,
+                token: w(12)?,
+            })
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -775,6 +863,8 @@ mod tests {
                 size: 8,
             },
             Record::Thread(3),
+            Record::Fork { token: 7 },
+            Record::Execve,
             Record::Store { addr: 16, size: 1 },
             Record::Block {
                 first: 7,

@@ -34,7 +34,7 @@ use rustc_hash::FxHashMap;
 /// between two records; those run in bulk ([`Engine::exec_plain`]), their
 /// executions counted as differences over stream ids (a run of ids
 /// `a..b` adds one at `a` and takes one at `b`), summed at the end.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Feeder {
     pub(super) slots: Vec<Slot>,
     pub(super) runs: Vec<u64>,
@@ -319,6 +319,8 @@ impl Feeder {
             Record::Map { .. }
             | Record::Slot { .. }
             | Record::D1State(_)
+            | Record::Fork { .. }
+            | Record::Execve
             | Record::D1Filter { .. } => {}
         }
         Ok(())
@@ -463,6 +465,8 @@ impl Feeder {
                         Record::Slot { .. }
                             | Record::Map { .. }
                             | Record::End
+                            | Record::Fork { .. }
+                            | Record::Execve
                             | Record::D1State(_)
                             | Record::D1Filter { .. }
                     ) {

@@ -154,7 +154,10 @@ struct Position {
     accessed: bool,
 }
 
-/// Costs per instruction and machine, and the calls.
+/// Costs per instruction and machine, and the calls. Cloned when a
+/// traced program forks: the child goes on from the parent's state, as
+/// under Valgrind.
+#[derive(Clone)]
 pub struct Engine {
     machines: Vec<Hierarchy>,
     opts: EngineOptions,

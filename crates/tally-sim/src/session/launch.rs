@@ -4,10 +4,12 @@
 //! tally's plugin, given three descriptors: 3, the stream (a pipe, made
 //! large so that QEMU and tally run side by side with few wake-ups); 4,
 //! the buffer file ([`super::pool`]); 5, the pipe of free slots; 6, the
-//! pipe of notes (a byte for each fork and execve of the program). The
-//! plugin moves them above 1000 and closes them on exec at once, so the
-//! guest finds its descriptors as usual, and a process the guest forks
-//! stops recording.
+//! pipe of notes (a byte for each fork and execve of the program); with
+//! `--trace-children=yes`, 7, the control socket
+//! ([`crate::trace::control`]) on which every traced process announces
+//! itself. The plugin moves them above 1000 and closes them on exec at
+//! once, so the guest finds its descriptors as usual; without the control
+//! socket a process the guest forks stops recording.
 
 use super::SessionError;
 use crate::HierarchyConfig;
@@ -24,6 +26,7 @@ const STREAM_FD: i32 = 3;
 const BUFFERS_FD: i32 = 4;
 const FREE_FD: i32 = 5;
 const NOTES_FD: i32 = 6;
+const CTL_FD: i32 = 7;
 
 /// The QEMU user-mode emulator for the ELF program `prog`, and whether it
 /// is x86-64 (whose instructions tally classifies for branches and calls).
@@ -199,6 +202,8 @@ pub struct Descriptors {
     pub free: i32,
     /// The notes pipe's writing end.
     pub notes: i32,
+    /// The plugin's end of the control socket, to follow children.
+    pub ctl: Option<i32>,
 }
 
 /// Starts `qemu` running `prog args` with the plugin and its arguments
@@ -213,9 +218,14 @@ pub fn spawn(
 ) -> Result<Child, SessionError> {
     use std::os::unix::process::CommandExt;
     let mut c = Command::new(qemu);
+    let children = if fds.ctl.is_some() {
+        format!(",ctl={CTL_FD},children=on")
+    } else {
+        String::new()
+    };
     c.arg("-plugin")
         .arg(format!(
-            "{},fd={STREAM_FD},shm={BUFFERS_FD},free={FREE_FD},notes={NOTES_FD}{plugin_args}",
+            "{},fd={STREAM_FD},shm={BUFFERS_FD},free={FREE_FD},notes={NOTES_FD}{children}{plugin_args}",
             plugin.display()
         ))
         .arg(prog)
@@ -226,6 +236,7 @@ pub fn spawn(
         buffers,
         free,
         notes,
+        ctl,
     } = fds;
     // SAFETY: the closure runs between fork and exec and makes only
     // async-signal-safe calls (dup2), allocating nothing.
@@ -235,6 +246,7 @@ pub fn spawn(
                 || libc::dup2(buffers, BUFFERS_FD) < 0
                 || libc::dup2(free, FREE_FD) < 0
                 || libc::dup2(notes, NOTES_FD) < 0
+                || ctl.is_some_and(|c| libc::dup2(c, CTL_FD) < 0)
             {
                 return Err(std::io::Error::last_os_error());
             }

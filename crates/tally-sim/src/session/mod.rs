@@ -11,7 +11,8 @@
 //! through a pipe; the bulk of the records through the slots of a buffer
 //! file the two processes share ([`pool`]); both reach the engine through
 //! the one feed loop ([`crate::feed`]). How QEMU and the plugin are found
-//! and started is in [`launch`], signals in [`signals`].
+//! and started is in [`launch`], signals in [`signals`]; following the
+//! processes a program starts, in [`children`].
 //!
 //! When the program dies of a signal QEMU skips the plugin's exit
 //! callbacks; its last records are then still in the buffer file, which
@@ -20,6 +21,7 @@
 //! caller to pass on.
 #![allow(unsafe_code)]
 
+pub mod children;
 mod lackey;
 pub mod launch;
 pub mod pool;
@@ -351,6 +353,7 @@ pub fn native(
             buffers: buffers.as_raw_fd(),
             free: free_r.as_raw_fd(),
             notes: notes_w.as_raw_fd(),
+            ctl: None,
         },
     )?;
     drop(writer);
@@ -453,8 +456,13 @@ fn run_stream(
     let mut r = TraceReader::new(input).map_err(|e| err(e.into()))?;
     let mut host = StreamHost { space, pool };
     let mut sim = feed::Simulation::new(engine, x86);
-    let ending = match sim.feed_reader(&mut r, &mut host).map_err(err)? {
-        feed::Ending::Complete => Ending::Complete,
+    let mut fed = sim.feed_reader(&mut r, &mut host).map_err(err)?;
+    // Forks are followed only by `children`.
+    while let feed::Ending::Forked { .. } = fed {
+        fed = sim.feed_reader(&mut r, &mut host).map_err(err)?;
+    }
+    let ending = match fed {
+        feed::Ending::Complete | feed::Ending::Forked { .. } => Ending::Complete,
         feed::Ending::Stopped => {
             Ending::Incomplete("the trace ends before the program's exit".into())
         }

@@ -29,7 +29,7 @@ use std::os::unix::fs::FileExt;
 /// thread that hands one over always gets one back); the others write
 /// their records into the stream itself, and lose their last unwritten
 /// ones if QEMU dies of a signal.
-pub const BUFFER_SLOTS: u32 = 8;
+pub const BUFFER_SLOTS: u32 = trace::shared::SLOTS;
 
 /// An anonymous file for the plugin's buffers (sparse: only the slots of
 /// running threads take memory), with its header written.

@@ -1,5 +1,6 @@
 //! Signals while the program runs. SIGINT, SIGTERM and SIGHUP sent to
-//! tally are passed on to the program (QEMU's process), and tally stays to
+//! tally are passed on to the program (QEMU's process, and every traced
+//! process it started with `--trace-children=yes`), and tally stays to
 //! write what was simulated once the program has ended; a second one, for
 //! a program that ignores or handles the first, kills it (SIGKILL). A
 //! terminal's Ctrl-C reaches the whole process group, the program
@@ -15,6 +16,9 @@ const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 /// The program being traced (0: none).
 static CHILD: AtomicI32 = AtomicI32::new(0);
+/// Other traced processes the program started (0: a free place), with
+/// `--trace-children=yes`.
+static OTHERS: [AtomicI32; 256] = [const { AtomicI32::new(0) }; 256];
 /// The first signal received (0: none yet).
 static FIRST: AtomicI32 = AtomicI32::new(0);
 /// Signals received.
@@ -53,6 +57,30 @@ pub fn forward_to(pid: u32) -> Forwarding {
 }
 
 impl Forwarding {
+    /// Signals go to process `pid` too (a traced child; if all places
+    /// are taken it is not signalled).
+    pub fn also(&self, pid: u32) {
+        for p in &OTHERS {
+            if p.load(Ordering::SeqCst) == pid as i32 {
+                return;
+            }
+        }
+        for p in &OTHERS {
+            if p.compare_exchange(0, pid as i32, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+
+    /// Process `pid` has ended: no more signals for it.
+    pub fn forget(&self, pid: u32) {
+        for p in &OTHERS {
+            let _ = p.compare_exchange(pid as i32, 0, Ordering::SeqCst, Ordering::SeqCst);
+        }
+    }
+
     /// The first signal tally received while forwarding, if any.
     pub fn received(&self) -> Option<i32> {
         Some(FIRST.load(Ordering::SeqCst)).filter(|&s| s != 0)
@@ -66,26 +94,31 @@ impl Drop for Forwarding {
             unsafe { libc::sigaction(*sig, old, std::ptr::null_mut()) };
         }
         CHILD.store(0, Ordering::SeqCst);
+        for p in &OTHERS {
+            p.store(0, Ordering::SeqCst);
+        }
     }
 }
 
 extern "C" fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
     let _ = FIRST.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
     let n = COUNT.fetch_add(1, Ordering::SeqCst) + 1;
-    let pid = CHILD.load(Ordering::SeqCst);
-    if pid <= 0 {
-        return;
-    }
     // SAFETY: `info` is the kernel's siginfo for this signal (SA_SIGINFO).
     let from_kernel = !info.is_null() && unsafe { (*info).si_code } == libc::SI_KERNEL;
-    // SAFETY: kill(2) is async-signal-safe.
-    unsafe {
-        if n >= 2 {
-            libc::kill(pid, libc::SIGKILL);
-        } else if !from_kernel {
-            // A terminal's signal went to the whole group, the program
-            // included; any other is passed on.
-            libc::kill(pid, sig);
+    for pid in std::iter::once(&CHILD).chain(OTHERS.iter()) {
+        let pid = pid.load(Ordering::SeqCst);
+        if pid <= 0 {
+            continue;
+        }
+        // SAFETY: kill(2) is async-signal-safe.
+        unsafe {
+            if n >= 2 {
+                libc::kill(pid, libc::SIGKILL);
+            } else if !from_kernel {
+                // A terminal's signal went to the whole group, the program
+                // included; any other is passed on.
+                libc::kill(pid, sig);
+            }
         }
     }
 }
