@@ -349,9 +349,17 @@ fn guest_strings(mem: &File, addr: u64) -> Option<Vec<Vec<u8>>> {
     }
 }
 
-/// Whether `path` is an ELF program for the guest's machine.
+/// Whether `path` is an ELF program for the guest's machine that this
+/// process may run.
 fn is_ours(path: &[u8]) -> bool {
     use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = CString::new(path) else {
+        return false;
+    };
+    // SAFETY: access(2) with a valid C string.
+    if unsafe { libc::access(c.as_ptr(), libc::X_OK) } != 0 {
+        return false;
+    }
     let mut head = [0u8; 20];
     let Ok(f) = File::open(std::ffi::OsStr::from_bytes(path)) else {
         return false;
@@ -405,6 +413,12 @@ pub(crate) fn on_execve(vcpu: u32, path: u64, argv: u64, envp: u64) {
     let Some(p) = guest_string(&mem, path) else {
         return;
     };
+    match CString::new(p.clone()) {
+        // SAFETY: access(2) with a valid C string.
+        Ok(c) if unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0 => {}
+        // The exec fails: QEMU returns its error to the guest.
+        _ => return,
+    }
     if !BASE_KNOWN.load(Ordering::Relaxed) || MACHINE.load(Ordering::Relaxed) == 0 {
         not_followed(&p);
         return;
