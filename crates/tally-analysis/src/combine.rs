@@ -119,6 +119,23 @@ pub enum CombineError {
         /// Whether the output is signed.
         signed: bool,
     },
+    /// The result's magnitudes (every self cost and call cost per event,
+    /// or every call count) sum past what its cost type holds, so no
+    /// reader could take it back: every reader keeps that bound so that
+    /// the sums its reports make fit.
+    #[error(
+        "{inputs}: in function `{function}`: the result's {what} sum to more than {limit}, which tally's 64-bit sums cannot hold, so it could not be read back"
+    )]
+    Unreadable {
+        /// Every input, joined.
+        inputs: String,
+        /// The function whose record passes the bound first.
+        function: String,
+        /// What passes it (`costs of event `Ir``, `call counts`).
+        what: String,
+        /// The bound (`2^63-1`, `2^64-1`).
+        limit: &'static str,
+    },
     /// A negative result where the output is unsigned.
     #[error("{input}: the result would be negative; use `tally diff` for differences")]
     Negative {
@@ -639,6 +656,10 @@ impl<C: Cost> Combiner<C> {
         let np = self.positions.len();
         let keep_zero = self.options.keep_zero;
         let labels = self.labels;
+        let mut bound = Bound {
+            costs: vec![0; ne],
+            calls: 0,
+        };
         let mut stated = Vec::new();
         for acc in self.parts {
             let mut part: Part<C> = Part::new(self.positions, ne);
@@ -666,6 +687,9 @@ impl<C: Cost> Combiner<C> {
                             if !keep_zero && costs.iter().all(|c| c.is_zero()) {
                                 continue;
                             }
+                            bound
+                                .add(costs, None)
+                                .map_err(|k| unreadable(&profile, &labels, k, function))?;
                             part.lines
                                 .push(function, file, &acc.line_pos[i][..np], costs);
                             seq += 1;
@@ -677,6 +701,9 @@ impl<C: Cost> Combiner<C> {
                             if !keep_zero && count.is_zero() && costs.iter().all(|c| c.is_zero()) {
                                 continue;
                             }
+                            bound
+                                .add(costs, Some(count))
+                                .map_err(|e| unreadable(&profile, &labels, e, k.caller))?;
                             part.calls.push(
                                 CallInfo {
                                     caller: k.caller,
@@ -742,6 +769,52 @@ impl<C: Cost> Combiner<C> {
             profile.parts.push(part);
         }
         Ok(Combined { profile, stated })
+    }
+}
+
+/// The running sums of magnitudes every reader keeps (self costs and
+/// call costs per event, call counts), over the result as it is built: a
+/// result past them is refused, never written unreadable.
+struct Bound {
+    costs: Vec<u64>,
+    calls: u64,
+}
+
+impl Bound {
+    /// Adds a record's magnitudes; on overflow, what overflows (the event's
+    /// index, or `None` for the call counts).
+    fn add<C: Cost>(&mut self, costs: &[C], count: Option<C>) -> Result<(), Option<usize>> {
+        let fits = |s: u64, c: u64| s.checked_add(c).filter(|&v| v <= C::MAX_MAGNITUDE);
+        if let Some(n) = count {
+            self.calls = fits(self.calls, n.magnitude()).ok_or(None)?;
+        }
+        for (k, (s, c)) in self.costs.iter_mut().zip(costs).enumerate() {
+            *s = fits(*s, c.magnitude()).ok_or(Some(k))?;
+        }
+        Ok(())
+    }
+}
+
+/// The error of a result past its [`Bound`].
+#[cold]
+fn unreadable<C: Cost>(
+    profile: &Profile<C>,
+    labels: &[String],
+    over: Option<usize>,
+    function: FunctionId,
+) -> CombineError {
+    let what = match over {
+        None => "call counts".to_string(),
+        Some(k) => format!(
+            "self costs and call costs of event `{}`",
+            profile.events.recorded()[k].name
+        ),
+    };
+    CombineError::Unreadable {
+        inputs: labels.join(" + "),
+        function: String::from_utf8_lossy(profile.names.function_name(function)).into_owned(),
+        what,
+        limit: if C::SIGNED { "2^63-1" } else { "2^64-1" },
     }
 }
 

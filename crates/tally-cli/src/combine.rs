@@ -63,6 +63,40 @@ pub fn add_to<C: Cost>(
     }
 }
 
+/// The output's event names, for [`locate`].
+pub fn event_names<C: Cost>(c: &Combiner<C>) -> Vec<String> {
+    c.events().map_or_else(Vec::new, |e| {
+        e.recorded().iter().map(|e| e.name.clone()).collect()
+    })
+}
+
+/// A merge's or diff's overflow with its place: the inputs (`files`, in
+/// the order summed) are scanned again as one sum of `C`, and the input,
+/// line and function where their running sums pass what `C` holds are
+/// named. Standard input cannot be read again; its error stays unlocated.
+pub fn locate<C: Cost>(e: CombineError, files: &[&Path], events: &[String]) -> anyhow::Error {
+    let overflow = matches!(
+        e,
+        CombineError::Overflow { .. } | CombineError::Unreadable { .. }
+    );
+    if !overflow || files.iter().any(|f| f.as_os_str() == "-") {
+        return e.into();
+    }
+    let sources: Result<Vec<Source>, _> = files.iter().map(|f| Source::open(f)).collect();
+    let found = sources.and_then(|s| {
+        let s: Vec<&Source> = s.iter().collect();
+        tally_formats::sum_bound::<C>(&s, events)
+    });
+    match found {
+        Err(located) if files.len() > 1 => {
+            let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            anyhow::anyhow!("{located} (in the sum of {})", names.join(", "))
+        }
+        Err(located) => located.into(),
+        Ok(()) => e.into(),
+    }
+}
+
 /// Parses `--mod-filename` / `--mod-funcname`.
 pub fn subst(expr: Option<&str>, flag: &str) -> anyhow::Result<Option<Subst>> {
     expr.map(|e| Subst::parse(e).with_context(|| flag.to_string()))

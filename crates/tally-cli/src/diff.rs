@@ -83,8 +83,14 @@ pub fn inputs(
         o.per_function = per_function || (loaded.format() == Format::Cachegrind && !per_line);
         o.keep_zero = false;
         let mut c = Combiner::<i64>::new(o);
-        combine::add_to(&mut c, &loaded, Sign::Plus, &combine::label(path))?;
-        let sum = c.finish()?;
+        let located =
+            |e, c: &Combiner<i64>| combine::locate::<i64>(e, &[path], &combine::event_names(c));
+        combine::add_to(&mut c, &loaded, Sign::Plus, &combine::label(path))
+            .map_err(|e| located(e, &c))?;
+        let events = combine::event_names(&c);
+        let sum = c
+            .finish()
+            .map_err(|e| combine::locate::<i64>(e, &[path], &events))?;
         combine::warn_stated(&sum, "diff", path);
         Ok(AnyCost::Signed(sum.profile))
     };
@@ -123,9 +129,15 @@ pub fn difference(i: &Inputs, a: &Path, b: &Path) -> anyhow::Result<Combined<i64
     let mut c = Combiner::<i64>::new(i.options.clone());
     // A first, so that the first input named in errors is A and the
     // output keeps A's order, with what is new in B after it.
-    combine::add_to(&mut c, &i.a, Sign::Minus, &combine::label(a))?;
-    combine::add_to(&mut c, &i.b, Sign::Plus, &combine::label(b))?;
-    let mut d = c.finish()?;
+    // An overflow is located by scanning A and B again as one sum.
+    let located =
+        |e, c: &Combiner<i64>| combine::locate::<i64>(e, &[a, b], &combine::event_names(c));
+    combine::add_to(&mut c, &i.a, Sign::Minus, &combine::label(a)).map_err(|e| located(e, &c))?;
+    combine::add_to(&mut c, &i.b, Sign::Plus, &combine::label(b)).map_err(|e| located(e, &c))?;
+    let events = combine::event_names(&c);
+    let mut d = c
+        .finish()
+        .map_err(|e| combine::locate::<i64>(e, &[a, b], &events))?;
     // As cg_diff: say what was compared; the commands of both runs.
     let cmds = [i.a.cmd(), i.b.cmd()];
     for part in &mut d.profile.parts {

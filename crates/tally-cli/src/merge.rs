@@ -96,15 +96,18 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                     && let Sum::Unsigned(_) = sum
                 {
                     let mut s = Combiner::<i64>::new(options.clone());
-                    for g in &files[..i] {
+                    for (j, g) in files[..i].iter().enumerate() {
                         let p = combine::load(g)?;
-                        combine::add_to(&mut s, &p, Sign::Plus, &combine::label(g))?;
+                        combine::add_to(&mut s, &p, Sign::Plus, &combine::label(g))
+                            .map_err(|e| located(e, &s, &files[..=j]))?;
                     }
                     sum = Sum::Signed(s);
                 }
                 match &mut sum {
-                    Sum::Unsigned(u) => combine::add_to(u, &p, Sign::Plus, &label)?,
-                    Sum::Signed(s) => combine::add_to(s, &p, Sign::Plus, &label)?,
+                    Sum::Unsigned(u) => combine::add_to(u, &p, Sign::Plus, &label)
+                        .map_err(|e| located(e, u, &files[..=i]))?,
+                    Sum::Signed(s) => combine::add_to(s, &p, Sign::Plus, &label)
+                        .map_err(|e| located(e, s, &files[..=i]))?,
                 }
             }
             Ok(())
@@ -117,13 +120,35 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let compress = !args.no_compress;
     match sum {
         Sum::Unsigned(u) => {
-            combine::write_result(u.finish()?, &args.output, args.to, compress, "merge", files)?
+            let events = combine::event_names(&u);
+            let r = u.finish().map_err(|e| locate::<u64>(e, files, &events))?;
+            combine::write_result(r, &args.output, args.to, compress, "merge", files)?
         }
         Sum::Signed(s) => {
-            combine::write_result(s.finish()?, &args.output, args.to, compress, "merge", files)?
+            let events = combine::event_names(&s);
+            let r = s.finish().map_err(|e| locate::<i64>(e, files, &events))?;
+            combine::write_result(r, &args.output, args.to, compress, "merge", files)?
         }
     }
     Ok(Outcome::Ok)
+}
+
+/// An overflow of the sum so far, located in `files`.
+fn located<C: tally_model::Cost>(
+    e: tally_analysis::combine::CombineError,
+    c: &Combiner<C>,
+    files: &[PathBuf],
+) -> anyhow::Error {
+    locate::<C>(e, files, &combine::event_names(c))
+}
+
+fn locate<C: tally_model::Cost>(
+    e: tally_analysis::combine::CombineError,
+    files: &[PathBuf],
+    events: &[String],
+) -> anyhow::Error {
+    let files: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
+    combine::locate::<C>(e, &files, events)
 }
 
 enum Sum {

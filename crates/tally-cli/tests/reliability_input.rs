@@ -214,11 +214,77 @@ fn overflowing_sums_fail_with_file_line_and_function() {
         e.contains(&format!("{two}:4:")) && e.contains("`small`"),
         "{e}"
     );
-    // merge and diff sum in their own arithmetic: the input and function.
+    // merge and diff: the inputs are scanned again as one sum, so the
+    // error names the input, the line and the function.
     let e = t.fails(&["merge", one, one, "-o", &out]);
-    assert!(e.contains(one) && e.contains("in function `big`"), "{e}");
+    assert!(
+        e.contains(&format!("{one}:4:")) && e.contains("in function `big`"),
+        "{e}"
+    );
     let e = t.fails(&["merge", "--combine-parts", parts, "-o", &out]);
-    assert!(e.contains(parts) && !e.contains("the output"), "{e}");
+    assert!(e.contains(&format!("{parts}:11:")), "{e}");
+    // A diff is signed: 2^64 − 1 is refused at its line.
+    let e = t.fails(&["diff", two, one, "-o", &out]);
+    assert!(
+        e.contains(&format!("{one}:4:")) && e.contains("does not fit"),
+        "{e}"
+    );
+}
+
+/// A difference whose magnitudes sum past 2^63 − 1 although each count
+/// fits: written, it could not be read back, so `diff` refuses it at the
+/// input's line and function.
+#[test]
+fn a_diff_that_could_not_be_read_back_is_refused_at_its_line() {
+    let dir = tally_testutil::temp_dir();
+    let t = tally!();
+    let half = 1u64 << 62;
+    let b = write(
+        dir.path(),
+        "b.callgrind",
+        format!(
+            "events: Ir
+fl=a.c
+fn=x
+1 {half}
+fn=y
+2 {half}
+"
+        )
+        .as_bytes(),
+    );
+    let a = write(
+        dir.path(),
+        "a.callgrind",
+        b"events: Ir
+fl=a.c
+fn=x
+1 1
+",
+    );
+    let (a, b) = (path_str(&a), path_str(&b));
+    let out = dir.path().join("d.callgrind");
+    let e = t.fails(&["diff", a, b, "-o", path_str(&out)]);
+    assert!(
+        e.contains(&format!("{b}:6:")) && e.contains("in function `y`") && e.contains("2^63"),
+        "{e}"
+    );
+    assert!(!out.exists(), "nothing written");
+    // 2^62 alone fits, and its difference reads back.
+    let c = write(
+        dir.path(),
+        "c.callgrind",
+        format!(
+            "events: Ir
+fl=a.c
+fn=x
+1 {half}
+"
+        )
+        .as_bytes(),
+    );
+    t.ok(&["diff", a, path_str(&c), "-o", path_str(&out)]);
+    t.ok(&["check", path_str(&out)]);
 }
 
 #[test]

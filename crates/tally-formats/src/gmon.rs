@@ -509,14 +509,15 @@ impl Gmon {
     /// of them. The header's spare bytes are zero, as glibc writes them
     /// (gprof leaves them uninitialised: whatever its stack held).
     ///
-    /// Numbers too large for their field lose their high bits, exactly as
-    /// in gprof (which stores its `int` and `unsigned long` sums with
-    /// `bfd_put_16`/`bfd_put_32`): a histogram bin of 80000 is written as
-    /// 80000 mod 65536 = 14464 (gprof does not saturate), arc counts keep
-    /// their low 32 bits, and block counts their low word. Addresses that do
-    /// not fit a 4-byte word, a dimension that is not at most 15 Latin-1
-    /// characters without NUL, a bin count above 2³²−1 and a word size
-    /// other than 4 or 8 are [`io::ErrorKind::InvalidInput`] errors instead.
+    /// A count the format cannot hold is an [`io::ErrorKind::InvalidInput`]
+    /// error naming it (the arc's caller and callee addresses, the bin's
+    /// histogram and address, the block's address) and its value, found
+    /// before anything is written: a histogram bin over 2¹⁶−1, an arc count
+    /// over 2³²−1, a block count over the word. GNU gprof `-s` keeps the
+    /// low bits (a bin of 80000 becomes 14464), a silent wrong number that
+    /// tally does not write. So are addresses that do not fit a 4-byte
+    /// word, a dimension that is not at most 15 Latin-1 characters without
+    /// NUL, a bin count above 2³²−1 and a word size other than 4 or 8.
     ///
     /// Each histogram is written with its own rate and dimension; gprof
     /// writes the first one's for all, which after [`Gmon::merge`] is the
@@ -542,6 +543,7 @@ impl Gmon {
             Ok(())
         };
 
+        self.check_counts(word)?;
         let mut out = Vec::with_capacity(GNU_HEADER_LEN + 64);
         out.extend_from_slice(GMON_MAGIC);
         layout.put(&mut out, u64::from(GMON_VERSION), 4);
@@ -605,6 +607,36 @@ impl Gmon {
                 }
             }
             w.write_all(&out)?;
+        }
+        Ok(())
+    }
+
+    /// Refuses a count its field cannot hold (see [`Gmon::write`]).
+    fn check_counts(&self, word: usize) -> io::Result<()> {
+        const NOT_WRAPPED: &str = "GNU gprof -s would keep its low bits, a wrong number";
+        for (i, h) in self.histograms.iter().enumerate() {
+            if let Some((k, &b)) = h.bins.iter().enumerate().find(|(_, b)| **b > 0xffff) {
+                let span = u128::from(h.high_pc.saturating_sub(h.low_pc));
+                let at = h.low_pc as u128 + span * k as u128 / h.bins.len() as u128;
+                return Err(invalid(format!(
+                    "histogram {} bin {k} (near {at:#x}) holds {b} samples, over the format's 16 bits (65535); {NOT_WRAPPED}",
+                    i + 1
+                )));
+            }
+        }
+        if let Some(a) = self.arcs.iter().find(|a| a.count > u64::from(u32::MAX)) {
+            return Err(invalid(format!(
+                "the arc from {:#x} to {:#x} counts {} calls, over the format's 32 bits (4294967295); {NOT_WRAPPED}",
+                a.from_pc, a.self_pc, a.count
+            )));
+        }
+        if word == 4
+            && let Some(b) = self.blocks.iter().find(|b| b.count > u64::from(u32::MAX))
+        {
+            return Err(invalid(format!(
+                "the basic block at {:#x} counts {}, over the format's 32 bits (4294967295); {NOT_WRAPPED}",
+                b.address, b.count
+            )));
         }
         Ok(())
     }

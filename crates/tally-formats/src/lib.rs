@@ -70,6 +70,8 @@ pub mod source;
 pub use detect::Detected;
 pub use error::{Error, ParseErrorKind, Warning, WarningKind, Warnings};
 pub use input::Input;
-pub use load::{NullSink, parse_any, read, read_all, read_file, read_files, scan, scan_file};
+pub use load::{
+    NullSink, parse_any, read, read_all, read_file, read_files, scan, scan_file, sum_bound,
+};
 pub use output::{OutputFormat, OutputOptions, write_profile};
 pub use source::Source;

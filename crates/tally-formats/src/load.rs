@@ -197,6 +197,48 @@ pub fn read_files<C: Cost>(
     read_sources::<C>(&open_all(paths)?, progress)
 }
 
+/// Where inputs summed together (a merge, a diff) pass what counts of
+/// type `C` hold: the sources are scanned in order, each file's running
+/// sums of magnitudes (see [`callgrind::Sums`]) going on from the ones
+/// before it for the events named in `events` (matched by name), so the
+/// error names the input, the line and the function where their sum first
+/// passes the bound every reader keeps. A merge or diff whose arithmetic
+/// overflowed asks this for the place to name. `Ok(())` when every line
+/// fits.
+pub fn sum_bound<C: Cost>(sources: &[&Source], events: &[String]) -> Result<(), Error> {
+    let mut running = vec![0u64; events.len()];
+    let mut calls = 0u64;
+    for source in sources {
+        source.expect_callgrind()?;
+        // The file's own events first, to carry the sums in its order.
+        let alone =
+            callgrind::parse::<C, _>(source.input()?, &mut NullSink, ReadOptions::default())?;
+        let index: Vec<Option<usize>> = alone
+            .profile
+            .events
+            .recorded()
+            .iter()
+            .map(|e| events.iter().position(|n| *n == e.name))
+            .collect();
+        let carried = callgrind::Sums {
+            costs: index.iter().map(|i| i.map_or(0, |i| running[i])).collect(),
+            calls,
+        };
+        let options = ReadOptions {
+            carried: Some(carried),
+            ..Default::default()
+        };
+        let outcome = callgrind::parse::<C, _>(source.input()?, &mut NullSink, options)?;
+        for (k, i) in index.iter().enumerate() {
+            if let Some(i) = *i {
+                running[i] = outcome.sums.costs.get(k).copied().unwrap_or(0);
+            }
+        }
+        calls = outcome.sums.calls;
+    }
+    Ok(())
+}
+
 /// Reads a file without keeping its records, with counts of type `C`.
 pub fn scan_file<C: Cost>(
     path: &Path,

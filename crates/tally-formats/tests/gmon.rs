@@ -393,32 +393,41 @@ fn merge_and_write_match_gprof_sum() {
 }
 
 /// gprof sums bins in an `int` and writes the low 16 bits: 40000 + 40000
-/// is written as 14464. So does [`Gmon::write`].
+/// is written as 14464, a wrong number. [`Gmon::write`] refuses the bin,
+/// naming it and its value.
 #[test]
-fn bins_beyond_16_bits_wrap_as_in_gprof() {
+fn bins_beyond_16_bits_are_refused_where_gprof_wraps() {
     let mut g = sample();
     g.histograms[0].bins[3] = 40_000;
     let mut sum = g.clone();
     sum.merge(g.clone()).unwrap();
     assert_eq!(sum.histograms[0].bins[3], 80_000);
-    let back = parse(&to_bytes(&sum, X86_64), X86_64).unwrap();
-    assert_eq!(back.histograms[0].bins[3], 80_000 % 65_536);
+    let e = sum.write(&mut Vec::new(), X86_64).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(
+        e.to_string().contains("bin 3") && e.to_string().contains("80000"),
+        "{e}"
+    );
 
-    let Some(fx) = Fixture::new("bins_beyond_16_bits_wrap_as_in_gprof (gprof part)") else {
+    let Some(fx) = Fixture::new("bins_beyond_16_bits_are_refused_where_gprof_wraps (gprof part)")
+    else {
         return;
     };
     let mut g = Gmon::read_file(&fx.gmon, X86_64).unwrap();
     let bin = g.histograms[0].bins.iter().position(|&b| b > 0).unwrap();
     g.histograms[0].bins[bin] = 40_000;
     g.write_file(&fx.path("big.out"), X86_64).unwrap();
+    // What GNU gprof -s itself does: the low 16 bits of the sum.
     fx.gprof(&["-s", "prog", "big.out", "big.out"]);
     let theirs = Gmon::read_file(&fx.path("gmon.sum"), X86_64).unwrap();
     assert_eq!(theirs.histograms[0].bins[bin], 14_464);
 
     let mut ours = g.clone();
     ours.merge(g).unwrap();
-    let ours = parse(&to_bytes(&ours, X86_64), X86_64).unwrap();
-    assert_eq!(ours.histograms, theirs.histograms);
+    assert_eq!(ours.histograms[0].bins[bin], 80_000);
+    let e = ours.write_file(&fx.path("ours.sum"), X86_64).unwrap_err();
+    assert!(e.to_string().contains("80000"), "{e}");
+    assert!(!fx.path("ours.sum").exists(), "nothing written");
 }
 
 #[test]
@@ -786,15 +795,27 @@ fn unwritable_values_are_refused() {
     g.histograms[0].dimension = "λ".into();
     assert!(g.write(&mut Vec::new(), X86_64).is_err());
 
-    // Counts keep their low bits, as in gprof.
+    // Counts the format cannot hold are refused, naming what holds them,
+    // never cut to their low bits.
     let mut g = sample();
     g.arcs[0].count = (1 << 32) + 5;
-    g.blocks[0].count = (1 << 32) + 6;
-    let back = parse(&to_bytes(&g, BE32), BE32).unwrap();
-    assert_eq!(back.arcs[0].count, 5);
-    assert_eq!(back.blocks[0].count, 6);
+    let e = g.write(&mut Vec::new(), X86_64).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    let (from, to) = (g.arcs[0].from_pc, g.arcs[0].self_pc);
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&format!("from {from:#x} to {to:#x}")) && msg.contains("4294967301"),
+        "{msg}"
+    );
+    g.arcs[0].count = u64::from(u32::MAX);
     let back = parse(&to_bytes(&g, X86_64), X86_64).unwrap();
-    assert_eq!(back.arcs[0].count, 5, "arc counts are 4 bytes in GNU files");
+    assert_eq!(back.arcs[0].count, u64::from(u32::MAX), "32 bits fit");
+
+    let mut g = sample();
+    g.blocks[0].count = (1 << 32) + 6;
+    let e = g.write(&mut Vec::new(), BE32).unwrap_err();
+    assert!(e.to_string().contains("4294967302"), "{e}");
+    let back = parse(&to_bytes(&g, X86_64), X86_64).unwrap();
     assert_eq!(
         back.blocks[0].count,
         (1 << 32) + 6,

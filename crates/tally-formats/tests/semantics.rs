@@ -273,3 +273,29 @@ fn errors_render_as_file_line_message() {
             .unwrap_err();
     assert_eq!(e.to_string(), "p.out:2: cost line before any `fn=` line");
 }
+
+#[test]
+fn a_header_line_after_records_makes_a_second_part_and_so_callgrind() {
+    // Cachegrind files have one part; a `desc:` after records starts
+    // another, as Callgrind's concatenated dumps do, so the file is read
+    // as Callgrind (its Callgrind output keeps both parts).
+    let (p, _) = read::<u64>("events: Ir\nfl=a.c\nfn=f\n1 5\ndesc: again\nfn=g\n2 7\n");
+    assert_eq!(p.parts.len(), 2);
+    assert_eq!(p.format, Format::Callgrind);
+    let (p, _) = read::<u64>("desc: once\nevents: Ir\nfl=a.c\nfn=f\n1 5\nfn=g\n2 7\n");
+    assert_eq!((p.parts.len(), p.format), (1, Format::Cachegrind));
+}
+
+#[test]
+fn cachegrind_output_keeps_unknown_header_lines() {
+    // A header line of no known kind is kept by the reader; the
+    // Cachegrind writer puts it after `events:` (where cg_annotate skips
+    // it), so the file reads back with it.
+    let (p, _) = read::<u64>("cmd: x\nevents: Ir\nmystery: 42\nfl=a.c\nfn=f\n1 5\nsummary: 5\n");
+    assert_eq!(p.format, Format::Cachegrind);
+    assert_eq!(p.parts[0].info.other, vec![b"mystery: 42".to_vec()]);
+    let mut out = Vec::new();
+    tally_formats::cachegrind::write(&p, &mut out).unwrap();
+    let (q, _) = read::<u64>(std::str::from_utf8(&out).unwrap());
+    assert_eq!(q.parts[0].info, p.parts[0].info);
+}

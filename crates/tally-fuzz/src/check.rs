@@ -149,6 +149,7 @@ pub fn combine_verdict(e: &tally_analysis::combine::CombineError) -> bool {
             | E::Formats { .. }
             | E::Negative { .. }
     ) || matches!(e, E::Overflow { function, .. } if function.is_empty())
+        || matches!(e, E::Unreadable { function, .. } if function.is_empty())
 }
 
 /// Whether a report error is a whole-input verdict (a profile the report

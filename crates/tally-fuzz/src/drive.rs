@@ -127,9 +127,19 @@ impl<'c> Driver<'c> {
                 AnyCost::Signed(p) => annotate(p, extent),
             },
             2 => gprof_streamed(&source, extent),
-            k => match seed.and_then(|s| self.seed_profile(s)) {
-                Some(b) if k == 3 => merge(&read, &b, extent),
-                Some(b) => diff(&read, &b, extent),
+            k => match seed.and_then(|s| Some((s, self.seed_profile(s)?))) {
+                Some((s, b)) => {
+                    let both = Both {
+                        seed: &Source::from_bytes("fuzz-seed", s.bytes.clone()),
+                        input: &source,
+                        extent,
+                    };
+                    if k == 3 {
+                        merge(&read, &b, &both)
+                    } else {
+                        diff(&read, &b, &both)
+                    }
+                }
                 None => Ok(()),
             },
         }
@@ -523,21 +533,49 @@ fn add<C: Cost>(
     }
 }
 
-fn combine_error(
+/// The two inputs of a merge or diff, the seed first, as the CLI reads
+/// them again to locate an overflow.
+struct Both<'a> {
+    seed: &'a Source,
+    input: &'a Source,
+    extent: Extent,
+}
+
+/// A merge's or diff's error, checked as the CLI shows it: an overflow
+/// located by scanning the inputs again as one sum
+/// ([`tally_formats::sum_bound`]).
+fn combine_error<C: Cost>(
     path: &'static str,
     e: &tally_analysis::combine::CombineError,
-    extent: Extent,
+    events: &[String],
+    both: &Both<'_>,
 ) -> Res {
+    use tally_analysis::combine::CombineError as E;
     // An error about the seed alone is not this case's.
     if !e.to_string().contains(NAME) && check::combine_verdict(e) {
         return Ok(());
     }
-    check::error(path, &e.to_string(), check::combine_verdict(e), extent)
+    let msg = match e {
+        E::Overflow { .. } | E::Unreadable { .. } => {
+            match tally_formats::sum_bound::<C>(&[both.seed, both.input], events) {
+                Err(located) => located.to_string(),
+                Ok(()) => e.to_string(),
+            }
+        }
+        _ => e.to_string(),
+    };
+    check::error(path, &msg, check::combine_verdict(e), both.extent)
+}
+
+fn event_names<C: Cost>(c: &Combiner<C>) -> Vec<String> {
+    c.events().map_or_else(Vec::new, |e| {
+        e.recorded().iter().map(|e| e.name.clone()).collect()
+    })
 }
 
 /// `tally merge SEED INPUT`: the sum, written and read back.
-fn merge(p: &AnyProfile, seed: &AnyProfile, extent: Extent) -> Res {
-    fn go<C: Cost>(p: &AnyProfile, seed: &AnyProfile, extent: Extent) -> Res {
+fn merge(p: &AnyProfile, seed: &AnyProfile, both: &Both<'_>) -> Res {
+    fn go<C: Cost>(p: &AnyProfile, seed: &AnyProfile, both: &Both<'_>) -> Res {
         let options = CombineOptions {
             events: EventChoice::Same,
             keep_zero: true,
@@ -545,22 +583,22 @@ fn merge(p: &AnyProfile, seed: &AnyProfile, extent: Extent) -> Res {
         };
         let mut c = Combiner::<C>::new(options);
         let r = add(&mut c, seed, Sign::Plus, "fuzz-seed")
-            .and_then(|_| add(&mut c, p, Sign::Plus, NAME))
-            .and_then(|_| c.finish());
-        match r {
+            .and_then(|_| add(&mut c, p, Sign::Plus, NAME));
+        let events = event_names(&c);
+        match r.and_then(|_| c.finish()) {
             Ok(sum) => round_trip(&sum.profile, "merge"),
-            Err(e) => combine_error("merge", &e, extent),
+            Err(e) => combine_error::<C>("merge", &e, &events, both),
         }
     }
     if p.is_signed() || seed.is_signed() {
-        go::<i64>(p, seed, extent)
+        go::<i64>(p, seed, both)
     } else {
-        go::<u64>(p, seed, extent)
+        go::<u64>(p, seed, both)
     }
 }
 
 /// `tally diff SEED INPUT`: INPUT − SEED, written and read back.
-fn diff(p: &AnyProfile, seed: &AnyProfile, extent: Extent) -> Res {
+fn diff(p: &AnyProfile, seed: &AnyProfile, both: &Both<'_>) -> Res {
     let options = CombineOptions {
         events: EventChoice::Same,
         combine_parts: true,
@@ -568,12 +606,12 @@ fn diff(p: &AnyProfile, seed: &AnyProfile, extent: Extent) -> Res {
         ..Default::default()
     };
     let mut c = Combiner::<i64>::new(options);
-    let r = add(&mut c, seed, Sign::Minus, "fuzz-seed")
-        .and_then(|_| add(&mut c, p, Sign::Plus, NAME))
-        .and_then(|_| c.finish());
-    match r {
+    let r =
+        add(&mut c, seed, Sign::Minus, "fuzz-seed").and_then(|_| add(&mut c, p, Sign::Plus, NAME));
+    let events = event_names(&c);
+    match r.and_then(|_| c.finish()) {
         Ok(d) => round_trip(&d.profile, "diff"),
-        Err(e) => combine_error("diff", &e, extent),
+        Err(e) => combine_error::<i64>("diff", &e, &events, both),
     }
 }
 

@@ -2,8 +2,12 @@
 //! files.
 //!
 //!     tally-fuzz [--seed N] [--cases N] [--first N] [--target NAME,…]
-//!                [--out DIR] [--time-ms MS] [--data DIR]
+//!                [--out DIR] [--time-ms MS] [--data DIR] [--jobs N]
 //!     tally-fuzz --replay FILE…
+//!
+//! With more than one job the cases are cut into ranges, each run by a
+//! child process of this binary: a process per range keeps the counting
+//! allocator's peak that of one case.
 
 use peak_alloc::PeakAlloc;
 use std::cell::Cell;
@@ -42,6 +46,9 @@ struct Args {
     time_ms: u64,
     data: PathBuf,
     replay: Vec<PathBuf>,
+    jobs: u64,
+    /// Run as a parent's child: print machine lines (`@finding`, `@done`).
+    child: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -54,6 +61,8 @@ fn parse_args() -> Result<Args, String> {
         time_ms: 1000,
         data: tally_fuzz::corpus::default_dir(),
         replay: Vec::new(),
+        jobs: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+        child: false,
     };
     let mut it = std::env::args().skip(1);
     let num = |v: Option<String>, flag: &str| -> Result<u64, String> {
@@ -68,6 +77,8 @@ fn parse_args() -> Result<Args, String> {
             "--cases" => a.cases = num(it.next(), "--cases")?,
             "--first" => a.first = num(it.next(), "--first")?,
             "--time-ms" => a.time_ms = num(it.next(), "--time-ms")?,
+            "--jobs" => a.jobs = num(it.next(), "--jobs")?.max(1),
+            "--child" => a.child = true,
             "--out" => a.out = it.next().ok_or("--out needs a directory")?.into(),
             "--data" => a.data = it.next().ok_or("--data needs a directory")?.into(),
             "--target" => {
@@ -86,7 +97,7 @@ fn parse_args() -> Result<Args, String> {
             "-h" | "--help" => {
                 return Err("usage: tally-fuzz [--seed N] [--cases N] [--first N] \
                             [--target callgrind,cachegrind,gmon,dcpi] [--out DIR] \
-                            [--time-ms MS] [--data DIR] | --replay FILE..."
+                            [--time-ms MS] [--data DIR] [--jobs N] | --replay FILE..."
                     .into());
             }
             _ => return Err(format!("unknown argument `{arg}` (see --help)")),
@@ -181,6 +192,9 @@ fn main() -> ExitCode {
     if !args.replay.is_empty() {
         return replay(&driver, &args.replay, &budget, &memory);
     }
+    if args.jobs > 1 && !args.child {
+        return parent(&args, &corpus);
+    }
     let start = Instant::now();
     watchdog(start, budget.time, args.seed);
     let settings = Settings {
@@ -224,6 +238,12 @@ fn main() -> ExitCode {
             o.cases as f64 / secs.max(1e-9),
             corpus.of(kind).len()
         );
+        if args.child {
+            for (sig, (count, file, _)) in &o.findings {
+                println!("@finding {count} {}\t{sig}", file.display());
+            }
+            println!("@done {} {} {} {secs}", kind.name(), o.cases, o.failures);
+        }
         total.cases += o.cases;
         total.failures += o.failures;
         total.findings.extend(o.findings);
@@ -235,10 +255,165 @@ fn main() -> ExitCode {
         total.findings.len(),
         start.elapsed().as_secs_f64()
     );
-    for (sig, (count, file, _)) in &total.findings {
+    for (sig, (count, file, _)) in total.findings.iter().filter(|_| !args.child) {
         println!("  {count:>6} x {sig}\n           {}", file.display());
     }
     if total.failures > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// What the children found for one target.
+#[derive(Default)]
+struct Tally {
+    cases: u64,
+    failures: u64,
+    /// Seconds of the children's runs, summed (time on one core).
+    secs: f64,
+    /// Signature → (count, first case file).
+    findings: std::collections::BTreeMap<String, (u64, String)>,
+}
+
+/// Cuts every target's cases into one range per job, runs each range in a
+/// child process (`jobs` at a time), passes their findings through, and
+/// prints the totals: per target the cases, failures and cases per second
+/// of one core, then the wall time.
+fn parent(args: &Args, corpus: &Corpus) -> ExitCode {
+    use std::io::BufRead;
+    use std::sync::Mutex;
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("tally-fuzz: cannot find its own binary: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut chunks = Vec::new();
+    for &kind in &args.kinds {
+        let per = args.cases.div_ceil(args.jobs);
+        let mut first = args.first;
+        let end = args.first.saturating_add(args.cases);
+        while first < end {
+            let n = per.min(end - first);
+            chunks.push((kind, first, n));
+            first += n;
+        }
+    }
+    println!(
+        "tally-fuzz: seed {}, {} cases per target from case {}, {} seeds, {} jobs",
+        args.seed,
+        args.cases,
+        args.first,
+        corpus.seeds.len(),
+        args.jobs
+    );
+    let start = Instant::now();
+    let queue = Mutex::new(chunks.into_iter());
+    let tallies: Mutex<Vec<Tally>> =
+        Mutex::new(Kind::ALL.iter().map(|_| Tally::default()).collect());
+    let broken = AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..args.jobs {
+            scope.spawn(|| {
+                loop {
+                    let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                    let Some((kind, first, n)) = next else { break };
+                    let ki = Kind::ALL.iter().position(|&k| k == kind).unwrap_or(0);
+                    let child = std::process::Command::new(&exe)
+                        .args(["--child", "--target", kind.name()])
+                        .args(["--seed", &args.seed.to_string()])
+                        .args(["--first", &first.to_string()])
+                        .args(["--cases", &n.to_string()])
+                        .args(["--time-ms", &args.time_ms.to_string()])
+                        .arg("--out")
+                        .arg(&args.out)
+                        .arg("--data")
+                        .arg(&args.data)
+                        .stdout(std::process::Stdio::piped())
+                        .spawn();
+                    let mut child = match child {
+                        Ok(c) => c,
+                        Err(e) => {
+                            eprintln!("tally-fuzz: cannot start a child: {e}");
+                            broken.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        }
+                    };
+                    let mut done = false;
+                    if let Some(out) = child.stdout.take() {
+                        for line in std::io::BufReader::new(out).lines() {
+                            let Ok(line) = line else { break };
+                            if let Some(rest) = line.strip_prefix("@finding ") {
+                                let (head, sig) = rest.split_once('\t').unwrap_or((rest, ""));
+                                let (count, file) = head.split_once(' ').unwrap_or((head, ""));
+                                let count: u64 = count.parse().unwrap_or(1);
+                                let mut t = tallies.lock().unwrap_or_else(|e| e.into_inner());
+                                let e = t[ki]
+                                    .findings
+                                    .entry(sig.to_string())
+                                    .or_insert((0, file.to_string()));
+                                e.0 += count;
+                            } else if let Some(rest) = line.strip_prefix("@done ") {
+                                let v: Vec<&str> = rest.split(' ').collect();
+                                let num = |i: usize| v.get(i).and_then(|x| x.parse().ok());
+                                let mut t = tallies.lock().unwrap_or_else(|e| e.into_inner());
+                                t[ki].cases += num(1).unwrap_or(0);
+                                t[ki].failures += num(2).unwrap_or(0);
+                                t[ki].secs += v.get(3).and_then(|x| x.parse().ok()).unwrap_or(0.0);
+                                done = true;
+                            } else if line.starts_with("FAIL") || line.starts_with("  ") {
+                                println!("{line}");
+                            }
+                        }
+                    }
+                    let status = child.wait();
+                    if !done {
+                        eprintln!(
+                            "FAIL {} seed={} cases {first}..{}: the child ended without a result ({status:?})",
+                            kind.name(),
+                            args.seed,
+                            first + n
+                        );
+                        broken.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let tallies = tallies.into_inner().unwrap_or_else(|e| e.into_inner());
+    let (mut cases, mut failures, mut distinct) = (0, 0, 0);
+    for (kind, t) in Kind::ALL.iter().zip(&tallies) {
+        if !args.kinds.contains(kind) {
+            continue;
+        }
+        println!(
+            "{:<10} {:>8} cases {:>6} failed ({} distinct) {:>7.1} s {:>8.0} cases/s per core  ({} seeds)",
+            kind.name(),
+            t.cases,
+            t.failures,
+            t.findings.len(),
+            t.secs,
+            t.cases as f64 / t.secs.max(1e-9),
+            corpus.of(*kind).len()
+        );
+        cases += t.cases;
+        failures += t.failures;
+        distinct += t.findings.len();
+    }
+    let broken = broken.load(Ordering::Relaxed);
+    println!(
+        "total: {cases} cases, {failures} failed ({distinct} distinct), {broken} children failed, {:.1} s on {} jobs",
+        start.elapsed().as_secs_f64(),
+        args.jobs
+    );
+    for t in &tallies {
+        for (sig, (count, file)) in &t.findings {
+            println!("  {count:>6} x {sig}\n           {file}");
+        }
+    }
+    if failures > 0 || broken > 0 {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS

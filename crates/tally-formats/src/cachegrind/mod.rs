@@ -51,6 +51,15 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
         buf.extend_from_slice(e.name.as_bytes());
     }
     buf.push(b'\n');
+    // Header lines of no known kind, kept by the reader: after `events:`,
+    // where cg_annotate skips them (before it, it stops), so that the file
+    // reads back with them.
+    if let Some(first) = profile.parts.first() {
+        for line in &first.info.other {
+            buf.extend_from_slice(line);
+            buf.push(b'\n');
+        }
+    }
 
     let names = &profile.names;
     let mut cur: Option<(FileId, SymbolId)> = None;

@@ -397,7 +397,10 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             return Err(ParseErrorKind::MissingEvents);
         }
         self.body_part();
-        self.profile.format = if self.callgrind_evidence {
+        // Cachegrind files have one part: header lines after records start
+        // another, as in Callgrind's concatenated dumps, so such a file is
+        // Callgrind (a Cachegrind file could not hold its parts).
+        self.profile.format = if self.callgrind_evidence || self.profile.parts.len() > 1 {
             Format::Callgrind
         } else {
             Format::Cachegrind
