@@ -71,8 +71,17 @@ pub fn estimate_stacks_with(
     profile: &Profile<u64>,
     options: EstimateOptions,
 ) -> Result<Stacks<u64>, EstimateError> {
-    let agg = Aggregate::new(profile, |_| true);
-    let inc = Inclusive::new(&agg);
+    estimate_from(&Aggregate::new(profile, |_| true), options)
+}
+
+/// The same from self costs and arcs already summed, so that a profile
+/// can be drawn without storing its lines (an [`crate::AggregateBuilder`]
+/// fed by the reader).
+pub fn estimate_from(
+    agg: &Aggregate<u64>,
+    options: EstimateOptions,
+) -> Result<Stacks<u64>, EstimateError> {
+    let inc = Inclusive::new(agg);
     let ev = agg.events;
     let nf = agg.function_self.len();
     // Component of a function: itself, or `nf + cycle number`.
@@ -248,8 +257,11 @@ fn split(amount: &[u64], ways: &[Way], whole: bool, out: &mut Vec<Vec<u64>>) {
             given += q;
             rem.push((p % sum, i));
         }
+        if a == given {
+            continue;
+        }
         // Largest remainders first; ties to the earlier way.
-        rem.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
+        rem.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
         for &(_, i) in rem.iter().take((a - given) as usize) {
             out[i][e] += 1;
         }

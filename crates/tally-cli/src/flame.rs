@@ -3,9 +3,8 @@
 
 use crate::Outcome;
 use anyhow::{Context, anyhow, bail};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use tally_analysis::{EstimateOptions, estimate_stacks_with};
+use tally_analysis::{AggregateBuilder, EstimateOptions, estimate_from, estimate_stacks_with};
 use tally_formats::Source;
 use tally_formats::detect::Format as FileFormat;
 use tally_formats::gmon::Gmon;
@@ -76,9 +75,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             args.width
         );
     }
-    // Shares below a tenth of the narrowest frame drawn are not split
-    // further: they cannot change the picture, and the stacks stay few.
-    let min_share = 0.1 * args.minwidth.max(0.01) / args.width as f64;
+    // Shares narrower than the narrowest frame drawn are not split
+    // further but follow their heaviest caller: they move less than that
+    // width, and the stacks stay few.
+    let min_share = args.minwidth.max(0.01) / args.width as f64;
     let groups: Vec<&[PathBuf]> = if args.diff {
         args.files.chunks(1).collect()
     } else {
@@ -153,7 +153,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         min_width: args.minwidth,
         icicle: args.icicle,
     };
-    write(&args.output, |mut w| write_svg(&tree, &options, &mut w))?;
+    // Durably and whole, as every output (temporary file, renamed).
+    tally_formats::output::write_file(&args.output, |mut w| write_svg(&tree, &options, &mut w))?;
     Ok(Outcome::Ok)
 }
 
@@ -204,11 +205,14 @@ fn read(files: &[PathBuf], binary: Option<&Path>, min_share: f64) -> anyhow::Res
                 s.path().display()
             );
         }
+        if let [source] = &sources[..]
+            && source.format() == FileFormat::Callgrind
+        {
+            return summed(source, min_share);
+        }
         let (loaded, warnings) = tally_formats::read_all(&sources, None)?;
         for (f, w) in files.iter().zip(&warnings) {
-            for w in w.iter() {
-                eprintln!("{}: warning: {w}", f.display());
-            }
+            warn(f, w)?;
         }
         match loaded {
             AnyCost::Unsigned(p) => p,
@@ -234,19 +238,45 @@ fn read(files: &[PathBuf], binary: Option<&Path>, min_share: f64) -> anyhow::Res
     })
 }
 
-/// Writes the output through `f`, to a file or standard output.
-fn write(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> anyhow::Result<()> {
-    if path.as_os_str() == "-" {
-        let stdout = std::io::stdout();
-        let mut w = std::io::BufWriter::new(stdout.lock());
-        f(&mut w).and_then(|_| w.flush())?;
-        return Ok(());
+/// Prints a read's warnings; a file that looks truncated is an error, as a
+/// picture of part of a run would look like the whole run.
+fn warn(file: &Path, w: &tally_formats::Warnings) -> anyhow::Result<()> {
+    if let Some(t) = w
+        .iter()
+        .find(|w| w.kind == tally_formats::WarningKind::Truncated)
+    {
+        bail!("{}: {t}: not drawn", file.display());
     }
-    let file = std::fs::File::create(path)
-        .with_context(|| format!("{}: cannot create", path.display()))?;
-    let mut w = std::io::BufWriter::new(file);
-    f(&mut w)
-        .and_then(|_| w.flush())
-        .with_context(|| format!("{}: writing failed", path.display()))?;
+    for w in w.iter() {
+        eprintln!("{}: warning: {w}", file.display());
+    }
     Ok(())
+}
+
+/// One Callgrind file, summed as it is read (no line is stored: the
+/// estimate needs only self costs and arcs).
+fn summed(source: &Source, min_share: f64) -> anyhow::Result<Drawn> {
+    let file = source.path();
+    let read = tally_formats::load::parse_any(
+        source,
+        AggregateBuilder::<u64>::keeping_jumps(false),
+        || tally_model::NullSink,
+        None,
+    )?;
+    let AnyCost::Unsigned((outcome, builder)) = read else {
+        bail!(
+            "{}: a difference (negative counts) has no flame graph: draw `tally flame --diff A B` of the two profiles",
+            file.display()
+        );
+    };
+    warn(file, &outcome.warnings)?;
+    let profile = outcome.profile;
+    let agg = builder.finish(profile.names.function_count(), |_| true);
+    let stacks = estimate_from(&agg, EstimateOptions { min_share })
+        .with_context(|| format!("{}: estimating stacks", file.display()))?;
+    Ok(Drawn {
+        profile,
+        stacks,
+        estimated: true,
+    })
 }
