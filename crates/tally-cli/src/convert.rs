@@ -1,5 +1,6 @@
 //! `tally convert`: read profiles (several files become the parts of one
-//! profile) and write them as Callgrind, Cachegrind or JSON. gprof's
+//! profile) and write them as Callgrind, Cachegrind, JSON, pprof or
+//! speedscope. gprof's
 //! `gmon.out` files are read with the program that wrote them (`--binary`)
 //! and converted to self samples and calls (see docs/gprof-convert.md).
 
@@ -25,6 +26,11 @@ pub enum To {
     /// DCPI 0.07 profile (one event, per instruction, one object; see
     /// docs/dcpi-format.md).
     Dcpi,
+    /// pprof (profile.proto, gzip'd; every event a sample type; see
+    /// docs/interchange.md).
+    Pprof,
+    /// speedscope's JSON file format (every event a profile).
+    Speedscope,
 }
 
 /// Input formats.
@@ -52,7 +58,8 @@ pub struct Args {
     #[arg(short, long)]
     output: PathBuf,
     /// Output format; by default inferred from the output name (`*.json`,
-    /// `cachegrind.out*`, `callgrind.out*`), else the input's format.
+    /// `*.speedscope.json`, `*.pb.gz`, `cachegrind.out*`, `callgrind.out*`),
+    /// else the input's format.
     #[arg(long, value_enum)]
     to: Option<To>,
     /// Write plain names and absolute positions (Callgrind output).
