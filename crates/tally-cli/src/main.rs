@@ -7,6 +7,7 @@ mod combine;
 mod convert;
 mod dcpi;
 mod diff;
+mod flame;
 mod gprof;
 mod gprof_args;
 mod gprof_callgrind;
@@ -43,6 +44,10 @@ enum Command {
     /// signed counts (cg_diff's results for Cachegrind; call arcs too for
     /// Callgrind).
     Diff(diff::Args),
+    /// A flame graph (or icicle graph) as an interactive SVG; `--diff A B`
+    /// for a differential one. Callgrind and gmon stacks are estimated
+    /// from the call arcs, and the picture says so.
+    Flame(flame::Args),
     /// DCPI profiles: dump, per-procedure and per-instruction reports,
     /// and comparisons, as the DCPI tools gave them.
     #[command(subcommand)]
@@ -110,6 +115,7 @@ fn main() -> ExitCode {
         Command::Annotate(a) => annotate::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Diff(a) => diff::run(a),
+        Command::Flame(a) => flame::run(a),
         Command::Dcpi(c) => dcpi::run(c),
         Command::Gprof(a) => gprof::run(a.args),
         Command::Sim(a) => sim::run(a),

@@ -7,6 +7,7 @@
 //!   Callgrind profile (`tally gprof`).
 //! - `dcpi`: the DCPI tools' reports (`tally dcpi`).
 //! - `diff`: the JSON summary of `tally diff`.
+//! - `flame`: flame graphs as interactive SVGs (`tally flame`).
 //! - `convert`: gmon → Callgrind and DCPI ↔ Callgrind (`tally convert`).
 //! - `format`: number formatting and styles shared by the text writers.
 
@@ -14,6 +15,7 @@ pub mod annotate;
 pub mod convert;
 pub mod dcpi;
 pub mod diff;
+pub mod flame;
 pub mod format;
 pub mod gprof;
 

@@ -1,0 +1,252 @@
+//! `tally flame`: a flame graph (or icicle graph) of one profile, or a
+//! differential one of two, as an interactive SVG (see docs/flame.md).
+
+use crate::Outcome;
+use anyhow::{Context, anyhow, bail};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use tally_analysis::{EstimateOptions, estimate_stacks_with};
+use tally_formats::Source;
+use tally_formats::detect::Format as FileFormat;
+use tally_formats::gmon::Gmon;
+use tally_model::{AnyCost, EventColumns, EventValue, Profile, Stacks};
+use tally_report::flame::{FlameOptions, Tree, write_svg};
+use tally_symbols::ObjectFile;
+
+/// Arguments of `tally flame`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The profile (several files are summed as one: a dump series, a
+    /// thread set); with --diff, exactly two: A (before) and B (after).
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// The SVG to write (`-` for standard output).
+    #[arg(short, long, value_name = "OUT.svg")]
+    output: PathBuf,
+    /// A differential flame graph of `A B`: B's shape, frames red where
+    /// their self cost grew against A, blue where it shrank.
+    #[arg(long)]
+    diff: bool,
+    /// The event the widths show, recorded or derived (default: the
+    /// first).
+    #[arg(long, value_name = "EVENT")]
+    event: Option<String>,
+    /// The title (default: "Flame Graph", "Icicle Graph" or
+    /// "Differential Flame Graph").
+    #[arg(long)]
+    title: Option<String>,
+    /// A line under the title (default: the event and the files).
+    #[arg(long)]
+    subtitle: Option<String>,
+    /// Image width in pixels.
+    #[arg(long, default_value_t = 1200)]
+    width: u32,
+    /// Leave out frames narrower than this many pixels.
+    #[arg(long, default_value_t = 0.1)]
+    minwidth: f64,
+    /// Draw top-down (roots at the top): an icicle graph.
+    #[arg(long)]
+    icicle: bool,
+    /// gmon.out input: the program that wrote it (built with `-pg`).
+    #[arg(long, value_name = "PROG")]
+    binary: Option<PathBuf>,
+}
+
+/// A profile read for drawing, with how its stacks were obtained.
+struct Drawn {
+    profile: Profile<u64>,
+    stacks: Stacks<u64>,
+    estimated: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    crate::combine::stdin_once(&args.files)?;
+    if args.diff && args.files.len() != 2 {
+        crate::usage_bail!(
+            "--diff takes exactly two files, A (before) and B (after); {} given",
+            args.files.len()
+        );
+    }
+    if !(args.minwidth >= 0.0 && args.minwidth.is_finite()) {
+        crate::usage_bail!("--minwidth: {} is not a width in pixels", args.minwidth);
+    }
+    if args.width < 100 {
+        crate::usage_bail!(
+            "--width: {} pixels is too narrow (100 at least)",
+            args.width
+        );
+    }
+    // Shares below a tenth of the narrowest frame drawn are not split
+    // further: they cannot change the picture, and the stacks stay few.
+    let min_share = 0.1 * args.minwidth.max(0.01) / args.width as f64;
+    let groups: Vec<&[PathBuf]> = if args.diff {
+        args.files.chunks(1).collect()
+    } else {
+        vec![&args.files[..]]
+    };
+    let drawn = groups
+        .iter()
+        .map(|files| read(files, args.binary.as_deref(), min_share))
+        .collect::<anyhow::Result<Vec<Drawn>>>()?;
+
+    let first = &drawn[0].profile;
+    let columns = EventColumns::new(&first.events);
+    let name = match &args.event {
+        Some(e) => e.clone(),
+        None => columns
+            .names()
+            .first()
+            .cloned()
+            .ok_or_else(|| anyhow!("{}: the profile has no event", args.files[0].display()))?,
+    };
+    let mut tree = Tree::new();
+    for (i, d) in drawn.iter().enumerate().rev() {
+        let event = event_of(&d.profile, &name, &args.files[i.min(args.files.len() - 1)])?;
+        let base = args.diff && i == 0;
+        tree.add_stacks(&d.profile, &d.stacks, &event, d.estimated, base);
+    }
+    tree.finish();
+    if tree.nodes[0].value == 0 {
+        bail!(
+            "{}: no cost in event {name} to draw",
+            args.files[args.files.len() - 1].display()
+        );
+    }
+
+    let estimated = drawn.iter().any(|d| d.estimated);
+    let mut title = args.title.clone().unwrap_or_else(|| {
+        if args.diff {
+            "Differential Flame Graph".into()
+        } else if args.icicle {
+            "Icicle Graph".into()
+        } else {
+            "Flame Graph".into()
+        }
+    });
+    if estimated && args.title.is_none() {
+        title.push_str(" (stacks estimated from call arcs)");
+    }
+    let files: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
+    let subtitle = args.subtitle.clone().or_else(|| {
+        Some(if args.diff {
+            format!("{name}: {} against {}", files[1], files[0])
+        } else {
+            format!("{name}: {}", files.join(" "))
+        })
+    });
+    let mut legend = Vec::new();
+    if args.diff {
+        legend.push("Shape of B; red: self cost grew against A, blue: shrank".to_string());
+    }
+    if estimated {
+        legend.push(
+            "Stacks estimated: each function's cost split across its callers in proportion to the calls' costs; recursion collapsed"
+                .to_string(),
+        );
+    }
+    let options = FlameOptions {
+        title,
+        subtitle,
+        legend: (!legend.is_empty()).then(|| legend.join(". ")),
+        event: name,
+        width: args.width,
+        min_width: args.minwidth,
+        icicle: args.icicle,
+    };
+    write(&args.output, |mut w| write_svg(&tree, &options, &mut w))?;
+    Ok(Outcome::Ok)
+}
+
+/// The event `name` of `profile`, a count (not a ratio).
+fn event_of(profile: &Profile<u64>, name: &str, file: &Path) -> anyhow::Result<EventValue> {
+    let columns = EventColumns::new(&profile.events);
+    let e = columns
+        .find(name)
+        .map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    if columns.is_ratio(e) {
+        crate::usage_bail!("--event {name}: a ratio cannot be a width; choose a count");
+    }
+    Ok(columns
+        .column(e)
+        .cloned()
+        .expect("a found event has a column"))
+}
+
+/// Reads `files` as one profile with its stacks: recorded ones, or
+/// estimated from the arcs.
+fn read(files: &[PathBuf], binary: Option<&Path>, min_share: f64) -> anyhow::Result<Drawn> {
+    let sources = files
+        .iter()
+        .map(|f| Source::open(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut profile = if let Some(binary) = binary {
+        if let Some(s) = sources.iter().find(|s| s.format() != FileFormat::Gmon) {
+            bail!(
+                "{}: not a gmon file, and --binary is only for gmon input",
+                s.path().display()
+            );
+        }
+        let obj = ObjectFile::open(binary).map_err(|e| anyhow!("{e}"))?;
+        let gmon = Gmon::sum(&sources, tally_report::gprof::layout_of(&obj))?;
+        let conv = tally_report::convert::gmon::convert(
+            &obj,
+            &gmon,
+            &tally_report::gprof::Options::default(),
+        )?;
+        for n in &conv.notices {
+            eprintln!("tally flame: warning: {}", n.0);
+        }
+        conv.profile
+    } else {
+        if let Some(s) = sources.iter().find(|s| s.format() == FileFormat::Gmon) {
+            bail!(
+                "{}: a gmon file needs the program that wrote it: add --binary PROG",
+                s.path().display()
+            );
+        }
+        let (loaded, warnings) = tally_formats::read_all(&sources, None)?;
+        for (f, w) in files.iter().zip(&warnings) {
+            for w in w.iter() {
+                eprintln!("{}: warning: {w}", f.display());
+            }
+        }
+        match loaded {
+            AnyCost::Unsigned(p) => p,
+            AnyCost::Signed(_) => bail!(
+                "{}: a difference (negative counts) has no flame graph: draw `tally flame --diff A B` of the two profiles",
+                files[0].display()
+            ),
+        }
+    };
+    let (stacks, estimated) = match profile.stacks.take() {
+        Some(s) if !s.is_empty() => (s, false),
+        _ => {
+            let options = EstimateOptions { min_share };
+            let s = estimate_stacks_with(&profile, options)
+                .with_context(|| format!("{}: estimating stacks", files[0].display()))?;
+            (s, true)
+        }
+    };
+    Ok(Drawn {
+        profile,
+        stacks,
+        estimated,
+    })
+}
+
+/// Writes the output through `f`, to a file or standard output.
+fn write(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> anyhow::Result<()> {
+    if path.as_os_str() == "-" {
+        let stdout = std::io::stdout();
+        let mut w = std::io::BufWriter::new(stdout.lock());
+        f(&mut w).and_then(|_| w.flush())?;
+        return Ok(());
+    }
+    let file = std::fs::File::create(path)
+        .with_context(|| format!("{}: cannot create", path.display()))?;
+    let mut w = std::io::BufWriter::new(file);
+    f(&mut w)
+        .and_then(|_| w.flush())
+        .with_context(|| format!("{}: writing failed", path.display()))?;
+    Ok(())
+}

@@ -1,0 +1,242 @@
+//! Flame graphs (`tally flame`): stacks merged into a tree and drawn as an
+//! interactive SVG with the conventions of flamegraph.pl and inferno.
+//!
+//! - Stacks with the same frames from the root merge; children are sorted
+//!   by name, so the x axis is alphabetical, not time. The root frame `all`
+//!   spans the whole width; a frame's width is its inclusive cost.
+//! - Bottom-up (roots at the bottom), or top-down with `icicle`.
+//! - Frames narrower than `min_width` pixels are left out with everything
+//!   above them (flamegraph.pl's `--minwidth`, 0.1 by default).
+//! - Colours: the "hot" palette, the shade chosen by a hash of the name, so
+//!   a function has the same colour in every graph.
+//! - Differential graphs take the shape of the second profile (B); a frame
+//!   is red where its self cost grew against the first (A), blue where it
+//!   shrank, white where it did not change, the shade scaled by the largest
+//!   change, as flamegraph.pl colours difffolded.pl's two-column input.
+//!   Stacks only in A are not drawn (they have no width in B).
+//!
+//! The SVG is one file: its script (`flame.js`) is embedded, so hovering
+//! shows a frame's name, cost and share, a click zooms into it, "Search"
+//! (or Ctrl-F) highlights frames matching a regular expression and says
+//! how many matched, and "Reset Zoom" goes back. The URL parameter `s`
+//! searches on load (`graph.svg?s=regex`).
+
+mod svg;
+
+use rustc_hash::FxHashMap;
+use tally_model::{EventValue, Profile, Stacks};
+
+pub use svg::write_svg;
+
+/// One frame of the merged tree.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// Index into [`Tree::names`].
+    pub name: u32,
+    /// Inclusive cost (B's for a differential graph).
+    pub value: u64,
+    /// A's inclusive cost along the same path (differential graphs).
+    pub base: u64,
+    /// Child nodes, sorted by name once the tree is finished.
+    pub children: Vec<u32>,
+}
+
+/// Stacks merged by frame names from the root; node 0 is `all`.
+#[derive(Clone, Debug)]
+pub struct Tree {
+    /// Display names, by id.
+    pub names: Vec<String>,
+    /// The nodes; 0 is the root.
+    pub nodes: Vec<Node>,
+    /// Whether A's costs were added ([`Tree::add_base`]).
+    pub differential: bool,
+    name_index: FxHashMap<String, u32>,
+    child_index: FxHashMap<(u32, u32), u32>,
+}
+
+impl Default for Tree {
+    fn default() -> Self {
+        Tree::new()
+    }
+}
+
+impl Tree {
+    /// A tree holding only the root `all`.
+    pub fn new() -> Tree {
+        let mut t = Tree {
+            names: Vec::new(),
+            nodes: Vec::new(),
+            differential: false,
+            name_index: FxHashMap::default(),
+            child_index: FxHashMap::default(),
+        };
+        let all = t.name("all");
+        t.nodes.push(Node {
+            name: all,
+            value: 0,
+            base: 0,
+            children: Vec::new(),
+        });
+        t
+    }
+
+    /// The id of a display name.
+    pub fn name(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.name_index.get(s) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(s.to_owned());
+        self.name_index.insert(s.to_owned(), i);
+        i
+    }
+
+    /// Adds `value` along the stack `names` (root first).
+    pub fn add(&mut self, names: &[u32], value: u64) {
+        if value == 0 {
+            return;
+        }
+        let mut at = 0u32;
+        self.nodes[0].value = self.nodes[0].value.saturating_add(value);
+        for &n in names {
+            at = match self.child_index.get(&(at, n)) {
+                Some(&c) => c,
+                None => {
+                    let c = self.nodes.len() as u32;
+                    self.nodes.push(Node {
+                        name: n,
+                        value: 0,
+                        base: 0,
+                        children: Vec::new(),
+                    });
+                    self.nodes[at as usize].children.push(c);
+                    self.child_index.insert((at, n), c);
+                    c
+                }
+            };
+            let node = &mut self.nodes[at as usize];
+            node.value = node.value.saturating_add(value);
+        }
+    }
+
+    /// Adds A's `value` along the part of the stack `names` that B has, for
+    /// a differential graph.
+    pub fn add_base(&mut self, names: &[u32], value: u64) {
+        self.differential = true;
+        let mut at = 0u32;
+        self.nodes[0].base = self.nodes[0].base.saturating_add(value);
+        for &n in names {
+            match self.child_index.get(&(at, n)) {
+                Some(&c) => at = c,
+                None => return,
+            }
+            let node = &mut self.nodes[at as usize];
+            node.base = node.base.saturating_add(value);
+        }
+    }
+
+    /// Sorts every node's children by name (flamegraph.pl's order).
+    pub fn finish(&mut self) {
+        let names = &self.names;
+        let keys: Vec<u32> = self.nodes.iter().map(|n| n.name).collect();
+        for node in &mut self.nodes {
+            node.children.sort_by(|&a, &b| {
+                names[keys[a as usize] as usize].cmp(&names[keys[b as usize] as usize])
+            });
+        }
+    }
+
+    /// The self cost of node `i` in B and in A.
+    pub fn self_costs(&self, i: usize) -> (u64, u64) {
+        let n = &self.nodes[i];
+        let (mut v, mut b) = (n.value, n.base);
+        for &c in &n.children {
+            let c = &self.nodes[c as usize];
+            v = v.saturating_sub(c.value);
+            b = b.saturating_sub(c.base);
+        }
+        (v, b)
+    }
+
+    /// Adds every stack of `stacks` (its names from `profile`) in the event
+    /// `event`, to B or, with `base`, to A. Negative values of a derived
+    /// event count 0. With `strip_contexts`, a name ends at its first `'`
+    /// (Callgrind's caller contexts and recursion levels).
+    pub fn add_stacks(
+        &mut self,
+        profile: &Profile<u64>,
+        stacks: &Stacks<u64>,
+        event: &EventValue,
+        strip_contexts: bool,
+        base: bool,
+    ) {
+        let mut frame_names: Vec<Option<u32>> = vec![None; stacks.frames.len()];
+        let mut path = Vec::new();
+        for s in &stacks.samples {
+            let v = event.of(&s.costs);
+            if v <= 0 {
+                continue;
+            }
+            let v = u64::try_from(v).unwrap_or(u64::MAX);
+            path.clear();
+            for f in &s.frames {
+                let id = match frame_names[f.index()] {
+                    Some(id) => id,
+                    None => {
+                        let raw = profile
+                            .names
+                            .function_name(stacks.frames[f.index()].function);
+                        let raw = if strip_contexts {
+                            raw.split(|&b| b == b'\'').next().unwrap_or(raw)
+                        } else {
+                            raw
+                        };
+                        let id = self.name(&String::from_utf8_lossy(raw));
+                        frame_names[f.index()] = Some(id);
+                        id
+                    }
+                };
+                path.push(id);
+            }
+            if base {
+                self.add_base(&path, v);
+            } else {
+                self.add(&path, v);
+            }
+        }
+    }
+}
+
+/// How the SVG looks.
+#[derive(Clone, Debug)]
+pub struct FlameOptions {
+    /// The title line.
+    pub title: String,
+    /// A second line under the title, if any.
+    pub subtitle: Option<String>,
+    /// A legend line at the bottom left (what the colours or the stacks
+    /// mean), if any.
+    pub legend: Option<String>,
+    /// The event's short name, shown with costs.
+    pub event: String,
+    /// Image width in pixels.
+    pub width: u32,
+    /// Frames narrower than this many pixels are left out.
+    pub min_width: f64,
+    /// Top-down (an icicle graph) instead of bottom-up.
+    pub icicle: bool,
+}
+
+impl Default for FlameOptions {
+    fn default() -> Self {
+        FlameOptions {
+            title: "Flame Graph".into(),
+            subtitle: None,
+            legend: None,
+            event: "samples".into(),
+            width: 1200,
+            min_width: 0.1,
+            icicle: false,
+        }
+    }
+}
