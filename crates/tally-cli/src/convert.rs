@@ -202,9 +202,26 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     }
     match &p {
-        AnyCost::Unsigned(p) => write(p, &args),
+        AnyCost::Unsigned(p) => write_unsigned(p, &args),
         AnyCost::Signed(p) => write(p, &args),
     }
+}
+
+/// Writes a measured profile; pprof and speedscope output of a profile
+/// without stacks (Callgrind, gmon, DCPI) gets stacks estimated from its
+/// call arcs, marked as estimated in the output.
+fn write_unsigned(p: &Profile<u64>, args: &Args) -> anyhow::Result<Outcome> {
+    let stack_format = matches!(
+        output_format(args),
+        Some(OutputFormat::Pprof | OutputFormat::Speedscope)
+    );
+    if !stack_format || p.stacks.is_some() {
+        return write(p, args);
+    }
+    let stacks = tally_analysis::estimate_stacks(p)?;
+    let mut with = p.clone();
+    tally_formats::pprof::set_estimated_stacks(&mut with, stacks);
+    write(&with, args)
 }
 
 /// Converts a DCPI profile (several are summed) with its image.
@@ -234,7 +251,7 @@ fn run_dcpi(args: &Args, sources: &[Source]) -> anyhow::Result<Outcome> {
         (None, None) => "???".to_string(),
     };
     let prof = tally_report::convert::dcpi::to_callgrind(&p, obj.as_ref(), &name)?;
-    write(&prof, args)
+    write_unsigned(&prof, args)
 }
 
 /// Converts gmon files (summed as gprof sums them) with their program.
@@ -263,7 +280,7 @@ fn run_gmon(args: &Args, sources: &[Source]) -> anyhow::Result<Outcome> {
     for n in &conv.notices {
         eprintln!("tally convert: warning: {}", n.0);
     }
-    write(&conv.profile, args)
+    write_unsigned(&conv.profile, args)
 }
 
 fn write<C: Cost>(p: &Profile<C>, args: &Args) -> anyhow::Result<Outcome> {

@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use tally_testutil::{path_str, require, text};
+use tally_testutil::{data, path_str, require, text};
 
 const PROGRAM: &str = r#"package main
 
@@ -222,4 +222,117 @@ fn go_profile_reads_as_pprof_shows_it_and_round_trips() {
         assert_eq!(again_total, go_total, "{event}: total after the round trip");
         assert_eq!(again, go, "{event}: flat and cum after the round trip");
     }
+}
+
+/// `tally annotate` self cost per function name of `event`, and its total.
+fn self_costs(file: &Path, event: &str) -> (BTreeMap<String, i64>, i64) {
+    let (rows, total) = tally_top(file, event);
+    let flat = rows
+        .into_iter()
+        .map(|(k, v)| (k, v.0))
+        .filter(|(_, v)| *v != 0)
+        .collect();
+    (flat, total)
+}
+
+#[test]
+fn callgrind_profile_as_pprof_keeps_self_costs_and_says_stacks_are_estimated() {
+    if !require(&["go"]) {
+        return;
+    }
+    let dir = tally_testutil::temp_dir();
+    let input = data("callgrind/mutual.default.out");
+    let out = dir.path().join("mutual.pb.gz");
+    tally(&["convert", path_str(&input), "-o", path_str(&out)]);
+    let (go, go_total) = pprof_top(&out, 0);
+    let (mine, total) = self_costs(&input, "Ir");
+    assert_eq!(go_total, total, "total");
+    let go_flat: BTreeMap<String, i64> = go
+        .iter()
+        .map(|(k, v)| (k.clone(), v.0))
+        .filter(|(_, v)| *v != 0)
+        .collect();
+    assert_eq!(go_flat, mine, "flat per function");
+    // The estimated stacks give the program's entry all of the cost.
+    assert_eq!(go["(below main)"].1, total, "{go:?}");
+    let comments = Command::new("go")
+        .args(["tool", "pprof", "-comments"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let comments = text(&comments.stdout);
+    assert!(comments.contains("stacks estimated"), "{comments}");
+}
+
+/// A pprof file written by tally, decompressed.
+fn pprof_bytes(dir: &Path) -> Vec<u8> {
+    use std::io::Read;
+    let out = dir.join("p.pb.gz");
+    let input = data("callgrind/mutual.default.out");
+    tally(&["convert", path_str(&input), "-o", path_str(&out)]);
+    let z = std::fs::read(&out).unwrap();
+    let mut plain = Vec::new();
+    flate2::read::GzDecoder::new(&z[..])
+        .read_to_end(&mut plain)
+        .unwrap();
+    plain
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+#[test]
+fn damaged_pprof_is_refused_with_the_byte_offset() {
+    let dir = tally_testutil::temp_dir();
+    let plain = pprof_bytes(dir.path());
+    let t = tally_testutil::tally!();
+    // The protocol buffer cut in the middle, then gzip'd whole.
+    let cut = dir.path().join("cut.pb.gz");
+    std::fs::write(&cut, gzip(&plain[..plain.len() / 2])).unwrap();
+    for cmd in [
+        &["annotate"][..],
+        &["check"],
+        &["convert", "-o", "/dev/null"],
+    ] {
+        let mut args = cmd.to_vec();
+        args.insert(1, path_str(&cut));
+        let e = t.fails(&args);
+        assert!(
+            e.contains("cut.pb.gz: byte ") && e.contains("cut short"),
+            "{cmd:?}: {e}"
+        );
+    }
+    // The gzip stream itself cut short.
+    let z = std::fs::read(dir.path().join("p.pb.gz")).unwrap();
+    let short = dir.path().join("short.pb.gz");
+    std::fs::write(&short, &z[..z.len() * 2 / 3]).unwrap();
+    let e = t.fails(&["annotate", path_str(&short)]);
+    assert!(
+        e.contains("short.pb.gz: byte ") && e.contains("gzip"),
+        "{e}"
+    );
+    // An event the profile does not have.
+    let good = dir.path().join("p.pb.gz");
+    let e = t.fails(&["annotate", "--show=cpu", path_str(&good)]);
+    assert!(e.contains("cpu"), "{e}");
+    // A sample naming a location the profile does not have: a location
+    // id of 999 in the first sample.
+    let mut bad = Vec::new();
+    // sample_type {type: "x", unit: "y"}
+    bad.extend_from_slice(&[0x0a, 0x04, 0x08, 0x01, 0x10, 0x02]);
+    // sample {location_id: 999, value: 5}, at byte 6
+    bad.extend_from_slice(&[0x12, 0x05, 0x08, 0xe7, 0x07, 0x10, 0x05]);
+    // string_table: "", "x", "y"
+    bad.extend_from_slice(&[0x32, 0x00, 0x32, 0x01, b'x', 0x32, 0x01, b'y']);
+    let named = dir.path().join("bad.pb.gz");
+    std::fs::write(&named, gzip(&bad)).unwrap();
+    let e = t.fails(&["annotate", path_str(&named)]);
+    assert!(
+        e.contains("bad.pb.gz: byte 6") && e.contains("location 999"),
+        "{e}"
+    );
 }

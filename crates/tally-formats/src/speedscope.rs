@@ -2,9 +2,10 @@
 //! one "sampled" profile per recorded event, weights in that event, over
 //! one shared list of frames (one per function: name and file).
 //!
-//! The stacks are the profile's own; a profile without stacks is written
-//! as one-frame samples of its self costs, and the file's name says so
-//! (speedscope shows it in its title bar).
+//! The stacks are the profile's own (recorded, or estimated from arcs by
+//! the caller); a profile without stacks is written as one-frame samples
+//! of its self costs. Either way the file's name says so (speedscope shows
+//! it in its title bar).
 
 use crate::pprof::stacks_to_write;
 use rustc_hash::FxHashMap;
@@ -92,6 +93,9 @@ pub fn write<C: Cost>(profile: &Profile<C>, name: &str, out: &mut dyn Write) -> 
     }
     let title = match note {
         Some(_) => format!("{name} (self costs only: the input holds no call stacks)"),
+        None if crate::pprof::stacks_estimated(profile) => {
+            format!("{name} (stacks estimated from call arcs)")
+        }
         None => name.to_string(),
     };
     let doc = json!({

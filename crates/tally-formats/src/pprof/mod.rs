@@ -22,7 +22,7 @@ mod write;
 
 pub use read::{read, read_as};
 pub(crate) use stacks::stacks_to_write;
-pub use stacks::{SELF_COST_NOTE, derive_records, self_cost_stacks};
+pub use stacks::{SELF_COST_NOTE, self_cost_stacks};
 pub use write::write;
 
 use tally_model::Profile;
@@ -39,6 +39,34 @@ pub(crate) mod desc {
     pub const COMMENT: &[u8] = b"pprof comment";
     /// The sample type pprof shows first.
     pub const DEFAULT_TYPE: &[u8] = b"pprof default sample type";
+}
+
+/// The comment of a profile whose stacks were estimated from its
+/// caller→callee arcs (`tally_analysis::estimate_stacks`) rather than
+/// recorded: written into pprof files, and into speedscope's title.
+pub const ESTIMATED_NOTE: &str = "tally: stacks estimated from caller->callee arcs, not \
+                                  recorded: each function's cost is split across its callers in \
+                                  proportion to the calls' costs; recursion is collapsed";
+
+/// Gives `profile` estimated `stacks`, with [`ESTIMATED_NOTE`] as a comment
+/// of its first part, which pprof and speedscope output carry.
+pub fn set_estimated_stacks<C: tally_model::Cost>(
+    profile: &mut Profile<C>,
+    stacks: tally_model::Stacks<C>,
+) {
+    if profile.parts.is_empty() {
+        profile.add_part();
+    }
+    profile.parts[0]
+        .info
+        .desc
+        .push((desc::COMMENT.to_vec(), ESTIMATED_NOTE.as_bytes().to_vec()));
+    profile.stacks = Some(stacks);
+}
+
+/// Whether the profile's stacks were estimated ([`set_estimated_stacks`]).
+pub fn stacks_estimated<C>(profile: &Profile<C>) -> bool {
+    desc_values(profile, desc::COMMENT).any(|c| c == ESTIMATED_NOTE.as_bytes())
 }
 
 /// The unit of an event kept by the reader in its long name

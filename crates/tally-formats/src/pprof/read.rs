@@ -6,8 +6,8 @@ use crate::error::{Error, ParseErrorKind};
 use rustc_hash::FxHashMap;
 use std::path::Path;
 use tally_model::{
-    AnyCost, AnyProfile, Cost, Events, Format, Frame, FrameId, FunctionKey, ObjectId, Positions,
-    Profile, Stacks,
+    AnyCost, AnyProfile, Cost, Events, Format, Frame, FrameId, FunctionKey, ObjectId, Part,
+    Positions, Profile, Stacks,
 };
 
 #[derive(Default)]
@@ -440,7 +440,7 @@ fn build<C: Cost>(raw: &Raw<'_>) -> Result<Profile<C>, WireError> {
         }
     }
 
-    let part = profile.add_part();
+    let mut part = Part::new(profile.positions, profile.events.len());
     part.info.cmd = raw
         .mappings
         .first()
@@ -483,10 +483,13 @@ fn build<C: Cost>(raw: &Raw<'_>) -> Result<Profile<C>, WireError> {
         ));
     }
     part.info.desc = facts.into_iter().map(|(k, v)| (k.to_vec(), v)).collect();
+    if stacks
+        .derive_part(&profile.names, profile.positions, &mut part)
+        .is_none()
+    {
+        return fail(0, "the costs of one function add up past 64 bits");
+    }
+    profile.parts.push(part);
     profile.stacks = Some(stacks);
-    super::derive_records(&mut profile).map_err(|m| WireError {
-        offset: 0,
-        message: m,
-    })?;
     Ok(profile)
 }
