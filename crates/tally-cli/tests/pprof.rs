@@ -174,9 +174,8 @@ fn tally_top(file: &Path, event: &str) -> (BTreeMap<String, (i64, i64)>, i64) {
         let name = f["function"].as_str().unwrap().to_string();
         let e = rows.entry(name).or_insert((0, 0));
         e.0 += f["self"][event].as_i64().unwrap();
-        e.1 += f["inclusive"][event]
-            .as_i64()
-            .unwrap_or_else(|| panic!("{f}"));
+        // Cycle members have no inclusive cost of their own.
+        e.1 += f["inclusive"][event].as_i64().unwrap_or(0);
     }
     (rows, v["totals"][event].as_i64().unwrap())
 }
@@ -253,8 +252,8 @@ fn callgrind_profile_as_pprof_keeps_self_costs_and_says_stacks_are_estimated() {
         .filter(|(_, v)| *v != 0)
         .collect();
     assert_eq!(go_flat, mine, "flat per function");
-    // The estimated stacks give the program's entry all of the cost.
-    assert_eq!(go["(below main)"].1, total, "{go:?}");
+    // The estimated stacks are whole stacks: callers get cum values.
+    assert!(go["main"].1 > go["main"].0, "{:?}", go["main"]);
     let comments = Command::new("go")
         .args(["tool", "pprof", "-comments"])
         .arg(&out)
