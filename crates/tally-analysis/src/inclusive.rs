@@ -29,7 +29,7 @@
 
 use crate::aggregate::{Aggregate, CostTable, add_into};
 use crate::scc::{Graph, strongly_connected};
-use tally_model::{Cost, FunctionId, Names};
+use tally_model::{Cost, FunctionId, Names, Stacks};
 
 /// A cycle of mutually recursive functions.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -235,6 +235,36 @@ impl<C: Cost> Inclusive<C> {
             entered_cost,
             entered_calls,
         }
+    }
+
+    /// Inclusive costs from whole stacks (perf, pprof, folded input), whose
+    /// parts were derived from them ([`Stacks::derive_part`]): a function's
+    /// cost is the sum of the stacks containing it, a recursion counted
+    /// once, exactly as profilers show "cumulative" or "children" cost, for
+    /// every function, recursive or not. Every derived arc counts a stack
+    /// once too, so no arc repeats an outer activation and there are no
+    /// cycles to set apart; only a self call is recursive. `None` when the
+    /// stacks do not hold the aggregate's costs (some parts not chosen, or
+    /// parts from a stackless input), where [`Inclusive::new`] applies.
+    pub fn from_stacks(agg: &Aggregate<C>, stacks: &Stacks<C>) -> Option<Self> {
+        let (nf, ev) = (agg.function_self.len(), agg.events);
+        if stacks.is_empty() || stacks.totals(ev)? != agg.totals {
+            return None;
+        }
+        let cumulative = stacks.cumulative(nf, ev)?;
+        let mut function = CostTable::zeroed(ev, nf);
+        for f in 0..nf {
+            function
+                .get_mut(f)
+                .copy_from_slice(&cumulative[f * ev..(f + 1) * ev]);
+        }
+        Some(Inclusive {
+            function,
+            cycle_of: vec![None; nf],
+            cycles: Vec::new(),
+            entered_cost: CostTable::zeroed(ev, nf),
+            entered_calls: vec![C::ZERO; nf],
+        })
     }
 
     /// Where the arc `caller → callee` stands with respect to recursion.

@@ -1,5 +1,6 @@
 //! `tally convert`: read profiles (several files become the parts of one
-//! profile) and write them as Callgrind, Cachegrind or JSON. gprof's
+//! profile) and write them as Callgrind, Cachegrind, JSON, pprof or
+//! speedscope. gprof's
 //! `gmon.out` files are read with the program that wrote them (`--binary`)
 //! and converted to self samples and calls (see docs/gprof-convert.md).
 
@@ -25,6 +26,11 @@ pub enum To {
     /// DCPI 0.07 profile (one event, per instruction, one object; see
     /// docs/dcpi-format.md).
     Dcpi,
+    /// pprof (profile.proto, gzip'd; every event a sample type; see
+    /// docs/interchange.md).
+    Pprof,
+    /// speedscope's JSON file format (every event a profile).
+    Speedscope,
 }
 
 /// Input formats.
@@ -52,7 +58,8 @@ pub struct Args {
     #[arg(short, long)]
     output: PathBuf,
     /// Output format; by default inferred from the output name (`*.json`,
-    /// `cachegrind.out*`, `callgrind.out*`), else the input's format.
+    /// `*.speedscope.json`, `*.pb.gz`, `cachegrind.out*`, `callgrind.out*`),
+    /// else the input's format.
     #[arg(long, value_enum)]
     to: Option<To>,
     /// Write plain names and absolute positions (Callgrind output).
@@ -195,9 +202,26 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     }
     match &p {
-        AnyCost::Unsigned(p) => write(p, &args),
+        AnyCost::Unsigned(p) => write_unsigned(p, &args),
         AnyCost::Signed(p) => write(p, &args),
     }
+}
+
+/// Writes a measured profile; pprof and speedscope output of a profile
+/// without stacks (Callgrind, gmon, DCPI) gets stacks estimated from its
+/// call arcs, marked as estimated in the output.
+fn write_unsigned(p: &Profile<u64>, args: &Args) -> anyhow::Result<Outcome> {
+    let stack_format = matches!(
+        output_format(args),
+        Some(OutputFormat::Pprof | OutputFormat::Speedscope)
+    );
+    if !stack_format || p.stacks.is_some() {
+        return write(p, args);
+    }
+    let stacks = tally_analysis::estimate_stacks(p)?;
+    let mut with = p.clone();
+    tally_formats::pprof::set_estimated_stacks(&mut with, stacks);
+    write(&with, args)
 }
 
 /// Converts a DCPI profile (several are summed) with its image.
@@ -227,7 +251,7 @@ fn run_dcpi(args: &Args, sources: &[Source]) -> anyhow::Result<Outcome> {
         (None, None) => "???".to_string(),
     };
     let prof = tally_report::convert::dcpi::to_callgrind(&p, obj.as_ref(), &name)?;
-    write(&prof, args)
+    write_unsigned(&prof, args)
 }
 
 /// Converts gmon files (summed as gprof sums them) with their program.
@@ -256,7 +280,7 @@ fn run_gmon(args: &Args, sources: &[Source]) -> anyhow::Result<Outcome> {
     for n in &conv.notices {
         eprintln!("tally convert: warning: {}", n.0);
     }
-    write(&conv.profile, args)
+    write_unsigned(&conv.profile, args)
 }
 
 fn write<C: Cost>(p: &Profile<C>, args: &Args) -> anyhow::Result<Outcome> {

@@ -71,12 +71,14 @@ impl Detected {
         )
     }
 
-    /// Whether the head starts like a Callgrind or Cachegrind profile, or
-    /// is gzip'd and not recognised as anything else (`tally annotate`
+    /// Whether the head starts like a Callgrind, Cachegrind or pprof
+    /// profile, or is gzip'd and not recognised as anything else (`tally annotate`
     /// tells profiles from source files by this).
     pub fn looks_like_profile(&self) -> bool {
-        matches!(self.format, Format::Callgrind | Format::Cachegrind)
-            || (self.gzip && self.format == Format::Unknown)
+        matches!(
+            self.format,
+            Format::Callgrind | Format::Cachegrind | Format::Pprof
+        ) || (self.gzip && self.format == Format::Unknown)
     }
 
     /// Whether the head is comment lines only and the file goes on, so
@@ -126,10 +128,7 @@ impl Format {
             }
             Format::Json => "tally reads Callgrind and Cachegrind profiles, not JSON",
             Format::PerfData => "tally does not read perf data yet",
-            Format::Pprof => {
-                "tally does not read pprof yet (`go tool pprof -callgrind` writes a Callgrind \
-                 profile, which it reads)"
-            }
+            Format::Pprof => "read it with `tally annotate`, `tally convert` or `tally check`",
             Format::Elf => "give the profile the program wrote",
             Format::Callgrind | Format::Cachegrind | Format::Unknown | Format::OnlyComments => {
                 "read it with `tally annotate` or `tally check`"
@@ -271,10 +270,10 @@ fn is_compressed_name(line: &[u8]) -> bool {
         && line.get(4).is_some_and(u8::is_ascii_digit)
 }
 
-/// Whether decompressed bytes start like a pprof message: field 1
-/// (`sample_type`, length-delimited) first, and not text.
+/// Whether decompressed bytes start like a pprof message
+/// ([`crate::pprof::looks_like_pprof`]) and are not text.
 fn is_protobuf(bytes: &[u8]) -> bool {
-    bytes.first() == Some(&0x0a)
+    crate::pprof::looks_like_pprof(bytes)
         && bytes
             .iter()
             .take(256)
@@ -346,6 +345,10 @@ mod tests {
         assert_eq!(detect(&gz(b"gmon\x01\0\0\0")).format, Format::Gmon);
         let pprof = gz(b"\x0a\x04\x08\x01\x10\x02\x12\x03");
         assert_eq!(detect(&pprof).format, Format::Pprof);
+        // Go writes the time first.
+        let go = gz(b"\x48\x84\xc0\xd5\xb7\x81\xa2\xe1\xf5\x18\x0a\x04\x08\x01\x10\x02");
+        assert_eq!(detect(&go).format, Format::Pprof);
+        assert_eq!(detect(&gz(b"\x48\x65llo")).format, Format::Unknown);
         // A head cut inside the stream still shows its start.
         let mut big = b"events: Ir\n".to_vec();
         big.extend((0..200_000).map(|i| b'0' + (i % 10) as u8));

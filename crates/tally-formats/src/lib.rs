@@ -5,7 +5,7 @@
 //! through a temporary file and a rename so that nothing is lost on failure.
 //!
 //! One way in: [`Source::open`] opens a file or standard input and names
-//! its format ([`detect`]); [`load`] reads Callgrind and Cachegrind
+//! its format ([`detect`]); [`load`] reads Callgrind, Cachegrind and pprof
 //! profiles from it, unsigned or signed, whole, scanned, or into any sink.
 //! One way out: [`write_profile`] chooses the format and compression from
 //! the options and the output's name.
@@ -64,8 +64,10 @@ pub mod json;
 pub mod limits;
 pub mod load;
 pub mod output;
+pub mod pprof;
 pub mod signals;
 pub mod source;
+pub mod speedscope;
 
 pub use detect::Detected;
 pub use error::{Error, ParseErrorKind, Warning, WarningKind, Warnings};

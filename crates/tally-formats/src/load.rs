@@ -1,6 +1,8 @@
-//! The one way into a Callgrind or Cachegrind profile: one file, several
-//! files as one profile (a dump series or a thread set), a streaming scan,
-//! or any sink of the caller's.
+//! The one way into a Callgrind, Cachegrind or pprof profile: one file,
+//! several files as one profile (a dump series or a thread set), a
+//! streaming scan, or any sink of the caller's. A pprof profile is read
+//! whole (it is small and holds stacks) and its records are then given to
+//! the sink.
 //!
 //! Whether a profile's counts are signed (a difference) is known only once
 //! a negative count is met. Every entry here reads as unsigned first and,
@@ -9,12 +11,15 @@
 //! [`AnyProfile`] and never retry themselves. Sinks stay generic
 //! parameters: the reader is monomorphised for each.
 
-use crate::callgrind::{self, ProfileSink, ReadOptions, ReadOutcome};
+use crate::callgrind::{self, PartStats, ProfileSink, ReadOptions, ReadOutcome};
+use crate::detect::Format;
 use crate::error::{Error, ParseErrorKind, Warnings};
 use crate::source::Source;
 use std::path::Path;
 pub use tally_model::NullSink;
-use tally_model::{AnyCost, AnyProfile, Cost, Profile, Sink};
+use tally_model::{
+    AnyCost, AnyProfile, CallRef, Cost, JumpRef, LineRef, Part, PartVisitor, Profile, Sink,
+};
 
 /// A read with unsigned counts and its sink, or one with signed counts.
 pub type AnyRead<U, S> = AnyCost<(ReadOutcome<u64>, U), (ReadOutcome<i64>, S)>;
@@ -28,6 +33,12 @@ pub fn parse_any<U: Sink<u64>, S: Sink<i64>>(
     signed: impl FnOnce() -> S,
     mut progress: Option<&mut dyn FnMut(u64)>,
 ) -> Result<AnyRead<U, S>, Error> {
+    if source.format() == Format::Pprof {
+        return Ok(match read_pprof(source)? {
+            AnyCost::Unsigned(p) => AnyCost::Unsigned(replay(p, unsigned, source)),
+            AnyCost::Signed(p) => AnyCost::Signed(replay(p, signed(), source)),
+        });
+    }
     source.expect_callgrind()?;
     let memory_limit = crate::limits::memory_limit()?;
     let first = {
@@ -59,6 +70,57 @@ pub fn parse_any<U: Sink<u64>, S: Sink<i64>>(
     }
 }
 
+/// Reads a pprof source whole.
+fn read_pprof(source: &Source) -> Result<AnyProfile, Error> {
+    crate::pprof::read(source.name(), &source.bytes()?)
+}
+
+/// Gives a profile's records to a sink, as a streaming read would, and
+/// returns the read's outcome (the profile without its records).
+fn replay<C: Cost, S: Sink<C>>(
+    mut profile: Profile<C>,
+    mut sink: S,
+    source: &Source,
+) -> (ReadOutcome<C>, S) {
+    struct Feed<'a, C: Cost, S: Sink<C>>(&'a mut S, std::marker::PhantomData<C>);
+    impl<C: Cost, S: Sink<C>> PartVisitor<C> for Feed<'_, C, S> {
+        fn line(&mut self, l: LineRef<'_, C>) {
+            self.0.line(l.function, l.file, l.positions, l.costs);
+        }
+        fn call(&mut self, c: CallRef<'_, C>) {
+            self.0.call(c.info, c.site, c.target, c.inclusive);
+        }
+        fn jump(&mut self, j: JumpRef<'_, C>) {
+            self.0.jump(j.info, j.source, j.target);
+        }
+    }
+    let events = profile.events.len();
+    let mut stats = Vec::new();
+    for part in &mut profile.parts {
+        sink.start_part(profile.positions, events);
+        part.visit(&mut Feed(&mut sink, std::marker::PhantomData));
+        stats.push(PartStats {
+            totals: part.lines.totals().unwrap_or_else(|| vec![C::ZERO; events]),
+            lines: part.lines.len(),
+            calls: part.calls.len() as u64,
+            jumps: part.jumps.len() as u64,
+            ..Default::default()
+        });
+        let empty = Part::new(profile.positions, events);
+        part.lines = empty.lines;
+        part.calls = empty.calls;
+        part.jumps = empty.jumps;
+    }
+    let outcome = ReadOutcome {
+        profile,
+        stats,
+        warnings: Warnings::default(),
+        bytes: source.size().unwrap_or(0),
+        sums: Default::default(),
+    };
+    (outcome, sink)
+}
+
 /// Whether a read failed only because a count is negative.
 fn is_negative(e: &Error) -> bool {
     matches!(
@@ -75,6 +137,9 @@ pub fn read(
     source: &Source,
     progress: Option<&mut dyn FnMut(u64)>,
 ) -> Result<(AnyProfile, Warnings), Error> {
+    if source.format() == Format::Pprof {
+        return Ok((read_pprof(source)?, Warnings::default()));
+    }
     let r = parse_any(
         source,
         ProfileSink::default(),
@@ -140,6 +205,22 @@ fn read_sources<C: Cost>(
     let mut sums = None;
     let memory_limit = crate::limits::memory_limit()?;
     for source in sources {
+        if source.format() == Format::Pprof {
+            let p = crate::pprof::read_as::<C>(source.name(), &source.bytes()?)?;
+            done += source.size().unwrap_or(0);
+            warnings.push(Warnings::default());
+            match all.as_mut() {
+                None => all = Some(p),
+                Some(a) => a.absorb(p).map_err(|e| {
+                    Error::Incompatible(format!(
+                        "{}: cannot be loaded with {}: {e}",
+                        source.path().display(),
+                        sources[0].path().display()
+                    ))
+                })?,
+            }
+            continue;
+        }
         source.expect_callgrind()?;
         let mut step = |n: u64| {
             if let Some(p) = progress.as_mut() {

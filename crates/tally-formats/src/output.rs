@@ -26,16 +26,25 @@ pub enum OutputFormat {
     /// DCPI 0.07: made from a profile by `tally_report::dcpi::convert` and
     /// written by [`crate::dcpi::write_file`], not by [`write_profile`].
     Dcpi,
+    /// pprof's profile.proto, gzip'd unless `gzip` is `Some(false)`
+    /// ([`crate::pprof`]).
+    Pprof,
+    /// speedscope's JSON file format ([`crate::speedscope`]).
+    Speedscope,
 }
 
 impl OutputFormat {
-    /// The format an output's name implies: `*.json`, `*.dcpi`,
-    /// `cachegrind.out*` or `*.cachegrind`, `callgrind.out*` or
-    /// `*.callgrind`, with or without `.gz`.
+    /// The format an output's name implies: `*.speedscope.json`, `*.json`,
+    /// `*.dcpi`, `*.pb` or `*.pprof`, `cachegrind.out*` or `*.cachegrind`,
+    /// `callgrind.out*` or `*.callgrind`, with or without `.gz`.
     pub fn from_name(path: &Path) -> Option<OutputFormat> {
         let name = path.file_name()?.to_string_lossy();
         let name = name.strip_suffix(".gz").unwrap_or(&name);
-        if name.ends_with(".json") {
+        if name.ends_with(".speedscope.json") {
+            Some(OutputFormat::Speedscope)
+        } else if name.ends_with(".pb") || name.ends_with(".pprof") {
+            Some(OutputFormat::Pprof)
+        } else if name.ends_with(".json") {
             Some(OutputFormat::Json)
         } else if name.ends_with(".dcpi") {
             Some(OutputFormat::Dcpi)
@@ -57,6 +66,8 @@ impl OutputFormat {
             OutputFormat::Cachegrind => "cachegrind",
             OutputFormat::Json => "json",
             OutputFormat::Dcpi => "dcpi",
+            OutputFormat::Pprof => "pprof",
+            OutputFormat::Speedscope => "speedscope",
         }
     }
 }
@@ -71,6 +82,8 @@ impl std::str::FromStr for OutputFormat {
             OutputFormat::Cachegrind,
             OutputFormat::Json,
             OutputFormat::Dcpi,
+            OutputFormat::Pprof,
+            OutputFormat::Speedscope,
         ]
         .into_iter()
         .find(|f| f.name().eq_ignore_ascii_case(s))
@@ -126,9 +139,13 @@ pub fn write_profile<C: Cost>(
             path.display()
         )));
     }
-    let gzip = options
-        .gzip
-        .unwrap_or_else(|| path.extension().is_some_and(|e| e == "gz"));
+    // pprof files are gzip'd whatever their name, as Go writes them.
+    let gzip = options.gzip.unwrap_or_else(|| {
+        format == OutputFormat::Pprof || path.extension().is_some_and(|e| e == "gz")
+    });
+    let title = path
+        .file_name()
+        .map_or_else(|| "profile".into(), |n| n.to_string_lossy());
     let callgrind_options = WriteOptions {
         compress: options.compress_names,
     };
@@ -136,6 +153,8 @@ pub fn write_profile<C: Cost>(
         OutputFormat::Callgrind => callgrind::write(profile, w, callgrind_options),
         OutputFormat::Cachegrind => crate::cachegrind::write(profile, w),
         OutputFormat::Json => crate::json::write(profile, w),
+        OutputFormat::Pprof => crate::pprof::write(profile, w),
+        OutputFormat::Speedscope => crate::speedscope::write(profile, &title, w),
         OutputFormat::Dcpi => Err(io::Error::other("DCPI output is written on its own")),
     };
     write_file(path, |w| {

@@ -95,6 +95,11 @@ impl<C: Cost> CostLines<C> {
         self.len
     }
 
+    /// Number of recorded events each line has costs for.
+    pub fn events(&self) -> usize {
+        self.events
+    }
+
     /// True when there are no lines.
     pub fn is_empty(&self) -> bool {
         self.len == 0

@@ -6,8 +6,8 @@
 //! derived from them, so pictures draw them as recorded and inclusive costs
 //! count a recursion once per sample.
 
-use crate::{Cost, FunctionId};
-use rustc_hash::FxHashMap;
+use crate::{CallInfo, Cost, FunctionId, Names, Part, Positions};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// A frame: a function and, where known, the line and address in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -123,6 +123,161 @@ impl<C: Cost> Stacks<C> {
     }
 }
 
+impl<C: Cost> Stacks<C> {
+    /// Derives a part's records from the stacks, so that every report,
+    /// writer and analysis that reads parts sees the profile:
+    ///
+    /// - the self cost of each stack goes to its leaf frame: one cost line
+    ///   per distinct leaf frame, in the function's own file, at the frame's
+    ///   address and line as `positions` allows (a basic block is 0);
+    /// - one call per distinct (caller frame, callee function) pair that
+    ///   appears in a stack: its inclusive cost is the sum of the costs of
+    ///   the stacks that contain the pair, a stack containing it twice (a
+    ///   recursion) counted once, so no arc exceeds the total; its count is
+    ///   the number of distinct stacks containing it. Sampled stacks carry
+    ///   no call counts; pprof writes `calls=0`, which leaves the counts
+    ///   meaningless to every reader, while a stack count is nonzero
+    ///   wherever the arc has cost, as callgrind_annotate and KCachegrind
+    ///   expect of a call. The call's target is the lowest address and line
+    ///   sampled in the callee, the nearest known to its entry.
+    ///
+    /// Records are appended to `part` in order of function id, each
+    /// function's lines before its calls. `None` if a sum overflows (only
+    /// signed costs can: unsigned sums stay within the stacks' totals).
+    pub fn derive_part(
+        &self,
+        names: &Names,
+        positions: Positions,
+        part: &mut Part<C>,
+    ) -> Option<()> {
+        let events = part.lines.events();
+        let zero = || vec![C::ZERO; events];
+        let add = |acc: &mut Vec<C>, costs: &[C]| -> Option<()> {
+            for (a, &b) in acc.iter_mut().zip(costs) {
+                *a = a.checked_add(b)?;
+            }
+            Some(())
+        };
+        // Self cost by leaf frame.
+        let mut leaf: FxHashMap<FrameId, Vec<C>> = FxHashMap::default();
+        for s in &self.samples {
+            if let Some(&f) = s.frames.last() {
+                add(leaf.entry(f).or_insert_with(zero), &s.costs)?;
+            }
+        }
+        // Arcs by (caller frame, callee function), each once per stack.
+        let mut arcs: FxHashMap<(FrameId, FunctionId), (u64, Vec<C>)> = FxHashMap::default();
+        let mut seen: FxHashSet<(FrameId, FunctionId)> = FxHashSet::default();
+        for s in &self.samples {
+            seen.clear();
+            for w in s.frames.windows(2) {
+                let key = (w[0], self.frames[w[1].index()].function);
+                if !seen.insert(key) {
+                    continue;
+                }
+                let e = arcs.entry(key).or_insert_with(|| (0, zero()));
+                e.0 += 1;
+                add(&mut e.1, &s.costs)?;
+            }
+        }
+        // The lowest address and line sampled in each function.
+        let mut entry: FxHashMap<FunctionId, (u64, u32)> = FxHashMap::default();
+        for f in &self.frames {
+            let e = entry.entry(f.function).or_insert((u64::MAX, u32::MAX));
+            if f.address != 0 {
+                e.0 = e.0.min(f.address);
+            }
+            if f.line != 0 {
+                e.1 = e.1.min(f.line);
+            }
+        }
+        let position = |address: u64, line: u32| -> Vec<u64> {
+            let mut p = vec![0u64; positions.len()];
+            if let Some(i) = positions.instr() {
+                p[i] = if address == u64::MAX { 0 } else { address };
+            }
+            if let Some(i) = positions.line() {
+                p[i] = if line == u32::MAX { 0 } else { u64::from(line) };
+            }
+            p
+        };
+        let frame_order = |a: &FrameId, b: &FrameId| {
+            let (x, y) = (&self.frames[a.index()], &self.frames[b.index()]);
+            (x.function, x.address, x.line).cmp(&(y.function, y.address, y.line))
+        };
+        let mut leaves: Vec<(FrameId, Vec<C>)> = leaf.into_iter().collect();
+        leaves.sort_by(|a, b| frame_order(&a.0, &b.0));
+        let mut calls: Vec<_> = arcs.into_iter().collect();
+        calls.sort_by(|a, b| frame_order(&a.0.0, &b.0.0).then(a.0.1.cmp(&b.0.1)));
+        let (mut li, mut ci) = (0, 0);
+        while li < leaves.len() || ci < calls.len() {
+            let function = match (leaves.get(li), calls.get(ci)) {
+                (Some(l), Some(c)) => self.frames[l.0.index()]
+                    .function
+                    .min(self.frames[c.0.0.index()].function),
+                (Some(l), None) => self.frames[l.0.index()].function,
+                (None, Some(c)) => self.frames[c.0.0.index()].function,
+                (None, None) => break,
+            };
+            let file = names.key(function).file;
+            while let Some((f, costs)) = leaves.get(li) {
+                let fr = self.frames[f.index()];
+                if fr.function != function {
+                    break;
+                }
+                part.lines
+                    .push(function, file, &position(fr.address, fr.line), costs);
+                li += 1;
+            }
+            while let Some(((f, callee), (count, costs))) = calls.get(ci) {
+                let fr = self.frames[f.index()];
+                if fr.function != function {
+                    break;
+                }
+                let (ea, el) = entry.get(callee).copied().unwrap_or((u64::MAX, u32::MAX));
+                let info = CallInfo {
+                    caller: function,
+                    site_file: file,
+                    callee: *callee,
+                    count: C::from_u64(*count)?,
+                    seq: part.next_seq(),
+                };
+                part.calls.push(
+                    info,
+                    &position(fr.address, fr.line),
+                    &position(ea, el),
+                    costs,
+                );
+                ci += 1;
+            }
+        }
+        Some(())
+    }
+
+    /// Inclusive ("cumulative") cost of every function, `functions * events`
+    /// values by function id: the sum of the costs of the stacks that
+    /// contain the function at least once, so a recursion counts once.
+    /// `None` if a sum overflows (only signed costs can).
+    pub fn cumulative(&self, functions: usize, events: usize) -> Option<Vec<C>> {
+        let mut out = vec![C::ZERO; functions * events];
+        let mut seen: FxHashSet<FunctionId> = FxHashSet::default();
+        for s in &self.samples {
+            seen.clear();
+            for f in &s.frames {
+                let function = self.frames[f.index()].function;
+                if function.index() >= functions || !seen.insert(function) {
+                    continue;
+                }
+                let row = &mut out[function.index() * events..(function.index() + 1) * events];
+                for (a, &b) in row.iter_mut().zip(&s.costs) {
+                    *a = a.checked_add(b)?;
+                }
+            }
+        }
+        Some(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +301,71 @@ mod tests {
         assert_eq!(s.totals(2).unwrap(), [6, 3]);
         assert!(s.add(&[a], &[u64::MAX, 0]).is_none());
         assert_eq!(s.samples[1].costs, [1, 0]);
+    }
+
+    #[test]
+    fn records_derived_from_stacks_count_a_recursion_once() {
+        use crate::{FunctionKey, Part, Positions};
+        let mut names = Names::default();
+        let file = names.file(b"a.c");
+        let object = names.object(b"a.out");
+        let mut func = |n: &[u8]| {
+            let name = names.symbol(n);
+            names.function(FunctionKey { object, file, name })
+        };
+        let (main, f, g) = (func(b"main"), func(b"f"), func(b"g"));
+        let mut s = Stacks::<u64>::default();
+        let fr = |s: &mut Stacks<u64>, function, line| {
+            s.frame(Frame {
+                function,
+                line,
+                address: 0,
+            })
+        };
+        let (m1, f5, f6, g9) = (
+            fr(&mut s, main, 1),
+            fr(&mut s, f, 5),
+            fr(&mut s, f, 6),
+            fr(&mut s, g, 9),
+        );
+        s.add(&[m1, f5, g9], &[3]).unwrap();
+        // f recursing through the same frame: the arc f5 -> f counts once.
+        s.add(&[m1, f5, f5, f6, g9], &[2]).unwrap();
+        s.add(&[m1], &[1]).unwrap();
+        let mut part = Part::new(Positions::LINE, 1);
+        s.derive_part(&names, Positions::LINE, &mut part).unwrap();
+        let mut lines = Vec::new();
+        part.lines
+            .for_each(|l| lines.push((l.function, l.positions[0], l.costs[0])));
+        assert_eq!(lines, [(main, 1, 1), (g, 9, 5)]);
+        let calls: Vec<_> = part
+            .calls
+            .iter()
+            .map(|c| {
+                (
+                    c.info.caller,
+                    c.site[0],
+                    c.info.callee,
+                    c.target[0],
+                    c.info.count,
+                    c.inclusive[0],
+                )
+            })
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                (main, 1, f, 5, 2, 5),
+                (f, 5, f, 5, 1, 2),
+                (f, 5, g, 9, 1, 3),
+                (f, 6, g, 9, 1, 2),
+            ]
+        );
+        assert_eq!(part.lines.totals().unwrap(), s.totals(1).unwrap());
+        let cum = s.cumulative(names.function_count(), 1).unwrap();
+        assert_eq!(
+            (cum[main.index()], cum[f.index()], cum[g.index()]),
+            (6, 5, 5)
+        );
     }
 }

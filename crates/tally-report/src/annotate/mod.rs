@@ -302,8 +302,16 @@ impl<'p, C: Cost> Analysis<'p, C> {
         };
         let mut warnings = Vec::new();
         let need_incl = opts.inclusive || opts.tree != Tree::None;
-        let mut graph = (need_incl || needs_lines(opts))
-            .then(|| Inclusive::with_calls(&agg, more_calls.iter().copied()));
+        // Whole stacks give every function its exact cumulative cost.
+        let stacks = profile
+            .stacks
+            .as_ref()
+            .filter(|_| more_calls.is_empty() && chosen.iter().all(|&c| c));
+        let mut graph = (need_incl || needs_lines(opts)).then(|| {
+            stacks
+                .and_then(|s| Inclusive::from_stacks(&agg, s))
+                .unwrap_or_else(|| Inclusive::with_calls(&agg, more_calls.iter().copied()))
+        });
         let (incl, recursion) = if need_incl {
             (graph.take(), None)
         } else {
