@@ -8,6 +8,7 @@
 //! - `dcpi`: the DCPI tools' reports (`tally dcpi`).
 //! - `diff`: the JSON summary of `tally diff`.
 //! - `convert`: gmon → Callgrind and DCPI ↔ Callgrind (`tally convert`).
+//! - `graph`: the call graph as DOT or SVG (`tally graph`).
 //! - `format`: number formatting and styles shared by the text writers.
 
 pub mod annotate;
@@ -16,6 +17,7 @@ pub mod dcpi;
 pub mod diff;
 pub mod format;
 pub mod gprof;
+pub mod graph;
 
 impl From<tally_model::UnknownEvent> for ReportError {
     fn from(e: tally_model::UnknownEvent) -> Self {
