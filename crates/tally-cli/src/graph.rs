@@ -195,9 +195,7 @@ fn callgrind_report(args: &Args, sources: &[Source]) -> Result<gprof::Report> {
     let (p, warnings) = tally_formats::read_all(sources, Some(&mut update))?;
     drop(progress);
     for (s, w) in sources.iter().zip(&warnings) {
-        for x in w.iter() {
-            eprintln!("{}: warning: {x}", s.path().display());
-        }
+        warn(s, w)?;
     }
     let name = sources
         .iter()
@@ -210,6 +208,21 @@ fn callgrind_report(args: &Args, sources: &[Source]) -> Result<gprof::Report> {
     }
 }
 
+/// Prints a read's warnings; a file that looks truncated is an error: a
+/// graph of part of a run shows wrong shares with nothing to tell.
+fn warn(source: &Source, warnings: &tally_formats::Warnings) -> Result<()> {
+    for w in warnings.iter() {
+        if w.kind == tally_formats::WarningKind::Truncated {
+            bail!(
+                "{}: {w}; a graph of part of a run would show wrong shares",
+                source.path().display()
+            );
+        }
+        eprintln!("{}: warning: {w}", source.path().display());
+    }
+    Ok(())
+}
+
 /// The report of one profile summed while it was read.
 fn streamed<C: Cost>(
     source: &Source,
@@ -218,9 +231,7 @@ fn streamed<C: Cost>(
     args: &Args,
     name: &str,
 ) -> Result<gprof::Report> {
-    for w in read.warnings.iter() {
-        eprintln!("{}: warning: {w}", source.path().display());
-    }
+    warn(source, &read.warnings)?;
     sums.set_events(read.profile.events.len());
     let event = event(&mut read.profile, args.event.as_deref())?;
     let part_sums = sums.part_totals();
