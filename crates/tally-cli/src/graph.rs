@@ -100,10 +100,16 @@ pub fn run(args: Args) -> Result<Outcome> {
     } else {
         callgrind_report(&args, &sources)?
     };
-    for n in &report.notices {
+    let g = Graph::from_report(&report);
+    // gprof's notice about a profile without calls speaks of its own
+    // report (`<spontaneous>`); the graph's is said below.
+    for n in report
+        .notices
+        .iter()
+        .filter(|n| g.has_arcs || !n.0.contains("records no calls"))
+    {
         eprintln!("tally graph: warning: {}", n.0);
     }
-    let g = Graph::from_report(&report);
     if !g.has_arcs {
         eprintln!(
             "tally graph: warning: the profile records no calls: the graph has functions only"
