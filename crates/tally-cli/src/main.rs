@@ -11,6 +11,7 @@ mod flame;
 mod gprof;
 mod gprof_args;
 mod gprof_callgrind;
+mod graph;
 mod merge;
 mod progress;
 mod sim;
@@ -56,6 +57,10 @@ enum Command {
     /// files, or from a Callgrind profile.
     #[command(disable_help_flag = true)]
     Gprof(GprofArgs),
+    /// The call graph as a picture (SVG through Graphviz, or DOT), as
+    /// gprof2dot draws it: functions coloured by their total, calls with
+    /// their counts and costs, cycles grouped.
+    Graph(graph::Args),
     /// Cachegrind's cache and branch simulation of a program run under
     /// QEMU, or of a Lackey trace, written as a Cachegrind or Callgrind
     /// profile.
@@ -118,6 +123,7 @@ fn main() -> ExitCode {
         Command::Flame(a) => flame::run(a),
         Command::Dcpi(c) => dcpi::run(c),
         Command::Gprof(a) => gprof::run(a.args),
+        Command::Graph(a) => graph::run(a),
         Command::Sim(a) => sim::run(a),
     };
     match result {

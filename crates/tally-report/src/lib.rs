@@ -9,6 +9,7 @@
 //! - `diff`: the JSON summary of `tally diff`.
 //! - `flame`: flame graphs as interactive SVGs (`tally flame`).
 //! - `convert`: gmon → Callgrind and DCPI ↔ Callgrind (`tally convert`).
+//! - `graph`: the call graph as DOT or SVG (`tally graph`).
 //! - `format`: number formatting and styles shared by the text writers.
 
 pub mod annotate;
@@ -18,6 +19,7 @@ pub mod diff;
 pub mod flame;
 pub mod format;
 pub mod gprof;
+pub mod graph;
 
 impl From<tally_model::UnknownEvent> for ReportError {
     fn from(e: tally_model::UnknownEvent) -> Self {

@@ -1,0 +1,294 @@
+//! `tally graph`: the call graph of a profile as DOT or SVG. The graph is
+//! built from gprof's analysis (`tally_report::graph`), so its numbers are
+//! `tally gprof`'s; this module reads the inputs, prunes and writes.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, anyhow, bail};
+use tally_analysis::AggregateBuilder;
+use tally_formats::Source;
+use tally_formats::callgrind::ReadOutcome;
+use tally_formats::detect::Format as FileFormat;
+use tally_formats::gmon::Gmon;
+use tally_model::{AnyCost, Cost, Profile};
+use tally_report::gprof::{self, Options};
+use tally_report::graph::{self, Graph, Prune};
+use tally_symbols::ObjectFile;
+
+use crate::Outcome;
+use crate::progress::Progress;
+
+/// What to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Graphviz's DOT text.
+    Dot,
+    /// SVG, laid out by Graphviz's `dot`.
+    Svg,
+}
+
+/// Arguments of `tally graph`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Callgrind or Cachegrind profiles (several are summed), or gmon.out
+    /// files with `--binary` (summed as gprof sums them).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Output: `*.svg` (needs Graphviz's `dot`), `*.dot`, or `-` for DOT on
+    /// standard output.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Output format, instead of the one the output name says.
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+    /// The program that wrote the gmon files (built with `-pg`).
+    #[arg(long, visible_alias = "program", value_name = "PROG")]
+    binary: Option<PathBuf>,
+    /// The event (Callgrind): a recorded one (`Ir`), or a new one as a sum
+    /// of recorded ones, `NAME=FORMULA` (`S=Ir+10*D1mr`); default: the
+    /// first.
+    #[arg(long)]
+    event: Option<String>,
+    /// Leave out functions whose total is below this percentage of the
+    /// program's total, and their calls.
+    #[arg(short = 'n', long, default_value = "0.5", value_name = "PERCENT", value_parser = percent)]
+    node_thres: f64,
+    /// Leave out calls that pass less than this percentage.
+    #[arg(short = 'e', long, default_value = "0.1", value_name = "PERCENT", value_parser = percent)]
+    edge_thres: f64,
+    /// Show only what these functions call, directly or not (glob
+    /// patterns; repeatable).
+    #[arg(short = 'z', long, value_name = "FUNCTION")]
+    root: Vec<String>,
+    /// Show only what calls these functions, directly or not.
+    #[arg(short = 'l', long, value_name = "FUNCTION")]
+    leaf: Vec<String>,
+    /// Show only these functions' callers and callees.
+    #[arg(long, value_name = "FUNCTION")]
+    focus: Vec<String>,
+}
+
+fn percent(s: &str) -> Result<f64, String> {
+    match s.trim().trim_end_matches('%').parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v / 100.0),
+        _ => Err(format!("`{s}` is not a percentage from 0 to 100")),
+    }
+}
+
+/// Runs `tally graph`.
+pub fn run(args: Args) -> Result<Outcome> {
+    let format = match args.format {
+        Some(f) => f,
+        None => match args.output.extension().and_then(|e| e.to_str()) {
+            _ if args.output.as_os_str() == "-" => Format::Dot,
+            Some(e) if e.eq_ignore_ascii_case("svg") => Format::Svg,
+            Some(e) if e.eq_ignore_ascii_case("dot") || e.eq_ignore_ascii_case("gv") => Format::Dot,
+            _ => crate::usage_bail!(
+                "{}: name the output `*.svg` or `*.dot` (or `-` for DOT), or give --format",
+                args.output.display()
+            ),
+        },
+    };
+    let sources = args
+        .files
+        .iter()
+        .map(|p| Source::open(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let report = if sources.iter().any(|s| s.format() == FileFormat::Gmon) || args.binary.is_some()
+    {
+        gmon_report(&args, &sources)?
+    } else {
+        callgrind_report(&args, &sources)?
+    };
+    let g = Graph::from_report(&report);
+    // gprof's notice about a profile without calls speaks of its own
+    // report (`<spontaneous>`); the graph's is said below.
+    for n in report
+        .notices
+        .iter()
+        .filter(|n| g.has_arcs || !n.0.contains("records no calls"))
+    {
+        eprintln!("tally graph: warning: {}", n.0);
+    }
+    if !g.has_arcs {
+        eprintln!(
+            "tally graph: warning: the profile records no calls: the graph has functions only"
+        );
+    }
+    let prune = Prune {
+        node_thres: args.node_thres,
+        edge_thres: args.edge_thres,
+        root: args.root.clone(),
+        leaf: args.leaf.clone(),
+        focus: args.focus.clone(),
+    };
+    let kept = graph::prune(&g, &prune)?;
+    let mut text = Vec::new();
+    graph::dot::write(&g, &kept, &mut text)?;
+    let bytes = match format {
+        Format::Dot => text,
+        Format::Svg => {
+            let (svg, warnings) = graph::svg::render(&text)?;
+            for l in warnings.lines().filter(|l| !l.trim().is_empty()) {
+                eprintln!("tally graph: dot: {l}");
+            }
+            svg
+        }
+    };
+    tally_formats::output::write_file(&args.output, |w| std::io::Write::write_all(w, &bytes))?;
+    Ok(Outcome::Ok)
+}
+
+/// gprof's analysis of gmon files and their program.
+fn gmon_report(args: &Args, sources: &[Source]) -> Result<gprof::Report> {
+    if let Some(s) = sources.iter().find(|s| s.format() != FileFormat::Gmon) {
+        bail!(
+            "{}: {}: with --binary every input must be a gmon file",
+            s.path().display(),
+            s.format().describe()
+        );
+    }
+    let Some(binary) = &args.binary else {
+        crate::usage_bail!(
+            "{}: a gmon file needs the program that wrote it: add --binary PROG",
+            args.files[0].display()
+        );
+    };
+    if args.event.is_some() {
+        crate::usage_bail!("--event is for Callgrind profiles; gmon files hold time samples");
+    }
+    // The error names the file already.
+    let obj = ObjectFile::open(binary).map_err(|e| anyhow!("{e}"))?;
+    let gmon = Gmon::sum(sources, gprof::layout_of(&obj))?;
+    if gmon.histograms.is_empty() && gmon.arcs.is_empty() {
+        bail!(
+            "{}: no histogram and no call arcs: the profile is empty",
+            args.files[0].display()
+        );
+    }
+    Ok(gprof::analyse(&obj, &gmon, &graph_options())?)
+}
+
+/// The gprof options a graph needs: a call graph, nothing printed.
+fn graph_options() -> Options {
+    Options {
+        flat: false,
+        graph: true,
+        ..Default::default()
+    }
+}
+
+/// gprof's analysis of Callgrind profiles: one file summed while read,
+/// several loaded and summed.
+fn callgrind_report(args: &Args, sources: &[Source]) -> Result<gprof::Report> {
+    let total: u64 = sources.iter().filter_map(Source::size).sum();
+    let mut progress = Progress::new(Some(total));
+    let mut update = |n| progress.update(n);
+    if let [source] = sources {
+        let read = tally_formats::parse_any(
+            source,
+            AggregateBuilder::new(0),
+            || AggregateBuilder::new(0),
+            Some(&mut update),
+        );
+        drop(progress);
+        let name = source.path().display().to_string();
+        return match read? {
+            AnyCost::Unsigned((o, s)) => streamed(source, o, s, args, &name),
+            AnyCost::Signed((o, s)) => streamed(source, o, s, args, &name),
+        };
+    }
+    let (p, warnings) = tally_formats::read_all(sources, Some(&mut update))?;
+    drop(progress);
+    for (s, w) in sources.iter().zip(&warnings) {
+        warn(s, w)?;
+    }
+    let name = sources
+        .iter()
+        .map(|s| s.path().display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    match p {
+        AnyCost::Unsigned(p) => whole(p, args, &name),
+        AnyCost::Signed(p) => whole(p, args, &name),
+    }
+}
+
+/// Prints a read's warnings; a file that looks truncated is an error: a
+/// graph of part of a run shows wrong shares with nothing to tell.
+fn warn(source: &Source, warnings: &tally_formats::Warnings) -> Result<()> {
+    for w in warnings.iter() {
+        if w.kind == tally_formats::WarningKind::Truncated {
+            bail!(
+                "{}: {w}; a graph of part of a run would show wrong shares",
+                source.path().display()
+            );
+        }
+        eprintln!("{}: warning: {w}", source.path().display());
+    }
+    Ok(())
+}
+
+/// The report of one profile summed while it was read.
+fn streamed<C: Cost>(
+    source: &Source,
+    mut read: ReadOutcome<C>,
+    mut sums: AggregateBuilder<C>,
+    args: &Args,
+    name: &str,
+) -> Result<gprof::Report> {
+    warn(source, &read.warnings)?;
+    sums.set_events(read.profile.events.len());
+    let event = event(&mut read.profile, args.event.as_deref())?;
+    let part_sums = sums.part_totals();
+    let agg = sums.finish(read.profile.names.function_count(), |_| true);
+    gprof::callgrind::analyse(
+        &read.profile,
+        &agg,
+        &part_sums,
+        event.as_deref(),
+        &graph_options(),
+        name,
+    )
+    .with_context(|| name.to_owned())
+}
+
+/// The report of a profile loaded whole (several files).
+fn whole<C: Cost>(mut p: Profile<C>, args: &Args, name: &str) -> Result<gprof::Report> {
+    let event = event(&mut p, args.event.as_deref())?;
+    gprof::callgrind::analyse_profile(&p, event.as_deref(), &graph_options(), name)
+        .with_context(|| name.to_owned())
+}
+
+/// The event to draw: a recorded one, or `NAME=FORMULA` added to the
+/// profile's events. Ratios cannot be drawn: a graph sums costs.
+fn event<C: Cost>(p: &mut Profile<C>, event: Option<&str>) -> Result<Option<String>> {
+    let Some(e) = event else {
+        return Ok(None);
+    };
+    let name = match e.split_once('=') {
+        None => e.trim().to_owned(),
+        Some((name, formula)) => {
+            let name = name.trim();
+            if name.is_empty() || p.events.find(name).is_some() {
+                bail!("--event `{e}`: the name `{name}` is empty or already an event");
+            }
+            let formula = tally_model::parse_expression(formula.trim())
+                .with_context(|| format!("--event `{e}`"))?;
+            p.events.add_formula(name.to_owned(), None, formula);
+            p.events
+                .resolve()
+                .with_context(|| format!("--event `{e}`"))?;
+            name.to_owned()
+        }
+    };
+    let columns = tally_model::EventColumns::new(&p.events);
+    if let Ok(i) = columns.find(&name)
+        && columns.is_ratio(i)
+    {
+        bail!(
+            "--event `{e}`: a ratio cannot be drawn as a call graph, whose costs add up; give a sum"
+        );
+    }
+    Ok(Some(name))
+}
