@@ -25,6 +25,9 @@ pub enum To {
     /// DCPI 0.07 profile (one event, per instruction, one object; see
     /// docs/dcpi-format.md).
     Dcpi,
+    /// Folded stacks (`main;f;g 12` lines) of one event (`--event`), for
+    /// flamegraph.pl, inferno and speedscope.
+    Folded,
 }
 
 /// Input formats.
@@ -52,7 +55,8 @@ pub struct Args {
     #[arg(short, long)]
     output: PathBuf,
     /// Output format; by default inferred from the output name (`*.json`,
-    /// `cachegrind.out*`, `callgrind.out*`), else the input's format.
+    /// `*.folded`, `cachegrind.out*`, `callgrind.out*`), else the input's
+    /// format.
     #[arg(long, value_enum)]
     to: Option<To>,
     /// Write plain names and absolute positions (Callgrind output).
@@ -78,7 +82,7 @@ pub struct Args {
     /// gmon input: keep C++ and Rust names mangled.
     #[arg(long)]
     no_demangle: bool,
-    /// DCPI output: the event to take (default: the first).
+    /// DCPI and folded output: the event to take (default: the first).
     #[arg(long)]
     event: Option<String>,
     /// DCPI output: the object (`ob=`) whose instructions are taken
@@ -147,9 +151,10 @@ fn input_format(args: &Args, sources: &[Source]) -> anyhow::Result<InputFormat> 
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let folded = output_format(&args) == Some(OutputFormat::Folded);
     if !wants_dcpi(&args)
         && let Some(flag) = [
-            (args.event.is_some(), "--event"),
+            (args.event.is_some() && !folded, "--event"),
             (args.object.is_some(), "--object"),
         ]
         .iter()
@@ -157,7 +162,12 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         .map(|f| f.1)
     {
         crate::usage_bail!(
-            "{flag} is only for DCPI output (`--to dcpi` or an output name ending in .dcpi)"
+            "{flag} is only for DCPI output (`--to dcpi` or an output name ending in .dcpi){}",
+            if flag == "--event" {
+                " and folded output"
+            } else {
+                ""
+            }
         );
     }
     crate::combine::stdin_once(&args.files)?;
@@ -273,12 +283,35 @@ fn write<C: Cost>(p: &Profile<C>, args: &Args) -> anyhow::Result<Outcome> {
         tally_formats::dcpi::write_file(&d, &args.output)?;
         return Ok(Outcome::Ok);
     }
+    let format = output_format(args);
+    let event = match (&args.event, format) {
+        (Some(name), Some(OutputFormat::Folded)) => Some(recorded_event(p, name)?),
+        _ => None,
+    };
     let options = OutputOptions {
-        format: output_format(args),
+        event,
+        format,
         compress_names: !args.no_compress,
         gzip: None,
+        ..Default::default()
     };
     tally_formats::write_profile(p, &args.output, &options)
         .map_err(|e| crate::combine::write_error(e, &args.files))?;
     Ok(Outcome::Ok)
+}
+
+/// The index of the recorded event `name` (folded output writes one).
+fn recorded_event<C: Cost>(p: &Profile<C>, name: &str) -> anyhow::Result<usize> {
+    let names: Vec<&str> = p
+        .events
+        .recorded()
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    names.iter().position(|n| *n == name).ok_or_else(|| {
+        anyhow!(
+            "--event {name}: not a recorded event of the profile (it has {})",
+            names.join(", ")
+        )
+    })
 }

@@ -40,6 +40,10 @@ pub enum Format {
     Json,
     /// Linux `perf record` output (`PERFILE2`).
     PerfData,
+    /// The text `perf script` prints (sample headers and frame lines).
+    PerfScript,
+    /// Folded stacks (`main;f;g 12` lines), as stackcollapse writes them.
+    Folded,
     /// A pprof profile: gzip'd protocol buffers.
     Pprof,
     /// An ELF program or library.
@@ -97,6 +101,8 @@ impl Format {
             Format::TallyJson => "tally's JSON form of a profile (docs/json.md)",
             Format::Json => "a JSON document",
             Format::PerfData => "a Linux perf.data file",
+            Format::PerfScript => "`perf script` text",
+            Format::Folded => "folded stacks",
             Format::Pprof => "a pprof profile (gzip'd protocol buffers)",
             Format::Elf => "an ELF program or library, not a profile",
             Format::Unknown => "not a profile tally recognises",
@@ -125,7 +131,9 @@ impl Format {
                  give the profile it was converted from"
             }
             Format::Json => "tally reads Callgrind and Cachegrind profiles, not JSON",
-            Format::PerfData => "tally does not read perf data yet",
+            Format::PerfData | Format::PerfScript | Format::Folded => {
+                "read it with `tally annotate` or `tally convert` (to a Callgrind profile)"
+            }
             Format::Pprof => {
                 "tally does not read pprof yet (`go tool pprof -callgrind` writes a Callgrind \
                  profile, which it reads)"
@@ -252,7 +260,13 @@ fn detect_plain(head: &[u8]) -> Format {
         };
     };
     if !PROFILE_START.iter().any(|k| first.starts_with(k)) {
-        return Format::Unknown;
+        return if crate::perf::script::looks_like(head) {
+            Format::PerfScript
+        } else if crate::folded::looks_folded(head) {
+            Format::Folded
+        } else {
+            Format::Unknown
+        };
     }
     let callgrind = std::iter::once(first)
         .chain(lines)
@@ -318,6 +332,11 @@ mod tests {
         }
         assert_eq!(f(&only[..HEAD_LEN]), Format::OnlyComments);
         assert_eq!(f(b"# a short file of comments\n"), Format::Unknown);
+        assert_eq!(f(b"main;a;b 12\nmain 3\n"), Format::Folded);
+        assert_eq!(
+            f(b"prog 12 1.5: 250000 cpu-clock: \n\t  1152 leaf+0x19 (/tmp/prog)\n"),
+            Format::PerfScript
+        );
     }
 
     #[test]

@@ -58,14 +58,17 @@ pub mod callgrind;
 pub mod dcpi;
 pub mod detect;
 pub mod error;
+pub mod folded;
 pub mod gmon;
 pub mod input;
 pub mod json;
 pub mod limits;
 pub mod load;
 pub mod output;
+pub mod perf;
 pub mod signals;
 pub mod source;
+mod stacked;
 
 pub use detect::Detected;
 pub use error::{Error, ParseErrorKind, Warning, WarningKind, Warnings};

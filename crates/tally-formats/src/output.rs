@@ -26,10 +26,13 @@ pub enum OutputFormat {
     /// DCPI 0.07: made from a profile by `tally_report::dcpi::convert` and
     /// written by [`crate::dcpi::write_file`], not by [`write_profile`].
     Dcpi,
+    /// Folded stacks of one event ([`crate::folded`]); the profile must
+    /// hold stacks ([`tally_model::Profile::stacks`]).
+    Folded,
 }
 
 impl OutputFormat {
-    /// The format an output's name implies: `*.json`, `*.dcpi`,
+    /// The format an output's name implies: `*.json`, `*.dcpi`, `*.folded`,
     /// `cachegrind.out*` or `*.cachegrind`, `callgrind.out*` or
     /// `*.callgrind`, with or without `.gz`.
     pub fn from_name(path: &Path) -> Option<OutputFormat> {
@@ -39,6 +42,8 @@ impl OutputFormat {
             Some(OutputFormat::Json)
         } else if name.ends_with(".dcpi") {
             Some(OutputFormat::Dcpi)
+        } else if name.ends_with(".folded") {
+            Some(OutputFormat::Folded)
         } else if name.starts_with("cachegrind.out") || name.ends_with(".cachegrind") {
             Some(OutputFormat::Cachegrind)
         } else if name.starts_with("callgrind.out") || name.ends_with(".callgrind") {
@@ -57,6 +62,7 @@ impl OutputFormat {
             OutputFormat::Cachegrind => "cachegrind",
             OutputFormat::Json => "json",
             OutputFormat::Dcpi => "dcpi",
+            OutputFormat::Folded => "folded",
         }
     }
 }
@@ -71,6 +77,7 @@ impl std::str::FromStr for OutputFormat {
             OutputFormat::Cachegrind,
             OutputFormat::Json,
             OutputFormat::Dcpi,
+            OutputFormat::Folded,
         ]
         .into_iter()
         .find(|f| f.name().eq_ignore_ascii_case(s))
@@ -98,6 +105,9 @@ pub struct OutputOptions {
     pub compress_names: bool,
     /// gzip the output; `None` compresses when the name ends in `.gz`.
     pub gzip: Option<bool>,
+    /// Folded output: the recorded event written (index in the profile's
+    /// events); `None` for the first.
+    pub event: Option<usize>,
 }
 
 impl Default for OutputOptions {
@@ -106,6 +116,7 @@ impl Default for OutputOptions {
             format: None,
             compress_names: true,
             gzip: None,
+            event: None,
         }
     }
 }
@@ -126,6 +137,13 @@ pub fn write_profile<C: Cost>(
             path.display()
         )));
     }
+    if format == OutputFormat::Folded && profile.stacks.is_none() {
+        return Err(Error::Incompatible(format!(
+            "{}: folded output needs whole stacks, and the profile holds only caller-callee arcs",
+            path.display()
+        )));
+    }
+    let event = options.event.unwrap_or(0);
     let gzip = options
         .gzip
         .unwrap_or_else(|| path.extension().is_some_and(|e| e == "gz"));
@@ -137,6 +155,10 @@ pub fn write_profile<C: Cost>(
         OutputFormat::Cachegrind => crate::cachegrind::write(profile, w),
         OutputFormat::Json => crate::json::write(profile, w),
         OutputFormat::Dcpi => Err(io::Error::other("DCPI output is written on its own")),
+        OutputFormat::Folded => match &profile.stacks {
+            Some(s) => crate::folded::write(&profile.names, s, event, w),
+            None => Ok(()),
+        },
     };
     write_file(path, |w| {
         if gzip {
