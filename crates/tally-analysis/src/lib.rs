@@ -1,12 +1,14 @@
 //! Analyses over the profile model: self costs and arcs summed over parts,
 //! the call graph's strongly connected components, inclusive costs that stay
-//! right under recursion, and costs per source line or instruction.
+//! right under recursion, costs per source line or instruction, and whole
+//! stacks estimated from arcs.
 //!
 //! Everything here is pure and deterministic: the same profile gives the
 //! same numbers and the same order, whatever the hash seeds.
 
 pub mod aggregate;
 pub mod combine;
+pub mod estimate;
 pub mod gprof;
 pub mod inclusive;
 pub mod positions;
@@ -14,5 +16,6 @@ pub mod scc;
 pub mod subst;
 
 pub use aggregate::{Aggregate, AggregateBuilder, Arc, CostTable, RowKey, add_into};
+pub use estimate::{EstimateError, EstimateOptions, estimate_stacks, estimate_stacks_with};
 pub use inclusive::{CallKind, Cycle, Inclusive};
 pub use positions::{CallSite, JumpSite, PositionCosts, by_instr, by_line};
