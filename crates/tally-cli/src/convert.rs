@@ -288,6 +288,9 @@ fn write<C: Cost>(p: &Profile<C>, args: &Args) -> anyhow::Result<Outcome> {
         (Some(name), Some(OutputFormat::Folded)) => Some(recorded_event(p, name)?),
         _ => None,
     };
+    if format == Some(OutputFormat::Folded) && p.stacks.is_none() {
+        return write_estimated(p, args, event.unwrap_or(0));
+    }
     let options = OutputOptions {
         event,
         format,
@@ -314,4 +317,23 @@ fn recorded_event<C: Cost>(p: &Profile<C>, name: &str) -> anyhow::Result<usize> 
             names.join(", ")
         )
     })
+}
+
+/// Folded output of a profile that holds only caller-callee arcs
+/// (Callgrind, gmon): its stacks estimated as `tally flame` estimates
+/// them, which the user is told.
+fn write_estimated<C: Cost>(p: &Profile<C>, args: &Args, event: usize) -> anyhow::Result<Outcome> {
+    let Some(p) = (p as &dyn std::any::Any).downcast_ref::<Profile<u64>>() else {
+        bail!("folded output of a difference profile (negative counts) is not supported");
+    };
+    let stacks = tally_analysis::estimate_stacks(p)?;
+    eprintln!(
+        "tally convert: note: the input holds caller-callee arcs, not stacks: the folded stacks \
+         are estimated (each function's cost split across its callers in proportion to the arcs)"
+    );
+    tally_formats::output::write_file(&args.output, |w| {
+        tally_formats::folded::write(&p.names, &stacks, event, w)
+    })
+    .map_err(|e| crate::combine::write_error(e, &args.files))?;
+    Ok(Outcome::Ok)
 }

@@ -316,3 +316,21 @@ fn bad_stack_input_is_named() {
     let e = t.fails(&["convert", "bad.perf", "-o", "x.callgrind"]);
     assert!(e.contains("bad.perf:3: expected a frame"), "{e}");
 }
+
+#[test]
+fn callgrind_to_folded_estimates_stacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = tally!().in_dir(dir.path());
+    let input = tally_testutil::data("callgrind/threads.threads.out-03");
+    let out = t.ok(&["convert", path_str(&input), "-o", "est.folded"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("estimated"),
+        "the user is told the stacks are estimated"
+    );
+    let stacks = folded(&std::fs::read(dir.path().join("est.folded")).unwrap());
+    let json: Value =
+        serde_json::from_slice(&t.ok(&["annotate", "--json", path_str(&input)]).stdout).unwrap();
+    let event = json["events"][0].as_str().unwrap().to_string();
+    let total = json["totals"][&event].as_u64().unwrap();
+    assert_eq!(stacks.values().sum::<u64>(), total);
+}
