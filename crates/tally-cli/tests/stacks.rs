@@ -89,7 +89,9 @@ fn report_rows(text: &str) -> BTreeMap<String, f64> {
         let Some(sym) = rest.trim().split_once("] ").map(|x| x.1.trim()) else {
             continue;
         };
-        if sym.starts_with("0x") {
+        // An address perf could not name (`0x…`, or bare hex digits).
+        let hex = sym.trim_start_matches("0x");
+        if sym.starts_with("0x") || (hex.len() >= 8 && hex.bytes().all(|c| c.is_ascii_hexdigit())) {
             continue;
         }
         let v: f64 = value.trim().trim_end_matches('%').parse().unwrap();

@@ -239,6 +239,10 @@ fn detect_plain(head: &[u8]) -> Format {
         return Format::Dcpi;
     }
     let text = head.trim_ascii_start();
+    // Folded stacks may start with a frame such as `[unknown]`.
+    if text.starts_with(b"[") && crate::folded::looks_folded(head) {
+        return Format::Folded;
+    }
     if text.starts_with(b"{") || text.starts_with(b"[") {
         let window = &text[..text.len().min(256)];
         return if memchr::memmem::find(window, b"\"tally_json\"").is_some() {
@@ -333,6 +337,7 @@ mod tests {
         assert_eq!(f(&only[..HEAD_LEN]), Format::OnlyComments);
         assert_eq!(f(b"# a short file of comments\n"), Format::Unknown);
         assert_eq!(f(b"main;a;b 12\nmain 3\n"), Format::Folded);
+        assert_eq!(f(b"[unknown];main;a 12\nmain 3\n"), Format::Folded);
         assert_eq!(
             f(b"prog 12 1.5: 250000 cpu-clock: \n\t  1152 leaf+0x19 (/tmp/prog)\n"),
             Format::PerfScript
