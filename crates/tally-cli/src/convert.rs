@@ -296,7 +296,6 @@ fn write<C: Cost>(p: &Profile<C>, args: &Args) -> anyhow::Result<Outcome> {
         format,
         compress_names: !args.no_compress,
         gzip: None,
-        ..Default::default()
     };
     tally_formats::write_profile(p, &args.output, &options)
         .map_err(|e| crate::combine::write_error(e, &args.files))?;
