@@ -205,7 +205,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut progress = Progress::new(Some(total));
     let mut update = |n| progress.update(n);
     // One file and no source or assembly: sum while reading, keep no lines.
+    // (Stack formats are loaded whole: their stacks give exact inclusive
+    // costs.)
     if let [source] = &sources[..]
+        && source.detected().is_callgrind_reader_input()
         && !tally_report::annotate::needs_lines(&opts)
     {
         let keep = opts.jumps.is_some();

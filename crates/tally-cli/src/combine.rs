@@ -142,6 +142,7 @@ pub fn write_result<C: Cost>(
         format: to.map(output_format),
         compress_names: compress,
         gzip: None,
+        ..Default::default()
     };
     tally_formats::write_profile(&c.profile, out, &options).map_err(|e| write_error(e, inputs))?;
     Ok(())

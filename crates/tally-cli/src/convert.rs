@@ -31,6 +31,9 @@ pub enum To {
     Pprof,
     /// speedscope's JSON file format (every event a profile).
     Speedscope,
+    /// Folded stacks (`main;f;g 12` lines) of one event (`--event`), for
+    /// flamegraph.pl, inferno and speedscope.
+    Folded,
 }
 
 /// Input formats.
@@ -58,8 +61,8 @@ pub struct Args {
     #[arg(short, long)]
     output: PathBuf,
     /// Output format; by default inferred from the output name (`*.json`,
-    /// `*.speedscope.json`, `*.pb.gz`, `cachegrind.out*`, `callgrind.out*`),
-    /// else the input's format.
+    /// `*.speedscope.json`, `*.pb.gz`, `*.folded`, `cachegrind.out*`,
+    /// `callgrind.out*`), else the input's format.
     #[arg(long, value_enum)]
     to: Option<To>,
     /// Write plain names and absolute positions (Callgrind output).
@@ -85,7 +88,7 @@ pub struct Args {
     /// gmon input: keep C++ and Rust names mangled.
     #[arg(long)]
     no_demangle: bool,
-    /// DCPI output: the event to take (default: the first).
+    /// DCPI and folded output: the event to take (default: the first).
     #[arg(long)]
     event: Option<String>,
     /// DCPI output: the object (`ob=`) whose instructions are taken
@@ -154,9 +157,10 @@ fn input_format(args: &Args, sources: &[Source]) -> anyhow::Result<InputFormat> 
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let folded = output_format(&args) == Some(OutputFormat::Folded);
     if !wants_dcpi(&args)
         && let Some(flag) = [
-            (args.event.is_some(), "--event"),
+            (args.event.is_some() && !folded, "--event"),
             (args.object.is_some(), "--object"),
         ]
         .iter()
@@ -164,7 +168,12 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         .map(|f| f.1)
     {
         crate::usage_bail!(
-            "{flag} is only for DCPI output (`--to dcpi` or an output name ending in .dcpi)"
+            "{flag} is only for DCPI output (`--to dcpi` or an output name ending in .dcpi){}",
+            if flag == "--event" {
+                " and folded output"
+            } else {
+                ""
+            }
         );
     }
     crate::combine::stdin_once(&args.files)?;
@@ -297,12 +306,56 @@ fn write<C: Cost>(p: &Profile<C>, args: &Args) -> anyhow::Result<Outcome> {
         tally_formats::dcpi::write_file(&d, &args.output)?;
         return Ok(Outcome::Ok);
     }
+    let format = output_format(args);
+    let event = match (&args.event, format) {
+        (Some(name), Some(OutputFormat::Folded)) => Some(recorded_event(p, name)?),
+        _ => None,
+    };
+    if format == Some(OutputFormat::Folded) && p.stacks.is_none() {
+        return write_estimated(p, args, event.unwrap_or(0));
+    }
     let options = OutputOptions {
-        format: output_format(args),
+        event,
+        format,
         compress_names: !args.no_compress,
         gzip: None,
     };
     tally_formats::write_profile(p, &args.output, &options)
         .map_err(|e| crate::combine::write_error(e, &args.files))?;
+    Ok(Outcome::Ok)
+}
+
+/// The index of the recorded event `name` (folded output writes one).
+fn recorded_event<C: Cost>(p: &Profile<C>, name: &str) -> anyhow::Result<usize> {
+    let names: Vec<&str> = p
+        .events
+        .recorded()
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    names.iter().position(|n| *n == name).ok_or_else(|| {
+        anyhow!(
+            "--event {name}: not a recorded event of the profile (it has {})",
+            names.join(", ")
+        )
+    })
+}
+
+/// Folded output of a profile that holds only caller-callee arcs
+/// (Callgrind, gmon): its stacks estimated as `tally flame` estimates
+/// them, which the user is told.
+fn write_estimated<C: Cost>(p: &Profile<C>, args: &Args, event: usize) -> anyhow::Result<Outcome> {
+    let Some(p) = (p as &dyn std::any::Any).downcast_ref::<Profile<u64>>() else {
+        bail!("folded output of a difference profile (negative counts) is not supported");
+    };
+    let stacks = tally_analysis::estimate_stacks(p)?;
+    eprintln!(
+        "tally convert: note: the input holds caller-callee arcs, not stacks: the folded stacks \
+         are estimated (each function's cost split across its callers in proportion to the arcs)"
+    );
+    tally_formats::output::write_file(&args.output, |w| {
+        tally_formats::folded::write(&p.names, &stacks, event, w)
+    })
+    .map_err(|e| crate::combine::write_error(e, &args.files))?;
     Ok(Outcome::Ok)
 }

@@ -40,6 +40,10 @@ pub enum Format {
     Json,
     /// Linux `perf record` output (`PERFILE2`).
     PerfData,
+    /// The text `perf script` prints (sample headers and frame lines).
+    PerfScript,
+    /// Folded stacks (`main;f;g 12` lines), as stackcollapse writes them.
+    Folded,
     /// A pprof profile: gzip'd protocol buffers.
     Pprof,
     /// An ELF program or library.
@@ -99,6 +103,8 @@ impl Format {
             Format::TallyJson => "tally's JSON form of a profile (docs/json.md)",
             Format::Json => "a JSON document",
             Format::PerfData => "a Linux perf.data file",
+            Format::PerfScript => "`perf script` text",
+            Format::Folded => "folded stacks",
             Format::Pprof => "a pprof profile (gzip'd protocol buffers)",
             Format::Elf => "an ELF program or library, not a profile",
             Format::Unknown => "not a profile tally recognises",
@@ -127,8 +133,9 @@ impl Format {
                  give the profile it was converted from"
             }
             Format::Json => "tally reads Callgrind and Cachegrind profiles, not JSON",
-            Format::PerfData => "tally does not read perf data yet",
-            Format::Pprof => "read it with `tally annotate`, `tally convert` or `tally check`",
+            Format::PerfData | Format::PerfScript | Format::Folded | Format::Pprof => {
+                "read it with `tally annotate`, `tally convert` or `tally check`"
+            }
             Format::Elf => "give the profile the program wrote",
             Format::Callgrind | Format::Cachegrind | Format::Unknown | Format::OnlyComments => {
                 "read it with `tally annotate` or `tally check`"
@@ -230,6 +237,10 @@ fn detect_plain(head: &[u8]) -> Format {
         return Format::Dcpi;
     }
     let text = head.trim_ascii_start();
+    // Folded stacks may start with a frame such as `[unknown]`.
+    if text.starts_with(b"[") && crate::folded::looks_folded(head) {
+        return Format::Folded;
+    }
     if text.starts_with(b"{") || text.starts_with(b"[") {
         let window = &text[..text.len().min(256)];
         return if memchr::memmem::find(window, b"\"tally_json\"").is_some() {
@@ -251,7 +262,13 @@ fn detect_plain(head: &[u8]) -> Format {
         };
     };
     if !PROFILE_START.iter().any(|k| first.starts_with(k)) {
-        return Format::Unknown;
+        return if crate::perf::script::looks_like(head) {
+            Format::PerfScript
+        } else if crate::folded::looks_folded(head) {
+            Format::Folded
+        } else {
+            Format::Unknown
+        };
     }
     let callgrind = std::iter::once(first)
         .chain(lines)
@@ -317,6 +334,12 @@ mod tests {
         }
         assert_eq!(f(&only[..HEAD_LEN]), Format::OnlyComments);
         assert_eq!(f(b"# a short file of comments\n"), Format::Unknown);
+        assert_eq!(f(b"main;a;b 12\nmain 3\n"), Format::Folded);
+        assert_eq!(f(b"[unknown];main;a 12\nmain 3\n"), Format::Folded);
+        assert_eq!(
+            f(b"prog 12 1.5: 250000 cpu-clock: \n\t  1152 leaf+0x19 (/tmp/prog)\n"),
+            Format::PerfScript
+        );
     }
 
     #[test]

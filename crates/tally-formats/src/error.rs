@@ -129,6 +129,10 @@ pub enum ParseErrorKind {
     /// The input is not text (e.g. a binary file given by mistake).
     #[error("binary data (byte 0x{0:02x}) in a text profile")]
     Binary(u8),
+    /// A line of a stack format (folded stacks, `perf script` text) that
+    /// does not have its shape; the text says what was expected.
+    #[error("{0}")]
+    Malformed(String),
 }
 
 /// An error of a reader or writer.

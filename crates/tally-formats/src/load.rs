@@ -4,6 +4,11 @@
 //! whole (it is small and holds stacks) and its records are then given to
 //! the sink.
 //!
+//! Profiles of whole stacks (folded stacks, `perf script` text, perf.data)
+//! come in through the same entries: they are read whole, with their
+//! stacks, and their derived records are replayed into a sink as the
+//! Callgrind reader would push them. Their counts are never negative.
+//!
 //! Whether a profile's counts are signed (a difference) is known only once
 //! a negative count is met. Every entry here reads as unsigned first and,
 //! at a negative count, reads the same [`Source`] again as signed (a file
@@ -11,15 +16,13 @@
 //! [`AnyProfile`] and never retry themselves. Sinks stay generic
 //! parameters: the reader is monomorphised for each.
 
-use crate::callgrind::{self, PartStats, ProfileSink, ReadOptions, ReadOutcome};
+use crate::callgrind::{self, ProfileSink, ReadOptions, ReadOutcome};
 use crate::detect::Format;
 use crate::error::{Error, ParseErrorKind, Warnings};
 use crate::source::Source;
 use std::path::Path;
 pub use tally_model::NullSink;
-use tally_model::{
-    AnyCost, AnyProfile, CallRef, Cost, JumpRef, LineRef, Part, PartVisitor, Profile, Sink,
-};
+use tally_model::{AnyCost, AnyProfile, Cost, Profile, Sink};
 
 /// A read with unsigned counts and its sink, or one with signed counts.
 pub type AnyRead<U, S> = AnyCost<(ReadOutcome<u64>, U), (ReadOutcome<i64>, S)>;
@@ -34,10 +37,31 @@ pub fn parse_any<U: Sink<u64>, S: Sink<i64>>(
     mut progress: Option<&mut dyn FnMut(u64)>,
 ) -> Result<AnyRead<U, S>, Error> {
     if source.format() == Format::Pprof {
-        return Ok(match read_pprof(source)? {
-            AnyCost::Unsigned(p) => AnyCost::Unsigned(replay(p, unsigned, source)),
-            AnyCost::Signed(p) => AnyCost::Signed(replay(p, signed(), source)),
-        });
+        let size = source.size().unwrap_or(0);
+        let read = match read_pprof(source)? {
+            AnyCost::Unsigned(p) => {
+                let mut outcome = replay(p, &mut unsigned);
+                outcome.bytes = size;
+                AnyCost::Unsigned((outcome, unsigned))
+            }
+            AnyCost::Signed(p) => {
+                let mut sink = signed();
+                let mut outcome = replay(p, &mut sink);
+                outcome.bytes = size;
+                AnyCost::Signed((outcome, sink))
+            }
+        };
+        if let Some(p) = progress.as_mut() {
+            p(size)
+        }
+        return Ok(read);
+    }
+    if let Some(profile) = crate::stacked::read_source(source) {
+        let outcome = replay(profile?, &mut unsigned);
+        if let Some(p) = progress.as_mut() {
+            p(outcome.bytes)
+        }
+        return Ok(AnyCost::Unsigned((outcome, unsigned)));
     }
     source.expect_callgrind()?;
     let memory_limit = crate::limits::memory_limit()?;
@@ -73,52 +97,6 @@ pub fn parse_any<U: Sink<u64>, S: Sink<i64>>(
 /// Reads a pprof source whole.
 fn read_pprof(source: &Source) -> Result<AnyProfile, Error> {
     crate::pprof::read(source.name(), &source.bytes()?)
-}
-
-/// Gives a profile's records to a sink, as a streaming read would, and
-/// returns the read's outcome (the profile without its records).
-fn replay<C: Cost, S: Sink<C>>(
-    mut profile: Profile<C>,
-    mut sink: S,
-    source: &Source,
-) -> (ReadOutcome<C>, S) {
-    struct Feed<'a, C: Cost, S: Sink<C>>(&'a mut S, std::marker::PhantomData<C>);
-    impl<C: Cost, S: Sink<C>> PartVisitor<C> for Feed<'_, C, S> {
-        fn line(&mut self, l: LineRef<'_, C>) {
-            self.0.line(l.function, l.file, l.positions, l.costs);
-        }
-        fn call(&mut self, c: CallRef<'_, C>) {
-            self.0.call(c.info, c.site, c.target, c.inclusive);
-        }
-        fn jump(&mut self, j: JumpRef<'_, C>) {
-            self.0.jump(j.info, j.source, j.target);
-        }
-    }
-    let events = profile.events.len();
-    let mut stats = Vec::new();
-    for part in &mut profile.parts {
-        sink.start_part(profile.positions, events);
-        part.visit(&mut Feed(&mut sink, std::marker::PhantomData));
-        stats.push(PartStats {
-            totals: part.lines.totals().unwrap_or_else(|| vec![C::ZERO; events]),
-            lines: part.lines.len(),
-            calls: part.calls.len() as u64,
-            jumps: part.jumps.len() as u64,
-            ..Default::default()
-        });
-        let empty = Part::new(profile.positions, events);
-        part.lines = empty.lines;
-        part.calls = empty.calls;
-        part.jumps = empty.jumps;
-    }
-    let outcome = ReadOutcome {
-        profile,
-        stats,
-        warnings: Warnings::default(),
-        bytes: source.size().unwrap_or(0),
-        sums: Default::default(),
-    };
-    (outcome, sink)
 }
 
 /// Whether a read failed only because a count is negative.
@@ -205,19 +183,20 @@ fn read_sources<C: Cost>(
     let mut sums = None;
     let memory_limit = crate::limits::memory_limit()?;
     for source in sources {
-        if source.format() == Format::Pprof {
-            let p = crate::pprof::read_as::<C>(source.name(), &source.bytes()?)?;
+        let stacked = if source.format() == Format::Pprof {
+            Some(crate::pprof::read_as::<C>(source.name(), &source.bytes()?)?)
+        } else {
+            match crate::stacked::read_source(source) {
+                Some(p) => Some(unsigned_as::<C>(p?, source)?),
+                None => None,
+            }
+        };
+        if let Some(p) = stacked {
             done += source.size().unwrap_or(0);
             warnings.push(Warnings::default());
             match all.as_mut() {
                 None => all = Some(p),
-                Some(a) => a.absorb(p).map_err(|e| {
-                    Error::Incompatible(format!(
-                        "{}: cannot be loaded with {}: {e}",
-                        source.path().display(),
-                        sources[0].path().display()
-                    ))
-                })?,
+                Some(a) => a.absorb(p).map_err(|e| cannot_load(source, sources, e))?,
             }
             continue;
         }
@@ -242,17 +221,76 @@ fn read_sources<C: Cost>(
         warnings.push(w);
         match all.as_mut() {
             None => all = Some(p),
-            Some(a) => a.absorb(p).map_err(|e| {
-                Error::Incompatible(format!(
-                    "{}: cannot be loaded with {}: {e}",
-                    source.path().display(),
-                    sources[0].path().display()
-                ))
-            })?,
+            Some(a) => a.absorb(p).map_err(|e| cannot_load(source, sources, e))?,
         }
     }
     let profile = all.ok_or_else(|| Error::Incompatible("no input files".into()))?;
     Ok((profile, warnings))
+}
+
+fn cannot_load(source: &Source, sources: &[Source], e: tally_model::CombineError) -> Error {
+    Error::Incompatible(format!(
+        "{}: cannot be loaded with {}: {e}",
+        source.path().display(),
+        sources[0].path().display()
+    ))
+}
+
+/// A profile of stacks (always unsigned) as a profile of `C`: the same
+/// value for `u64`; for a signed load (with a difference profile) refused.
+fn unsigned_as<C: Cost>(p: Profile<u64>, source: &Source) -> Result<Profile<C>, Error> {
+    let any: Box<dyn std::any::Any> = Box::new(p);
+    any.downcast::<Profile<C>>().map(|p| *p).map_err(|_| {
+        Error::Incompatible(format!(
+            "{}: {} cannot be loaded with a difference profile (negative counts)",
+            source.name().display(),
+            source.format().describe()
+        ))
+    })
+}
+
+/// Pushes a loaded profile's records into `sink` part by part, as a reader
+/// would, and returns what a read returns besides them: the profile
+/// without records (its stacks kept), per-part counts and totals.
+fn replay<C: Cost>(mut profile: Profile<C>, sink: &mut impl Sink<C>) -> ReadOutcome<C> {
+    struct Push<'a, S>(&'a mut S);
+    impl<C: Cost, S: Sink<C>> tally_model::PartVisitor<C> for Push<'_, S> {
+        fn line(&mut self, l: tally_model::LineRef<'_, C>) {
+            self.0.line(l.function, l.file, l.positions, l.costs);
+        }
+        fn call(&mut self, c: tally_model::CallRef<'_, C>) {
+            self.0.call(c.info, c.site, c.target, c.inclusive);
+        }
+        fn jump(&mut self, j: tally_model::JumpRef<'_, C>) {
+            self.0.jump(j.info, j.source, j.target);
+        }
+    }
+    let events = profile.events.len();
+    let mut stats = Vec::new();
+    for part in &mut profile.parts {
+        sink.start_part(profile.positions, events);
+        part.visit(&mut Push(sink));
+        stats.push(callgrind::PartStats {
+            totals: part.lines.totals().unwrap_or_else(|| vec![C::ZERO; events]),
+            lines: part.lines.len(),
+            calls: part.calls.len() as u64,
+            jumps: part.jumps.len() as u64,
+            summary_line: 0,
+            totals_line: 0,
+            first_body_line: 0,
+        });
+        let empty = tally_model::Part::new(profile.positions, events);
+        part.lines = empty.lines;
+        part.calls = empty.calls;
+        part.jumps = empty.jumps;
+    }
+    ReadOutcome {
+        profile,
+        stats,
+        warnings: Warnings::default(),
+        bytes: 0,
+        sums: Default::default(),
+    }
 }
 
 /// Opens every path as a [`Source`].

@@ -31,12 +31,16 @@ pub enum OutputFormat {
     Pprof,
     /// speedscope's JSON file format ([`crate::speedscope`]).
     Speedscope,
+    /// Folded stacks of one event ([`crate::folded`]); the profile must
+    /// hold stacks ([`tally_model::Profile::stacks`]).
+    Folded,
 }
 
 impl OutputFormat {
     /// The format an output's name implies: `*.speedscope.json`, `*.json`,
-    /// `*.dcpi`, `*.pb` or `*.pprof`, `cachegrind.out*` or `*.cachegrind`,
-    /// `callgrind.out*` or `*.callgrind`, with or without `.gz`.
+    /// `*.dcpi`, `*.pb` or `*.pprof`, `*.folded`, `cachegrind.out*` or
+    /// `*.cachegrind`, `callgrind.out*` or `*.callgrind`, with or without
+    /// `.gz`.
     pub fn from_name(path: &Path) -> Option<OutputFormat> {
         let name = path.file_name()?.to_string_lossy();
         let name = name.strip_suffix(".gz").unwrap_or(&name);
@@ -48,6 +52,8 @@ impl OutputFormat {
             Some(OutputFormat::Json)
         } else if name.ends_with(".dcpi") {
             Some(OutputFormat::Dcpi)
+        } else if name.ends_with(".folded") {
+            Some(OutputFormat::Folded)
         } else if name.starts_with("cachegrind.out") || name.ends_with(".cachegrind") {
             Some(OutputFormat::Cachegrind)
         } else if name.starts_with("callgrind.out") || name.ends_with(".callgrind") {
@@ -68,6 +74,7 @@ impl OutputFormat {
             OutputFormat::Dcpi => "dcpi",
             OutputFormat::Pprof => "pprof",
             OutputFormat::Speedscope => "speedscope",
+            OutputFormat::Folded => "folded",
         }
     }
 }
@@ -84,6 +91,7 @@ impl std::str::FromStr for OutputFormat {
             OutputFormat::Dcpi,
             OutputFormat::Pprof,
             OutputFormat::Speedscope,
+            OutputFormat::Folded,
         ]
         .into_iter()
         .find(|f| f.name().eq_ignore_ascii_case(s))
@@ -111,6 +119,9 @@ pub struct OutputOptions {
     pub compress_names: bool,
     /// gzip the output; `None` compresses when the name ends in `.gz`.
     pub gzip: Option<bool>,
+    /// Folded output: the recorded event written (index in the profile's
+    /// events); `None` for the first.
+    pub event: Option<usize>,
 }
 
 impl Default for OutputOptions {
@@ -119,6 +130,7 @@ impl Default for OutputOptions {
             format: None,
             compress_names: true,
             gzip: None,
+            event: None,
         }
     }
 }
@@ -139,6 +151,13 @@ pub fn write_profile<C: Cost>(
             path.display()
         )));
     }
+    if format == OutputFormat::Folded && profile.stacks.is_none() {
+        return Err(Error::Incompatible(format!(
+            "{}: folded output needs whole stacks, and the profile holds only caller-callee arcs",
+            path.display()
+        )));
+    }
+    let event = options.event.unwrap_or(0);
     // pprof files are gzip'd whatever their name, as Go writes them.
     let gzip = options.gzip.unwrap_or_else(|| {
         format == OutputFormat::Pprof || path.extension().is_some_and(|e| e == "gz")
@@ -156,6 +175,10 @@ pub fn write_profile<C: Cost>(
         OutputFormat::Pprof => crate::pprof::write(profile, w),
         OutputFormat::Speedscope => crate::speedscope::write(profile, &title, w),
         OutputFormat::Dcpi => Err(io::Error::other("DCPI output is written on its own")),
+        OutputFormat::Folded => match &profile.stacks {
+            Some(s) => crate::folded::write(&profile.names, s, event, w),
+            None => Ok(()),
+        },
     };
     write_file(path, |w| {
         if gzip {
