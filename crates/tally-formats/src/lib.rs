@@ -58,6 +58,7 @@ pub mod callgrind;
 pub mod dcpi;
 pub mod detect;
 pub mod error;
+pub mod fold;
 pub mod gmon;
 pub mod input;
 pub mod json;
@@ -70,6 +71,9 @@ pub mod source;
 pub use detect::Detected;
 pub use error::{Error, ParseErrorKind, Warning, WarningKind, Warnings};
 pub use input::Input;
-pub use load::{NullSink, parse_any, read, read_all, read_file, read_files, scan, scan_file};
+pub use load::{
+    NullSink, Records, parse_any, read, read_all, read_all_kept, read_file, read_files, read_kept,
+    scan, scan_file,
+};
 pub use output::{OutputFormat, OutputOptions, write_profile};
 pub use source::Source;
