@@ -62,6 +62,8 @@ struct FoldPart<C> {
     distinct: u64,
     line_index: FxHashMap<LineKey, u32>,
     lines: Vec<LineKey>,
+    /// The index of the line met last.
+    last_line: usize,
     line_costs: Vec<C>,
     call_index: FxHashMap<CallKey, u32>,
     calls: Vec<(CallKey, C, u64)>,
@@ -187,6 +189,7 @@ impl<C: Cost> Sink<C> for FoldSink<C> {
             distinct: 0,
             line_index: FxHashMap::default(),
             lines: Vec::new(),
+            last_line: 0,
             line_costs: Vec::new(),
             call_index: FxHashMap::default(),
             calls: Vec::new(),
@@ -205,13 +208,24 @@ impl<C: Cost> Sink<C> for FoldSink<C> {
             file,
             at: pos(positions),
         };
-        let n = p.lines.len() as u32;
-        let i = *p.line_index.entry(key).or_insert(n) as usize;
-        if i == n as usize {
-            p.lines.push(key);
-            p.line_costs.extend(std::iter::repeat_n(C::ZERO, ne));
-            p.distinct += 1;
-        }
+        // A repeated stretch of lines repeats them in the same order: try
+        // the line after the last one met, then that one, before hashing.
+        let next = p.last_line + 1;
+        let i = if p.lines.get(next) == Some(&key) {
+            next
+        } else if p.lines.get(p.last_line) == Some(&key) {
+            p.last_line
+        } else {
+            let n = p.lines.len() as u32;
+            let i = *p.line_index.entry(key).or_insert(n) as usize;
+            if i == n as usize {
+                p.lines.push(key);
+                p.line_costs.extend(std::iter::repeat_n(C::ZERO, ne));
+                p.distinct += 1;
+            }
+            i
+        };
+        p.last_line = i;
         if !add_all(&mut p.line_costs[i * ne..(i + 1) * ne], costs) {
             self.overflow.get_or_insert(function);
         }
