@@ -10,9 +10,12 @@ use tally_formats::{OutputFormat, OutputOptions, Source};
 use tally_model::{AnyCost, AnyProfile, Cost};
 
 /// Reads a Callgrind or Cachegrind file (or `-`), signed if it holds a
-/// negative count (a difference), and prints its warnings.
+/// negative count (a difference), and prints its warnings. Repeated
+/// records are summed as they are read (the combiner sums them anyway), so
+/// memory grows with the distinct records, not with the file's lines.
 pub fn load(path: &Path) -> anyhow::Result<AnyProfile> {
-    let (loaded, warnings) = tally_formats::read(&Source::open(path)?, None)?;
+    let (loaded, warnings) =
+        tally_formats::read_kept(&Source::open(path)?, tally_formats::Records::Folded, None)?;
     for w in warnings.iter() {
         eprintln!("{}: warning: {w}", path.display());
     }

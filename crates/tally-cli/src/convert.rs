@@ -203,7 +203,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let total: u64 = sources.iter().filter_map(Source::size).sum();
     let mut progress = Progress::new(Some(total));
     let mut update = |n| progress.update(n);
-    let (p, warnings) = tally_formats::read_all(&sources, Some(&mut update))?;
+    let (p, warnings) = read_profile(&sources, &mut update)?;
     drop(progress);
     for (s, ws) in sources.iter().zip(&warnings) {
         for w in ws.iter() {
@@ -231,6 +231,34 @@ fn write_unsigned(p: &Profile<u64>, args: &Args) -> anyhow::Result<Outcome> {
     let mut with = p.clone();
     tally_formats::pprof::set_estimated_stacks(&mut with, stacks);
     write(&with, args)
+}
+
+/// Reads the inputs as one profile: every record as read while they take
+/// less than [`FOLD_ABOVE`](tally_formats::limits::FOLD_ABOVE) in memory,
+/// else read again with repeated records summed, so that a file of many
+/// repeated lines converts in the memory its distinct records need.
+fn read_profile(
+    sources: &[Source],
+    update: &mut dyn FnMut(u64),
+) -> anyhow::Result<(tally_model::AnyProfile, Vec<tally_formats::Warnings>)> {
+    use tally_formats::{ParseErrorKind, Records, limits};
+    let ceiling = limits::memory_limit()?;
+    // Half the ceiling at most, so that the folded read has room.
+    let exact_limit = ceiling.map_or(limits::FOLD_ABOVE, |c| (c / 2).min(limits::FOLD_ABOVE));
+    let first =
+        tally_formats::read_all_kept(sources, Records::Exact, Some(exact_limit), Some(update));
+    match first {
+        Err(tally_formats::Error::Parse {
+            kind: ParseErrorKind::MemoryLimit { .. },
+            ..
+        }) if ceiling.is_none_or(|c| c > exact_limit) => Ok(tally_formats::read_all_kept(
+            sources,
+            Records::Folded,
+            ceiling,
+            Some(update),
+        )?),
+        r => Ok(r?),
+    }
 }
 
 /// Converts a DCPI profile (several are summed) with its image.

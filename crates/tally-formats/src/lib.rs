@@ -58,6 +58,7 @@ pub mod callgrind;
 pub mod dcpi;
 pub mod detect;
 pub mod error;
+pub mod fold;
 pub mod folded;
 pub mod gmon;
 pub mod input;
@@ -76,7 +77,8 @@ pub use detect::Detected;
 pub use error::{Error, ParseErrorKind, Warning, WarningKind, Warnings};
 pub use input::Input;
 pub use load::{
-    NullSink, parse_any, read, read_all, read_file, read_files, scan, scan_file, sum_bound,
+    NullSink, Records, parse_any, read, read_all, read_all_kept, read_file, read_files, read_kept,
+    scan, scan_file, sum_bound,
 };
 pub use output::{OutputFormat, OutputOptions, write_profile};
 pub use source::Source;

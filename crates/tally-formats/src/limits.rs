@@ -15,6 +15,13 @@
 use crate::error::Error;
 use std::sync::OnceLock;
 
+/// The memory a full load of `tally convert` may give to every record as
+/// read before it reads again keeping each distinct record once (repeats
+/// summed; see [`crate::fold`]): ordinary profiles convert line for line,
+/// and a file of many repeated lines needs no more than its distinct
+/// records.
+pub const FOLD_ABOVE: u64 = 64 << 20;
+
 /// The environment variable that sets the ceiling.
 pub const VARIABLE: &str = "TALLY_MAX_MEMORY";
 

@@ -19,6 +19,7 @@
 use crate::callgrind::{self, ProfileSink, ReadOptions, ReadOutcome};
 use crate::detect::Format;
 use crate::error::{Error, ParseErrorKind, Warnings};
+use crate::fold::FoldSink;
 use crate::source::Source;
 use std::path::Path;
 pub use tally_model::NullSink;
@@ -110,30 +111,73 @@ fn is_negative(e: &Error) -> bool {
     )
 }
 
+/// How a full load keeps the records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Records {
+    /// Every record as read, in the file's order (compactly coded): what
+    /// `read(write(p)) == p` needs.
+    Exact,
+    /// Each distinct record once, repeats summed into it (see
+    /// [`crate::fold`]): memory grows with the distinct records, not with
+    /// the lines.
+    Folded,
+}
+
+/// A sink that becomes a whole profile.
+trait Store<C: Cost>: Sink<C> + Default {
+    fn finish(self, read: ReadOutcome<C>, path: &Path) -> Result<(Profile<C>, Warnings), Error>;
+}
+
+impl<C: Cost> Store<C> for ProfileSink<C> {
+    fn finish(self, read: ReadOutcome<C>, _: &Path) -> Result<(Profile<C>, Warnings), Error> {
+        Ok(self.into_profile(read))
+    }
+}
+
+impl<C: Cost> Store<C> for FoldSink<C> {
+    fn finish(self, read: ReadOutcome<C>, path: &Path) -> Result<(Profile<C>, Warnings), Error> {
+        self.into_profile(read, path)
+    }
+}
+
 /// Reads one source whole, unsigned or signed.
 pub fn read(
     source: &Source,
     progress: Option<&mut dyn FnMut(u64)>,
 ) -> Result<(AnyProfile, Warnings), Error> {
-    if source.format() == Format::Pprof {
-        return Ok((read_pprof(source)?, Warnings::default()));
+    read_kept(source, Records::Exact, progress)
+}
+
+/// Reads one source whole, unsigned or signed, keeping its records as
+/// asked.
+pub fn read_kept(
+    source: &Source,
+    records: Records,
+    progress: Option<&mut dyn FnMut(u64)>,
+) -> Result<(AnyProfile, Warnings), Error> {
+    match records {
+        Records::Exact => read_into::<ProfileSink<u64>, ProfileSink<i64>>(source, progress),
+        Records::Folded => read_into::<FoldSink<u64>, FoldSink<i64>>(source, progress),
     }
-    let r = parse_any(
-        source,
-        ProfileSink::default(),
-        ProfileSink::default,
-        progress,
-    )?;
-    Ok(match r {
-        AnyCost::Unsigned((o, sink)) => {
-            let (p, w) = sink.into_profile(o);
-            (AnyCost::Unsigned(p), w)
-        }
-        AnyCost::Signed((o, sink)) => {
-            let (p, w) = sink.into_profile(o);
-            (AnyCost::Signed(p), w)
-        }
-    })
+}
+
+fn read_into<U: Store<u64>, S: Store<i64>>(
+    source: &Source,
+    progress: Option<&mut dyn FnMut(u64)>,
+) -> Result<(AnyProfile, Warnings), Error> {
+    let path = source.path();
+    Ok(
+        match parse_any(source, U::default(), S::default, progress)? {
+            AnyCost::Unsigned((o, sink)) => {
+                let (p, w) = sink.finish(o, path)?;
+                (AnyCost::Unsigned(p), w)
+            }
+            AnyCost::Signed((o, sink)) => {
+                let (p, w) = sink.finish(o, path)?;
+                (AnyCost::Signed(p), w)
+            }
+        },
+    )
 }
 
 /// Reads a source without keeping its records (header facts, names,
@@ -153,20 +197,35 @@ pub fn scan(
 /// the order given; signed if any of them is. Returns the warnings of each.
 pub fn read_all(
     sources: &[Source],
+    progress: Option<&mut dyn FnMut(u64)>,
+) -> Result<(AnyProfile, Vec<Warnings>), Error> {
+    read_all_kept(sources, Records::Exact, None, progress)
+}
+
+/// [`read_all`], keeping the records as asked, under a memory ceiling of
+/// the caller's (`None`: the configured one, [`crate::limits`]).
+pub fn read_all_kept(
+    sources: &[Source],
+    records: Records,
+    memory_limit: Option<u64>,
     mut progress: Option<&mut dyn FnMut(u64)>,
 ) -> Result<(AnyProfile, Vec<Warnings>), Error> {
+    let memory_limit = match memory_limit {
+        Some(l) => Some(l),
+        None => crate::limits::memory_limit()?,
+    };
     let first = {
         let mut step = |n: u64| {
             if let Some(p) = progress.as_mut() {
                 p(n)
             }
         };
-        read_sources::<u64>(sources, Some(&mut step))
+        read_sources_kept::<u64>(sources, records, memory_limit, Some(&mut step))
     };
     match first {
         Ok((p, w)) => Ok((AnyCost::Unsigned(p), w)),
         Err(e) if is_negative(&e) => {
-            let (p, w) = read_sources::<i64>(sources, progress)?;
+            let (p, w) = read_sources_kept::<i64>(sources, records, memory_limit, progress)?;
             Ok((AnyCost::Signed(p), w))
         }
         Err(e) => Err(e),
@@ -175,13 +234,33 @@ pub fn read_all(
 
 fn read_sources<C: Cost>(
     sources: &[Source],
+    progress: Option<&mut dyn FnMut(u64)>,
+) -> Result<(Profile<C>, Vec<Warnings>), Error> {
+    let limit = crate::limits::memory_limit()?;
+    read_sources_kept(sources, Records::Exact, limit, progress)
+}
+
+fn read_sources_kept<C: Cost>(
+    sources: &[Source],
+    records: Records,
+    memory_limit: Option<u64>,
+    progress: Option<&mut dyn FnMut(u64)>,
+) -> Result<(Profile<C>, Vec<Warnings>), Error> {
+    match records {
+        Records::Exact => read_sources_into::<C, ProfileSink<C>>(sources, memory_limit, progress),
+        Records::Folded => read_sources_into::<C, FoldSink<C>>(sources, memory_limit, progress),
+    }
+}
+
+fn read_sources_into<C: Cost, K: Store<C>>(
+    sources: &[Source],
+    memory_limit: Option<u64>,
     mut progress: Option<&mut dyn FnMut(u64)>,
 ) -> Result<(Profile<C>, Vec<Warnings>), Error> {
     let mut all: Option<Profile<C>> = None;
     let mut warnings = Vec::new();
     let mut done = 0u64;
     let mut sums = None;
-    let memory_limit = crate::limits::memory_limit()?;
     for source in sources {
         let stacked = if source.format() == Format::Pprof {
             Some(crate::pprof::read_as::<C>(source.name(), &source.bytes()?)?)
@@ -213,10 +292,10 @@ fn read_sources<C: Cost>(
             carried: sums.take(),
             memory_limit,
         };
-        let mut sink = ProfileSink::default();
+        let mut sink = K::default();
         let mut outcome = callgrind::parse::<C, _>(source.input()?, &mut sink, options)?;
         sums = Some(std::mem::take(&mut outcome.sums));
-        let (p, w) = sink.into_profile(outcome);
+        let (p, w) = sink.finish(outcome, source.path())?;
         done += source.size().unwrap_or(0);
         warnings.push(w);
         match all.as_mut() {
