@@ -784,7 +784,7 @@ pub mod shared {
 /// on which the plugin announces each process it starts recording: a
 /// forked child (its stream goes on from the parent's at the fork record
 /// with the same token), a program a process exec'd (a fresh stream), or
-/// an exec it could not follow. Each message is a [`HEADER`]-byte header
+/// an exec it could not follow. Each message is a [`control::HEADER`]-byte header
 /// (kind u8, three zero bytes, pid u32, parent pid u32, token u32), then
 /// the payload; the stream, the buffer file and the free-slot pipe's
 /// writing end come with a fork or exec message as `SCM_RIGHTS`.
