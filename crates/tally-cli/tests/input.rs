@@ -338,9 +338,11 @@ fn other_profilers_files_are_named() {
     bytes.extend_from_slice(&[0x68, 0, 0, 0, 0, 0, 0, 0]);
     bytes.resize(512, 0);
     std::fs::write(&perf, &bytes).unwrap();
+    // perf.data is read now: a header the parser cannot take (here an
+    // attribute size of 0) is refused with its offset, never a panic.
     let e = refused(&["check", perf.to_str().unwrap()], None);
     assert!(
-        e.contains("a Linux perf.data file: tally does not read perf data yet"),
+        e.contains("byte 16: malformed perf.data: the attribute size is 0"),
         "{e}"
     );
 

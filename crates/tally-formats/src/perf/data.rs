@@ -238,6 +238,52 @@ impl Symbolizer {
     }
 }
 
+/// Checks the fixed header before the parser sees it: the parser divides
+/// by the attribute size and trusts the sections' bounds, so a zero size
+/// or a section past the end must be refused here, with its offset.
+fn check_header(bytes: &[u8]) -> Result<(), (String, u64)> {
+    const LEN: usize = 104;
+    if bytes.len() < LEN {
+        return Err((
+            format!(
+                "the perf.data file is truncated ({} bytes; its header takes {LEN})",
+                bytes.len()
+            ),
+            bytes.len() as u64,
+        ));
+    }
+    let big = match &bytes[..8] {
+        b"PERFILE2" => false,
+        b"2ELIFREP" => true,
+        _ => return Err(("not a perf.data file (no `PERFILE2` magic)".into(), 0)),
+    };
+    let word = |at: usize| {
+        let b: [u8; 8] = bytes[at..at + 8].try_into().unwrap_or([0; 8]);
+        if big {
+            u64::from_be_bytes(b)
+        } else {
+            u64::from_le_bytes(b)
+        }
+    };
+    if word(16) == 0 {
+        return Err(("malformed perf.data: the attribute size is 0".into(), 16));
+    }
+    let total = bytes.len() as u64;
+    for (at, what) in [(24, "attribute"), (40, "data"), (56, "event type")] {
+        let end = word(at).checked_add(word(at + 8));
+        if end.is_none_or(|e| e > total) {
+            return Err((
+                format!(
+                    "the perf.data file is truncated ({total} bytes): its {what} section ends at {}",
+                    end.map_or_else(|| "past 2^64".into(), |e| e.to_string())
+                ),
+                at as u64,
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Reads a perf.data file held in `bytes`.
 pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
     let furthest = Rc::new(Cell::new(0u64));
@@ -261,6 +307,7 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
             fail(format!("malformed perf.data: {e}"), at)
         }
     };
+    check_header(bytes).map_err(|(message, at)| fail(message, at))?;
     let reader = Tracked {
         inner: std::io::Cursor::new(bytes),
         furthest: furthest.clone(),
