@@ -2,7 +2,9 @@
 //! write them and `flamegraph.pl` and inferno read them: one line per
 //! stack, frames root first separated by `;`, then a space and a count.
 //!
-//!     main;parse;read_token 120
+//! ```text
+//! main;parse;read_token 120
+//! ```
 //!
 //! A frame is a function name only (no object, file or line), and a file
 //! holds one event, whose name the format does not carry: the reader calls

@@ -2,9 +2,11 @@
 //! a header line per sample, then one indented line per frame, leaf first,
 //! and a blank line.
 //!
-//!     prog  4786 35246.145148:     250000 cpu-clock:
-//!                     1152 leaf+0x19 (/tmp/prog)
-//!                     122f main+0x1c (/tmp/prog)
+//! ```text
+//! prog  4786 35246.145148:     250000 cpu-clock:
+//!                 1152 leaf+0x19 (/tmp/prog)
+//!                 122f main+0x1c (/tmp/prog)
+//! ```
 //!
 //! The header's last word ending in `:` that is not a time is the event
 //! (`cycles:u:` is the event `cycles:u`), and the number before it the
