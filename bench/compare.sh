@@ -1,166 +1,118 @@
 #!/usr/bin/env bash
-# Compares tally's Callgrind reader with `wc -l` (the floor: read the bytes,
-# find the newlines) and with Valgrind's callgrind_annotate, on large
-# profiles written by tally-gen (what Valgrind 3.19 writes with
-# --dump-instr=yes --collect-jumps=yes). Measures time (hyperfine),
-# throughput, and peak memory (/usr/bin/time -v), and prints a Markdown
-# report on standard output; progress goes to standard error.
+# tally against Valgrind's and GNU's tools on the real-profile corpus
+# (bench/corpus.sh, built first or reused), with `wc -l` on the same file as
+# the floor. Every pair is timed with hyperfine in this one run, and the
+# ratios printed are of these timings. Prints a Markdown report on standard
+# output; progress goes to standard error.
+#
+#   bench/compare.sh [CORPUS-DIR]     # default bench/corpus
 #
 # Environment (all optional):
-#   TALLY_BENCH_DIR      scratch directory            (default /tmp/tally-bench)
-#   TALLY_BENCH_SIZES    sizes to generate, tally-gen syntax, 1M = 2^20 bytes
-#                                                      (default "100M 500M")
-#   TALLY_BENCH_EVENTS   ir | cache                   (default ir: Callgrind's
-#                        default events; cache = the nine --cache-sim events)
-#   TALLY_BENCH_SEED     generator seed               (default 1)
-#   TALLY_BENCH_RUNS     hyperfine runs per command   (default 5)
-#   TALLY_BENCH_SKIP_ANNOTATE=1   do not run callgrind_annotate (it takes
-#                        minutes; it runs once, on the first size only)
-#   TALLY_BENCH_KEEP=1   keep the generated profiles (removed by default)
-#
-# Installs hyperfine and GNU time with apt-get if they are missing.
+#   TALLY_BENCH_RUNS       hyperfine runs of the fast commands (default 10)
+#   TALLY_BENCH_SLOW_RUNS  runs of callgrind_annotate on the cc1 profile
+#                          (default 1: it takes about a minute)
+#   TALLY_CORPUS_SKIP=cc1  passed to corpus.sh: leave the cc1 profile out
 set -euo pipefail
-cd "$(dirname "$0")/.."
-
-dir=${TALLY_BENCH_DIR:-/tmp/tally-bench}
-sizes=${TALLY_BENCH_SIZES:-100M 500M}
-events=${TALLY_BENCH_EVENTS:-ir}
-seed=${TALLY_BENCH_SEED:-1}
-runs=${TALLY_BENCH_RUNS:-5}
-skip_annotate=${TALLY_BENCH_SKIP_ANNOTATE:-0}
-keep=${TALLY_BENCH_KEEP:-0}
-
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=${1:-$root/bench/corpus}
+runs=${TALLY_BENCH_RUNS:-10}
+slow_runs=${TALLY_BENCH_SLOW_RUNS:-1}
 log() { echo "compare.sh: $*" >&2; }
 
-install_packages() {
-    local sudo=()
-    if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
-    export DEBIAN_FRONTEND=noninteractive
-    "${sudo[@]}" apt-get update >&2
-    "${sudo[@]}" apt-get install -y --no-install-recommends "$@" >&2
-}
+for t in hyperfine callgrind_annotate cg_annotate cg_merge cg_diff gprof python3; do
+    command -v "$t" >/dev/null || { log "needs $t"; exit 1; }
+done
 
-missing=()
-command -v hyperfine >/dev/null || missing+=(hyperfine)
-[ -x /usr/bin/time ] || missing+=(time)
-if [ ${#missing[@]} -gt 0 ]; then
-    log "installing ${missing[*]}"
-    install_packages "${missing[@]}"
-fi
+log "corpus in $dir"
+corpus_table=$("$root/bench/corpus.sh" "$dir")
+log "building tally (release)"
+(cd "$root" && cargo build --release -p tally-cli >&2)
+tally=${CARGO_TARGET_DIR:-$root/target}/release/tally
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
-log "building tally and tally-gen (release)"
-cargo build --release -p tally-cli -p tally-gen >&2
-target=${CARGO_TARGET_DIR:-$PWD/target}
-tally=$target/release/tally
-gen=$target/release/tally-gen
-
-mkdir -p "$dir"
-annotate=""
-if [ "$skip_annotate" != 1 ]; then
-    if command -v callgrind_annotate >/dev/null; then
-        annotate=$(command -v callgrind_annotate)
-    else
-        log "callgrind_annotate not installed (apt-get install valgrind): skipped"
-    fi
-fi
-
-# Peak RSS in MB from a GNU time report.
-rss_of() { awk -F': ' '/Maximum resident set size/ { printf "%.0f", $2 / 1024 }' "$1"; }
-
-# Runs a command once under GNU time; prints its peak RSS in MB.
-peak_rss() {
-    /usr/bin/time -v -o "$dir/time.txt" "$@" >"$dir/stdout.txt" 2>"$dir/stderr.txt" || true
-    rss_of "$dir/time.txt"
-}
-
-# Mean and standard deviation (seconds) of the command named $2 in a
-# hyperfine CSV file $1.
-stats_of() {
-    awk -F, -v name="$2" 'NR > 1 && $1 == name { printf "%s %s", $2, $3 }' "$1"
+# Mean and σ (seconds) of each command of a hyperfine JSON export, one
+# line per command: NAME<TAB>MEAN<TAB>STDDEV.
+means() {
+    python3 -c '
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    print("%s\t%.6f\t%.6f" % (r["command"], r["mean"], r["stddev"] or 0))' "$1"
 }
 
 rows=()
-notes=()
-first=""
-for size in $sizes; do
-    file="$dir/callgrind.$size.$events.seed$seed.out"
-    log "generating $file"
-    rm -f "$file"
-    "$gen" --size "$size" --events "$events" --seed "$seed" -o "$file" 2>"$dir/gen.txt"
-    bytes=$(stat -c %s "$file")
-    mb=$(awk -v b="$bytes" 'BEGIN { printf "%.1f", b / 1e6 }')
-    counts=$(awk '/cost lines|calls|jumps|functions/ { printf "%s%s %s", sep, $NF, $1 == "cost" ? "cost lines" : $1; sep = ", " }' "$dir/gen.txt")
-    speed=$(sed -n 's/.* bytes in \(.*\)$/\1/p' "$dir/gen.txt")
-    notes+=("- \`$(basename "$file")\`: $mb MB, $counts; generated in $speed.")
-    if [ -z "$first" ]; then first=$file; fi
-
-    # tally's own verdict first: any error or warning is a finding.
-    if ! "$tally" check "$file" >"$dir/check.txt" 2>&1 || grep -qi warning "$dir/check.txt"; then
-        notes+=("- **\`tally check\` reported a problem on \`$(basename "$file")\`:**")
-        notes+=("\`\`\`" "$(cat "$dir/check.txt")" "\`\`\`")
+# Times a reference command, tally's command and `wc -l` on the file;
+# adds a row with both ratios.
+#   compare WHAT FILE REF-NAME REF-RUNS REF-CMD TALLY-CMD
+compare() {
+    local what=$1 file=$2 ref_name=$3 ref_runs=$4 ref_cmd=$5 tally_cmd=$6
+    if [ ! -s "$file" ]; then
+        rows+=("| $what | | | | | not in the corpus |")
+        return
     fi
+    log "$what"
+    hyperfine -N --style basic --warmup 1 --runs "$runs" --export-json "$scratch/t.json" \
+        -n wc "wc -l $file" -n tally "$tally_cmd" >&2
+    local w t ws ts r rs
+    IFS=$'\t' read -r _ w ws < <(means "$scratch/t.json" | grep '^wc')
+    IFS=$'\t' read -r _ t ts < <(means "$scratch/t.json" | grep '^tally')
+    local warm=1
+    [ "$ref_runs" -gt 1 ] || warm=0
+    hyperfine -N --style basic --warmup "$warm" --runs "$ref_runs" --export-json "$scratch/r.json" \
+        -n ref "$ref_cmd" >&2
+    IFS=$'\t' read -r _ r rs < <(means "$scratch/r.json")
+    rows+=("$(awk -v what="$what" -v ref="$ref_name" -v w="$w" -v t="$t" -v ts="$ts" -v r="$r" -v rs="$rs" -v n="$ref_runs" 'BEGIN {
+        fmt = (r >= 10) ? "%.1f" : "%.3f"
+        printf "| %s | %.4f | %.4f ± %.4f | %s: " fmt " ± " fmt " (%d runs) | **%.0f×** | %.1f× |", what, w, t, ts, ref, r, rs, n, r / t, t / w }')")
+}
 
-    converted="$dir/converted.out"
-    csv="$dir/hyperfine.csv"
-    q=$(printf %q "$file")
-    log "timing on $mb MB ($runs runs each)"
-    # --ignore-failure: a failing `tally check` is reported above, and the
-    # timings are still worth having.
-    hyperfine --style basic --ignore-failure --warmup 1 --runs "$runs" --export-csv "$csv" \
-        --command-name "wc -l" "wc -l $q" \
-        --command-name "tally check" "$(printf %q "$tally") check $q" \
-        --command-name "tally convert (load + write)" \
-        "$(printf %q "$tally") convert $q -o $(printf %q "$converted") --to callgrind" >&2
-    for name in "wc -l" "tally check" "tally convert (load + write)"; do
-        read -r mean sd <<<"$(stats_of "$csv" "$name")"
-        case $name in
-            "wc -l") rss=$(peak_rss wc -l "$file") ;;
-            "tally check") rss=$(peak_rss "$tally" check "$file") ;;
-            *) rss=$(peak_rss "$tally" convert "$file" -o "$converted" --to callgrind) ;;
-        esac
-        rows+=("| $mb | $name | $(printf '%.3f ± %.3f' "$mean" "$sd") | $(awk -v b="$bytes" -v t="$mean" 'BEGIN { printf "%.0f", b / 1e6 / t }') | $rss |")
-    done
-    rm -f "$converted"
+cc1=$dir/cc1.callgrind.out
+py=$dir/python.callgrind.out
+a=$dir/python.a.cachegrind.out
+b=$dir/python.b.cachegrind.out
+gmon=$dir/lua.gmon.out
+prog=$dir/luarun-pg
 
-    if [ -n "$annotate" ] && [ "$file" = "$first" ]; then
-        log "timing callgrind_annotate on $mb MB (one run; this takes minutes)"
-        hyperfine --style basic --ignore-failure --warmup 0 --runs 1 --export-csv "$csv" \
-            --command-name "callgrind_annotate" \
-            "/usr/bin/time -v -o $(printf %q "$dir/annotate-time.txt") $(printf %q "$annotate") $q" >&2
-        read -r mean sd <<<"$(stats_of "$csv" "callgrind_annotate")"
-        rss=$(rss_of "$dir/annotate-time.txt")
-        rows+=("| $mb | callgrind_annotate | $(printf '%.1f' "$mean") (1 run) | $(awk -v b="$bytes" -v t="$mean" 'BEGIN { printf "%.1f", b / 1e6 / t }') | $rss |")
-    fi
-done
-
-if [ "$keep" != 1 ]; then
-    for size in $sizes; do rm -f "$dir/callgrind.$size.$events.seed$seed.out"; done
+compare "cc1: annotate --inclusive=yes --tree=both" "$cc1" callgrind_annotate "$slow_runs" \
+    "callgrind_annotate --inclusive=yes --tree=both $cc1" \
+    "$tally annotate --inclusive=yes --tree=both $cc1"
+compare "cc1: check (reading only)" "$cc1" "callgrind_annotate --auto=no" "$slow_runs" \
+    "callgrind_annotate --auto=no $cc1" "$tally check -q $cc1"
+compare "python: annotate --inclusive=yes --tree=both" "$py" callgrind_annotate 3 \
+    "callgrind_annotate --inclusive=yes --tree=both $py" \
+    "$tally annotate --inclusive=yes --tree=both $py"
+compare "python Cachegrind: annotate" "$a" cg_annotate "$runs" \
+    "cg_annotate $a" "$tally annotate $a"
+compare "python Cachegrind: merge A B" "$a" cg_merge "$runs" \
+    "cg_merge -o $scratch/cg.merged $a $b" "$tally merge -o $scratch/tally.merged $a $b"
+compare "python Cachegrind: diff A B" "$a" cg_diff "$runs" \
+    "cg_diff $a $b" "$tally diff $a $b"
+if [ -s "$gmon" ]; then
+    compare "Lua gmon.out: gprof -b" "$gmon" "gprof -b" "$runs" \
+        "gprof -b $prog $gmon" "$tally gprof -b $prog $gmon"
+    compare "Lua gmon.out: gprof -b -l" "$gmon" "gprof -b -l" "$runs" \
+        "gprof -b -l $prog $gmon" "$tally gprof -b -l $prog $gmon"
 fi
 
-cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
-mem=$(awk '/^MemTotal/ { printf "%.1f GB", $2 / 1048576 }' /proc/meminfo)
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if ! git diff --quiet HEAD 2>/dev/null; then commit="$commit (with local changes)"; fi
-valgrind_version=$( (valgrind --version 2>/dev/null) || echo "not installed")
-
-echo "## Callgrind reading: tally vs wc -l vs callgrind_annotate"
+size_of() { [ -s "$1" ] && awk -v b="$(stat -c %s "$1")" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
+echo "## Real corpus: tally against Valgrind's and GNU's tools"
 echo
-echo "Generated profiles (\`tally-gen --events $events --seed $seed\`, instruction-level"
-echo "positions, jumps, compressed names and positions, as Valgrind 3.19 writes with"
-echo "\`--dump-instr=yes --collect-jumps=yes\`):"
+echo "The corpus (\`bench/corpus.sh\`):"
 echo
-printf '%s\n' "${notes[@]}"
+echo "$corpus_table"
 echo
-echo "| file (MB) | command | time (s), mean ± σ | MB/s | peak RSS (MB) |"
-echo "|---:|---|---:|---:|---:|"
+echo "| command | \`wc -l\` (s) | tally (s) | reference (s) | speed-up | tally / \`wc -l\` |"
+echo "|---|---:|---:|---|---:|---:|"
 printf '%s\n' "${rows[@]}"
 echo
-echo "\`tally check\` streams (validates, sums, counts; keeps names only);"
-echo "\`tally convert --to callgrind\` loads the whole profile into memory and"
-echo "writes it back (to a file in the scratch directory). Times: hyperfine,"
-echo "$runs runs after 1 warm-up (files in the page cache); callgrind_annotate:"
-echo "one run. Peak RSS: one run under \`/usr/bin/time -v\`."
+echo "\`wc -l\` reads the first file named (the floor of any reader). Merge and"
+echo "diff read both Cachegrind files ($(size_of "$a") and $(size_of "$b")). tally"
+echo "and \`wc -l\`: hyperfine -N, $runs runs after a warm-up; the reference"
+echo "tools as stated."
 echo
-echo "Machine: $(nproc) CPUs ($cpu), $mem RAM, $(uname -sr);"
-echo "$(rustc --version); $(hyperfine --version); $valgrind_version; tally $commit;"
-echo "$(date -u +%Y-%m-%d)."
+cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+echo "Machine: $(nproc) CPUs ($cpu), $(uname -sr); $(rustc --version);"
+echo "$(hyperfine --version); $(valgrind --version); $(gprof --version | head -1);"
+echo "tally $(cd "$root" && git rev-parse --short HEAD); $(date -u '+%Y-%m-%d %H:%M UTC');"
+echo "load average before $load_before, after $(cut -d' ' -f1-3 /proc/loadavg)."

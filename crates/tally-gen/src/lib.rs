@@ -38,6 +38,7 @@
 
 mod body;
 mod emit;
+pub mod measure;
 mod model;
 mod rng;
 

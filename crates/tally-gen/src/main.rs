@@ -15,8 +15,8 @@ use tally_model::thousands;
 #[command(name = "tally-gen", version, about)]
 struct Args {
     /// Target size: bytes, or with a suffix K, M, G (binary: 1K = 1024).
-    #[arg(long, value_parser = size_arg)]
-    size: u64,
+    #[arg(long, value_parser = size_arg, required_unless_present = "measure")]
+    size: Option<u64>,
     /// Seed of all random choices; the same arguments give the same bytes.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -33,8 +33,13 @@ struct Args {
     #[arg(long)]
     blocks: Option<u64>,
     /// Output file (`-` for standard output).
-    #[arg(short, long)]
-    output: PathBuf,
+    #[arg(short, long, required_unless_present = "measure")]
+    output: Option<PathBuf>,
+    /// Generate nothing: print the line mix of these Callgrind files
+    /// (kinds of lines, name lengths, first definitions, context names,
+    /// call and jump density) as a Markdown table, a column per file.
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with_all = ["size", "output"])]
+    measure: Vec<PathBuf>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -49,9 +54,16 @@ fn size_arg(s: &str) -> Result<u64, String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if !args.measure.is_empty() {
+        return measure(&args.measure);
+    }
+    let (Some(size), Some(output)) = (args.size, args.output) else {
+        eprintln!("tally-gen: --size and --output are needed to generate");
+        return ExitCode::from(2);
+    };
     let config = Config {
         seed: args.seed,
-        size: args.size,
+        size,
         events: match args.events {
             Events::Ir => EventSet::Ir,
             Events::Cache => EventSet::Cache,
@@ -60,18 +72,46 @@ fn main() -> ExitCode {
         blocks: args.blocks,
     };
     let start = Instant::now();
-    let result = if args.output.as_os_str() == "-" {
+    let result = if output.as_os_str() == "-" {
         generate(&config, &mut io::stdout().lock())
     } else {
-        File::create(&args.output).and_then(|mut f| generate(&config, &mut f))
+        File::create(&output).and_then(|mut f| generate(&config, &mut f))
     };
     match result {
         Ok(stats) => {
-            print_stats(&args.output, &stats, start.elapsed().as_secs_f64());
+            print_stats(&output, &stats, start.elapsed().as_secs_f64());
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("tally-gen: {}: {e}", args.output.display());
+            eprintln!("tally-gen: {}: {e}", output.display());
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `--measure`: the line mix of each file, one table.
+fn measure(files: &[PathBuf]) -> ExitCode {
+    let mut mixes = Vec::new();
+    for f in files {
+        match std::fs::read(f) {
+            Ok(text) => mixes.push(tally_gen::measure::measure(&text)),
+            Err(e) => {
+                eprintln!("tally-gen: {}: {e}", f.display());
+                return ExitCode::from(1);
+            }
+        }
+    }
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| {
+            f.file_name()
+                .map_or_else(|| f.display().to_string(), |n| n.to_string_lossy().into())
+        })
+        .collect();
+    match tally_gen::measure::report(&mut io::stdout().lock(), &names, &mixes) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tally-gen: standard output: {e}");
             ExitCode::from(1)
         }
     }
