@@ -12,6 +12,7 @@
 #   TALLY_BENCH_SLOW_RUNS  runs of callgrind_annotate on the cc1 profile
 #                          (default 1: it takes about a minute)
 #   TALLY_CORPUS_SKIP=cc1  passed to corpus.sh: leave the cc1 profile out
+#   TALLY_BIN              a tally binary to time (default: build this tree's)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$root/bench/corpus}
@@ -25,9 +26,12 @@ done
 
 log "corpus in $dir"
 corpus_table=$("$root/bench/corpus.sh" "$dir")
-log "building tally (release)"
-(cd "$root" && cargo build --release -p tally-cli >&2)
-tally=${CARGO_TARGET_DIR:-$root/target}/release/tally
+tally=${TALLY_BIN:-}
+if [ -z "$tally" ]; then
+    log "building tally (release)"
+    (cd "$root" && cargo build --release -p tally-cli >&2)
+    tally=${CARGO_TARGET_DIR:-$root/target}/release/tally
+fi
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)

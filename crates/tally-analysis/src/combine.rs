@@ -13,6 +13,7 @@
 //! (function, file) block, so merging one profile gives back its own order.
 //! Arithmetic is checked: an overflow is an error, never a wrap.
 
+use crate::folding::{BlockLines, CallKey, Folding, JumpKey, Pos, pos};
 use crate::subst::Subst;
 use rustc_hash::FxHashMap;
 use std::borrow::Cow;
@@ -160,33 +161,6 @@ pub enum Sign {
 }
 
 const NP: usize = 3;
-type Pos = [u64; NP];
-
-fn pos(p: &[u64]) -> Pos {
-    let mut a = [0; NP];
-    a[..p.len()].copy_from_slice(p);
-    a
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct CallKey {
-    caller: FunctionId,
-    site_file: FileId,
-    callee: FunctionId,
-    site: Pos,
-    target: Pos,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct JumpKey {
-    function: FunctionId,
-    file: FileId,
-    target_function: FunctionId,
-    target_file: FileId,
-    conditional: bool,
-    source: Pos,
-    target: Pos,
-}
 
 #[derive(Clone, Copy)]
 enum Rec {
@@ -201,11 +175,11 @@ struct BlockAcc {
     file: FileId,
     /// Lines, calls and jumps in first-seen order.
     recs: Vec<Rec>,
-    /// The block's lines (indices into the part's line arrays).
-    lines: Vec<u32>,
-    /// Position → place in `lines`. Per block, so that lookups hit a small
-    /// table that stays in cache while the block is folded.
-    index: FxHashMap<Pos, u32>,
+    /// The block's lines (indices into the part's line arrays), found
+    /// without hashing when they come in the order seen before or in
+    /// increasing positions; a per-block index otherwise, small enough to
+    /// stay in cache while the block is folded.
+    lines: BlockLines,
 }
 
 /// One output part being built.
@@ -249,11 +223,178 @@ impl<C: Cost> PartAcc<C> {
                 function,
                 file,
                 recs: Vec::new(),
-                lines: Vec::new(),
-                index: FxHashMap::default(),
+                lines: BlockLines::new(),
             });
         }
         b as usize
+    }
+}
+
+/// An input's names and events in the output's terms.
+struct Mapping {
+    /// For each output event, its index in the input.
+    events: Vec<usize>,
+    functions: Vec<FunctionId>,
+    files: Vec<FileId>,
+}
+
+impl Mapping {
+    #[inline]
+    fn function(&self, f: FunctionId) -> FunctionId {
+        self.functions[f.index()]
+    }
+
+    #[inline]
+    fn file(&self, f: FileId) -> FileId {
+        self.files[f.index()]
+    }
+
+    fn call_key<I: Cost>(
+        &self,
+        c: &CallInfo<I>,
+        site: &[u64],
+        target: &[u64],
+        per_function: bool,
+    ) -> CallKey {
+        CallKey {
+            caller: self.function(c.caller),
+            site_file: self.file(c.site_file),
+            callee: self.function(c.callee),
+            site: key_pos(site, per_function),
+            target: key_pos(target, per_function),
+        }
+    }
+
+    fn jump_key<I: Cost>(
+        &self,
+        j: &JumpInfo<I>,
+        source: &[u64],
+        target: &[u64],
+        per_function: bool,
+    ) -> JumpKey {
+        JumpKey {
+            function: self.function(j.function),
+            file: self.file(j.file),
+            target_function: self.function(j.target_function),
+            target_file: self.file(j.target_file),
+            conditional: j.conditional,
+            source: key_pos(source, per_function),
+            target: key_pos(target, per_function),
+        }
+    }
+}
+
+/// The positions a record is summed at: line 0 per function when asked.
+#[inline]
+fn key_pos(p: &[u64], per_function: bool) -> Pos {
+    if per_function { [0; NP] } else { pos(p) }
+}
+
+/// Folds the lines of one input block into an output block.
+struct LineFold<'a, C> {
+    block: &'a mut BlockAcc,
+    line_pos: &'a mut Vec<Pos>,
+    line_costs: &'a mut Vec<C>,
+    ne: usize,
+    per_function: bool,
+    events: &'a [usize],
+    sign: Sign,
+}
+
+impl<'a, C: Cost> LineFold<'a, C> {
+    fn new(
+        acc: &'a mut PartAcc<C>,
+        b: usize,
+        per_function: bool,
+        events: &'a [usize],
+        sign: Sign,
+    ) -> Self {
+        let block = &mut acc.blocks[b];
+        block.lines.rewind();
+        LineFold {
+            block,
+            line_pos: &mut acc.line_pos,
+            line_costs: &mut acc.line_costs,
+            ne: events.len(),
+            per_function,
+            events,
+            sign,
+        }
+    }
+
+    /// Adds one line; on failure the output's value and the input's.
+    #[inline]
+    fn add<I: Cost>(&mut self, positions: &[u64], costs: &[I]) -> Result<(), (C, I)> {
+        let ne = self.ne;
+        let key = key_pos(positions, self.per_function);
+        let (i, new) = self.block.lines.find_or_add(key, self.line_pos);
+        if new {
+            self.line_costs.extend(std::iter::repeat_n(C::ZERO, ne));
+            self.block.recs.push(Rec::Line(i as u32));
+        }
+        let dst = &mut self.line_costs[i * ne..(i + 1) * ne];
+        let mut failed = None;
+        for (o, &e) in self.events.iter().enumerate() {
+            let v = costs.get(e).copied().unwrap_or(I::ZERO);
+            match combine(dst[o], v, self.sign) {
+                Some(r) => dst[o] = r,
+                None => {
+                    failed.get_or_insert((dst[o], v));
+                }
+            }
+        }
+        failed.map_or(Ok(()), Err)
+    }
+}
+
+impl<C: Cost> PartAcc<C> {
+    /// Adds one call; on failure the output's value and the input's.
+    fn add_call<I: Cost>(
+        &mut self,
+        key: CallKey,
+        count: I,
+        inclusive: &[I],
+        events: &[usize],
+        sign: Sign,
+    ) -> Result<(), (C, I)> {
+        let ne = events.len();
+        let b = self.block(key.caller, key.site_file);
+        let n = self.calls.len() as u32;
+        let i = *self.call_index.entry(key).or_insert(n) as usize;
+        if i == n as usize {
+            self.calls.push((key, C::ZERO));
+            self.call_costs.extend(std::iter::repeat_n(C::ZERO, ne));
+            self.blocks[b].recs.push(Rec::Call(n));
+        }
+        let c = &mut self.calls[i].1;
+        *c = combine(*c, count, sign).ok_or((*c, count))?;
+        let dst = &mut self.call_costs[i * ne..(i + 1) * ne];
+        for (o, &e) in events.iter().enumerate() {
+            let v = inclusive.get(e).copied().unwrap_or(I::ZERO);
+            dst[o] = combine(dst[o], v, sign).ok_or((dst[o], v))?;
+        }
+        Ok(())
+    }
+
+    /// Adds one jump; on failure the output's value and the input's.
+    fn add_jump<I: Cost>(
+        &mut self,
+        key: JumpKey,
+        executed: I,
+        taken: I,
+        sign: Sign,
+    ) -> Result<(), (C, I)> {
+        let b = self.block(key.function, key.file);
+        let n = self.jumps.len() as u32;
+        let i = *self.jump_index.entry(key).or_insert(n) as usize;
+        if i == n as usize {
+            self.jumps.push((key, C::ZERO, C::ZERO));
+            self.blocks[b].recs.push(Rec::Jump(n));
+        }
+        let r = &mut self.jumps[i];
+        r.1 = combine(r.1, executed, sign).ok_or((r.1, executed))?;
+        r.2 = combine(r.2, taken, sign).ok_or((r.2, taken))?;
+        Ok(())
     }
 }
 
@@ -388,6 +529,144 @@ impl<C: Cost> Combiner<C> {
         sign: Sign,
         label: &str,
     ) -> Result<(), CombineError> {
+        let map = self.prepare(p, label)?;
+        let per_function = self.options.per_function;
+        for (pi, part) in p.parts.iter().enumerate() {
+            let ne = self.events.as_ref().map_or(0, Events::len);
+            let acc = self.part_for(
+                pi,
+                ne,
+                &part.info,
+                stated_total(part, p.events.len()),
+                &map,
+                sign,
+            );
+            if acc.line_pos.is_empty() {
+                // The first input sets the size: reserve once, not by
+                // doubling (copies and page faults).
+                let n = part.lines.len() as usize;
+                acc.line_pos.reserve(n);
+                acc.line_costs.reserve(n * ne);
+            }
+            let mut failed: Option<CombineError> = None;
+            for (bi, blk) in part.lines.blocks().iter().enumerate() {
+                let b = acc.block(map.function(blk.function), map.file(blk.file));
+                let mut fold = LineFold::new(acc, b, per_function, &map.events, sign);
+                part.lines.for_each_in_block(bi, |l| {
+                    if let Err((d, v)) = fold.add(l.positions, l.costs)
+                        && failed.is_none()
+                    {
+                        failed = Some(arith_failure(
+                            d,
+                            v,
+                            sign,
+                            label,
+                            p.names.function_name(blk.function),
+                        ));
+                    }
+                });
+            }
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            for c in part.calls.iter() {
+                let key = map.call_key(&c.info, c.site, c.target, per_function);
+                acc.add_call(key, c.info.count, c.inclusive, &map.events, sign)
+                    .map_err(|(d, v)| {
+                        arith_failure(d, v, sign, label, p.names.function_name(c.info.caller))
+                    })?;
+            }
+            for j in part.jumps.iter() {
+                let key = map.jump_key(&j.info, j.source, j.target, per_function);
+                acc.add_jump(key, j.info.executed, j.info.taken, sign)
+                    .map_err(|(d, v)| {
+                        arith_failure(d, v, sign, label, p.names.function_name(j.info.function))
+                    })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds (or subtracts) an input folded as it was read: `p` is the
+    /// read's profile without records (header facts, names, parts' facts
+    /// and stated totals), `folded` the records its reader pushed. The
+    /// result is what [`Combiner::add`] gives for the profile `p` with
+    /// those records, without building it.
+    pub fn add_folded<I: Cost>(
+        &mut self,
+        p: &Profile<I>,
+        folded: &Folding<I>,
+        sign: Sign,
+        label: &str,
+    ) -> Result<(), CombineError> {
+        let map = self.prepare(p, label)?;
+        let per_function = self.options.per_function;
+        let ne = self.events.as_ref().map_or(0, Events::len);
+        let default_info = PartInfo::default();
+        for pi in 0..p.parts.len().max(folded.parts.len()) {
+            let (info, stated) = match p.parts.get(pi) {
+                Some(part) => (&part.info, stated_total(part, p.events.len())),
+                None => (&default_info, None),
+            };
+            let acc = self.part_for(pi, ne, info, stated, &map, sign);
+            let Some(fp) = folded.parts.get(pi) else {
+                continue;
+            };
+            if acc.line_pos.is_empty() {
+                acc.line_pos.reserve(fp.line_pos.len());
+                acc.line_costs.reserve(fp.line_pos.len() * ne);
+            }
+            let ie = fp.events;
+            for blk in &fp.blocks {
+                let b = acc.block(map.function(blk.function), map.file(blk.file));
+                let mut fold = LineFold::new(acc, b, per_function, &map.events, sign);
+                for &i in &blk.lines.lines {
+                    let i = i as usize;
+                    let costs = &fp.line_costs[i * ie..(i + 1) * ie];
+                    fold.add(&fp.line_pos[i], costs).map_err(|(d, v)| {
+                        arith_failure(d, v, sign, label, p.names.function_name(blk.function))
+                    })?;
+                }
+            }
+            for (i, (k, count)) in fp.calls.iter().enumerate() {
+                let info = CallInfo {
+                    caller: k.caller,
+                    site_file: k.site_file,
+                    callee: k.callee,
+                    count: *count,
+                    seq: 0,
+                };
+                let key = map.call_key(&info, &k.site, &k.target, per_function);
+                let inclusive = &fp.call_costs[i * ie..(i + 1) * ie];
+                acc.add_call(key, *count, inclusive, &map.events, sign)
+                    .map_err(|(d, v)| {
+                        arith_failure(d, v, sign, label, p.names.function_name(k.caller))
+                    })?;
+            }
+            for (k, executed, taken) in &fp.jumps {
+                let info = JumpInfo {
+                    function: k.function,
+                    file: k.file,
+                    target_function: k.target_function,
+                    target_file: k.target_file,
+                    conditional: k.conditional,
+                    executed: *executed,
+                    taken: *taken,
+                    seq: 0,
+                };
+                let key = map.jump_key(&info, &k.source, &k.target, per_function);
+                acc.add_jump(key, *executed, *taken, sign)
+                    .map_err(|(d, v)| {
+                        arith_failure(d, v, sign, label, p.names.function_name(k.function))
+                    })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks an input against the output (format, positions, events) and
+    /// maps its names and events to the output's.
+    fn prepare<I: Cost>(&mut self, p: &Profile<I>, label: &str) -> Result<Mapping, CombineError> {
         self.labels.push(label.to_string());
         if self.events.is_none() {
             self.setup(p, label)?;
@@ -403,8 +682,7 @@ impl<C: Cost> Combiner<C> {
                 first: self.first.clone(),
             });
         }
-        let per_function = self.options.per_function;
-        if !per_function && p.positions != self.positions {
+        if !self.options.per_function && p.positions != self.positions {
             return Err(CombineError::Positions {
                 input: label.into(),
                 found: p.positions.names().join(" "),
@@ -412,9 +690,7 @@ impl<C: Cost> Combiner<C> {
                 first: self.first.clone(),
             });
         }
-        let events = self.events.as_ref().expect("set up");
-        let ne = events.len();
-        let evmap = self.event_map(p, label)?;
+        let events = self.event_map(p, label)?;
 
         // Re-intern the input's names (renamed as asked).
         let files: Vec<FileId> = p
@@ -453,152 +729,46 @@ impl<C: Cost> Combiner<C> {
                 .ok_or(CombineError::TooManyNames)?;
             functions.push(f);
         }
-        let fmap = |f: FunctionId| functions[f.index()];
-        let flmap = |f: FileId| files[f.index()];
-        let key_pos = |p: &[u64]| -> Pos { if per_function { [0; NP] } else { pos(p) } };
+        Ok(Mapping {
+            events,
+            functions,
+            files,
+        })
+    }
 
-        for (pi, part) in p.parts.iter().enumerate() {
-            let target = if self.options.combine_parts { 0 } else { pi };
-            while self.parts.len() <= target {
-                self.parts.push(PartAcc::new(ne));
-            }
-            let acc = &mut self.parts[target];
-            if acc.info.is_none() {
-                acc.info = Some(info_u64(&part.info));
-            }
-            acc.stated = match (acc.stated.take(), stated_total(part, p.events.len())) {
-                (Some(mut s), Some(t)) => {
-                    for (o, &i) in evmap.iter().enumerate() {
-                        let v = t.get(i).map_or(0, |c| c.to_i128());
-                        match sign {
-                            Sign::Plus => s[o] += v,
-                            Sign::Minus => s[o] -= v,
-                        }
-                    }
-                    Some(s)
-                }
-                _ => None,
-            };
-            let mut failed: Option<CombineError> = None;
-            if acc.line_pos.is_empty() {
-                // The first input sets the size: reserve once, not by
-                // doubling (copies and page faults).
-                let n = part.lines.len() as usize;
-                acc.line_pos.reserve(n);
-                acc.line_costs.reserve(n * ne);
-            }
-            for (bi, blk) in part.lines.blocks().iter().enumerate() {
-                let b = acc.block(fmap(blk.function), flmap(blk.file));
-                // Profiles of one program list a block's lines in the same
-                // order: try the next line of the block before the table.
-                let mut cursor = 0usize;
-                let PartAcc {
-                    blocks,
-                    line_pos,
-                    line_costs,
-                    ..
-                } = &mut *acc;
-                let block = &mut blocks[b];
-                let block_function = blk.function;
-                part.lines.for_each_in_block(bi, |l| {
-                    let key = key_pos(l.positions);
-                    let i = match block.lines.get(cursor) {
-                        Some(&i) if line_pos[i as usize] == key => {
-                            cursor += 1;
-                            i as usize
-                        }
-                        _ => {
-                            let n = block.lines.len() as u32;
-                            let at = *block.index.entry(key).or_insert(n);
-                            if at == n {
-                                let i = line_pos.len() as u32;
-                                line_pos.push(key);
-                                line_costs.extend(std::iter::repeat_n(C::ZERO, ne));
-                                block.lines.push(i);
-                                block.recs.push(Rec::Line(i));
-                            }
-                            cursor = at as usize + 1;
-                            block.lines[at as usize] as usize
-                        }
-                    };
-                    let dst = &mut line_costs[i * ne..(i + 1) * ne];
-                    for (o, &e) in evmap.iter().enumerate() {
-                        let v = l.costs.get(e).copied().unwrap_or(I::ZERO);
-                        match combine(dst[o], v, sign) {
-                            Some(r) => dst[o] = r,
-                            None => {
-                                if failed.is_none() {
-                                    failed = Some(arith_failure(
-                                        dst[o],
-                                        v,
-                                        sign,
-                                        label,
-                                        p.names.function_name(block_function),
-                                    ));
-                                }
-                            }
-                        }
-                    }
-                });
-            }
-            if let Some(e) = failed {
-                return Err(e);
-            }
-            for c in part.calls.iter() {
-                let key = CallKey {
-                    caller: fmap(c.info.caller),
-                    site_file: flmap(c.info.site_file),
-                    callee: fmap(c.info.callee),
-                    site: key_pos(c.site),
-                    target: key_pos(c.target),
-                };
-                let b = acc.block(key.caller, key.site_file);
-                let n = acc.calls.len() as u32;
-                let i = *acc.call_index.entry(key).or_insert(n) as usize;
-                if i == n as usize {
-                    acc.calls.push((key, C::ZERO));
-                    acc.call_costs.extend(std::iter::repeat_n(C::ZERO, ne));
-                    acc.blocks[b].recs.push(Rec::Call(n));
-                }
-                acc.calls[i].1 = combine(acc.calls[i].1, c.info.count, sign).ok_or_else(|| {
-                    let f = p.names.function_name(c.info.caller);
-                    arith_failure(acc.calls[i].1, c.info.count, sign, label, f)
-                })?;
-                let dst = &mut acc.call_costs[i * ne..(i + 1) * ne];
-                for (o, &e) in evmap.iter().enumerate() {
-                    let v = c.inclusive.get(e).copied().unwrap_or(I::ZERO);
-                    dst[o] = combine(dst[o], v, sign).ok_or_else(|| {
-                        let f = p.names.function_name(c.info.caller);
-                        arith_failure(dst[o], v, sign, label, f)
-                    })?;
-                }
-            }
-            for j in part.jumps.iter() {
-                let key = JumpKey {
-                    function: fmap(j.info.function),
-                    file: flmap(j.info.file),
-                    target_function: fmap(j.info.target_function),
-                    target_file: flmap(j.info.target_file),
-                    conditional: j.info.conditional,
-                    source: key_pos(j.source),
-                    target: key_pos(j.target),
-                };
-                let b = acc.block(key.function, key.file);
-                let n = acc.jumps.len() as u32;
-                let i = *acc.jump_index.entry(key).or_insert(n) as usize;
-                if i == n as usize {
-                    acc.jumps.push((key, C::ZERO, C::ZERO));
-                    acc.blocks[b].recs.push(Rec::Jump(n));
-                }
-                let r = &mut acc.jumps[i];
-                let f = p.names.function_name(j.info.function);
-                r.1 = combine(r.1, j.info.executed, sign)
-                    .ok_or_else(|| arith_failure(r.1, j.info.executed, sign, label, f))?;
-                r.2 = combine(r.2, j.info.taken, sign)
-                    .ok_or_else(|| arith_failure(r.2, j.info.taken, sign, label, f))?;
-            }
+    /// The output part input part `pi` goes to, its facts and stated
+    /// totals taken in.
+    fn part_for<I: Cost>(
+        &mut self,
+        pi: usize,
+        ne: usize,
+        info: &PartInfo<I>,
+        stated: Option<&[I]>,
+        map: &Mapping,
+        sign: Sign,
+    ) -> &mut PartAcc<C> {
+        let target = if self.options.combine_parts { 0 } else { pi };
+        while self.parts.len() <= target {
+            self.parts.push(PartAcc::new(ne));
         }
-        Ok(())
+        let acc = &mut self.parts[target];
+        if acc.info.is_none() {
+            acc.info = Some(info_u64(info));
+        }
+        acc.stated = match (acc.stated.take(), stated) {
+            (Some(mut s), Some(t)) => {
+                for (o, &i) in map.events.iter().enumerate() {
+                    let v = t.get(i).map_or(0, |c| c.to_i128());
+                    match sign {
+                        Sign::Plus => s[o] += v,
+                        Sign::Minus => s[o] -= v,
+                    }
+                }
+                Some(s)
+            }
+            _ => None,
+        };
+        acc
     }
 
     /// For each output event, its index in `p`.

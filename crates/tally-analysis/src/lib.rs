@@ -9,6 +9,7 @@
 pub mod aggregate;
 pub mod combine;
 pub mod estimate;
+pub mod folding;
 pub mod gprof;
 pub mod inclusive;
 pub mod positions;

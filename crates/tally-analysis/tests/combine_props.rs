@@ -5,6 +5,7 @@
 
 use proptest::prelude::*;
 use tally_analysis::combine::{CombineOptions, Combiner, EventChoice, RecordKey, Sign, records};
+use tally_analysis::folding::Folding;
 use tally_analysis::subst::Subst;
 use tally_model::{
     CallInfo, Cost, Events, FunctionKey, JumpInfo, ObjectId, Positions, Profile, SymbolId,
@@ -269,4 +270,56 @@ fn an_unsigned_sum_cannot_go_negative() {
     let mut c = Combiner::<u64>::new(CombineOptions::default());
     let e = c.add(&d, Sign::Plus, "d.out").unwrap_err().to_string();
     assert!(e.contains("d.out") && e.contains("negative"), "{e}");
+}
+
+/// Replays a profile's records into a folding sink as a reader would push
+/// them (lines, then calls, then jumps of each part), and returns the
+/// profile without its records: what a read gives besides the sink.
+fn fold<C: Cost>(p: &Profile<C>) -> (Profile<C>, Folding<C>) {
+    use tally_model::Sink;
+    let mut sink = Folding::default();
+    let ne = p.events.len();
+    let mut header = p.clone();
+    for (part, h) in p.parts.iter().zip(&mut header.parts) {
+        sink.start_part(p.positions, ne);
+        part.lines
+            .for_each(|l| sink.line(l.function, l.file, l.positions, l.costs));
+        for c in part.calls.iter() {
+            sink.call(c.info, c.site, c.target, c.inclusive);
+        }
+        for j in part.jumps.iter() {
+            sink.jump(j.info, j.source, j.target);
+        }
+        let info = h.info.clone();
+        *h = tally_model::Part::new(p.positions, ne);
+        h.info = info;
+    }
+    (header, sink)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Folding inputs as they are read gives exactly what adding the
+    /// loaded profiles gives: the same records in the same order, for
+    /// merge (per position, parts kept or combined) and diff (per
+    /// function too).
+    #[test]
+    fn folded_inputs_combine_as_loaded_ones(
+        a in parts(), b in parts(), instr in any::<bool>(), combine in any::<bool>(),
+        per_function in any::<bool>()
+    ) {
+        let (a, b) = (build(&a, instr), build(&b, instr));
+        let o = CombineOptions { per_function, ..opts(combine) };
+        let mut loaded = Combiner::<i64>::new(o.clone());
+        let mut folded = Combiner::<i64>::new(o);
+        for (p, sign) in [(&a, Sign::Minus), (&b, Sign::Plus), (&a, Sign::Plus)] {
+            loaded.add(p, sign, "p").unwrap();
+            let (header, sink) = fold(p);
+            folded.add_folded(&header, &sink, sign, "p").unwrap();
+        }
+        let (l, f) = (loaded.finish().unwrap(), folded.finish().unwrap());
+        prop_assert_eq!(l.profile, f.profile);
+        prop_assert_eq!(l.stated, f.stated);
+    }
 }

@@ -5,21 +5,69 @@
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
 use tally_analysis::combine::{CombineError, Combined, Combiner, Sign};
+use tally_analysis::folding::Folding;
 use tally_analysis::subst::Subst;
+use tally_formats::callgrind::ReadOutcome;
 use tally_formats::{OutputFormat, OutputOptions, Source};
-use tally_model::{AnyCost, AnyProfile, Cost};
+use tally_model::{AnyCost, AnyProfile, Cost, Format};
 
-/// Reads a Callgrind or Cachegrind file (or `-`), signed if it holds a
-/// negative count (a difference), and prints its warnings. Repeated
-/// records are summed as they are read (the combiner sums them anyway), so
-/// memory grows with the distinct records, not with the file's lines.
-pub fn load(path: &Path) -> anyhow::Result<AnyProfile> {
-    let (loaded, warnings) =
-        tally_formats::read_kept(&Source::open(path)?, tally_formats::Records::Folded, None)?;
-    for w in warnings.iter() {
-        eprintln!("{}: warning: {w}", path.display());
+/// An input read for a merge or diff: its header facts and names (a
+/// profile without records) and its records folded as they were read,
+/// unsigned or signed.
+pub type Folded = AnyCost<(ReadOutcome<u64>, Folding<u64>), (ReadOutcome<i64>, Folding<i64>)>;
+
+/// Reads a Callgrind or Cachegrind file (or `-`) straight into a
+/// [`Folding`] (signed if it holds a negative count) and prints its
+/// warnings: each distinct record once, grouped as the combiner takes
+/// them, so memory grows with the distinct records and no profile is
+/// built per input.
+pub fn load_folded(path: &Path) -> anyhow::Result<Folded> {
+    let source = Source::open(path)?;
+    let read = tally_formats::parse_any(&source, Folding::default(), Folding::default, None)?;
+    fn check<C: Cost>(o: &ReadOutcome<C>, f: &Folding<C>, path: &Path) -> anyhow::Result<()> {
+        if let Some(function) = f.overflow() {
+            bail!(
+                "{}: in function `{}`: a sum of repeated records does not fit in 64 bits",
+                path.display(),
+                String::from_utf8_lossy(o.profile.names.function_name(function))
+            );
+        }
+        for w in o.warnings.iter() {
+            eprintln!("{}: warning: {w}", path.display());
+        }
+        Ok(())
     }
-    Ok(loaded)
+    match &read {
+        AnyCost::Unsigned((o, f)) => check(o, f, path)?,
+        AnyCost::Signed((o, f)) => check(o, f, path)?,
+    }
+    Ok(read)
+}
+
+/// Whether a folded input holds negative counts.
+pub fn folded_signed(f: &Folded) -> bool {
+    matches!(f, AnyCost::Signed(_))
+}
+
+/// The format of a folded input.
+pub fn folded_format(f: &Folded) -> Format {
+    match f {
+        AnyCost::Unsigned((o, _)) => o.profile.format,
+        AnyCost::Signed((o, _)) => o.profile.format,
+    }
+}
+
+/// Adds or subtracts a folded input, whatever its counts.
+pub fn add_folded_to<C: Cost>(
+    c: &mut Combiner<C>,
+    f: &Folded,
+    sign: Sign,
+    label: &str,
+) -> Result<(), CombineError> {
+    match f {
+        AnyCost::Unsigned((o, f)) => c.add_folded(&o.profile, f, sign, label),
+        AnyCost::Signed((o, f)) => c.add_folded(&o.profile, f, sign, label),
+    }
 }
 
 /// Refuses standard input (`-`) named more than once: it can be read only

@@ -78,14 +78,15 @@ pub fn inputs(
     // Cachegrind, unless asked otherwise); B − A is then a fold of the two
     // sums, small when per function.
     let reduce = |path: &Path| -> anyhow::Result<AnyProfile> {
-        let loaded = combine::load(path)?;
+        let loaded = combine::load_folded(path)?;
         let mut o = options.clone();
-        o.per_function = per_function || (loaded.format() == Format::Cachegrind && !per_line);
+        o.per_function =
+            per_function || (combine::folded_format(&loaded) == Format::Cachegrind && !per_line);
         o.keep_zero = false;
         let mut c = Combiner::<i64>::new(o);
         let located =
             |e, c: &Combiner<i64>| combine::locate::<i64>(e, &[path], &combine::event_names(c));
-        combine::add_to(&mut c, &loaded, Sign::Plus, &combine::label(path))
+        combine::add_folded_to(&mut c, &loaded, Sign::Plus, &combine::label(path))
             .map_err(|e| located(e, &c))?;
         let events = combine::event_names(&c);
         let sum = c

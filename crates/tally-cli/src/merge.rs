@@ -72,7 +72,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 while !stop.load(Ordering::Relaxed) {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(f) = files.get(i) else { break };
-                    if tx.send((i, combine::load(f))).is_err() {
+                    if tx.send((i, combine::load_folded(f))).is_err() {
                         break;
                     }
                 }
@@ -92,21 +92,21 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                     ready.insert(j, r);
                 }?;
                 let label = combine::label(f);
-                if p.is_signed()
+                if combine::folded_signed(&p)
                     && let Sum::Unsigned(_) = sum
                 {
                     let mut s = Combiner::<i64>::new(options.clone());
                     for (j, g) in files[..i].iter().enumerate() {
-                        let p = combine::load(g)?;
-                        combine::add_to(&mut s, &p, Sign::Plus, &combine::label(g))
+                        let p = combine::load_folded(g)?;
+                        combine::add_folded_to(&mut s, &p, Sign::Plus, &combine::label(g))
                             .map_err(|e| located(e, &s, &files[..=j]))?;
                     }
                     sum = Sum::Signed(s);
                 }
                 match &mut sum {
-                    Sum::Unsigned(u) => combine::add_to(u, &p, Sign::Plus, &label)
+                    Sum::Unsigned(u) => combine::add_folded_to(u, &p, Sign::Plus, &label)
                         .map_err(|e| located(e, u, &files[..=i]))?,
-                    Sum::Signed(s) => combine::add_to(s, &p, Sign::Plus, &label)
+                    Sum::Signed(s) => combine::add_folded_to(s, &p, Sign::Plus, &label)
                         .map_err(|e| located(e, s, &files[..=i]))?,
                 }
             }

@@ -1,0 +1,91 @@
+//! Speed of `tally merge` and `tally diff` without the command: two
+//! line-level Cachegrind files (a generated profile with the nine cache
+//! events, summed per line as Cachegrind writes, and the same with other
+//! counts) read and summed, either folded as they are read
+//! ([`Folding`] and [`Combiner::add_folded`], what the commands do) or
+//! loaded whole first and then added ([`Combiner::add`]).
+//!
+//! Run with `cargo bench -p tally-analysis --bench combine`.
+
+use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
+use std::hint::black_box;
+use std::time::Duration;
+use tally_analysis::combine::{CombineOptions, Combiner, Sign};
+use tally_analysis::folding::Folding;
+use tally_formats::Input;
+use tally_formats::callgrind;
+use tally_gen::{Config, EventSet};
+
+fn cachegrind_text(seed: u64) -> Vec<u8> {
+    let config = Config {
+        seed,
+        size: 24 << 20,
+        events: EventSet::Cache,
+        compress: true,
+        blocks: None,
+    };
+    let mut text = Vec::new();
+    tally_gen::generate(&config, &mut text).expect("generating into memory");
+    let input = Input::from_bytes("gen.out", text).expect("input");
+    let (profile, _) = callgrind::read::<u64>(input).expect("reading");
+    let mut out = Vec::new();
+    tally_formats::cachegrind::write(&profile, &mut out).expect("writing");
+    out
+}
+
+fn folded(text: &[u8]) -> (callgrind::ReadOutcome<u64>, Folding<u64>) {
+    let input = Input::from_bytes("a.cg", text.to_vec()).expect("input");
+    let mut sink = Folding::default();
+    let o = callgrind::parse::<u64, _>(input, &mut sink, Default::default()).expect("reading");
+    (o, sink)
+}
+
+fn bench(c: &mut Criterion) {
+    let a = cachegrind_text(1);
+    let b = cachegrind_text(2);
+    let mut g = c.benchmark_group("merge-two-cachegrind-files");
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10))
+        .throughput(criterion::Throughput::Bytes((a.len() + b.len()) as u64));
+    g.bench_function("folded-as-read", |bench| {
+        bench.iter(|| {
+            let mut c = Combiner::<u64>::new(CombineOptions::default());
+            for t in [&a, &b] {
+                let (o, f) = folded(t);
+                c.add_folded(&o.profile, &f, Sign::Plus, "x")
+                    .expect("adding");
+            }
+            black_box(c.finish().expect("finishing"))
+        })
+    });
+    g.bench_function("loaded-then-added", |bench| {
+        bench.iter(|| {
+            let mut c = Combiner::<u64>::new(CombineOptions::default());
+            for t in [&a, &b] {
+                let input = Input::from_bytes("a.cg", t.to_vec()).expect("input");
+                let (p, _) = callgrind::read::<u64>(input).expect("reading");
+                c.add(&p, Sign::Plus, "x").expect("adding");
+            }
+            black_box(c.finish().expect("finishing"))
+        })
+    });
+    g.bench_function("diff-per-function", |bench| {
+        bench.iter(|| {
+            let options = CombineOptions {
+                per_function: true,
+                ..Default::default()
+            };
+            let mut c = Combiner::<i64>::new(options);
+            for (t, sign) in [(&a, Sign::Minus), (&b, Sign::Plus)] {
+                let (o, f) = folded(t);
+                c.add_folded(&o.profile, &f, sign, "x").expect("adding");
+            }
+            black_box(c.finish().expect("finishing"))
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
