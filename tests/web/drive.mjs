@@ -21,6 +21,8 @@ const browser = await chromium.launchPersistentContext(userDir, {
   headless: true,
   viewport: { width: 1600, height: 900 },
   offline,
+  // The driver evaluates its checks in the page; the page itself allows no eval.
+  bypassCSP: true,
   args: [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -96,27 +98,31 @@ try {
     out.graph_error = String(e.message).split("\n")[0];
   }
 
-  // Flame graph: a click on a frame selects it in the table.
-  await page.click('#tabs button[data-tab="flame"]');
-  await page.waitForFunction(() => {
-    const f = document.querySelector("#flame-frame");
-    try { return f.contentDocument && f.contentDocument.querySelectorAll("g title").length > 2; } catch (e) { return false; }
-  });
-  await page.waitForTimeout(300);
-  await shot("flame");
-  const frame = page.frames().find((f) => f !== page.mainFrame());
-  if (frame) {
-    const titles = await frame.$$eval("g title", (ts) => ts.map((t) => t.textContent));
-    out.flame_titles = titles.length;
-    const target = titles.find((t) => t.startsWith(`${fn} (`));
-    if (target) {
-      await frame.evaluate((t) => {
-        const g = [...document.querySelectorAll("g")].find((g) => g.querySelector("title")?.textContent === t);
-        g.dispatchEvent(new MouseEvent("click", { bubbles: true }));
-      }, target);
-      await page.waitForTimeout(500);
-      out.flame_click_selected = await page.textContent("#selected");
+  // Flame graph: a click on a frame (main) selects it in the table.
+  try {
+    await page.click('#tabs button[data-tab="flame"]');
+    await page.waitForFunction(() => {
+      const f = document.querySelector("#flame-frame");
+      try { return f.contentDocument && f.contentDocument.querySelectorAll("g title").length > 2; } catch (e) { return false; }
+    }, null, { timeout: 10000 });
+    await page.waitForTimeout(300);
+    await shot("flame");
+    const frame = page.frames().find((f) => f !== page.mainFrame());
+    if (frame) {
+      const titles = await frame.$$eval("g title", (ts) => ts.map((t) => t.textContent));
+      out.flame_titles = titles.length;
+      const target = titles.find((t) => t.startsWith("main ("));
+      if (target) {
+        await frame.evaluate((t) => {
+          const g = [...document.querySelectorAll("g")].find((g) => g.querySelector("title")?.textContent === t);
+          g.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+        }, target);
+        await page.waitForTimeout(500);
+        out.flame_click_selected = await page.textContent("#selected");
+      }
     }
+  } catch (e) {
+    out.flame_error = String(e.message).split("\n")[0];
   }
 
   // Source and assembly of the selected function.

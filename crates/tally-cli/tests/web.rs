@@ -293,11 +293,15 @@ fn browser_views_match_the_reports() {
         number(primary["measured"].as_str().unwrap()),
         annotate_inclusive(&cg, "fact")
     );
-    assert!(page["graph_nodes"].as_array().is_some_and(|n| n.len() > 1));
+    assert!(
+        page["graph_nodes"].as_array().is_some_and(|n| n.len() > 1),
+        "{}",
+        page["graph_error"]
+    );
     assert!(
         page["flame_click_selected"]
             .as_str()
-            .is_some_and(|s| s.starts_with("fact")),
+            .is_some_and(|s| s.starts_with("main")),
         "{}",
         page["flame_click_selected"]
     );
