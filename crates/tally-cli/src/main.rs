@@ -14,6 +14,7 @@ mod gprof_callgrind;
 mod graph;
 mod merge;
 mod progress;
+mod serve;
 mod sim;
 
 use clap::{Parser, Subcommand};
@@ -65,6 +66,11 @@ enum Command {
     /// QEMU, or of a Lackey trace, written as a Cachegrind or Callgrind
     /// profile.
     Sim(sim::Args),
+    /// A local web UI on 127.0.0.1: functions, callers and callees, call
+    /// graph, flame graph, source and assembly (`--diff A B` compares).
+    Serve(serve::Args),
+    /// The web UI's page as one self-contained HTML file (`--html`).
+    Report(serve::ReportArgs),
 }
 
 /// `tally gprof` takes gprof's own command line.
@@ -125,6 +131,8 @@ fn main() -> ExitCode {
         Command::Gprof(a) => gprof::run(a.args),
         Command::Graph(a) => graph::run(a),
         Command::Sim(a) => sim::run(a),
+        Command::Serve(a) => serve::run(a),
+        Command::Report(a) => serve::report(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -137,25 +137,46 @@ fn header_events(report: &Report, e: &EventCounts, opts: &Options, doc: &mut Map
     doc.insert("flat".into(), Value::Array(rows));
 }
 
-/// `call_graph` and `index` (and, for Callgrind input, `cycles`); costs
-/// divided by `unit`.
-fn call_graph(
-    report: &Report,
-    g: &CallGraph,
-    unit: f64,
-    opts: &Options,
-    doc: &mut Map<String, Value>,
-) {
-    let events = match &report.costs {
-        Costs::Events(e) => Some(e),
-        Costs::Samples(_) => None,
-    };
-    let measured = report.measured.as_ref();
-    let print_time = match events {
-        None if g.print_time > 0.0 => g.print_time,
-        Some(_) if g.print_time != 0.0 => g.print_time,
+/// What one unit of the call graph's costs is worth in the output:
+/// samples per second for gmon data, 1 for event counts.
+fn unit_of(report: &Report) -> f64 {
+    match &report.costs {
+        Costs::Samples(h) => h.hz,
+        Costs::Events(_) => 1.0,
+    }
+}
+
+/// The 100 % of the call graph's percentages.
+fn print_time_of(report: &Report, g: &CallGraph) -> f64 {
+    match &report.costs {
+        Costs::Samples(_) if g.print_time > 0.0 => g.print_time,
+        Costs::Events(_) if g.print_time != 0.0 => g.print_time,
         _ => 1.0,
-    };
+    }
+}
+
+/// The call graph entry of `node` (a routine or a cycle) as `tally gprof
+/// --json` prints it in `call_graph`, whether or not the report prints
+/// it; `None` without a call graph or for a node out of range. The web UI
+/// shows it as the selected function's callers and callees.
+pub fn call_graph_entry(report: &Report, node: usize) -> Option<Value> {
+    let g = report.graph.as_ref()?;
+    if node >= g.cycle.len() {
+        return None;
+    }
+    Some(entry(
+        report,
+        g,
+        unit_of(report),
+        print_time_of(report, g),
+        node,
+    ))
+}
+
+/// One node's entry: its costs, and its callers and callees (or, for a
+/// cycle, its members).
+fn entry(report: &Report, g: &CallGraph, unit: f64, print_time: f64, n: usize) -> Value {
+    let measured = report.measured.as_ref();
     let name = |n: usize| -> String {
         if g.is_cycle(n) {
             format!("<cycle {}>", g.cycle[n])
@@ -183,56 +204,71 @@ fn call_graph(
         }
         v
     };
+    let mut e = json!({
+        "index": g.index[n],
+        "name": name(n),
+        "cycle": cycle_of(Some(g), n),
+        "percent": 100.0 * (g.prop_self[n] + g.prop_child[n]) / print_time,
+        "self": g.prop_self[n] / unit,
+        "descendants": g.prop_child[n] / unit,
+        "called": g.ncalls[n],
+        "self_calls": g.self_calls[n],
+    });
+    if let Some(m) = measured {
+        e["measured"] = json!(m.nodes[n].map(num));
+    }
+    if g.is_cycle(n) {
+        e["members"] = g
+            .sorted_members(n)
+            .into_iter()
+            .map(|m| {
+                json!({
+                    "name": name(m),
+                    "index": g.index[m],
+                    "self": g.prop_self[m] / unit,
+                    "descendants": g.prop_child[m] / unit,
+                    "called": g.ncalls[m],
+                    "self_calls": g.self_calls[m],
+                })
+            })
+            .collect();
+    } else {
+        let parents: Vec<Value> = g
+            .sorted_parents(n)
+            .into_iter()
+            .map(|a| arc(a, g.graph.arcs[a].parent))
+            .collect();
+        e["spontaneous"] = json!(parents.is_empty());
+        e["parents"] = Value::Array(parents);
+        e["children"] = g
+            .sorted_children(n)
+            .into_iter()
+            .map(|a| arc(a, g.graph.arcs[a].child))
+            .collect();
+    }
+    e
+}
+
+/// `call_graph` and `index` (and, for Callgrind input, `cycles`); costs
+/// divided by `unit`.
+fn call_graph(
+    report: &Report,
+    g: &CallGraph,
+    unit: f64,
+    opts: &Options,
+    doc: &mut Map<String, Value>,
+) {
+    let events = match &report.costs {
+        Costs::Events(e) => Some(e),
+        Costs::Samples(_) => None,
+    };
+    let print_time = print_time_of(report, g);
     let entries: Vec<Value> = g
         .order
         .iter()
         .copied()
         .filter(|&n| report.graph_shows(opts, n))
-        .map(|n| {
-            let mut e = json!({
-                "index": g.index[n],
-                "name": name(n),
-                "cycle": cycle_of(Some(g), n),
-                "percent": 100.0 * (g.prop_self[n] + g.prop_child[n]) / print_time,
-                "self": g.prop_self[n] / unit,
-                "descendants": g.prop_child[n] / unit,
-                "called": g.ncalls[n],
-                "self_calls": g.self_calls[n],
-            });
-            if let Some(m) = measured {
-                e["measured"] = json!(m.nodes[n].map(num));
-            }
-            if g.is_cycle(n) {
-                e["members"] = g
-                    .sorted_members(n)
-                    .into_iter()
-                    .map(|m| {
-                        json!({
-                            "name": name(m),
-                            "index": g.index[m],
-                            "self": g.prop_self[m] / unit,
-                            "descendants": g.prop_child[m] / unit,
-                            "called": g.ncalls[m],
-                            "self_calls": g.self_calls[m],
-                        })
-                    })
-                    .collect();
-            } else {
-                let parents: Vec<Value> = g
-                    .sorted_parents(n)
-                    .into_iter()
-                    .map(|a| arc(a, g.graph.arcs[a].parent))
-                    .collect();
-                e["spontaneous"] = json!(parents.is_empty());
-                e["parents"] = Value::Array(parents);
-                e["children"] = g
-                    .sorted_children(n)
-                    .into_iter()
-                    .map(|a| arc(a, g.graph.arcs[a].child))
-                    .collect();
-            }
-            e
-        })
+        .map(|n| entry(report, g, unit, print_time, n))
         .collect();
     doc.insert("call_graph".into(), Value::Array(entries));
     if let Some(ev) = events {

@@ -1,0 +1,112 @@
+//! `tally serve` (a local web UI) and `tally report --html` (the same page
+//! in one file); everything but the arguments is in tally-web.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use tally_web::report::ReportOptions;
+use tally_web::{Error, LoadOptions, Session};
+
+use crate::Outcome;
+
+/// Arguments of `tally serve`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Profiles (several are summed), gmon.out files with `--binary`, or
+    /// with `--diff` two profiles A and B.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// The port on 127.0.0.1 (default: one the system chooses).
+    #[arg(long)]
+    port: Option<u16>,
+    /// Open the page in the default browser (`xdg-open`).
+    #[arg(long)]
+    open: bool,
+    /// Compare two profiles: every view shows B − A.
+    #[arg(long)]
+    diff: bool,
+    /// The program that wrote the gmon files (built with `-pg`).
+    #[arg(long, visible_alias = "program", value_name = "PROG")]
+    binary: Option<PathBuf>,
+}
+
+/// Arguments of `tally report`.
+#[derive(clap::Args)]
+pub struct ReportArgs {
+    /// Profiles, as for `tally serve`.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// The HTML file to write: one file, its data embedded, no network.
+    #[arg(long, value_name = "OUT.html", required = true)]
+    html: PathBuf,
+    /// Compare two profiles: B − A.
+    #[arg(long)]
+    diff: bool,
+    /// The program that wrote the gmon files.
+    #[arg(long, visible_alias = "program", value_name = "PROG")]
+    binary: Option<PathBuf>,
+    /// Keep functions whose self or inclusive cost is at least this
+    /// percentage of the total.
+    #[arg(long, default_value = "0.1", value_name = "PERCENT")]
+    threshold: f64,
+}
+
+/// A library error as every command reports it: a reader's error as it
+/// is (it names file and line), a misuse with exit status 2.
+fn wrap(e: Error) -> anyhow::Error {
+    match e {
+        Error::Formats(f) => f.into(),
+        Error::Usage(u) => crate::usage!("{u}"),
+        e => e.into(),
+    }
+}
+
+fn load(files: &[PathBuf], diff: bool, binary: Option<PathBuf>) -> Result<Session> {
+    crate::combine::stdin_once(files)?;
+    let session = Session::load(files, &LoadOptions { binary, diff }).map_err(wrap)?;
+    for i in &session.inputs {
+        for w in &i.warnings {
+            eprintln!("tally: {w}");
+        }
+    }
+    Ok(session)
+}
+
+/// Runs `tally serve`: reads and checks the inputs, then listens.
+pub fn run(args: Args) -> Result<Outcome> {
+    let session = load(&args.files, args.diff, args.binary.clone())?;
+    // The first view is analysed before the URL is printed: the page is
+    // ready when it is opened.
+    session.view(session.main(), None, None).map_err(wrap)?;
+    let bound = tally_web::server::bind(args.port).map_err(wrap)?;
+    let url = bound.url();
+    println!(
+        "tally: serving {} at {url}",
+        session.inputs[session.main()].name
+    );
+    use std::io::Write;
+    std::io::stdout().flush()?;
+    if args.open {
+        if let Err(e) = std::process::Command::new("xdg-open").arg(&url).spawn() {
+            eprintln!("tally: cannot open a browser ({e}); open {url}");
+        }
+    }
+    bound.serve(session).map_err(wrap)?;
+    Ok(Outcome::Ok)
+}
+
+/// Runs `tally report --html`.
+pub fn report(args: ReportArgs) -> Result<Outcome> {
+    if !(0.0..=100.0).contains(&args.threshold) {
+        crate::usage_bail!(
+            "--threshold: {} is not a percentage from 0 to 100",
+            args.threshold
+        );
+    }
+    let session = load(&args.files, args.diff, args.binary.clone())?;
+    let opts = ReportOptions {
+        threshold: args.threshold / 100.0,
+    };
+    tally_web::report::write(&session, &opts, &args.html).map_err(wrap)?;
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,474 @@
+//! `tally serve` and `tally report --html` in Debian's chromium (driven by
+//! playwright-core, `tests/web/drive.mjs`) on real profiles of a program
+//! compiled here: Callgrind (recursion and a cycle), Cachegrind, and
+//! gprof's gmon.out. The callers and callees the page shows are checked
+//! against `tally gprof --json`, the inclusive costs against `tally
+//! annotate --inclusive=yes`; screenshots go to
+//! `target/test-artefacts/web/`. The server's guards (token, Host header,
+//! paths outside the API, loopback only) are checked with plain requests.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+use tally_testutil::{require, tally, temp_dir};
+
+/// `fact` recurses, `even` and `odd` call each other (a cycle), `leaf` is
+/// called from all of them and from `work`.
+const PROGRAM: &str = r#"
+#include <stdlib.h>
+volatile unsigned long sink;
+__attribute__((noinline)) void leaf(int n) { for (int i = 0; i < n; i++) sink += i; }
+__attribute__((noinline)) int fact(int n) { leaf(200); return n <= 1 ? 1 : n * fact(n - 1); }
+int odd(int n);
+__attribute__((noinline)) int even(int n) { leaf(300); return n == 0 ? 1 : odd(n - 1); }
+__attribute__((noinline)) int odd(int n) { leaf(500); return n == 0 ? 0 : even(n - 1); }
+__attribute__((noinline)) void work(int rounds) {
+    for (int r = 0; r < rounds; r++) { sink += fact(12); sink += even(31); leaf(4000); }
+}
+int main(int argc, char **argv) { work(argc > 1 ? atoi(argv[1]) : 200); return 0; }
+"#;
+
+fn run(cmd: &mut Command) -> String {
+    let o = cmd.output().expect("runs");
+    assert!(
+        o.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The program, with `-pg` or not.
+fn build(dir: &Path, pg: bool) -> PathBuf {
+    let src = dir.join("rec.c");
+    std::fs::write(&src, PROGRAM).unwrap();
+    let exe = dir.join(if pg { "rec-pg" } else { "rec" });
+    let mut c = Command::new("gcc");
+    c.args(["-O1", "-g", "-fno-inline", "-o"])
+        .arg(&exe)
+        .arg(&src);
+    if pg {
+        c.arg("-pg");
+    }
+    run(&mut c);
+    exe
+}
+
+fn callgrind(dir: &Path, exe: &Path) -> PathBuf {
+    let out = dir.join("rec.callgrind");
+    run(Command::new("valgrind")
+        .arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(exe));
+    out
+}
+
+fn cachegrind(dir: &Path, exe: &Path) -> PathBuf {
+    let out = dir.join("rec.cachegrind");
+    run(Command::new("valgrind")
+        .args(["--tool=cachegrind", "--cache-sim=yes"])
+        .arg(format!("--cachegrind-out-file={}", out.display()))
+        .arg(exe));
+    out
+}
+
+/// gmon.out of the `-pg` program, long enough to take samples.
+fn gmon(dir: &Path, exe: &Path) -> PathBuf {
+    run(Command::new(exe).arg("20000").current_dir(dir));
+    dir.join("gmon.out")
+}
+
+fn artefacts() -> PathBuf {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artefacts/web");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn driver_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/web")
+}
+
+/// The node project is installed (`npm ci` in tests/web, as CI does).
+fn driver_ready() -> bool {
+    if driver_dir().join("node_modules/playwright-core").is_dir() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "tests/web/node_modules missing, and CI is set: run `npm ci` in tests/web"
+    );
+    eprintln!("skipped: run `npm ci` in tests/web");
+    false
+}
+
+/// A running `tally serve`, stopped when dropped.
+struct Server {
+    child: Child,
+    url: String,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(args: &[&str]) -> Server {
+    let mut child = tally!()
+        .command()
+        .arg("serve")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("tally serve starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL printed: {line:?}"))
+        .to_owned();
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    Server { child, url, port }
+}
+
+/// Drives the page; returns what it saw.
+fn drive(url: &str, prefix: &str, function: &str, offline: bool) -> Value {
+    let mut c = Command::new("node");
+    c.current_dir(driver_dir())
+        .arg("drive.mjs")
+        .arg(url)
+        .arg(artefacts())
+        .arg(prefix)
+        .arg(function);
+    if offline {
+        c.arg("offline");
+    }
+    let out = run(&mut c);
+    let v: Value = serde_json::from_str(out.trim()).expect("driver's JSON");
+    assert!(v.get("failure").is_none(), "{prefix}: {}", v["failure"]);
+    assert_eq!(v["errors"], serde_json::json!([]), "{prefix}: page errors");
+    v
+}
+
+/// `tally gprof --json`'s call graph entry of `name`.
+fn gprof_entry(args: &[&str], name: &str) -> Value {
+    let mut full = vec!["gprof", "--json"];
+    full.extend_from_slice(args);
+    let out = tally!().ok(&full);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["call_graph"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name)
+        .unwrap_or_else(|| panic!("{name} not in tally gprof's call graph"))
+        .clone()
+}
+
+/// The page's numbers as plain numbers (`1,234` → 1234).
+fn number(s: &str) -> f64 {
+    s.replace(',', "").trim().parse().unwrap_or(f64::NAN)
+}
+
+/// Checks the butterfly the page showed against gprof's entry: the same
+/// callers and callees, with the same counts and costs.
+fn check_butterfly(page: &Value, entry: &Value, seconds: bool) {
+    let rows = page["butterfly"].as_array().unwrap();
+    let close = |a: f64, b: f64| {
+        if seconds {
+            (a - b).abs() < 0.006
+        } else {
+            a == b.round()
+        }
+    };
+    let primary = rows.iter().find(|r| r["kind"] == "primary").unwrap();
+    assert!(close(
+        number(primary["cells"][1].as_str().unwrap()),
+        entry["self"].as_f64().unwrap()
+    ));
+    assert!(close(
+        number(primary["cells"][2].as_str().unwrap()),
+        entry["descendants"].as_f64().unwrap()
+    ));
+    for (kind, key) in [("caller", "parents"), ("callee", "children")] {
+        let shown: Vec<&Value> = rows.iter().filter(|r| r["kind"] == kind).collect();
+        let want = entry[key].as_array().unwrap();
+        assert_eq!(
+            shown.len(),
+            want.len(),
+            "{kind}s: {shown:?} against {want:?}"
+        );
+        for (s, w) in shown.iter().zip(want) {
+            assert!(
+                s["name"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(w["name"].as_str().unwrap()),
+                "{s} against {w}"
+            );
+            assert_eq!(s["count"].as_str().unwrap(), w["count"].to_string());
+            if let Some(m) = w.get("measured") {
+                assert_eq!(s["measured"].as_str().unwrap(), m.to_string(), "{s}");
+            }
+            if let Some(x) = w.get("self").and_then(Value::as_f64) {
+                assert!(close(number(s["cells"][1].as_str().unwrap()), x), "{s} {w}");
+            }
+        }
+    }
+}
+
+/// `tally annotate --inclusive=yes`'s inclusive cost of `function`.
+fn annotate_inclusive(profile: &Path, function: &str) -> f64 {
+    let out = tally!().ok(&[
+        "annotate",
+        "--inclusive=yes",
+        "--auto=no",
+        "--threshold=100",
+        profile.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.trim_end().ends_with(&format!(":{function}")))
+        .unwrap_or_else(|| panic!("{function} not in annotate's table:\n{text}"));
+    number(line.split_whitespace().next().unwrap())
+}
+
+#[test]
+fn browser_views_match_the_reports() {
+    if !require(&["gcc", "valgrind", "chromium", "node", "dot"]) || !driver_ready() {
+        return;
+    }
+    let dir = temp_dir();
+    let exe = build(dir.path(), false);
+    let cg = callgrind(dir.path(), &exe);
+    let cgs = cg.to_str().unwrap();
+
+    // Callgrind: recursion (fact) and a cycle (even, odd).
+    let server = serve(&[cgs]);
+    let page = drive(&server.url, "callgrind", "fact", false);
+    // Sorted by inclusive cost, largest first, as annotate computes it.
+    let col = page["inclusive_column"].as_u64().unwrap() as usize;
+    let incl: Vec<f64> = page["by_inclusive"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| number(r["cells"][col].as_str().unwrap()))
+        .collect();
+    assert!(incl.windows(2).all(|w| w[0] >= w[1]), "{incl:?}");
+    let work = page["by_inclusive"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "work")
+        .expect("work in the table");
+    assert_eq!(
+        number(work["cells"][col].as_str().unwrap()),
+        annotate_inclusive(&cg, "work")
+    );
+    check_butterfly(&page, &gprof_entry(&[cgs], "fact"), false);
+    let primary = page["butterfly"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "primary")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        number(primary["measured"].as_str().unwrap()),
+        annotate_inclusive(&cg, "fact")
+    );
+    assert!(
+        page["graph_nodes"].as_array().is_some_and(|n| n.len() > 1),
+        "{}",
+        page["graph_error"]
+    );
+    assert!(
+        page["flame_click_selected"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("main")),
+        "{}",
+        page["flame_click_selected"]
+    );
+    assert!(page["source"].as_str().unwrap().contains("fact"));
+    assert!(page["asm"].as_str().unwrap().contains("fact"));
+    drop(server);
+
+    // The cycle as a row, with its members.
+    let server = serve(&[cgs]);
+    let page = drive(&server.url, "cycle", "<cycle 1>", false);
+    let members: Vec<&str> = page["butterfly"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "member")
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        members.contains(&"even") && members.contains(&"odd"),
+        "{members:?}"
+    );
+    drop(server);
+
+    // Cachegrind: every event, and switching event.
+    let cach = cachegrind(dir.path(), &exe);
+    let server = serve(&[cach.to_str().unwrap()]);
+    let page = drive(&server.url, "cachegrind", "leaf", false);
+    assert!(page["events"].as_array().unwrap().len() > 1);
+    assert!(
+        page["switched_rows"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty())
+    );
+    assert_eq!(page["status_error"], false, "{}", page["final_status"]);
+    drop(server);
+
+    // gmon.out with its program: gprof's own numbers.
+    if require(&["gprof"]) {
+        let pg = build(dir.path(), true);
+        let gm = gmon(dir.path(), &pg);
+        let server = serve(&["--binary", pg.to_str().unwrap(), gm.to_str().unwrap()]);
+        let page = drive(&server.url, "gmon", "leaf", false);
+        check_butterfly(
+            &page,
+            &gprof_entry(&[pg.to_str().unwrap(), gm.to_str().unwrap()], "leaf"),
+            true,
+        );
+        drop(server);
+    }
+
+    // The report, from disk, with networking off: the same numbers.
+    let html = dir.path().join("report.html");
+    tally!().ok(&["report", cgs, "--html", html.to_str().unwrap()]);
+    let url = format!("file://{}", html.display());
+    let page = drive(&url, "report", "fact", true);
+    assert_eq!(
+        page["requests"],
+        serde_json::json!([]),
+        "the report fetched"
+    );
+    check_butterfly(&page, &gprof_entry(&[cgs], "fact"), false);
+}
+
+/// A raw HTTP/1.1 GET; returns the status code.
+fn get(port: u16, host: &str, target: &str) -> u16 {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    reply
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+/// This machine's IPv4 addresses other than loopback.
+fn other_addresses() -> Vec<String> {
+    let out = Command::new("hostname").arg("-I").output();
+    let Ok(out) = out else { return Vec::new() };
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter(|a| {
+            a.parse::<std::net::Ipv4Addr>()
+                .is_ok_and(|a| !a.is_loopback())
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn server_refuses_what_it_should() {
+    let cg = tally_testutil::data("callgrind/inline.default.out");
+    let server = serve(&[cg.to_str().unwrap()]);
+    let port = server.port;
+    let host = format!("127.0.0.1:{port}");
+    let token = server.url.split("?t=").nth(1).unwrap().to_owned();
+    assert_eq!(get(port, &host, &format!("/?t={token}")), 200);
+    assert_eq!(get(port, &host, &format!("/api/meta?t={token}")), 200);
+    assert_eq!(
+        get(
+            port,
+            &format!("localhost:{port}"),
+            &format!("/api/meta?t={token}")
+        ),
+        200
+    );
+    // No token, a wrong one, or a token cut short.
+    assert_eq!(get(port, &host, "/"), 403);
+    assert_eq!(get(port, &host, "/api/meta"), 403);
+    assert_eq!(
+        get(port, &host, "/api/meta?t=0123456789abcdef0123456789abcdef"),
+        403
+    );
+    assert_eq!(
+        get(port, &host, &format!("/api/meta?t={}", &token[..8])),
+        403
+    );
+    // Another Host header (DNS rebinding), even with the token.
+    assert_eq!(get(port, "evil.example:80", &format!("/?t={token}")), 403);
+    assert_eq!(
+        get(
+            port,
+            &format!("evil.example:{port}"),
+            &format!("/api/meta?t={token}")
+        ),
+        403
+    );
+    // Outside the API, or an unknown call.
+    assert_eq!(get(port, &host, &format!("/etc/passwd?t={token}")), 404);
+    assert_eq!(get(port, &host, &format!("/api/nothing?t={token}")), 404);
+    assert_eq!(
+        get(
+            port,
+            &host,
+            &format!("/api/file?t={token}&path=/etc/passwd")
+        ),
+        404
+    );
+    // Loopback only: not reachable on the machine's other addresses.
+    for a in other_addresses() {
+        let addr: std::net::SocketAddr = format!("{a}:{port}").parse().unwrap();
+        assert!(
+            TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(2)).is_err(),
+            "reachable on {addr}"
+        );
+    }
+}
+
+#[test]
+fn bad_input_fails_before_serving() {
+    let dir = temp_dir();
+    let bad = dir.path().join("bad.out");
+    std::fs::write(&bad, "# callgrind format\nevents: Ir\nfn=main\n1 x\n").unwrap();
+    let serve_err = tally!().fails(&["serve", bad.to_str().unwrap()]);
+    let check_err = tally!().fails(&["annotate", bad.to_str().unwrap()]);
+    assert_eq!(serve_err.lines().next(), check_err.lines().next());
+    let report_err = tally!().fails(&[
+        "report",
+        bad.to_str().unwrap(),
+        "--html",
+        dir.path().join("r.html").to_str().unwrap(),
+    ]);
+    assert_eq!(report_err.lines().next(), check_err.lines().next());
+    assert!(!dir.path().join("r.html").exists());
+}

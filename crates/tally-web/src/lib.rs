@@ -1,0 +1,76 @@
+//! tally's web UI: `tally serve` (a local server of a JSON API and one
+//! embedded page) and `tally report --html` (the same page in one file,
+//! its data embedded).
+//!
+//! - [`session`]: the inputs, read once before the server starts, and the
+//!   analyses made from them once per event and part.
+//! - [`view`]: one analysis (gprof's report, the one `tally gprof` prints)
+//!   and the functions table drawn from it.
+//! - [`api`]: the JSON API, one function from a request to a reply, used
+//!   by the server and, ahead of time, by the report.
+//! - [`server`]: loopback only, a secret token in the URL, the Host header
+//!   checked (DNS rebinding), nothing outside the API.
+//! - [`report`]: the self-contained HTML file.
+//!
+//! The page (`assets/`) is plain JavaScript and CSS, inlined into the one
+//! HTML document served, so nothing is fetched from anywhere else.
+
+pub mod api;
+pub mod report;
+pub mod server;
+pub mod session;
+pub mod view;
+
+pub use session::{LoadOptions, Session};
+
+/// What can go wrong reading inputs or answering a request.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A reader's error (names the file and line).
+    #[error(transparent)]
+    Formats(#[from] tally_formats::Error),
+    /// A report's error.
+    #[error(transparent)]
+    Report(#[from] tally_report::ReportError),
+    /// An input that cannot be shown.
+    #[error("{0}")]
+    Input(String),
+    /// The command was called wrongly.
+    #[error("{0}")]
+    Usage(String),
+    /// A request for something that does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// A malformed request.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The server could not listen or run.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// A thread panicked while holding the views.
+    #[error("internal error: the analyses' cache is unusable")]
+    Poisoned,
+}
+
+/// The page: HTML with its CSS and script inlined, and `data` (JSON, or
+/// `null` for a server) as the report's embedded replies.
+pub fn page(title: &str, data: &str) -> String {
+    const HTML: &str = include_str!("../assets/index.html");
+    const CSS: &str = include_str!("../assets/app.css");
+    const JS: &str = include_str!("../assets/app.js");
+    // `</` cannot end the script early once escaped; JSON allows `<\/`.
+    let data = data.replace("</", "<\\/");
+    HTML.replace("{{TITLE}}", &html_escape(title))
+        .replace("/*{{CSS}}*/", CSS)
+        .replace("/*{{DATA}}*/null", &data)
+        .replace("/*{{JS}}*/", JS)
+}
+
+/// Text escaped for HTML.
+pub fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}

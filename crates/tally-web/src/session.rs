@@ -1,0 +1,255 @@
+//! The profiles a page shows, read once before the server starts, and the
+//! analyses of them, made once per event and part and kept.
+//!
+//! Inputs are read whole into memory through tally-formats' one entry
+//! point, so a file that changes on disk while served is never read again,
+//! half-written or not; the page only ever sees the profile as it was read.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tally_analysis::{Aggregate, EstimateOptions, estimate_stacks_with};
+use tally_formats::Source;
+use tally_formats::detect::Format as FileFormat;
+use tally_formats::gmon::Gmon;
+use tally_model::{AnyCost, EventColumns, Profile, Stacks};
+use tally_report::gprof::{self, Options, Report};
+use tally_symbols::ObjectFile;
+
+use crate::Error;
+use crate::view::View;
+
+/// One profile as the page shows it: files summed, with its stacks.
+pub struct Input {
+    /// The files, as given, joined for display.
+    pub name: String,
+    /// The profile (for gmon input, converted to Callgrind's model for
+    /// the flame graph and the source view).
+    pub profile: Profile<u64>,
+    /// gmon input: the program and the summed gmon data, which gprof's
+    /// own analysis reads.
+    pub gmon: Option<(ObjectFile, Gmon)>,
+    /// Whole stacks: recorded, or estimated from the call arcs.
+    pub stacks: Stacks<u64>,
+    /// Whether [`Input::stacks`] are estimated.
+    pub estimated: bool,
+    /// The input files.
+    pub files: Vec<PathBuf>,
+    /// Warnings of the read, for the user.
+    pub warnings: Vec<String>,
+}
+
+/// Everything served: one input, or two (A and B) for a comparison.
+pub struct Session {
+    /// The inputs: one, or A and B with `diff`.
+    pub inputs: Vec<Input>,
+    /// Whether the page compares `inputs[1]` against `inputs[0]`.
+    pub diff: bool,
+    views: Mutex<HashMap<(usize, String, Option<usize>), Arc<View>>>,
+}
+
+/// How to read the inputs.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// The program that wrote gmon.out files.
+    pub binary: Option<PathBuf>,
+    /// Two inputs, B compared against A.
+    pub diff: bool,
+}
+
+impl Session {
+    /// Reads `files`: summed into one input, or with `diff` exactly two, A
+    /// and B. Errors are the ones every command gives for the same files.
+    pub fn load(files: &[PathBuf], opts: &LoadOptions) -> Result<Session, Error> {
+        if files.is_empty() {
+            return Err(Error::Usage("no profile given".into()));
+        }
+        let groups: Vec<&[PathBuf]> = if opts.diff {
+            if files.len() != 2 {
+                return Err(Error::Usage(format!(
+                    "--diff takes exactly two files, A (before) and B (after); {} given",
+                    files.len()
+                )));
+            }
+            files.chunks(1).collect()
+        } else {
+            vec![files]
+        };
+        let inputs = groups
+            .into_iter()
+            .map(|g| load_input(g, opts.binary.as_deref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Session {
+            inputs,
+            diff: opts.diff,
+            views: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The input the views show: B when comparing.
+    pub fn main(&self) -> usize {
+        self.inputs.len() - 1
+    }
+
+    /// The events a page can choose (recorded, then derived), or the
+    /// histogram's dimension for gmon input.
+    pub fn events(&self, input: usize) -> Vec<String> {
+        let i = &self.inputs[input];
+        if i.gmon.is_some() {
+            return vec!["time".into()];
+        }
+        EventColumns::new(&i.profile.events).names().to_vec()
+    }
+
+    /// The view of `input` in `event` over `part` (all parts: `None`),
+    /// analysed on first use and kept.
+    pub fn view(
+        &self,
+        input: usize,
+        event: Option<&str>,
+        part: Option<usize>,
+    ) -> Result<Arc<View>, Error> {
+        let events = self.events(input);
+        let event = match event {
+            Some(e) if !e.is_empty() => e.to_owned(),
+            _ => events
+                .first()
+                .cloned()
+                .ok_or_else(|| Error::Input(format!("{}: no event", self.inputs[input].name)))?,
+        };
+        if !events.contains(&event) {
+            return Err(Error::NotFound(format!("no event `{event}`")));
+        }
+        let parts = self.inputs[input].profile.parts.len();
+        if part.is_some_and(|p| p >= parts) {
+            return Err(Error::NotFound(format!("no part {}", part.unwrap_or(0))));
+        }
+        let key = (input, event.clone(), part);
+        if let Some(v) = self.views.lock().map_err(|_| Error::Poisoned)?.get(&key) {
+            return Ok(v.clone());
+        }
+        let v = Arc::new(self.analyse(input, &event, part)?);
+        self.views
+            .lock()
+            .map_err(|_| Error::Poisoned)?
+            .insert(key, v.clone());
+        Ok(v)
+    }
+
+    fn analyse(&self, input: usize, event: &str, part: Option<usize>) -> Result<View, Error> {
+        let inp = &self.inputs[input];
+        let opts = Options::default();
+        let chosen = |i: usize| part.is_none_or(|p| p == i);
+        let agg = Aggregate::new(&inp.profile, chosen);
+        let report: Report = match &inp.gmon {
+            Some((obj, gmon)) => gprof::analyse(obj, gmon, &opts)?,
+            None => {
+                let sums: Vec<Vec<u64>> = inp
+                    .profile
+                    .parts
+                    .iter()
+                    .map(|p| p.lines.totals().unwrap_or_else(|| vec![0; agg.events]))
+                    .collect();
+                gprof::callgrind::analyse(&inp.profile, &agg, &sums, Some(event), &opts, &inp.name)?
+            }
+        };
+        let total = if inp.gmon.is_some() {
+            None
+        } else {
+            let columns = EventColumns::new(&inp.profile.events);
+            let t = tally_model::program_total(&inp.profile.parts, agg.events, chosen, |i| {
+                inp.profile.parts[i].lines.totals()
+            });
+            Some(
+                columns
+                    .names()
+                    .iter()
+                    .enumerate()
+                    .map(|(e, _)| columns.value(&t, e))
+                    .collect::<Vec<i128>>(),
+            )
+        };
+        Ok(View::new(inp, report, &agg, event, total))
+    }
+}
+
+/// Reads one input: gmon files with their program, or any profile
+/// tally reads, several summed.
+fn load_input(files: &[PathBuf], binary: Option<&Path>) -> Result<Input, Error> {
+    let sources = files
+        .iter()
+        .map(|p| Source::open(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let name = files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut warnings = Vec::new();
+    let is_gmon = sources.iter().any(|s| s.format() == FileFormat::Gmon);
+    let (mut profile, gmon) = if is_gmon || binary.is_some() {
+        if let Some(s) = sources.iter().find(|s| s.format() != FileFormat::Gmon) {
+            return Err(Error::Input(format!(
+                "{}: {}: with --binary every input must be a gmon file",
+                s.path().display(),
+                s.format().describe()
+            )));
+        }
+        let Some(binary) = binary else {
+            return Err(Error::Usage(format!(
+                "{}: a gmon file needs the program that wrote it: add --binary PROG",
+                files[0].display()
+            )));
+        };
+        let obj = ObjectFile::open(binary).map_err(|e| Error::Input(e.to_string()))?;
+        let gmon = Gmon::sum(&sources, gprof::layout_of(&obj))?;
+        let conv = tally_report::convert::gmon::convert(&obj, &gmon, &Options::default())?;
+        warnings.extend(conv.notices.iter().map(|n| n.0.clone()));
+        (conv.profile, Some((obj, gmon)))
+    } else {
+        let (loaded, read_warnings) = tally_formats::read_all(&sources, None)?;
+        for (f, w) in files.iter().zip(&read_warnings) {
+            for w in w.iter() {
+                if w.kind == tally_formats::WarningKind::Truncated {
+                    return Err(Error::Input(format!(
+                        "{}: {w}; a view of part of a run would show wrong shares",
+                        f.display()
+                    )));
+                }
+                warnings.push(format!("{}: warning: {w}", f.display()));
+            }
+        }
+        match loaded {
+            AnyCost::Unsigned(p) => (p, None),
+            AnyCost::Signed(_) => {
+                return Err(Error::Input(format!(
+                    "{}: a difference (negative counts) cannot be served: serve the two profiles with `tally serve A B --diff`",
+                    files[0].display()
+                )));
+            }
+        }
+    };
+    let (stacks, estimated) = match profile.stacks.take() {
+        Some(s) if !s.is_empty() => (s, false),
+        _ => {
+            let s = estimate_stacks_with(
+                &profile,
+                EstimateOptions {
+                    min_share: 0.1 / 1200.0,
+                },
+            )
+            .map_err(|e| Error::Input(format!("{name}: estimating stacks: {e}")))?;
+            (s, true)
+        }
+    };
+    Ok(Input {
+        name,
+        profile,
+        gmon,
+        stacks,
+        estimated,
+        files: files.to_vec(),
+        warnings,
+    })
+}

@@ -1,0 +1,235 @@
+//! The analysis of one input in one event: gprof's report (the same one
+//! `tally gprof` prints, so the butterfly's numbers are its numbers) and
+//! the rows of the functions table drawn from it.
+
+use serde_json::{Value, json};
+use tally_analysis::Aggregate;
+use tally_model::{EventColumns, FunctionId};
+use tally_report::gprof::{Costs, Report};
+
+use crate::session::Input;
+
+/// One row of the functions table: a function, or a cycle.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The gprof node: a routine, or (at and after the routines) a cycle.
+    pub node: usize,
+    /// The name as printed (`<cycle N>` for a cycle).
+    pub name: String,
+    /// Source file, if known.
+    pub file: String,
+    /// Object, if known.
+    pub object: String,
+    /// Self cost in the view's event (seconds for gmon input).
+    pub self_cost: f64,
+    /// Inclusive cost: measured and cycle-correct for Callgrind (as
+    /// `tally annotate --inclusive=yes`), self plus descendants for gmon.
+    pub inclusive: Option<f64>,
+    /// Calls into it, self calls excluded.
+    pub calls: u64,
+    /// Its cycle number, for a member.
+    pub cycle: Option<u32>,
+    /// Whether the row is a cycle.
+    pub is_cycle: bool,
+    /// Self cost in every event (Callgrind: one per event of the profile).
+    pub events: Vec<f64>,
+}
+
+/// A view: gprof's report of one event, and its table rows.
+pub struct View {
+    /// The event.
+    pub event: String,
+    /// The events of [`Row::events`].
+    pub events: Vec<String>,
+    /// What the costs are in (an event name, or `seconds`).
+    pub unit: String,
+    /// The 100 % of the percentages, per event of [`View::events`].
+    pub totals: Vec<f64>,
+    /// Functions with a cost or a call, then cycles.
+    pub rows: Vec<Row>,
+    /// gprof's report.
+    pub report: Report,
+}
+
+impl View {
+    /// Draws the rows from `report`; `totals` are the program totals per
+    /// event (Callgrind), `None` for gmon input.
+    pub fn new(
+        input: &Input,
+        report: Report,
+        agg: &Aggregate<u64>,
+        event: &str,
+        totals: Option<Vec<i128>>,
+    ) -> View {
+        let g = report.graph.as_ref();
+        let measured = |n: usize| report.measured.as_ref().and_then(|m| m.nodes[n]);
+        let mut rows = Vec::new();
+        let (unit, events, totals) = match &report.costs {
+            Costs::Samples(h) => {
+                let hz = h.hz;
+                for i in 0..report.table.len() {
+                    let time = h.times.time[i];
+                    if time == 0.0 && report.ncalls[i] == 0 {
+                        continue;
+                    }
+                    let child = g.map_or(0.0, |g| g.child_time[i]);
+                    let r = &report.table.routines[i];
+                    rows.push(Row {
+                        node: i,
+                        name: report.display[i].clone(),
+                        file: r.file.clone().unwrap_or_default(),
+                        object: h.program.display().to_string(),
+                        self_cost: time / hz,
+                        inclusive: Some((time + child) / hz),
+                        calls: report.ncalls[i],
+                        cycle: g.and_then(|g| (g.cycle[i] != 0).then_some(g.cycle[i])),
+                        is_cycle: false,
+                        events: vec![time / hz],
+                    });
+                }
+                if let Some(g) = g {
+                    for c in &g.cycles {
+                        let n = g.cycle_node(c.number);
+                        rows.push(Row {
+                            node: n,
+                            name: format!("<cycle {}>", c.number),
+                            file: String::new(),
+                            object: String::new(),
+                            self_cost: g.self_time[n] / hz,
+                            inclusive: Some((g.prop_self[n] + g.prop_child[n]) / hz),
+                            calls: g.ncalls[n],
+                            cycle: Some(c.number),
+                            is_cycle: true,
+                            events: vec![g.self_time[n] / hz],
+                        });
+                    }
+                }
+                (
+                    "seconds".to_string(),
+                    vec!["time".to_string()],
+                    vec![h.times.total / hz],
+                )
+            }
+            Costs::Events(e) => {
+                let columns = EventColumns::new(&input.profile.events);
+                let names = columns.names().to_vec();
+                for i in 0..report.table.len() {
+                    let s = e.self_cost[i];
+                    if s == 0 && report.ncalls[i] == 0 {
+                        continue;
+                    }
+                    let r = &report.table.routines[i];
+                    let per_event = if i < agg.function_self.len() {
+                        let costs = agg.function_self.get(FunctionId(i as u32).index());
+                        (0..names.len())
+                            .map(|k| columns.value(costs, k) as f64)
+                            .collect()
+                    } else {
+                        vec![0.0; names.len()]
+                    };
+                    rows.push(Row {
+                        node: i,
+                        name: report.display[i].clone(),
+                        file: r.file.clone().unwrap_or_default(),
+                        object: e.objects[i].clone(),
+                        self_cost: s as f64,
+                        inclusive: measured(i).map(|v| v as f64),
+                        calls: report.ncalls[i],
+                        cycle: g.and_then(|g| (g.cycle[i] != 0).then_some(g.cycle[i])),
+                        is_cycle: false,
+                        events: per_event,
+                    });
+                }
+                if let Some(g) = g {
+                    for c in &g.cycles {
+                        let n = g.cycle_node(c.number);
+                        let members: f64 = c.members.iter().map(|&m| e.self_cost[m] as f64).sum();
+                        rows.push(Row {
+                            node: n,
+                            name: format!("<cycle {}>", c.number),
+                            file: String::new(),
+                            object: String::new(),
+                            self_cost: members,
+                            inclusive: measured(n).map(|v| v as f64),
+                            calls: g.ncalls[n],
+                            cycle: Some(c.number),
+                            is_cycle: true,
+                            events: Vec::new(),
+                        });
+                    }
+                }
+                let totals = totals
+                    .map(|t| t.into_iter().map(|v| v as f64).collect())
+                    .unwrap_or_else(|| vec![e.program_total as f64; names.len()]);
+                (e.event.clone(), names, totals)
+            }
+        };
+        View {
+            event: event.to_owned(),
+            events,
+            unit,
+            totals,
+            rows,
+            report,
+        }
+    }
+
+    /// The 100 % of the view's event.
+    pub fn total(&self) -> f64 {
+        let k = self
+            .events
+            .iter()
+            .position(|e| *e == self.event)
+            .unwrap_or(0);
+        self.totals.get(k).copied().unwrap_or(0.0)
+    }
+
+    /// The members of cycle `number`, as routine nodes.
+    pub fn members(&self, number: u32) -> Vec<usize> {
+        self.report.graph.as_ref().map_or_else(Vec::new, |g| {
+            g.cycles
+                .iter()
+                .find(|c| c.number == number)
+                .map(|c| c.members.clone())
+                .unwrap_or_default()
+        })
+    }
+
+    /// The node gprof prints as `[index]`.
+    pub fn node_of_index(&self, index: usize) -> Option<usize> {
+        self.report
+            .graph
+            .as_ref()
+            .and_then(|g| g.index.iter().position(|&i| i == index))
+    }
+
+    /// The callers and callees of `node` as gprof's call graph entry
+    /// (`tally gprof --json`), each arc with the node it leads to.
+    pub fn butterfly(&self, node: usize) -> Value {
+        let Some(mut e) = tally_report::gprof::json::call_graph_entry(&self.report, node) else {
+            return json!({"name": self.name(node), "parents": [], "children": []});
+        };
+        for key in ["parents", "children", "members"] {
+            if let Some(Value::Array(arcs)) = e.get_mut(key) {
+                for a in arcs {
+                    let n = a["index"]
+                        .as_u64()
+                        .and_then(|i| self.node_of_index(i as usize));
+                    a["node"] = json!(n);
+                }
+            }
+        }
+        e["node"] = json!(node);
+        e["unit"] = json!(self.unit);
+        e["total"] = json!(self.total());
+        e
+    }
+
+    /// The printed name of a node.
+    pub fn name(&self, node: usize) -> String {
+        match self.report.graph.as_ref() {
+            Some(g) if g.is_cycle(node) => format!("<cycle {}>", g.cycle[node]),
+            _ => self.report.display.get(node).cloned().unwrap_or_default(),
+        }
+    }
+}
