@@ -7,6 +7,7 @@ mod combine;
 mod convert;
 mod dcpi;
 mod diff;
+mod export;
 mod flame;
 mod gprof;
 mod gprof_args;
@@ -46,6 +47,9 @@ enum Command {
     /// signed counts (cg_diff's results for Cachegrind; call arcs too for
     /// Callgrind).
     Diff(diff::Args),
+    /// Profiles of any format as Parquet tables (costs, functions, arcs,
+    /// profiles) for Spark, DataFusion and other engines, with labels.
+    Export(export::Args),
     /// A flame graph (or icicle graph) as an interactive SVG; `--diff A B`
     /// for a differential one. Callgrind and gmon stacks are estimated
     /// from the call arcs, and the picture says so.
@@ -126,6 +130,7 @@ fn main() -> ExitCode {
         Command::Annotate(a) => annotate::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Diff(a) => diff::run(a),
+        Command::Export(a) => export::run(a),
         Command::Flame(a) => flame::run(a),
         Command::Dcpi(c) => dcpi::run(c),
         Command::Gprof(a) => gprof::run(a.args),

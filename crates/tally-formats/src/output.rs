@@ -210,6 +210,16 @@ pub fn write_file(
             .and_then(|_| w.flush())
             .map_err(|e| Error::io(Path::new("<stdout>"), e));
     }
+    write_file_send(path, |w| f(w))
+}
+
+/// [`write_file`] for writers that must be `Send` (Parquet's): the same
+/// temporary file and rename, and no standard output (`-` is a file
+/// named `-`).
+pub fn write_file_send(
+    path: &Path,
+    f: impl FnOnce(&mut (dyn Write + Send)) -> io::Result<()>,
+) -> Result<(), Error> {
     let target = follow_links(path).map_err(|e| Error::io(path, e))?;
     let existing = std::fs::metadata(&target).ok();
     // Devices, pipes and the like (`/dev/null`, `/dev/stdout`, a FIFO) are

@@ -17,7 +17,7 @@ pub mod cli;
 pub mod tools;
 
 pub use cli::Tally;
-pub use tools::{gprof2dot, live, require, skip, tool, trial};
+pub use tools::{gprof2dot, live, require, require_python, skip, tool, trial};
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,207 @@
+//! `tally export`: profiles of any format as Parquet tables for Spark,
+//! DataFusion and other engines (docs/parquet.md). Each input is one
+//! profile, loaded, written and dropped before the next, so thousands of
+//! inputs stream through the memory of one.
+
+use crate::Outcome;
+use anyhow::{Context, anyhow, bail};
+use std::path::{Path, PathBuf};
+use tally_formats::Source;
+use tally_formats::detect::Format as FileFormat;
+use tally_formats::gmon::Gmon;
+use tally_model::AnyCost;
+use tally_parquet::{Exporter, ProfileInfo, Table};
+use tally_symbols::ObjectFile;
+
+/// Output formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum To {
+    /// Four Parquet files (costs, functions, arcs, profiles) in `-o DIR`.
+    Parquet,
+}
+
+/// Arguments of `tally export`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Input profiles, each exported as one profile: Callgrind,
+    /// Cachegrind, gmon.out (with `--binary`), DCPI, perf.data, `perf
+    /// script` text, folded stacks, pprof, tally JSON.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum)]
+    to: To,
+    /// Output directory (created if missing); its `costs.parquet`,
+    /// `functions.parquet`, `arcs.parquet` and `profiles.parquet` are
+    /// replaced whole at the end.
+    #[arg(short, long, value_name = "DIR")]
+    output: PathBuf,
+    /// A label of every profile of this run, as `KEY=VALUE` (e.g.
+    /// `service=api`, `version=1.4`, `host=$(hostname)`); repeatable.
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
+    labels: Vec<(String, String)>,
+    /// The program that wrote the gmon files (needed for them), or the
+    /// image DCPI profiles sample.
+    #[arg(long, value_name = "PROG")]
+    binary: Option<PathBuf>,
+}
+
+fn parse_label(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("`{s}`: a label is KEY=VALUE with a non-empty KEY")),
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let To::Parquet = args.to;
+    crate::combine::stdin_once(&args.files)?;
+    let mut seen = std::collections::HashSet::new();
+    if let Some((k, _)) = args.labels.iter().find(|(k, _)| !seen.insert(k)) {
+        crate::usage_bail!("--label {k}=…: the key `{k}` is given more than once");
+    }
+    let dir = &args.output;
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let binary = match &args.binary {
+        Some(b) => {
+            let obj = ObjectFile::open(b).map_err(|e| anyhow!("{e}"))?;
+            let bytes = std::fs::read(b).with_context(|| format!("{}", b.display()))?;
+            let id = tally_parquet::profile_id([bytes.as_slice()], &[]);
+            Some((obj, b.display().to_string(), id))
+        }
+        None => None,
+    };
+    let paths: Vec<PathBuf> = Table::ALL.iter().map(|t| dir.join(t.file_name())).collect();
+    let mut failure: Option<anyhow::Error> = None;
+    let mut counts = None;
+    // Four files written at once, each through a temporary file renamed
+    // at the end; an input error stops all four, leaving the old files.
+    let written = tally_formats::output::write_file_send(&paths[0], |c| {
+        write(&paths[1], |f| {
+            write(&paths[2], |a| {
+                write(&paths[3], |p| {
+                    let outputs: [(Boxed<'_>, PathBuf); 4] = [
+                        (Box::new(c), paths[0].clone()),
+                        (Box::new(f), paths[1].clone()),
+                        (Box::new(a), paths[2].clone()),
+                        (Box::new(p), paths[3].clone()),
+                    ];
+                    let result = export(&args, binary.as_ref(), outputs);
+                    match result {
+                        Ok(n) => {
+                            counts = Some(n);
+                            Ok(())
+                        }
+                        Err(e) => {
+                            failure = Some(e);
+                            Err(std::io::Error::other("export stopped"))
+                        }
+                    }
+                })
+            })
+        })
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    written.map_err(|e| crate::combine::write_error(e, &args.files))?;
+    if let Some(n) = counts {
+        eprintln!(
+            "tally export: {} profiles; rows: {} costs, {} functions, {} arcs, {} profiles in {}",
+            n.profiles,
+            n.rows[0],
+            n.rows[1],
+            n.rows[2],
+            n.rows[3],
+            dir.display()
+        );
+    }
+    Ok(Outcome::Ok)
+}
+
+type Out<'a> = &'a mut (dyn std::io::Write + Send);
+
+/// The four outputs as one type, whatever their lifetimes.
+type Boxed<'a> = Box<dyn std::io::Write + Send + 'a>;
+
+/// One output file written through `f`; a nested write's own error is
+/// passed on as an I/O error.
+fn write(path: &Path, f: impl FnOnce(Out<'_>) -> std::io::Result<()>) -> std::io::Result<()> {
+    tally_formats::output::write_file_send(path, f).map_err(std::io::Error::other)
+}
+
+fn export(
+    args: &Args,
+    binary: Option<&(ObjectFile, String, String)>,
+    outputs: [(Boxed<'_>, PathBuf); 4],
+) -> anyhow::Result<tally_parquet::Counts> {
+    let mut ex = Exporter::new(outputs)?;
+    for path in &args.files {
+        let source = Source::open(path)?;
+        let mut info = ProfileInfo {
+            source: path.display().to_string(),
+            labels: args.labels.clone(),
+            ..ProfileInfo::default()
+        };
+        let bytes = source.bytes()?;
+        let extra = binary.map(|b| b.2.as_bytes()).unwrap_or_default();
+        info.id = tally_parquet::profile_id([bytes.as_ref(), extra], &args.labels);
+        drop(bytes);
+        match source.format() {
+            FileFormat::Gmon => {
+                let Some((obj, _, _)) = binary else {
+                    bail!(
+                        "{}: a gmon file needs the program that wrote it: add --binary PROG",
+                        path.display()
+                    );
+                };
+                let gmon = Gmon::sum(
+                    std::slice::from_ref(&source),
+                    tally_report::gprof::layout_of(obj),
+                )?;
+                let opts = tally_report::gprof::Options::default();
+                let conv = tally_report::convert::gmon::convert(obj, &gmon, &opts)?;
+                info.format = "gmon".into();
+                ex.add(&conv.profile, &info)?;
+            }
+            FileFormat::Dcpi => {
+                let d = tally_formats::dcpi::parse(&source.bytes()?, source.name())?;
+                let name = match (binary, d.header.path()) {
+                    (Some(b), _) => b.1.clone(),
+                    (None, Some(p)) => p.to_string(),
+                    (None, None) => "???".to_string(),
+                };
+                let p = tally_report::convert::dcpi::to_callgrind(&d, binary.map(|b| &b.0), &name)?;
+                info.format = "dcpi".into();
+                ex.add(&p, &info)?;
+            }
+            format => {
+                let (p, warnings) = tally_formats::read(&source, None)?;
+                for w in warnings.iter() {
+                    eprintln!("{}: warning: {w}", path.display());
+                }
+                info.format = format_name(format, &p).into();
+                match &p {
+                    AnyCost::Unsigned(p) => ex.add(p, &info)?,
+                    AnyCost::Signed(p) => ex.add(p, &info)?,
+                }
+            }
+        }
+    }
+    Ok(ex.finish()?)
+}
+
+/// The `format` column: the input's format as detected.
+fn format_name(f: FileFormat, p: &tally_model::AnyProfile) -> &'static str {
+    match f {
+        FileFormat::PerfData => "perf.data",
+        FileFormat::PerfScript => "perf-script",
+        FileFormat::Folded => "folded",
+        FileFormat::Pprof => "pprof",
+        FileFormat::TallyJson => "tally-json",
+        _ => match p.format() {
+            tally_model::Format::Cachegrind => "cachegrind",
+            _ => "callgrind",
+        },
+    }
+}
