@@ -1,7 +1,7 @@
 //! Analyses over the profile model: self costs and arcs summed over parts,
 //! the call graph's strongly connected components, inclusive costs that stay
 //! right under recursion, costs per source line or instruction, and whole
-//! stacks estimated from arcs.
+//! stacks estimated from arcs, and the budget check of `tally gate`.
 //!
 //! Everything here is pure and deterministic: the same profile gives the
 //! same numbers and the same order, whatever the hash seeds.
@@ -10,6 +10,7 @@ pub mod aggregate;
 pub mod combine;
 pub mod estimate;
 pub mod folding;
+pub mod gate;
 pub mod gprof;
 pub mod inclusive;
 pub mod positions;

@@ -9,6 +9,7 @@ mod dcpi;
 mod diff;
 mod export;
 mod flame;
+mod gate;
 mod gprof;
 mod gprof_args;
 mod gprof_callgrind;
@@ -66,6 +67,10 @@ enum Command {
     /// gprof2dot draws it: functions coloured by their total, calls with
     /// their counts and costs, cycles grouped.
     Graph(graph::Args),
+    /// A regression check for CI: exit status 1 when the new profile
+    /// costs more than the budgets allow over the base (per function,
+    /// self and inclusive, and in total), 2 on usage or input errors.
+    Gate(gate::Args),
     /// Cachegrind's cache and branch simulation of a program run under
     /// QEMU, or of a Lackey trace, written as a Cachegrind or Callgrind
     /// profile.
@@ -117,10 +122,19 @@ pub enum Outcome {
     Ok,
     /// The command ran but found invalid input (already reported).
     Invalid,
+    /// `tally gate`: a budget was exceeded (exit status 1).
+    OverBudget,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A gate's own failure is exit status 1, so that a CI job tells it
+    // from a gate that could not run (bad input), which is 2.
+    let error_status = if matches!(cli.command, Command::Gate(_)) {
+        2
+    } else {
+        1
+    };
     if let Err(e) = tally_formats::signals::install(say_stopped) {
         eprintln!("tally: cannot handle SIGINT, SIGTERM and SIGHUP: {e}");
     }
@@ -135,13 +149,14 @@ fn main() -> ExitCode {
         Command::Dcpi(c) => dcpi::run(c),
         Command::Gprof(a) => gprof::run(a.args),
         Command::Graph(a) => graph::run(a),
+        Command::Gate(a) => gate::run(a),
         Command::Sim(a) => sim::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Report(a) => serve::report(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
-        Ok(Outcome::Invalid) => ExitCode::from(1),
+        Ok(Outcome::Invalid | Outcome::OverBudget) => ExitCode::from(1),
         Err(e) => {
             if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
@@ -151,7 +166,7 @@ fn main() -> ExitCode {
             if e.chain().any(|c| c.is::<Usage>()) {
                 ExitCode::from(2)
             } else {
-                ExitCode::from(1)
+                ExitCode::from(error_status)
             }
         }
     }

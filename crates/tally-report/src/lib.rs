@@ -10,6 +10,7 @@
 //! - `flame`: flame graphs as interactive SVGs (`tally flame`).
 //! - `convert`: gmon → Callgrind and DCPI ↔ Callgrind (`tally convert`).
 //! - `graph`: the call graph as DOT or SVG (`tally graph`).
+//! - `gate`: the verdict of `tally gate` as text, JSON, JUnit XML and Markdown.
 //! - `format`: number formatting and styles shared by the text writers.
 
 pub mod annotate;
@@ -18,6 +19,7 @@ pub mod dcpi;
 pub mod diff;
 pub mod flame;
 pub mod format;
+pub mod gate;
 pub mod gprof;
 pub mod graph;
 

@@ -1,0 +1,501 @@
+//! `tally gate` on real runs: a C program compiled here four times (the
+//! base, an unchanged rebuild, a change under budget, and a slowdown of
+//! one function, each by a `-D` flag), each run under Callgrind and
+//! Cachegrind. The gate must fail on the slowdown only, naming that
+//! function, and its JUnit XML and Markdown must parse.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use tally_testutil::{path_str as s, text};
+
+/// `compute` is a few percent of the program: 1600 more iterations are
+/// +20 % of its cost but under 1 % of the total, so only its own
+/// budget (5 %) catches it; 100 more are about +1.3 %, under every budget.
+const PROGRAM: &str = r#"
+#include <stdio.h>
+
+#ifndef EXTRA
+#define EXTRA 0
+#endif
+
+static volatile long sink;
+
+__attribute__((noinline)) long bulk(long n) {
+    long s = 0;
+    for (long i = 0; i < n; i++)
+        s += (i * 2654435761u) >> 7;
+    return s;
+}
+
+__attribute__((noinline)) long compute(long n) {
+    long s = 0;
+    for (long i = 0; i < n + EXTRA; i++)
+        s += i % 7;
+    return s;
+}
+
+__attribute__((noinline)) long fib(int n) {
+    return n < 2 ? n : fib(n - 1) + fib(n - 2);
+}
+
+int main(void) {
+    long t = bulk(400000) + compute(8000) + fib(18);
+    sink = t;
+    printf("%ld\n", t);
+    return 0;
+}
+"#;
+
+/// The builds: folder (all names of one length, so that the dynamic
+/// loader's work on the program's path does not change) and `EXTRA`.
+const BUILDS: [(&str, u32); 4] = [("base", 0), ("same", 0), ("tiny", 100), ("slow", 1600)];
+
+/// The folder holding `BUILD/callgrind.out` and `BUILD/cachegrind.out`
+/// for every build; `None` when gcc or Valgrind is missing (locally).
+fn runs() -> Option<&'static Path> {
+    static RUNS: OnceLock<Option<PathBuf>> = OnceLock::new();
+    RUNS.get_or_init(|| {
+        if !tally_testutil::require(&["gcc", "valgrind"]) {
+            return None;
+        }
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gate");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("work.c"), PROGRAM).unwrap();
+        for (build, extra) in BUILDS {
+            let b = dir.join(build);
+            std::fs::create_dir_all(&b).unwrap();
+            run(Command::new("gcc")
+                .current_dir(&dir)
+                .args(["-O1", "-g", &format!("-DEXTRA={extra}"), "-o"])
+                .arg(format!("{build}/prog"))
+                .arg("work.c"));
+            for (tool, out) in [
+                ("callgrind", "--callgrind-out-file=callgrind.out"),
+                ("cachegrind", "--cachegrind-out-file=cachegrind.out"),
+            ] {
+                run(Command::new("valgrind")
+                    .current_dir(&b)
+                    .env("LC_ALL", "C")
+                    .args([&format!("--tool={tool}"), out, "./prog"]));
+            }
+        }
+        Some(dir)
+    })
+    .as_deref()
+}
+
+fn run(c: &mut Command) -> Output {
+    let o = c.output().unwrap_or_else(|e| panic!("{c:?}: {e}"));
+    assert!(o.status.success(), "{c:?}: {}", text(&o.stderr));
+    o
+}
+
+fn profile(dir: &Path, build: &str, tool: &str) -> String {
+    s(&dir.join(build).join(format!("{tool}.out"))).to_string()
+}
+
+fn gate(args: &[&str]) -> Output {
+    let mut all = vec!["gate"];
+    all.extend_from_slice(args);
+    tally_testutil::tally!().run(&all)
+}
+
+fn status(o: &Output) -> i32 {
+    let code = o.status.code().expect("exit status");
+    assert!(!text(&o.stderr).contains("panicked"), "{}", text(&o.stderr));
+    code
+}
+
+#[test]
+fn a_slowdown_of_one_function_fails_and_names_it() {
+    let Some(dir) = runs() else { return };
+    for tool in ["callgrind", "cachegrind"] {
+        let (base, slow) = (profile(dir, "base", tool), profile(dir, "slow", tool));
+        let o = gate(&[&base, &slow]);
+        let out = text(&o.stdout);
+        assert_eq!(status(&o), 1, "{tool}: {out}{}", text(&o.stderr));
+        assert!(out.contains("compute (work.c)"), "{tool}: {out}");
+        assert!(
+            out.contains("FAIL: 1 function over budget"),
+            "{tool}: {out}"
+        );
+        // The total rose by less than its budget; nothing else is over.
+        let v = json(&[&base, &slow]);
+        assert_eq!(v["passed"], false);
+        assert_eq!(v["total"]["over"], false, "{tool}");
+        let over: Vec<&str> = v["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["over"] == true)
+            .map(|f| f["function"].as_str().unwrap())
+            .collect();
+        assert_eq!(over, ["compute"], "{tool}");
+        let compute = &v["functions"][0];
+        let delta = compute["self"]["delta"].as_i64().unwrap();
+        // 1600 more iterations of a loop of several instructions each.
+        assert!((1600 * 3..1600 * 20).contains(&delta), "{tool}: {delta}");
+        assert_eq!(compute["self"]["over"], true);
+        // Without calls (Cachegrind), inclusive is self.
+        assert_eq!(compute["inclusive"]["delta"].as_i64(), Some(delta));
+    }
+}
+
+#[test]
+fn an_unchanged_rebuild_and_a_small_change_pass() {
+    let Some(dir) = runs() else { return };
+    for tool in ["callgrind", "cachegrind"] {
+        let base = profile(dir, "base", tool);
+        for build in ["same", "tiny"] {
+            let o = gate(&[&base, &profile(dir, build, tool)]);
+            let out = text(&o.stdout);
+            assert_eq!(status(&o), 0, "{tool} {build}: {out}");
+            assert!(out.contains("PASS: within budget"), "{out}");
+        }
+        let v = json(&[&base, &profile(dir, "same", tool)]);
+        assert_eq!(v["total"]["delta"], 0, "{tool}: {v}");
+        assert_eq!(v["passed"], true);
+        // The small change is judged and seen, within budget.
+        let v = json(&[&base, &profile(dir, "tiny", tool)]);
+        let compute = v["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["function"] == "compute")
+            .expect("compute judged");
+        let p = compute["self"]["percent"].as_f64().unwrap();
+        assert!(p > 0.5 && p < 5.0, "{tool}: {p}");
+    }
+}
+
+#[test]
+fn inclusive_costs_count_recursion_once() {
+    let Some(dir) = runs() else { return };
+    let base = profile(dir, "base", "callgrind");
+    let v = json(&[&base, &base]);
+    let f = |name: &str| {
+        v["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["function"] == name)
+            .unwrap_or_else(|| panic!("{name} judged: {v}"))
+            .clone()
+    };
+    let total = v["total"]["base"].as_i64().unwrap();
+    let main = f("main")["inclusive"]["base"].as_i64().unwrap();
+    let parts: i64 = ["bulk", "compute", "fib"]
+        .iter()
+        .map(|n| f(n)["inclusive"]["base"].as_i64().unwrap())
+        .sum();
+    // main = its calls + a few instructions of its own; fib's recursion
+    // (fib'2 calling itself) counted once, so no inclusive cost passes the
+    // total.
+    assert!(
+        main <= total && main >= parts && main - parts < 100,
+        "{main} {parts}"
+    );
+    let fib2 = f("fib'2");
+    let incl = fib2["inclusive"]["base"].as_i64().unwrap();
+    assert!(incl <= f("fib")["inclusive"]["base"].as_i64().unwrap());
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["--format", "json"];
+    all.extend_from_slice(args);
+    let o = gate(&all);
+    assert!(matches!(status(&o), 0 | 1), "{}", text(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("JSON output")
+}
+
+#[test]
+fn sets_of_profiles_are_summed_per_side() {
+    let Some(dir) = runs() else { return };
+    let p = |b: &str| profile(dir, b, "callgrind");
+    // Two base runs against a base run and a slow one: compute is up by
+    // half the slowdown (+10 %), still over 5 %.
+    let o = gate(&[
+        "--base",
+        &p("base"),
+        &p("same"),
+        "--new",
+        &p("base"),
+        &p("slow"),
+    ]);
+    assert_eq!(status(&o), 1, "{}", text(&o.stdout));
+    assert!(text(&o.stdout).contains("compute (work.c)"));
+    let o = gate(&[
+        "--base",
+        &p("base"),
+        &p("same"),
+        "--new",
+        &p("same"),
+        &p("tiny"),
+    ]);
+    assert_eq!(status(&o), 0, "{}", text(&o.stdout));
+}
+
+#[test]
+fn absolute_budgets_and_derived_events() {
+    let Some(dir) = runs() else { return };
+    let (base, slow) = (
+        profile(dir, "base", "cachegrind"),
+        profile(dir, "slow", "cachegrind"),
+    );
+    let v = json(&[&base, &slow]);
+    let delta = v["functions"][0]["self"]["delta"].as_i64().unwrap();
+    let at = |limit: i64| {
+        status(&gate(&[
+            "--max-function-increase",
+            &limit.to_string(),
+            "--max-increase",
+            "1000000",
+            &base,
+            &slow,
+        ]))
+    };
+    assert_eq!(at(delta), 0);
+    assert_eq!(at(delta - 1), 1);
+    // A derived event: instruction reads plus ten times the data reads.
+    let o = gate(&["--format", "json", "--event", "Mem=Ir+10*Dr", &base, &slow]);
+    assert_eq!(status(&o), 1);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["event"], "Mem");
+    let mem = v["functions"][0]["self"]["delta"].as_i64().unwrap();
+    assert!(mem > delta, "{mem} {delta}");
+    // A ratio is refused as an input error.
+    let o = gate(&["--event", "R=Dr/Ir", &base, &slow]);
+    assert_eq!(status(&o), 2, "{}", text(&o.stderr));
+}
+
+#[test]
+fn junit_output_parses_with_a_failure_for_the_slow_function() {
+    let Some(dir) = runs() else { return };
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gate-junit.xml");
+    let (base, slow) = (
+        profile(dir, "base", "callgrind"),
+        profile(dir, "slow", "callgrind"),
+    );
+    let o = gate(&["--format", "junit", "-o", s(&out), &base, &slow]);
+    assert_eq!(status(&o), 1);
+    // The text verdict still goes to the log.
+    assert!(text(&o.stdout).contains("FAIL"), "{}", text(&o.stdout));
+    let xml = std::fs::read_to_string(&out).unwrap();
+    let suite = junit::parse(&xml);
+    assert_eq!(suite.name, "testsuites");
+    let ts = &suite.children[0];
+    assert_eq!(ts.name, "testsuite");
+    let cases: Vec<&junit::Element> = ts
+        .children
+        .iter()
+        .filter(|c| c.name == "testcase")
+        .collect();
+    assert_eq!(ts.attr("tests"), Some(cases.len().to_string().as_str()));
+    let failed: Vec<&str> = cases
+        .iter()
+        .filter(|c| c.children.iter().any(|f| f.name == "failure"))
+        .map(|c| c.attr("name").unwrap())
+        .collect();
+    assert_eq!(failed, ["compute (work.c)"]);
+    assert_eq!(ts.attr("failures"), Some("1"));
+    assert_eq!(suite.attr("failures"), Some("1"));
+    assert!(cases.iter().any(|c| c.attr("name") == Some("total Ir")));
+    assert!(cases.iter().all(|c| c.attr("classname").is_some()));
+    let failure = cases
+        .iter()
+        .find(|c| c.attr("name") == Some("compute (work.c)"))
+        .unwrap()
+        .children
+        .iter()
+        .find(|f| f.name == "failure")
+        .unwrap();
+    assert!(failure.attr("message").unwrap().contains("over budget"));
+    assert!(failure.text.contains("self: base"), "{}", failure.text);
+    // Every case of the common schema: only the elements it knows.
+    for c in &ts.children {
+        assert!(
+            ["properties", "testcase", "system-out", "system-err"].contains(&c.name.as_str()),
+            "{}",
+            c.name
+        );
+    }
+}
+
+#[test]
+fn markdown_output_is_a_table_naming_the_slow_function() {
+    let Some(dir) = runs() else { return };
+    let (base, slow) = (
+        profile(dir, "base", "callgrind"),
+        profile(dir, "slow", "callgrind"),
+    );
+    let o = gate(&["--format", "markdown", &base, &slow]);
+    assert_eq!(status(&o), 1);
+    let md = text(&o.stdout);
+    let tables = markdown_tables(&md);
+    assert_eq!(tables.len(), 2, "{md}");
+    assert_eq!(
+        tables[0][0],
+        ["", "base", "new", "change", "allowed", "status"]
+    );
+    assert_eq!(tables[0][1][0], "total");
+    let functions = &tables[1];
+    assert_eq!(functions[0][0], "function");
+    // The function over budget comes first, with its change and status.
+    assert_eq!(functions[1][0], "compute");
+    assert_eq!(functions[1][1], "work.c");
+    assert!(functions[1][2].starts_with('+'), "{:?}", functions[1]);
+    assert_eq!(functions[1][5], "over budget");
+    assert!(functions[2..].iter().all(|r| r[5] == "ok"));
+    assert!(functions.iter().all(|r| r.len() == 6));
+}
+
+/// The tables of a Markdown document as rendered (header row first), by a
+/// CommonMark parser with GitHub's tables.
+fn markdown_tables(md: &str) -> Vec<Vec<Vec<String>>> {
+    use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+    let mut tables = Vec::new();
+    let (mut rows, mut row, mut cell): (Vec<Vec<String>>, Vec<String>, String) = Default::default();
+    for e in Parser::new_ext(md, Options::ENABLE_TABLES) {
+        match e {
+            Event::Start(Tag::Table(_)) => rows.clear(),
+            Event::End(TagEnd::Table) => tables.push(std::mem::take(&mut rows)),
+            Event::Start(Tag::TableHead | Tag::TableRow) => row.clear(),
+            Event::End(TagEnd::TableHead | TagEnd::TableRow) => rows.push(std::mem::take(&mut row)),
+            Event::Start(Tag::TableCell) => cell.clear(),
+            Event::End(TagEnd::TableCell) => row.push(std::mem::take(&mut cell)),
+            Event::Text(t) | Event::Code(t) => cell.push_str(&t),
+            _ => {}
+        }
+    }
+    tables
+}
+
+#[test]
+fn a_baseline_file_accepts_a_known_increase() {
+    let Some(dir) = runs() else { return };
+    let d = tally_testutil::temp_dir();
+    let (base, slow) = (
+        profile(dir, "base", "callgrind"),
+        profile(dir, "slow", "callgrind"),
+    );
+    let file = d.path().join("budgets.txt");
+    std::fs::write(
+        &file,
+        "# compute does more work on purpose\n30%  file=work.c  compute\n5% no_such_function\n",
+    )
+    .unwrap();
+    let o = gate(&["--baseline-file", s(&file), &base, &slow]);
+    let out = text(&o.stdout);
+    assert_eq!(status(&o), 0, "{out}");
+    assert!(
+        out.contains("budgets.txt:3: no function `no_such_function`"),
+        "{out}"
+    );
+    // A budget below the change does not accept it.
+    std::fs::write(&file, "10% compute\n").unwrap();
+    assert_eq!(
+        status(&gate(&["--baseline-file", s(&file), &base, &slow])),
+        1
+    );
+    // `--ignore` leaves it out entirely.
+    let o = gate(&["--ignore", "^comp", &base, &slow]);
+    assert_eq!(status(&o), 0, "{}", text(&o.stdout));
+}
+
+#[test]
+fn input_errors_exit_2_naming_file_and_line() {
+    let d = tally_testutil::temp_dir();
+    let bad = d.path().join("budgets.txt");
+    std::fs::write(&bad, "5% main\n\nfast compute\n").unwrap();
+    let good = tally_testutil::data("callgrind/inline.default.out");
+    let g = s(&good);
+    let o = gate(&["--baseline-file", s(&bad), g, g]);
+    assert_eq!(status(&o), 2);
+    let e = text(&o.stderr);
+    assert!(
+        e.contains(&format!("{}:3: `fast` is not a budget", bad.display())),
+        "{e}"
+    );
+    // A missing input, a file that is no profile, a malformed option.
+    let missing = d.path().join("missing.out");
+    assert_eq!(status(&gate(&[g, s(&missing)])), 2);
+    let notes = d.path().join("notes.txt");
+    std::fs::write(&notes, "hello\n").unwrap();
+    assert_eq!(status(&gate(&[g, s(&notes)])), 2);
+    assert_eq!(status(&gate(&["--max-increase", "2 percent", g, g])), 2);
+    assert_eq!(status(&gate(&["--ignore", "(", g, g])), 2);
+    assert_eq!(status(&gate(&[g])), 2);
+    assert_eq!(status(&gate(&["--event", "NoSuch", g, g])), 2);
+    // A profile compared with itself passes.
+    assert_eq!(status(&gate(&[g, g])), 0);
+}
+
+/// Just enough XML for a JUnit report: elements, attributes and text,
+/// read with quick-xml.
+mod junit {
+    use quick_xml::Reader;
+    use quick_xml::events::Event;
+
+    #[derive(Debug, Default)]
+    pub struct Element {
+        pub name: String,
+        pub attrs: Vec<(String, String)>,
+        pub children: Vec<Element>,
+        pub text: String,
+    }
+
+    impl Element {
+        pub fn attr(&self, name: &str) -> Option<&str> {
+            self.attrs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+        }
+    }
+
+    fn element(e: &quick_xml::events::BytesStart) -> Element {
+        Element {
+            name: String::from_utf8(e.name().as_ref().to_vec()).unwrap(),
+            attrs: e
+                .attributes()
+                .map(|a| {
+                    let a = a.expect("well-formed attribute");
+                    (
+                        String::from_utf8(a.key.as_ref().to_vec()).unwrap(),
+                        a.unescape_value().expect("escaped value").into_owned(),
+                    )
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    /// The root element; panics on XML that is not well formed.
+    pub fn parse(xml: &str) -> Element {
+        let mut r = Reader::from_str(xml);
+        let mut stack: Vec<Element> = vec![Element::default()];
+        loop {
+            match r.read_event().expect("well-formed XML") {
+                Event::Start(e) => stack.push(element(&e)),
+                Event::Empty(e) => stack.last_mut().unwrap().children.push(element(&e)),
+                Event::End(_) => {
+                    let done = stack.pop().unwrap();
+                    stack.last_mut().unwrap().children.push(done);
+                }
+                Event::Text(t) => stack
+                    .last_mut()
+                    .unwrap()
+                    .text
+                    .push_str(&t.unescape().expect("escaped text")),
+                Event::Eof => break,
+                _ => {}
+            }
+        }
+        assert_eq!(stack.len(), 1, "unclosed elements");
+        let mut root = stack.pop().unwrap();
+        assert_eq!(root.children.len(), 1, "one root element");
+        root.children.pop().unwrap()
+    }
+}
