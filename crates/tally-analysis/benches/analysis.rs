@@ -1,15 +1,17 @@
 //! Speed of the analyses behind `tally annotate` on a large generated
 //! profile (`tally-gen`, 64 MB, what Valgrind writes with `--dump-instr=yes
 //! --collect-jumps=yes`): summing self costs and arcs, the call graph's
-//! strongly connected components with inclusive costs, and costs per
-//! instruction for every function (what `--asm` needs).
+//! strongly connected components with inclusive costs, costs per
+//! instruction for every function (what `--asm` needs), and the stacks
+//! estimated from the arcs as `tally flame` estimates them (to 0.1 pixel of
+//! 1200) and as `tally convert --to folded` does (everything split).
 //!
 //! Run with `cargo bench -p tally-analysis --bench analysis`.
 
 use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;
-use tally_analysis::{Aggregate, Inclusive};
+use tally_analysis::{Aggregate, EstimateOptions, Inclusive, estimate_from, estimate_tree};
 use tally_gen::{Config, EventSet};
 
 fn bench(c: &mut Criterion) {
@@ -33,6 +35,15 @@ fn bench(c: &mut Criterion) {
     });
     let agg = Aggregate::new(&profile, |_| true);
     g.bench_function("inclusive", |b| b.iter(|| black_box(Inclusive::new(&agg))));
+    let flame = EstimateOptions {
+        min_share: 0.1 / 1200.0,
+    };
+    g.bench_function("estimate_tree_flame", |b| {
+        b.iter(|| black_box(estimate_tree(&agg, flame).expect("estimate")))
+    });
+    g.bench_function("estimate_stacks_all", |b| {
+        b.iter(|| black_box(estimate_from(&agg, EstimateOptions::default()).expect("estimate")))
+    });
     g.bench_function("by_instr_all", |b| {
         b.iter(|| black_box(tally_analysis::by_instr(&profile, |_| true, |_| true)))
     });

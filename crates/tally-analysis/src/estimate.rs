@@ -29,7 +29,7 @@
 
 use crate::{Aggregate, Inclusive};
 use rustc_hash::FxHashMap;
-use tally_model::{Frame, FunctionId, Profile, Stacks};
+use tally_model::{Frame, FrameId, FunctionId, Profile, Stacks};
 
 /// Why stacks could not be estimated.
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +81,120 @@ pub fn estimate_from(
     agg: &Aggregate<u64>,
     options: EstimateOptions,
 ) -> Result<Stacks<u64>, EstimateError> {
+    Ok(estimate_tree(agg, options)?.to_stacks())
+}
+
+/// The estimated stacks as a tree: what [`estimate_from`] returns, before
+/// it is turned into a list of stacks.
+///
+/// A node is a stack (its parent's frames and one more function), so two
+/// stacks with the same beginning share it and no stack is ever compared
+/// frame by frame: a flame graph is drawn from the nodes directly.
+#[derive(Clone, Debug)]
+pub struct StackTree {
+    /// Recorded events: each node's costs are this many values.
+    pub events: usize,
+    /// Number of functions of the profile (the frames of
+    /// [`StackTree::to_stacks`], one per function, in id order).
+    pub functions: usize,
+    /// `(parent, function)` of every node but the root (node 0, the empty
+    /// stack, stored as `(0, FunctionId(0))`). A parent comes before its
+    /// children.
+    pub nodes: Vec<(u32, FunctionId)>,
+    /// The costs of the stacks that end at each node (not their callees'),
+    /// `events` values per node.
+    pub costs: Vec<u64>,
+    /// The nodes at which some stack ends, in the order the estimate first
+    /// reached them.
+    pub ends: Vec<u32>,
+    child: FxHashMap<(u32, FunctionId), u32>,
+}
+
+impl StackTree {
+    fn new(events: usize, functions: usize) -> StackTree {
+        StackTree {
+            events,
+            functions,
+            nodes: vec![(0, FunctionId(0))],
+            costs: vec![0; events],
+            ends: Vec::new(),
+            child: FxHashMap::default(),
+        }
+    }
+
+    /// Adds `costs` to the stack of `frames` (root first).
+    fn add(
+        &mut self,
+        frames: impl Iterator<Item = FunctionId>,
+        costs: &[u64],
+    ) -> Result<(), EstimateError> {
+        let mut at = 0u32;
+        for f in frames {
+            at = match self.child.get(&(at, f)) {
+                Some(&c) => c,
+                None => {
+                    let c = self.nodes.len() as u32;
+                    self.nodes.push((at, f));
+                    self.costs.extend(std::iter::repeat_n(0, self.events));
+                    self.child.insert((at, f), c);
+                    c
+                }
+            };
+        }
+        let ev = self.events;
+        let row = &mut self.costs[at as usize * ev..(at as usize + 1) * ev];
+        if row.iter().all(|&c| c == 0) {
+            self.ends.push(at);
+        }
+        let sums: Option<Vec<u64>> = row
+            .iter()
+            .zip(costs)
+            .map(|(a, b)| a.checked_add(*b))
+            .collect();
+        row.copy_from_slice(&sums.ok_or(EstimateError::Overflow)?);
+        Ok(())
+    }
+
+    /// The costs of the stacks ending at `node`.
+    pub fn cost(&self, node: u32) -> &[u64] {
+        &self.costs[node as usize * self.events..(node as usize + 1) * self.events]
+    }
+
+    /// The stacks as a list: one frame per function (line and address 0),
+    /// one sample per node where a stack ends, in [`StackTree::ends`]
+    /// order.
+    pub fn to_stacks(&self) -> Stacks<u64> {
+        let mut stacks = Stacks::<u64>::default();
+        for f in 0..self.functions {
+            stacks.frame(Frame {
+                function: FunctionId(f as u32),
+                line: 0,
+                address: 0,
+            });
+        }
+        let mut frames = Vec::new();
+        for &end in &self.ends {
+            frames.clear();
+            let mut at = end;
+            while at != 0 {
+                let (parent, f) = self.nodes[at as usize];
+                frames.push(FrameId(f.0));
+                at = parent;
+            }
+            frames.reverse();
+            // Distinct stacks and sums already checked: nothing can fail.
+            let _ = stacks.add(&frames, self.cost(end));
+        }
+        stacks
+    }
+}
+
+/// The estimate itself, as a [`StackTree`]; [`estimate_from`] lists its
+/// stacks.
+pub fn estimate_tree(
+    agg: &Aggregate<u64>,
+    options: EstimateOptions,
+) -> Result<StackTree, EstimateError> {
     let inc = Inclusive::new(agg);
     let ev = agg.events;
     let nf = agg.function_self.len();
@@ -156,72 +270,74 @@ pub fn estimate_from(
                 .all(|(&a, &t)| (a as f64) < options.min_share * t)
     };
 
-    let mut stacks = Stacks::<u64>::default();
-    let frame_of: Vec<_> = (0..nf)
-        .map(|f| {
-            stacks.frame(Frame {
-                function: FunctionId(f as u32),
-                line: 0,
-                address: 0,
-            })
-        })
-        .collect();
-    // Work: (top function, frames leaf first, amount).
-    let mut work: Vec<(FunctionId, Vec<FunctionId>, Vec<u64>)> = Vec::new();
-    let mut root_first = Vec::new();
-    let mut parts: Vec<Vec<u64>> = Vec::new();
+    let mut tree = StackTree::new(ev, nf);
+    // The stacks being followed are leaf-first chains in `chain`: an entry
+    // is (the entry below it, function), so a caller is pushed in constant
+    // time and, read from the top down, a chain is its stack root first.
+    let mut chain: Vec<(u32, FunctionId)> = Vec::new();
+    // Work: (top function, chain entry of the top, amount at `amounts`'
+    // end, ev values each, last in first out).
+    let mut work: Vec<(FunctionId, u32)> = Vec::new();
+    let mut amounts: Vec<u64> = Vec::new();
+    let mut amount = vec![0u64; ev];
+    let mut parts: Vec<u64> = Vec::new();
+    let mut scratch = SplitScratch::default();
+    let mut heaviest_of: Vec<u32> = vec![u32::MAX; nodes];
     for f in 0..nf {
-        let amount = agg.function_self.get(f);
-        if amount.iter().all(|&a| a == 0) {
+        let own = agg.function_self.get(f);
+        if own.iter().all(|&a| a == 0) {
             continue;
         }
         let f = FunctionId(f as u32);
-        work.push((f, vec![f], amount.to_vec()));
-        while let Some((top, suffix, amount)) = work.pop() {
+        chain.clear();
+        chain.push((u32::MAX, f));
+        work.push((f, 0));
+        amounts.extend_from_slice(own);
+        while let Some((top, at)) = work.pop() {
+            let from = amounts.len() - ev;
+            amount.copy_from_slice(&amounts[from..]);
+            amounts.truncate(from);
             let list = &ways[node(top)];
-            split(&amount, list, small(&amount), &mut parts);
-            for (way, part) in list.iter().zip(parts.drain(..)) {
+            let whole = small(&amount).then(|| heaviest(&mut heaviest_of, node(top), list));
+            split(&amount, list, whole, &mut parts, &mut scratch);
+            for (way, part) in list.iter().zip(parts.chunks_exact(ev)) {
                 if part.iter().all(|&a| a == 0) {
                     continue;
                 }
                 match way.arc {
                     None => {
-                        root_first.clear();
-                        root_first.extend(suffix.iter().rev().map(|f| frame_of[f.index()]));
-                        stacks
-                            .add(&root_first, &part)
-                            .ok_or(EstimateError::Overflow)?;
+                        let mut i = at;
+                        tree.add(
+                            std::iter::from_fn(|| {
+                                let (below, f) = *chain.get(i as usize)?;
+                                i = below;
+                                Some(f)
+                            }),
+                            part,
+                        )?;
                     }
                     Some((caller, callee)) => {
-                        let mut s = suffix.clone();
+                        let mut top_at = at;
                         if callee != top {
-                            s.push(callee);
+                            chain.push((top_at, callee));
+                            top_at = chain.len() as u32 - 1;
                         }
-                        s.push(caller);
-                        work.push((caller, s, part));
+                        chain.push((top_at, caller));
+                        work.push((caller, chain.len() as u32 - 1));
+                        amounts.extend_from_slice(part);
                     }
                 }
             }
         }
     }
-    Ok(stacks)
+    Ok(tree)
 }
 
-/// Splits `amount` across `ways` in proportion to their weights, event by
-/// event, by largest remainder; into `out`, one vector per way. When the
-/// weights of an event are all zero, the calls' counts decide, and failing
-/// those the first way takes it. With `whole`, the heaviest way takes
-/// everything.
-fn split(amount: &[u64], ways: &[Way], whole: bool, out: &mut Vec<Vec<u64>>) {
-    let ev = amount.len();
-    out.clear();
-    out.extend(ways.iter().map(|_| vec![0u64; ev]));
-    if ways.len() == 1 {
-        out[0].copy_from_slice(amount);
-        return;
-    }
-    if whole {
-        let heaviest = (0..ways.len())
+/// The way of component `n` whose arc costs most (then is called most,
+/// then comes first), found once per component and kept in `memo`.
+fn heaviest(memo: &mut [u32], n: usize, ways: &[Way]) -> usize {
+    if memo[n] == u32::MAX {
+        memo[n] = (0..ways.len())
             .max_by(|&a, &b| {
                 let (x, y) = (&ways[a], &ways[b]);
                 x.weights
@@ -229,23 +345,56 @@ fn split(amount: &[u64], ways: &[Way], whole: bool, out: &mut Vec<Vec<u64>>) {
                     .then(x.count.cmp(&y.count))
                     .then(b.cmp(&a))
             })
-            .unwrap_or(0);
-        out[heaviest].copy_from_slice(amount);
+            .unwrap_or(0) as u32;
+    }
+    memo[n] as usize
+}
+
+/// Buffers [`split`] reuses.
+#[derive(Default)]
+struct SplitScratch {
+    weight: Vec<u128>,
+    rem: Vec<(u128, usize)>,
+}
+
+/// Splits `amount` across `ways` in proportion to their weights, event by
+/// event, by largest remainder; into `out`, `amount.len()` values per way.
+/// When the weights of an event are all zero, the calls' counts decide,
+/// and failing those the first way takes it. With `whole`, that way (the
+/// heaviest) takes everything.
+fn split(
+    amount: &[u64],
+    ways: &[Way],
+    whole: Option<usize>,
+    out: &mut Vec<u64>,
+    sc: &mut SplitScratch,
+) {
+    let ev = amount.len();
+    out.clear();
+    out.resize(ways.len() * ev, 0);
+    if ways.len() == 1 {
+        out.copy_from_slice(amount);
         return;
     }
-    let mut rem: Vec<(u128, usize)> = Vec::with_capacity(ways.len());
+    if let Some(heaviest) = whole {
+        out[heaviest * ev..(heaviest + 1) * ev].copy_from_slice(amount);
+        return;
+    }
+    let (weight, rem) = (&mut sc.weight, &mut sc.rem);
     for e in 0..ev {
         let a = amount[e] as u128;
         if a == 0 {
             continue;
         }
-        let mut weight: Vec<u128> = ways.iter().map(|w| w.weights[e] as u128).collect();
+        weight.clear();
+        weight.extend(ways.iter().map(|w| w.weights[e] as u128));
         if weight.iter().all(|&w| w == 0) {
-            weight = ways.iter().map(|w| w.count as u128).collect();
+            weight.clear();
+            weight.extend(ways.iter().map(|w| w.count as u128));
         }
         let sum: u128 = weight.iter().sum();
         if sum == 0 {
-            out[0][e] = amount[e];
+            out[e] = amount[e];
             continue;
         }
         rem.clear();
@@ -253,7 +402,7 @@ fn split(amount: &[u64], ways: &[Way], whole: bool, out: &mut Vec<Vec<u64>>) {
         for (i, &w) in weight.iter().enumerate() {
             let p = a * w;
             let q = p / sum;
-            out[i][e] = q as u64;
+            out[i * ev + e] = q as u64;
             given += q;
             rem.push((p % sum, i));
         }
@@ -263,7 +412,7 @@ fn split(amount: &[u64], ways: &[Way], whole: bool, out: &mut Vec<Vec<u64>>) {
         // Largest remainders first; ties to the earlier way.
         rem.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
         for &(_, i) in rem.iter().take((a - given) as usize) {
-            out[i][e] += 1;
+            out[i * ev + e] += 1;
         }
     }
 }

@@ -19,7 +19,8 @@ pub mod subst;
 
 pub use aggregate::{Aggregate, AggregateBuilder, Arc, CostTable, RowKey, add_into};
 pub use estimate::{
-    EstimateError, EstimateOptions, estimate_from, estimate_stacks, estimate_stacks_with,
+    EstimateError, EstimateOptions, StackTree, estimate_from, estimate_stacks,
+    estimate_stacks_with, estimate_tree,
 };
 pub use inclusive::{CallKind, Cycle, Inclusive};
 pub use positions::{CallSite, JumpSite, PositionCosts, by_instr, by_line};

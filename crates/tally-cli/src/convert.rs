@@ -216,18 +216,27 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     }
 }
 
-/// Writes a measured profile; pprof and speedscope output of a profile
-/// without stacks (Callgrind, gmon, DCPI) gets stacks estimated from its
-/// call arcs, marked as estimated in the output.
+/// Writes a measured profile. Output of stacks (pprof, speedscope,
+/// folded) from a profile without them (Callgrind, gmon, DCPI) has them
+/// estimated from its call arcs, by the estimate `tally flame` draws, and
+/// marked as estimated: in the file where the format has room for it
+/// (pprof's comment, speedscope's title), else on standard error.
 fn write_unsigned(p: &Profile<u64>, args: &Args) -> anyhow::Result<Outcome> {
+    let format = output_format(args);
     let stack_format = matches!(
-        output_format(args),
-        Some(OutputFormat::Pprof | OutputFormat::Speedscope)
+        format,
+        Some(OutputFormat::Pprof | OutputFormat::Speedscope | OutputFormat::Folded)
     );
     if !stack_format || p.stacks.is_some() {
         return write(p, args);
     }
     let stacks = tally_analysis::estimate_stacks(p)?;
+    if format == Some(OutputFormat::Folded) {
+        eprintln!(
+            "tally convert: note: the input holds caller-callee arcs, not stacks: the folded stacks \
+             are estimated (each function's cost split across its callers in proportion to the arcs)"
+        );
+    }
     let mut with = p.clone();
     tally_formats::pprof::set_estimated_stacks(&mut with, stacks);
     write(&with, args)
@@ -340,7 +349,7 @@ fn write<C: Cost>(p: &Profile<C>, args: &Args) -> anyhow::Result<Outcome> {
         _ => None,
     };
     if format == Some(OutputFormat::Folded) && p.stacks.is_none() {
-        return write_estimated(p, args, event.unwrap_or(0));
+        bail!("folded output of a difference profile (negative counts) is not supported");
     }
     let options = OutputOptions {
         event,
@@ -367,23 +376,4 @@ fn recorded_event<C: Cost>(p: &Profile<C>, name: &str) -> anyhow::Result<usize> 
             names.join(", ")
         )
     })
-}
-
-/// Folded output of a profile that holds only caller-callee arcs
-/// (Callgrind, gmon): its stacks estimated as `tally flame` estimates
-/// them, which the user is told.
-fn write_estimated<C: Cost>(p: &Profile<C>, args: &Args, event: usize) -> anyhow::Result<Outcome> {
-    let Some(p) = (p as &dyn std::any::Any).downcast_ref::<Profile<u64>>() else {
-        bail!("folded output of a difference profile (negative counts) is not supported");
-    };
-    let stacks = tally_analysis::estimate_stacks(p)?;
-    eprintln!(
-        "tally convert: note: the input holds caller-callee arcs, not stacks: the folded stacks \
-         are estimated (each function's cost split across its callers in proportion to the arcs)"
-    );
-    tally_formats::output::write_file(&args.output, |w| {
-        tally_formats::folded::write(&p.names, &stacks, event, w)
-    })
-    .map_err(|e| crate::combine::write_error(e, &args.files))?;
-    Ok(Outcome::Ok)
 }

@@ -4,7 +4,7 @@
 use crate::Outcome;
 use anyhow::{Context, anyhow, bail};
 use std::path::{Path, PathBuf};
-use tally_analysis::{AggregateBuilder, EstimateOptions, estimate_from, estimate_stacks_with};
+use tally_analysis::{Aggregate, AggregateBuilder, EstimateOptions, StackTree, estimate_tree};
 use tally_formats::Source;
 use tally_formats::detect::Format as FileFormat;
 use tally_formats::gmon::Gmon;
@@ -51,11 +51,16 @@ pub struct Args {
     binary: Option<PathBuf>,
 }
 
-/// A profile read for drawing, with how its stacks were obtained.
+/// A profile read for drawing, with its stacks.
 struct Drawn {
     profile: Profile<u64>,
-    stacks: Stacks<u64>,
-    estimated: bool,
+    stacks: Drawing,
+}
+
+/// Stacks as recorded, or estimated from the arcs.
+enum Drawing {
+    Recorded(Stacks<u64>),
+    Estimated(StackTree),
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
@@ -103,7 +108,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     for (i, d) in drawn.iter().enumerate().rev() {
         let event = event_of(&d.profile, &name, &args.files[i.min(args.files.len() - 1)])?;
         let base = args.diff && i == 0;
-        tree.add_stacks(&d.profile, &d.stacks, &event, d.estimated, base);
+        match &d.stacks {
+            Drawing::Recorded(s) => tree.add_stacks(&d.profile, s, &event, false, base),
+            Drawing::Estimated(s) => tree.add_stack_tree(&d.profile, s, &event, true, base),
+        }
     }
     tree.finish();
     if tree.nodes[0].value == 0 {
@@ -113,7 +121,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         );
     }
 
-    let estimated = drawn.iter().any(|d| d.estimated);
+    let estimated = drawn
+        .iter()
+        .any(|d| matches!(d.stacks, Drawing::Estimated(_)));
     let mut title = args.title.clone().unwrap_or_else(|| {
         if args.diff {
             "Differential Flame Graph".into()
@@ -222,20 +232,16 @@ fn read(files: &[PathBuf], binary: Option<&Path>, min_share: f64) -> anyhow::Res
             ),
         }
     };
-    let (stacks, estimated) = match profile.stacks.take() {
-        Some(s) if !s.is_empty() => (s, false),
+    let stacks = match profile.stacks.take() {
+        Some(s) if !s.is_empty() => Drawing::Recorded(s),
         _ => {
             let options = EstimateOptions { min_share };
-            let s = estimate_stacks_with(&profile, options)
+            let s = estimate_tree(&Aggregate::new(&profile, |_| true), options)
                 .with_context(|| format!("{}: estimating stacks", files[0].display()))?;
-            (s, true)
+            Drawing::Estimated(s)
         }
     };
-    Ok(Drawn {
-        profile,
-        stacks,
-        estimated,
-    })
+    Ok(Drawn { profile, stacks })
 }
 
 /// Prints a read's warnings; a file that looks truncated is an error, as a
@@ -272,11 +278,10 @@ fn summed(source: &Source, min_share: f64) -> anyhow::Result<Drawn> {
     warn(file, &outcome.warnings)?;
     let profile = outcome.profile;
     let agg = builder.finish(profile.names.function_count(), |_| true);
-    let stacks = estimate_from(&agg, EstimateOptions { min_share })
+    let stacks = estimate_tree(&agg, EstimateOptions { min_share })
         .with_context(|| format!("{}: estimating stacks", file.display()))?;
     Ok(Drawn {
         profile,
-        stacks,
-        estimated: true,
+        stacks: Drawing::Estimated(stacks),
     })
 }

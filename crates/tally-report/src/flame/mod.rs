@@ -24,6 +24,7 @@
 mod svg;
 
 use rustc_hash::FxHashMap;
+use tally_analysis::StackTree;
 use tally_model::{EventValue, Profile, Stacks};
 
 pub use svg::write_svg;
@@ -99,24 +100,27 @@ impl Tree {
         let mut at = 0u32;
         self.nodes[0].value = self.nodes[0].value.saturating_add(value);
         for &n in names {
-            at = match self.child_index.get(&(at, n)) {
-                Some(&c) => c,
-                None => {
-                    let c = self.nodes.len() as u32;
-                    self.nodes.push(Node {
-                        name: n,
-                        value: 0,
-                        base: 0,
-                        children: Vec::new(),
-                    });
-                    self.nodes[at as usize].children.push(c);
-                    self.child_index.insert((at, n), c);
-                    c
-                }
-            };
+            at = self.child(at, n);
             let node = &mut self.nodes[at as usize];
             node.value = node.value.saturating_add(value);
         }
+    }
+
+    /// The child of `at` named `name`, added if new.
+    fn child(&mut self, at: u32, name: u32) -> u32 {
+        if let Some(&c) = self.child_index.get(&(at, name)) {
+            return c;
+        }
+        let c = self.nodes.len() as u32;
+        self.nodes.push(Node {
+            name,
+            value: 0,
+            base: 0,
+            children: Vec::new(),
+        });
+        self.nodes[at as usize].children.push(c);
+        self.child_index.insert((at, name), c);
+        c
     }
 
     /// Adds A's `value` along the part of the stack `names` that B has, for
@@ -202,6 +206,85 @@ impl Tree {
                 self.add_base(&path, v);
             } else {
                 self.add(&path, v);
+            }
+        }
+    }
+
+    /// Adds the stacks of an estimate ([`StackTree`], its names from
+    /// `profile`) as [`Tree::add_stacks`] adds a list of them, with the same
+    /// result: each estimated node is mapped to the node of its name under
+    /// its parent's, and its inclusive value (the stacks ending in its
+    /// subtree, each clipped at 0 as there) added once.
+    pub fn add_stack_tree(
+        &mut self,
+        profile: &Profile<u64>,
+        stacks: &StackTree,
+        event: &EventValue,
+        strip_contexts: bool,
+        base: bool,
+    ) {
+        let n = stacks.nodes.len();
+        // Inclusive values: a parent comes before its children, so one pass
+        // from the end sums every subtree.
+        let mut value = vec![0u64; n];
+        for &end in &stacks.ends {
+            let v = event.of(stacks.cost(end));
+            if v > 0 {
+                value[end as usize] = u64::try_from(v).unwrap_or(u64::MAX);
+            }
+        }
+        for i in (1..n).rev() {
+            let parent = stacks.nodes[i].0 as usize;
+            value[parent] = value[parent].saturating_add(value[i]);
+        }
+        if base {
+            if value[0] > 0 {
+                self.differential = true;
+            }
+            self.nodes[0].base = self.nodes[0].base.saturating_add(value[0]);
+        } else {
+            self.nodes[0].value = self.nodes[0].value.saturating_add(value[0]);
+        }
+        let mut name_of: Vec<Option<u32>> = vec![None; stacks.functions];
+        // The tree node of each estimated node; `u32::MAX`: not drawn.
+        let mut at = vec![u32::MAX; n];
+        at[0] = 0;
+        for i in 1..n {
+            let (parent, function) = stacks.nodes[i];
+            let from = at[parent as usize];
+            if value[i] == 0 || from == u32::MAX {
+                continue;
+            }
+            let name = match name_of.get(function.index()).copied().flatten() {
+                Some(id) => id,
+                None => {
+                    let raw = profile.names.function_name(function);
+                    let raw = if strip_contexts {
+                        raw.split(|&b| b == b'\'').next().unwrap_or(raw)
+                    } else {
+                        raw
+                    };
+                    let id = self.name(&String::from_utf8_lossy(raw));
+                    if let Some(slot) = name_of.get_mut(function.index()) {
+                        *slot = Some(id);
+                    }
+                    id
+                }
+            };
+            let to = if base {
+                match self.child_index.get(&(from, name)) {
+                    Some(&c) => c,
+                    None => continue,
+                }
+            } else {
+                self.child(from, name)
+            };
+            at[i] = to;
+            let node = &mut self.nodes[to as usize];
+            if base {
+                node.base = node.base.saturating_add(value[i]);
+            } else {
+                node.value = node.value.saturating_add(value[i]);
             }
         }
     }
