@@ -2,16 +2,22 @@
 //! profile (`tally-gen`, 64 MB, what Valgrind writes with `--dump-instr=yes
 //! --collect-jumps=yes`): summing self costs and arcs, the call graph's
 //! strongly connected components with inclusive costs, costs per
-//! instruction for every function (what `--asm` needs), and the stacks
+//! instruction for every function (what `--asm` needs), the stacks
 //! estimated from the arcs as `tally flame` estimates them (to 0.1 pixel of
-//! 1200) and as `tally convert --to folded` does (everything split).
+//! 1200) and as `tally convert --to folded` does (everything split); and the
+//! streaming path of `tally annotate` and `tally gprof` (the reader feeding an
+//! [`AggregateBuilder`], no line stored), on the generated profile and, when
+//! `TALLY_BENCH_PROFILE` names one, on a real profile (such as the cc1
+//! profile of BENCHMARKS.md).
 //!
 //! Run with `cargo bench -p tally-analysis --bench analysis`.
 
 use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;
-use tally_analysis::{Aggregate, EstimateOptions, Inclusive, estimate_from, estimate_tree};
+use tally_analysis::{
+    Aggregate, AggregateBuilder, EstimateOptions, Inclusive, estimate_from, estimate_tree,
+};
 use tally_gen::{Config, EventSet};
 
 fn bench(c: &mut Criterion) {
@@ -24,7 +30,7 @@ fn bench(c: &mut Criterion) {
     };
     let mut text = Vec::new();
     tally_gen::generate(&config, &mut text).expect("generating into memory");
-    let input = tally_formats::Input::from_bytes("bench.out", text).expect("input");
+    let input = tally_formats::Input::from_bytes("bench.out", text.clone()).expect("input");
     let (profile, _) = tally_formats::callgrind::read::<u64>(input).expect("reading");
     let mut g = c.benchmark_group("annotate-analysis-64MB");
     g.sampling_mode(SamplingMode::Flat)
@@ -48,6 +54,44 @@ fn bench(c: &mut Criterion) {
         b.iter(|| black_box(tally_analysis::by_instr(&profile, |_| true, |_| true)))
     });
     g.finish();
+    stream(c, &text);
+}
+
+/// The reader feeding an [`AggregateBuilder`]: what `tally annotate` and
+/// `tally gprof` do with one Callgrind input.
+fn stream(c: &mut Criterion, text: &[u8]) {
+    let mut s = c.benchmark_group("annotate-stream");
+    s.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10));
+    let real = std::env::var_os("TALLY_BENCH_PROFILE")
+        .map(|p| std::fs::read(&p).expect("reading TALLY_BENCH_PROFILE"));
+    for (name, bytes) in [
+        ("stream_aggregate", Some(&text.to_vec())),
+        ("stream_aggregate_real", real.as_ref()),
+    ] {
+        let Some(bytes) = bytes else { continue };
+        s.throughput(criterion::Throughput::BytesDecimal(bytes.len() as u64));
+        s.bench_function(name, |b| {
+            b.iter_batched(
+                || bytes.clone(),
+                |bytes| {
+                    let input =
+                        tally_formats::Input::from_bytes("bench.out", bytes).expect("input");
+                    let mut sums = AggregateBuilder::keeping_jumps(false);
+                    let read = tally_formats::callgrind::parse::<u64, _>(
+                        input,
+                        &mut sums,
+                        Default::default(),
+                    )
+                    .expect("reading");
+                    black_box(sums.finish(read.profile.names.function_count(), |_| true))
+                },
+                criterion::BatchSize::PerIteration,
+            )
+        });
+    }
+    s.finish();
 }
 
 criterion_group!(benches, bench);

@@ -161,7 +161,9 @@ struct PartSums<C> {
     sums: CostTable<C>,
     arcs: FxHashMap<(FunctionId, FileId, FunctionId), u32>,
     arc_list: Vec<Arc<C>>,
-    present: Vec<FunctionId>,
+    /// Functions with a jump, indexed by id: a flag each rather than an
+    /// entry per jump, so that memory does not grow with the jumps.
+    present: Vec<bool>,
     last: Option<(RowKey, u32)>,
 }
 
@@ -294,7 +296,12 @@ impl<C: Cost> AggregateBuilder<C> {
 
     /// A jump in `function` (it makes the function present).
     pub fn jump(&mut self, function: FunctionId) {
-        self.part().present.push(function);
+        let present = &mut self.part().present;
+        let i = function.index();
+        if i >= present.len() {
+            present.resize(i + 1, false);
+        }
+        present[i] = true;
     }
 
     /// The self-cost sum of each part, in order.
@@ -353,8 +360,8 @@ impl<C: Cost> AggregateBuilder<C> {
                 a.function_present[key.function.index()] = true;
                 add_into(&mut a.totals, costs);
             }
-            for f in p.present {
-                a.function_present[f.index()] = true;
+            for (f, &jumped) in p.present.iter().enumerate() {
+                a.function_present[f] |= jumped;
             }
             if single {
                 for arc in &p.arc_list {

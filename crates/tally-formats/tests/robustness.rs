@@ -60,6 +60,8 @@ fn exercise(bytes: &[u8]) {
 
 const SOURCES: &[&str] = &[
     "callgrind/recursion.jumps.out",
+    "callgrind/workload.combo.out",
+    "callgrind/workload.callers2.out",
     "callgrind/inline.nocompress.out",
     "callgrind/mutual.dumpevery.out.1",
     "cachegrind/recursion.out",

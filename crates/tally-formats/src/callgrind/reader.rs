@@ -12,7 +12,9 @@
 //! paths read them: the fast path (`fast_run`, `scan_cost_line`) takes runs
 //! of plain cost lines and call-site and jump-source lines in the forms
 //! Valgrind writes (single spaces, decimal or `0x` numbers, `+n`/`-n`/`*`),
-//! with the context in locals and no error reporting; anything it declines
+//! with the context in locals and no error reporting, and the keyed lines
+//! between them that name an id already defined, `calls=`, `jump=` and
+//! `jcnd=` (`keyed`); anything it declines
 //! (tabs, `.`, signs, overflow, too many counts, `\r`, other line kinds)
 //! goes to the careful path, which reads the line again and reports errors
 //! and warnings with their line numbers. Both give the same records.
@@ -31,6 +33,8 @@
 /// The end-of-file checks: stated totals against the cost lines, and
 /// truncation.
 mod checks;
+/// The fast path for the common keyed lines (names by id, calls, jumps).
+mod keyed;
 /// The running sums that bound every later sum, and their overflow errors.
 mod sums;
 pub use sums::Sums;
@@ -283,6 +287,10 @@ struct Parser<'s, 'o, C: Cost, S> {
     memory_limit: Option<u64>,
     /// The line of a `calls=` the file ended after, before its cost line.
     dangling_call: Option<u64>,
+    /// The function last resolved for each symbol id: a `calls=`, a jump
+    /// or a function block mostly names the same (object, file, name) as
+    /// the last time, so the hash lookup of the key is skipped.
+    recent: Vec<Option<(FunctionKey, FunctionId)>>,
 }
 
 impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
@@ -320,7 +328,25 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             sums: Sums::default(),
             memory_limit: None,
             dangling_call: None,
+            recent: Vec::new(),
         }
+    }
+
+    /// The function of `key`, interned if new; `None` past the id limit.
+    #[inline]
+    fn function_of(&mut self, key: FunctionKey) -> Option<FunctionId> {
+        let i = key.name.0 as usize;
+        if let Some(Some((k, f))) = self.recent.get(i)
+            && *k == key
+        {
+            return Some(*f);
+        }
+        let f = self.profile.names.try_function(key)?;
+        if i >= self.recent.len() {
+            self.recent.resize(i + 1, None);
+        }
+        self.recent[i] = Some((key, f));
+        Some(f)
     }
 
     fn run(&mut self, lines: &mut Lines) -> Result<(), Error> {
@@ -347,6 +373,10 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                     }
                 }
                 if let Some(next) = self.fast_pending_line(data, p, len) {
+                    p = next;
+                    continue;
+                }
+                if let Some(next) = self.fast_keyed(data, p, len) {
                     p = next;
                     continue;
                 }
@@ -725,9 +755,7 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         }
         let name = self.symbol.ok_or(ParseErrorKind::CostBeforeFunction)?;
         let f = self
-            .profile
-            .names
-            .try_function(FunctionKey {
+            .function_of(FunctionKey {
                 object: self.ob,
                 file: self.fl,
                 name,
@@ -850,7 +878,9 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         if !self.started || !matches!(self.pending, Pending::None) {
             return p;
         }
-        let Some(function) = self.function else {
+        // After `fn=` the function is resolved here, as the careful path
+        // would on this line (the same interning, in the same order).
+        let Some(function) = self.function.or_else(|| self.current_function().ok()) else {
             return p;
         };
         let (np, fi) = (self.np, self.fi);
@@ -989,9 +1019,7 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         self.current_function()?;
         let name = self.cfn.ok_or(ParseErrorKind::CallWithoutCallee)?;
         let callee = self
-            .profile
-            .names
-            .try_function(FunctionKey {
+            .function_of(FunctionKey {
                 object: self.cob.unwrap_or(self.ob),
                 file: self.cfi.unwrap_or(self.fi),
                 name,
@@ -1036,9 +1064,7 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         let target_file = self.jfi.unwrap_or(self.fi);
         let target_function = match self.jfn {
             Some(name) => self
-                .profile
-                .names
-                .try_function(FunctionKey {
+                .function_of(FunctionKey {
                     object: self.ob,
                     file: target_file,
                     name,

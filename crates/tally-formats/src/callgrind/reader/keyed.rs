@@ -1,0 +1,273 @@
+//! The fast path for the keyed lines that fill real profiles between the
+//! cost lines: names given by an id already defined (`fn=(12)`, `cfn=(7)`,
+//! `cfi=(3)`, …), `calls=` and `jump=`/`jcnd=` in the forms Valgrind
+//! writes. An instruction-level profile with jumps and
+//! `--separate-callers` has one such line for every two or three cost
+//! lines, so reading them through the careful path (key search, token
+//! splitting, checked parsing) was most of the time.
+//!
+//! Every function here either reads the whole line and applies exactly what
+//! the careful path would, or declines (`None`) before changing anything,
+//! so that the careful path reads the line again and reports its errors and
+//! warnings with their line numbers. First definitions (`fn=(12) name`),
+//! undefined ids, extra numbers, tabs, `\r` and a pending `calls=` or jump
+//! are all declined.
+
+use super::{Parser, Pending, Space, subposition_at, swar_decimal};
+use tally_model::{Cost, FileId, FunctionKey, JumpInfo, ObjectId, Sink, SymbolId};
+
+/// Which context slot a name line sets.
+#[derive(Clone, Copy)]
+enum NameKey {
+    Fn,
+    Fl,
+    Fi,
+    Ob,
+    Cfn,
+    Cfi,
+    Cob,
+    Jfi,
+    Jfn,
+}
+
+impl NameKey {
+    fn space(self) -> Space {
+        match self {
+            NameKey::Fn | NameKey::Cfn | NameKey::Jfn => Space::Symbol,
+            NameKey::Ob | NameKey::Cob => Space::Object,
+            _ => Space::File,
+        }
+    }
+}
+
+/// The keyed lines the fast path reads.
+enum Key {
+    Name(NameKey),
+    Calls,
+    Jump { conditional: bool },
+}
+
+/// The key of a line starting at `data[p]` and the index of its value
+/// (after `=`), for the keys read here; dispatched on the first byte.
+#[inline(always)]
+fn key(data: &[u8], p: usize) -> Option<(Key, usize)> {
+    let k = |len: usize, key: Key| (data[p + len] == b'=').then_some((key, p + len + 1));
+    // `data` is padded past the chunk: reading a few bytes ahead is safe,
+    // and a line shorter than its key fails the `=` test.
+    let at = |i: usize| data.get(p + i).copied().unwrap_or(0);
+    match (at(0), at(1), at(2)) {
+        (b'f', b'n', _) => k(2, Key::Name(NameKey::Fn)),
+        (b'f', b'l', _) => k(2, Key::Name(NameKey::Fl)),
+        (b'f', b'i' | b'e', _) => k(2, Key::Name(NameKey::Fi)),
+        (b'o', b'b', _) => k(2, Key::Name(NameKey::Ob)),
+        (b'c', b'f', b'n') => k(3, Key::Name(NameKey::Cfn)),
+        (b'c', b'f', b'i' | b'l') => k(3, Key::Name(NameKey::Cfi)),
+        (b'c', b'o', b'b') => k(3, Key::Name(NameKey::Cob)),
+        (b'c', b'a', b'l') if data.get(p..p + 6) == Some(b"calls=") => Some((Key::Calls, p + 6)),
+        (b'j', b'f', b'i') => k(3, Key::Name(NameKey::Jfi)),
+        (b'j', b'f', b'n') => k(3, Key::Name(NameKey::Jfn)),
+        (b'j', b'u', b'm') if data.get(p..p + 5) == Some(b"jump=") => {
+            Some((Key::Jump { conditional: false }, p + 5))
+        }
+        (b'j', b'c', b'n') if data.get(p..p + 5) == Some(b"jcnd=") => {
+            Some((Key::Jump { conditional: true }, p + 5))
+        }
+        _ => None,
+    }
+}
+
+/// Up to 19 decimal digits at `data[i..]` (padded), ending anywhere.
+#[inline(always)]
+fn digits(data: &[u8], i: usize) -> Option<(u64, usize)> {
+    if !data.get(i)?.is_ascii_digit() {
+        return None;
+    }
+    swar_decimal(data, i)
+}
+
+/// Index of the `\n` that ends the line after optional spaces at `i`, if
+/// nothing else follows and it lies within the chunk.
+#[inline(always)]
+fn line_end(data: &[u8], mut i: usize, len: usize) -> Option<usize> {
+    while i < len && data[i] == b' ' {
+        i += 1;
+    }
+    (i < len && data[i] == b'\n').then_some(i)
+}
+
+impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
+    /// Reads the keyed line at `data[p..]` if it is one of the common
+    /// forms; returns the index after it, or `None` (nothing changed) for
+    /// the careful path.
+    #[inline]
+    pub(super) fn fast_keyed(&mut self, data: &[u8], p: usize, len: usize) -> Option<usize> {
+        if !matches!(self.pending, Pending::None) {
+            return None;
+        }
+        let (key, v) = key(data, p)?;
+        match key {
+            Key::Name(k) => self.fast_name(k, data, v, len),
+            Key::Calls => self.fast_calls(data, v, len),
+            Key::Jump { conditional } => self.fast_jump(conditional, data, v, len),
+        }
+    }
+
+    /// `KEY=(id)` with the id already defined.
+    #[inline]
+    fn fast_name(&mut self, k: NameKey, data: &[u8], v: usize, len: usize) -> Option<usize> {
+        if data[v] != b'(' {
+            return None;
+        }
+        let (id, j) = digits(data, v + 1)?;
+        if data[j] != b')' {
+            return None;
+        }
+        let end = line_end(data, j + 1, len)?;
+        if end != j + 1 {
+            // `(id) ` with spaces but no name: rare, and the careful path
+            // decides what it means.
+            return None;
+        }
+        let index = self.ids[k.space() as usize].get(id)?;
+        match k {
+            NameKey::Fn => {
+                self.symbol = Some(SymbolId(index));
+                self.function = None;
+                self.fi = self.fl;
+            }
+            NameKey::Fl => {
+                self.fl = FileId(index);
+                self.fi = self.fl;
+                self.function = None;
+            }
+            NameKey::Fi => {
+                self.callgrind_evidence = true;
+                self.fi = FileId(index);
+            }
+            NameKey::Ob => {
+                self.callgrind_evidence = true;
+                self.ob = ObjectId(index);
+                self.function = None;
+            }
+            NameKey::Cfn => {
+                self.callgrind_evidence = true;
+                self.cfn = Some(SymbolId(index));
+            }
+            NameKey::Cfi => {
+                self.callgrind_evidence = true;
+                self.cfi = Some(FileId(index));
+            }
+            NameKey::Cob => {
+                self.callgrind_evidence = true;
+                self.cob = Some(ObjectId(index));
+            }
+            NameKey::Jfi => {
+                self.callgrind_evidence = true;
+                self.jfi = Some(FileId(index));
+            }
+            NameKey::Jfn => {
+                self.callgrind_evidence = true;
+                self.jfn = Some(SymbolId(index));
+            }
+        }
+        self.line_no += 1;
+        Some(end + 1)
+    }
+
+    /// The target position of a `calls=` or jump line at `data[i..]` (after
+    /// a space), relative to the last cost line; the index after it.
+    #[inline(always)]
+    fn fast_target(&self, data: &[u8], mut i: usize) -> Option<([u64; 3], usize)> {
+        let mut pos = self.last;
+        for slot in pos.iter_mut().take(self.np) {
+            if data[i] != b' ' {
+                return None;
+            }
+            let (v, j) = subposition_at(data, i + 1, *slot)?;
+            if !matches!(data[j], b' ' | b'\n') {
+                return None;
+            }
+            *slot = v;
+            i = j;
+        }
+        Some((pos, i))
+    }
+
+    /// `calls=COUNT TARGET`, with the caller, callee name and events known.
+    #[inline]
+    fn fast_calls(&mut self, data: &[u8], v: usize, len: usize) -> Option<usize> {
+        if !self.started {
+            return None;
+        }
+        let (count, j) = digits(data, v)?;
+        let count = C::from_u64(count)?;
+        let (target, j) = self.fast_target(data, j)?;
+        let end = line_end(data, j, len)?;
+        // As the careful path: the caller first, then the callee.
+        self.current_function().ok()?;
+        let name = self.cfn?;
+        let callee = self.function_of(FunctionKey {
+            object: self.cob.unwrap_or(self.ob),
+            file: self.cfi.unwrap_or(self.fi),
+            name,
+        })?;
+        self.callgrind_evidence = true;
+        self.line_no += 1;
+        self.pending = Pending::Call {
+            line: self.line_no,
+            count,
+            callee,
+            target,
+        };
+        Some(end + 1)
+    }
+
+    /// `jump=COUNT TARGET` or `jcnd=FOLLOWED/EXECUTED TARGET`.
+    #[inline]
+    fn fast_jump(&mut self, conditional: bool, data: &[u8], v: usize, len: usize) -> Option<usize> {
+        if !self.started {
+            return None;
+        }
+        let (first, j) = digits(data, v)?;
+        let (executed, taken, j) = if conditional {
+            if data[j] != b'/' {
+                return None;
+            }
+            let (second, k) = digits(data, j + 1)?;
+            (C::from_u64(second)?, C::from_u64(first)?, k)
+        } else {
+            let c = C::from_u64(first)?;
+            (c, c, j)
+        };
+        let (target, j) = self.fast_target(data, j)?;
+        let end = line_end(data, j, len)?;
+        let function = self.current_function().ok()?;
+        let target_file = self.jfi.unwrap_or(self.fi);
+        let target_function = match self.jfn {
+            Some(name) => self.function_of(FunctionKey {
+                object: self.ob,
+                file: target_file,
+                name,
+            })?,
+            None => function,
+        };
+        self.callgrind_evidence = true;
+        self.line_no += 1;
+        self.pending = Pending::Jump {
+            line: self.line_no,
+            kind: if conditional { "jcnd" } else { "jump" },
+            info: JumpInfo {
+                function,
+                file: self.fi,
+                target_function,
+                target_file,
+                conditional,
+                executed,
+                taken,
+                seq: 0,
+            },
+            target,
+        };
+        Some(end + 1)
+    }
+}
