@@ -14,6 +14,7 @@ mod gprof_callgrind;
 mod graph;
 mod merge;
 mod progress;
+mod record;
 mod sim;
 
 use clap::{Parser, Subcommand};
@@ -65,6 +66,10 @@ enum Command {
     /// QEMU, or of a Lackey trace, written as a Cachegrind or Callgrind
     /// profile.
     Sim(sim::Args),
+    /// A sampling profile of a program run natively (or of a running
+    /// process) through perf_event_open, with whole call stacks, written
+    /// as Callgrind, pprof, folded stacks, JSON or speedscope.
+    Record(record::Args),
 }
 
 /// `tally gprof` takes gprof's own command line.
@@ -125,6 +130,7 @@ fn main() -> ExitCode {
         Command::Gprof(a) => gprof::run(a.args),
         Command::Graph(a) => graph::run(a),
         Command::Sim(a) => sim::run(a),
+        Command::Record(a) => record::run(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
