@@ -361,7 +361,7 @@ fn threads_each_get_samples() {
         assert!(
             stacks.iter().any(|(s, _)| s
                 .windows(2)
-                .any(|w| (w[0] == "a" || w[0] == "b") && w[1] == f)),
+                .any(|w| ["a", "b", "start_thread"].contains(&w[0].as_str()) && w[1] == f)),
             "{f} has no caller: {stacks:?}"
         );
     }
