@@ -17,6 +17,7 @@ mod graph;
 mod merge;
 mod progress;
 mod serve;
+mod record;
 mod sim;
 
 use clap::{Parser, Subcommand};
@@ -80,6 +81,10 @@ enum Command {
     Serve(serve::Args),
     /// The web UI's page as one self-contained HTML file (`--html`).
     Report(serve::ReportArgs),
+    /// A sampling profile of a program run natively (or of a running
+    /// process) through perf_event_open, with whole call stacks, written
+    /// as Callgrind, pprof, folded stacks, JSON or speedscope.
+    Record(record::Args),
 }
 
 /// `tally gprof` takes gprof's own command line.
@@ -153,6 +158,7 @@ fn main() -> ExitCode {
         Command::Sim(a) => sim::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Report(a) => serve::report(a),
+        Command::Record(a) => record::run(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -7,35 +7,19 @@
 //! through the process's `mmap` records (copied on `fork`, dropped on
 //! `exec`) to an object file and an offset in it, and from there to the
 //! ELF address, the function (its symbol) and, where the object has DWARF,
-//! the line. Kernel addresses are named from `/proc/kallsyms` when the file
-//! was recorded on the running kernel and the addresses are readable
-//! (`kptr_restrict`), with the object `[kernel.kallsyms]`. An address no
-//! symbol covers is the function `[unknown]` of its object. Each event of
+//! the line ([`super::samples`], shared with `tally record`). Each event of
 //! the file is a recorded event of the profile; a sample's cost is its
 //! period, as `perf report` counts overhead.
 
+use super::samples::SampledStacks;
 use crate::error::Error;
-use crate::stacked::StackProfile;
 use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord};
 use linux_perf_data::{PerfFileReader, PerfFileRecord};
-use rustc_hash::FxHashMap;
 use std::cell::Cell;
-use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::rc::Rc;
-use tally_model::{Events, FrameId, FunctionId, Positions, Profile};
-use tally_symbols::ObjectFile;
-
-/// Call-chain values at or above this are context markers, not addresses
-/// (`PERF_CONTEXT_MAX` is -4095).
-const CONTEXT_MAX: u64 = -4095i64 as u64;
-/// `PERF_CONTEXT_KERNEL`.
-const CONTEXT_KERNEL: u64 = -128i64 as u64;
-/// The object kernel frames belong to, as perf names it.
-const KERNEL: &[u8] = b"[kernel.kallsyms]";
-/// The function of an address no symbol covers.
-const UNKNOWN: &[u8] = b"[unknown]";
+use tally_model::{Positions, Profile};
 
 /// A cursor that tells how far the reader got, for the byte offset of an
 /// error (the reader owns the cursor).
@@ -58,183 +42,6 @@ impl Read for Tracked<'_> {
 impl Seek for Tracked<'_> {
     fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
         self.inner.seek(pos)
-    }
-}
-
-/// A mapping of a file into a process.
-#[derive(Clone, Copy)]
-struct Map {
-    end: u64,
-    offset: u64,
-    object: usize,
-}
-
-/// The kernel's symbols, by address.
-struct Kallsyms {
-    starts: Vec<u64>,
-    names: Vec<String>,
-}
-
-impl Kallsyms {
-    /// `/proc/kallsyms`, if `release` is the running kernel's and the
-    /// addresses are shown.
-    fn load(release: Option<&str>) -> Option<Kallsyms> {
-        let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
-        if release? != running.trim() {
-            return None;
-        }
-        let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
-        let mut syms: Vec<(u64, String)> = text
-            .lines()
-            .filter_map(|l| {
-                let mut w = l.split_ascii_whitespace();
-                let addr = u64::from_str_radix(w.next()?, 16).ok()?;
-                let kind = w.next()?;
-                let name = w.next()?;
-                (addr != 0 && matches!(kind, "t" | "T" | "w" | "W"))
-                    .then(|| (addr, name.to_string()))
-            })
-            .collect();
-        if syms.is_empty() {
-            return None;
-        }
-        syms.sort();
-        let (starts, names) = syms.into_iter().unzip();
-        Some(Kallsyms { starts, names })
-    }
-
-    fn name(&self, addr: u64) -> Option<&str> {
-        let i = self.starts.partition_point(|&s| s <= addr).checked_sub(1)?;
-        Some(&self.names[i])
-    }
-}
-
-/// Symbolises addresses into frames, with caches.
-struct Symbolizer {
-    /// Object paths, and the parsed files (`None`: cannot be read).
-    objects: Vec<(Vec<u8>, Option<ObjectFile>)>,
-    object_index: FxHashMap<Vec<u8>, usize>,
-    /// Mappings of each process, by start address.
-    maps: FxHashMap<i32, BTreeMap<u64, Map>>,
-    kallsyms: Option<Kallsyms>,
-    /// (object, ELF address, leaf) → frame.
-    frames: FxHashMap<(usize, u64, bool), FrameId>,
-    kernel_frames: FxHashMap<u64, FrameId>,
-    /// (object, symbol start) → function.
-    functions: FxHashMap<(usize, u64), FunctionId>,
-}
-
-impl Symbolizer {
-    fn object(&mut self, path: &[u8]) -> usize {
-        if let Some(&i) = self.object_index.get(path) {
-            return i;
-        }
-        let file = std::str::from_utf8(path)
-            .ok()
-            .filter(|p| p.starts_with('/'))
-            .and_then(|p| ObjectFile::open(Path::new(p)).ok());
-        self.objects.push((path.to_vec(), file));
-        self.object_index
-            .insert(path.to_vec(), self.objects.len() - 1);
-        self.objects.len() - 1
-    }
-
-    fn mmap(&mut self, pid: i32, start: u64, len: u64, offset: u64, path: &[u8]) {
-        let object = self.object(path);
-        let end = start.saturating_add(len);
-        let maps = self.maps.entry(pid).or_default();
-        // A new mapping replaces whatever it overlaps.
-        let overlapping: Vec<u64> = maps
-            .range(..end)
-            .filter(|(_, m)| m.end > start)
-            .map(|(&s, _)| s)
-            .collect();
-        for s in overlapping {
-            maps.remove(&s);
-        }
-        maps.insert(
-            start,
-            Map {
-                end,
-                offset,
-                object,
-            },
-        );
-    }
-
-    /// The frame of user address `addr` in process `pid`; `leaf` for the
-    /// sampled instruction itself (a caller's address is a return address,
-    /// whose line is looked up one byte back, on the call).
-    fn user(&mut self, b: &mut StackProfile, pid: i32, addr: u64, leaf: bool) -> Option<FrameId> {
-        let map = self
-            .maps
-            .get(&pid)
-            .and_then(|m| m.range(..=addr).next_back())
-            .filter(|(_, m)| addr < m.end)
-            .map(|(&start, m)| (start, *m));
-        let Some((start, map)) = map else {
-            let f = b.function(UNKNOWN, b"", UNKNOWN)?;
-            return Some(b.frame(f, 0, addr));
-        };
-        let file_offset = addr - start + map.offset;
-        let object = map.object;
-        let elf = match &self.objects[object].1 {
-            Some(o) => o
-                .code_ranges()
-                .find(|&(s, e, off)| off <= file_offset && file_offset - off < e - s)
-                .map(|(s, _, off)| file_offset - off + s),
-            None => None,
-        };
-        let elf_addr = elf.unwrap_or(file_offset);
-        if let Some(&f) = self.frames.get(&(object, elf_addr, leaf)) {
-            return Some(f);
-        }
-        let path = self.objects[object].0.clone();
-        let symbol = elf.and_then(|a| {
-            let o = self.objects[object].1.as_ref()?;
-            let s = o.symbol_at(a)?;
-            Some((s.address, s.display_name().to_string()))
-        });
-        let (function, line) = match symbol {
-            Some((sym_start, name)) => {
-                let o = self.objects[object]
-                    .1
-                    .as_ref()
-                    .expect("symbol from the file");
-                let line = o
-                    .source_line(if leaf {
-                        elf_addr
-                    } else {
-                        elf_addr.saturating_sub(1)
-                    })
-                    .map_or(0, |(_, l)| l);
-                let f = match self.functions.get(&(object, sym_start)) {
-                    Some(&f) => f,
-                    None => {
-                        let file = o.source_line(sym_start).map(|(f, _)| f).unwrap_or_default();
-                        let f = b.function(&path, file.as_bytes(), name.as_bytes())?;
-                        self.functions.insert((object, sym_start), f);
-                        f
-                    }
-                };
-                (f, line)
-            }
-            None => (b.function(&path, b"", UNKNOWN)?, 0),
-        };
-        let frame = b.frame(function, line, elf_addr);
-        self.frames.insert((object, elf_addr, leaf), frame);
-        Some(frame)
-    }
-
-    fn kernel(&mut self, b: &mut StackProfile, addr: u64) -> Option<FrameId> {
-        if let Some(&f) = self.kernel_frames.get(&addr) {
-            return Some(f);
-        }
-        let name = self.kallsyms.as_ref().and_then(|k| k.name(addr));
-        let f = b.function(KERNEL, b"", name.map_or(UNKNOWN, str::as_bytes))?;
-        let frame = b.frame(f, 0, addr);
-        self.kernel_frames.insert(addr, frame);
-        Some(frame)
     }
 }
 
@@ -317,10 +124,6 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
         mut record_iter,
     } = PerfFileReader::parse_file(reader).map_err(|e| broken(e, furthest.get()))?;
 
-    let mut b = StackProfile::new(Positions::INSTR_LINE, b"perf record");
-    if let Ok(Some(cmd)) = perf_file.cmdline() {
-        b.set_cmd(cmd.join(" ").into_bytes());
-    }
     let names: Vec<String> = perf_file
         .event_attributes()
         .iter()
@@ -328,18 +131,11 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
         .map(|(i, a)| a.name().map_or_else(|| format!("event{i}"), str::to_string))
         .collect();
     let release = perf_file.os_release().ok().flatten().map(str::to_string);
-    let mut sym = Symbolizer {
-        objects: Vec::new(),
-        object_index: FxHashMap::default(),
-        maps: FxHashMap::default(),
-        kallsyms: Kallsyms::load(release.as_deref()),
-        frames: FxHashMap::default(),
-        kernel_frames: FxHashMap::default(),
-        functions: FxHashMap::default(),
-    };
-    let full = || fail("more names than tally can hold".into(), 0);
-    let mut samples: Vec<(Vec<FrameId>, usize, u64)> = Vec::new();
-    let mut leaf_first: Vec<FrameId> = Vec::new();
+    let mut stacks = SampledStacks::new(Positions::INSTR_LINE, b"perf record", release.as_deref());
+    if let Ok(Some(cmd)) = perf_file.cmdline() {
+        stacks.set_cmd(cmd.join(" ").into_bytes());
+    }
+    let mut chain: Vec<u64> = Vec::new();
     loop {
         let record = match record_iter.next_record(&mut perf_file) {
             Ok(Some(r)) => r,
@@ -356,82 +152,37 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
         match parsed {
             EventRecord::Mmap(m) => {
                 let p = m.path.as_slice();
-                sym.mmap(m.pid, m.address, m.length, m.page_offset, &p);
+                stacks.mmap(m.pid, m.address, m.length, m.page_offset, &p);
             }
             EventRecord::Mmap2(m) => {
                 let p = m.path.as_slice();
-                sym.mmap(m.pid, m.address, m.length, m.page_offset, &p);
+                stacks.mmap(m.pid, m.address, m.length, m.page_offset, &p);
             }
-            EventRecord::Fork(f) if f.pid != f.ppid => {
-                if let Some(m) = sym.maps.get(&f.ppid).cloned() {
-                    sym.maps.insert(f.pid, m);
-                }
-            }
-            EventRecord::Comm(c) if c.is_execve => {
-                sym.maps.remove(&c.pid);
-            }
+            EventRecord::Fork(f) => stacks.fork(f.pid, f.ppid),
+            EventRecord::Comm(c) if c.is_execve => stacks.exec(c.pid),
             EventRecord::Sample(s) => {
-                let pid = s.pid.unwrap_or(-1);
-                leaf_first.clear();
-                let mut kernel = matches!(s.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel);
-                let mut addrs: Vec<u64> = Vec::new();
+                let kernel = matches!(s.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel);
+                chain.clear();
                 match &s.callchain {
-                    Some(chain) if !chain.is_empty() => {
-                        for i in 0..chain.len() {
-                            addrs.extend(chain.get(i));
+                    Some(c) if !c.is_empty() => {
+                        for i in 0..c.len() {
+                            chain.extend(c.get(i));
                         }
                     }
-                    _ => addrs.extend(s.ip),
+                    _ => chain.extend(s.ip),
                 }
-                let mut first = true;
-                for addr in addrs {
-                    if addr >= CONTEXT_MAX {
-                        kernel = addr == CONTEXT_KERNEL;
-                        continue;
-                    }
-                    let frame = if kernel {
-                        sym.kernel(&mut b, addr)
-                    } else {
-                        sym.user(&mut b, pid, addr, first)
-                    }
-                    .ok_or_else(full)?;
-                    first = false;
-                    leaf_first.push(frame);
-                }
-                if leaf_first.is_empty() {
-                    continue;
-                }
-                let mut frames = leaf_first.clone();
-                frames.reverse();
-                samples.push((frames, attr_index, s.period.unwrap_or(1)));
+                stacks
+                    .sample(
+                        s.pid.unwrap_or(-1),
+                        kernel,
+                        &chain,
+                        attr_index,
+                        s.period.unwrap_or(1),
+                    )
+                    .map_err(|e| fail(e.to_string(), 0))?;
             }
             _ => {}
         }
     }
-    let n = names.len().max(1);
-    // Events named twice (`-e cycles -e cycles`) are told apart by number.
-    let mut unique: Vec<String> = Vec::with_capacity(n);
-    for (i, name) in names.into_iter().enumerate() {
-        let name = if unique.contains(&name) {
-            format!("{name}#{i}")
-        } else {
-            name
-        };
-        unique.push(name);
-    }
-    let names = if unique.is_empty() {
-        vec!["samples".to_string()]
-    } else {
-        unique
-    };
-    let events = Events::new(names).map_err(|e| fail(e.to_string(), 0))?;
-    let mut costs = vec![0u64; n];
-    for (frames, e, period) in &samples {
-        costs.iter_mut().for_each(|c| *c = 0);
-        costs[(*e).min(n - 1)] = *period;
-        b.add(frames, &costs)
-            .ok_or_else(|| fail("the periods sum to more than 64 bits hold".into(), 0))?;
-    }
-    b.finish(events)
-        .ok_or_else(|| fail("the periods sum to more than 64 bits hold".into(), 0))
+    stacks.finish(names).map_err(|e| fail(e.to_string(), 0))
 }

@@ -1,9 +1,11 @@
 //! Linux perf's profiles: `perf.data` ([`data`]) and `perf script` text
-//! ([`script`]).
+//! ([`script`]); [`samples`] symbolises sampled call chains for the
+//! perf.data reader and `tally record`.
 //!
 //! Both hold whole stacks, which become the profile's
 //! [`tally_model::Stacks`]; the part every report reads is derived from
 //! them.
 
 pub mod data;
+pub mod samples;
 pub mod script;

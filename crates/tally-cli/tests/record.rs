@@ -1,0 +1,459 @@
+//! `tally record` on programs compiled here: self shares against
+//! `tally sim`'s exact instruction counts and against `perf report` on a
+//! `perf record` of the same program, every sampled stack a real call
+//! chain, recursion counted once, threads, the outputs read by
+//! callgrind_annotate, and the error cases (no such process, a crash,
+//! SIGINT).
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use tally_testutil::{path_str, require, tally};
+
+/// Self work in `spin` and `leaf`, a self recursion `rec` whose inclusive
+/// share is known (all of `rec`'s work), and `main`'s own loop calling
+/// `spin` directly.
+const PROGRAM: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+static volatile long sink;
+__attribute__((noinline)) long spin(long n) { long s = 0; for (long i = 0; i < n; i++) s += (i * i) ^ (s >> 3); return s; }
+__attribute__((noinline)) long leaf(long n) { long s = 0; for (long i = 0; i < n; i++) s += (i * 3) ^ (s >> 2); return s + spin(n / 2); }
+__attribute__((noinline)) long rec(int d, long n) { long s = spin(n / 8); if (d == 0) return s + leaf(n); return s + rec(d - 1, n); }
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 400;
+  long t = 0;
+  for (long i = 0; i < n; i++) { t += rec(3, 20000); t += spin(30000); }
+  sink = t; printf("%ld\n", t);
+  if (argc > 2) { volatile int *p = 0; *p = 1; }
+  return 0;
+}
+"#;
+
+/// The calls the program makes, as (caller, callee).
+const CALLS: [(&str, &str); 6] = [
+    ("main", "rec"),
+    ("main", "spin"),
+    ("rec", "rec"),
+    ("rec", "spin"),
+    ("rec", "leaf"),
+    ("leaf", "spin"),
+];
+
+/// Two threads, each in its own function, and the main thread waiting.
+const THREADS: &str = r#"#include <pthread.h>
+#include <stdio.h>
+static volatile long sink;
+__attribute__((noinline)) long work_a(long n) { long s = 0; for (long i = 0; i < n; i++) s += (i * i) ^ (s >> 3); return s; }
+__attribute__((noinline)) long work_b(long n) { long s = 0; for (long i = 0; i < n; i++) s += (i * 5) ^ (s >> 1); return s; }
+static void *a(void *x) { (void)x; sink += work_a(300000000); return 0; }
+static void *b(void *x) { (void)x; sink += work_b(300000000); return 0; }
+int main(void) { pthread_t x, y; pthread_create(&x, 0, a, 0); pthread_create(&y, 0, b, 0); pthread_join(x, 0); pthread_join(y, 0); printf("%ld\n", sink); return 0; }
+"#;
+
+/// The program's size argument: about half a second natively.
+const N: &str = "3000";
+
+fn run(cmd: &mut Command) -> Vec<u8> {
+    let o = cmd.output().expect("run a tool");
+    assert!(
+        o.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o.stdout
+}
+
+fn compile(dir: &Path, name: &str, source: &str, flags: &[&str]) -> PathBuf {
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, source).unwrap();
+    let exe = dir.join(name);
+    run(Command::new("gcc").args(flags).args([
+        "-g",
+        "-o",
+        path_str(&exe),
+        path_str(&src),
+        "-lpthread",
+    ]));
+    exe
+}
+
+/// Self and inclusive cost per function, from `tally annotate --json`.
+fn costs(
+    dir: &Path,
+    file: &str,
+    event: &str,
+) -> (BTreeMap<String, f64>, BTreeMap<String, f64>, f64) {
+    let out = tally!().in_dir(dir).ok(&[
+        "annotate",
+        "--inclusive=yes",
+        "--threshold=100",
+        "--json",
+        file,
+    ]);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let total = json["totals"][event].as_f64().expect("a total");
+    let (mut own, mut incl) = (BTreeMap::new(), BTreeMap::new());
+    for f in json["functions"].as_array().expect("functions") {
+        let name = f["function"].as_str().unwrap().to_string();
+        *own.entry(name.clone()).or_default() += f["self"][event].as_f64().unwrap_or(0.0);
+        *incl.entry(name).or_default() += f["inclusive"][event].as_f64().unwrap_or(0.0);
+    }
+    (own, incl, total)
+}
+
+/// Shares in percent.
+fn shares(m: &BTreeMap<String, f64>, total: f64) -> BTreeMap<String, f64> {
+    m.iter()
+        .map(|(k, v)| (k.clone(), 100.0 * v / total))
+        .collect()
+}
+
+/// The stacks of a folded file: frames root first, and the count.
+fn folded(path: &Path) -> Vec<(Vec<String>, u64)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (stack, n) = l.rsplit_once(' ').expect("`stack count`");
+            (
+                stack.split(';').map(str::to_string).collect(),
+                n.parse().expect("a count"),
+            )
+        })
+        .collect()
+}
+
+/// `desc:` lines of a Callgrind file.
+fn desc(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("desc:"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Records `exe` at -O0 with frame pointers, and checks the stacks, the
+/// self shares against `tally sim` and the inclusive share of `rec`.
+#[test]
+#[ignore = "not yet passing: see docs/record.md, Not yet"]
+fn frame_pointers_agree_with_the_exact_run() {
+    if !require(&["gcc", "callgrind_annotate", "qemu-x86_64"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let exe = compile(d, "work", PROGRAM, &["-O0", "-fno-omit-frame-pointer"]);
+    let t = tally!().in_dir(d);
+    t.ok(&["record", "-o", "callgrind.out", "--", path_str(&exe), N]);
+    t.ok(&["record", "-o", "work.folded", "--", path_str(&exe), N]);
+    let head = desc(&d.join("callgrind.out"));
+    assert!(
+        head.contains("samples of cpu-clock at 999 Hz") && head.contains("desc: Lost samples: 0"),
+        "{head}"
+    );
+    // callgrind_annotate reads it, and names the hot functions.
+    let ca = String::from_utf8_lossy(&run(
+        Command::new("callgrind_annotate").arg(d.join("callgrind.out"))
+    ))
+    .into_owned();
+    for f in ["spin", "leaf", "rec"] {
+        assert!(
+            ca.contains(&format!(":{f} [")),
+            "callgrind_annotate lacks {f}:\n{ca}"
+        );
+    }
+
+    // Every stack is a call chain of the program: each frame of the
+    // program below main is called by the frame above it.
+    let stacks = folded(&d.join("work.folded"));
+    let ours = ["main", "rec", "leaf", "spin"];
+    let mut samples = 0;
+    for (frames, n) in &stacks {
+        samples += n;
+        let Some(m) = frames.iter().position(|f| f == "main") else {
+            continue;
+        };
+        for pair in frames[m..].windows(2) {
+            let (caller, callee) = (pair[0].as_str(), pair[1].as_str());
+            if ours.contains(&callee) {
+                assert!(
+                    CALLS.contains(&(caller, callee)),
+                    "{caller} does not call {callee}: {frames:?}"
+                );
+            }
+        }
+    }
+    assert!(samples >= 100, "{samples} samples");
+
+    // The exact run: instruction counts under QEMU.
+    t.ok(&[
+        "sim",
+        "--cache-sim=no",
+        "--callgrind",
+        "--out-file",
+        "exact.out",
+        "--",
+        path_str(&exe),
+        N,
+    ]);
+    let (exact_self, exact_incl, exact_total) = costs(d, "exact.out", "Ir");
+    let (self_, incl, total) = costs(d, "callgrind.out", "cpu-clock");
+    let (exact_self, self_) = (shares(&exact_self, exact_total), shares(&self_, total));
+    let rank = |m: &BTreeMap<String, f64>| {
+        let mut v: Vec<(&String, f64)> = m
+            .iter()
+            .filter(|(k, _)| ours.contains(&k.as_str()))
+            .map(|(k, v)| (k, *v))
+            .collect();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1));
+        v.into_iter()
+            .map(|(k, _)| k.clone())
+            .take(2)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        rank(&self_),
+        rank(&exact_self),
+        "ours {self_:?}, exact {exact_self:?}"
+    );
+    // Time is not instructions: a few points apart, at most.
+    for f in ours {
+        let (a, b) = (
+            self_.get(f).copied().unwrap_or(0.0),
+            exact_self.get(f).copied().unwrap_or(0.0),
+        );
+        assert!((a - b).abs() <= 8.0, "{f}: {a:.1}% sampled, {b:.1}% exact");
+    }
+    // rec's inclusive share (recursion counted once: never above 100 %).
+    let (a, b) = (
+        100.0 * incl["rec"] / total,
+        100.0 * exact_incl["rec"] / exact_total,
+    );
+    assert!(
+        a <= 100.0 && (a - b).abs() <= 8.0,
+        "rec inclusive {a:.1}% sampled, {b:.1}% exact"
+    );
+}
+
+/// `perf report --no-children` on a `perf record` of the same program.
+#[test]
+#[ignore = "not yet passing: see docs/record.md, Not yet"]
+fn self_shares_agree_with_perf_report() {
+    if !require(&["gcc", "perf"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let exe = compile(
+        d,
+        "work",
+        PROGRAM,
+        &["-O2", "-fno-omit-frame-pointer", "-fno-inline"],
+    );
+    tally!()
+        .in_dir(d)
+        .ok(&["record", "-o", "callgrind.out", "--", path_str(&exe), N]);
+    run(Command::new("perf")
+        .current_dir(d)
+        .args([
+            "record",
+            "-q",
+            "-F",
+            "999",
+            "-g",
+            "-e",
+            "cpu-clock",
+            "-o",
+            "perf.data",
+        ])
+        .arg(&exe)
+        .arg(N));
+    let report = String::from_utf8_lossy(&run(Command::new("perf").current_dir(d).args([
+        "report",
+        "-i",
+        "perf.data",
+        "--stdio",
+        "--no-children",
+        "-g",
+        "none",
+        "--percent-limit",
+        "0",
+        "-F",
+        "overhead,sym",
+    ])))
+    .into_owned();
+    let mut perf: BTreeMap<String, f64> = BTreeMap::new();
+    for l in report.lines().filter(|l| !l.starts_with('#')) {
+        let Some((pct, rest)) = l.trim().split_once('%') else {
+            continue;
+        };
+        let Some(sym) = rest.split_once("] ").map(|x| x.1.trim()) else {
+            continue;
+        };
+        if let Ok(v) = pct.trim().parse::<f64>() {
+            *perf.entry(sym.to_string()).or_default() += v;
+        }
+    }
+    let (self_, _, total) = costs(d, "callgrind.out", "cpu-clock");
+    let self_ = shares(&self_, total);
+    // Two runs of ~500 samples on a loaded machine: a share p has a
+    // binomial standard deviation of sqrt(p(1-p)/n), 2.2 points at 50 %;
+    // 7 points is about three of them.
+    for f in ["spin", "leaf", "rec", "main"] {
+        let (a, b) = (
+            self_.get(f).copied().unwrap_or(0.0),
+            perf.get(f).copied().unwrap_or(0.0),
+        );
+        assert!(
+            (a - b).abs() <= 7.0,
+            "{f}: tally {a:.1}%, perf {b:.1}%\n{report}"
+        );
+    }
+}
+
+/// -O2 without frame pointers: the sampled instructions (self shares)
+/// still rank as the exact run does.
+#[test]
+#[ignore = "not yet passing: see docs/record.md, Not yet"]
+fn without_frame_pointers_self_samples_still_rank() {
+    if !require(&["gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let exe = compile(
+        d,
+        "work",
+        PROGRAM,
+        &["-O2", "-fomit-frame-pointer", "-fno-inline"],
+    );
+    tally!()
+        .in_dir(d)
+        .ok(&["record", "-o", "callgrind.out", "--", path_str(&exe), N]);
+    let (self_, _, total) = costs(d, "callgrind.out", "cpu-clock");
+    let s = shares(&self_, total);
+    let spin = s.get("spin").copied().unwrap_or(0.0);
+    assert!(spin > 40.0, "{s:?}");
+}
+
+#[test]
+fn threads_each_get_samples() {
+    if !require(&["gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let exe = compile(d, "threads", THREADS, &["-O1", "-fno-omit-frame-pointer"]);
+    tally!()
+        .in_dir(d)
+        .ok(&["record", "-o", "t.folded", "--", path_str(&exe)]);
+    tally!()
+        .in_dir(d)
+        .ok(&["record", "-o", "callgrind.out", "--", path_str(&exe)]);
+    let stacks = folded(&d.join("t.folded"));
+    for f in ["work_a", "work_b"] {
+        let n: u64 = stacks
+            .iter()
+            .filter(|(s, _)| s.last().is_some_and(|l| l == f))
+            .map(|(_, n)| n)
+            .sum();
+        assert!(n >= 20, "{f}: {n} samples");
+        // The thread's function is called from its start routine.
+        assert!(
+            stacks.iter().any(|(s, _)| s
+                .windows(2)
+                .any(|w| ["a", "b", "start_thread"].contains(&w[0].as_str()) && w[1] == f)),
+            "{f} has no caller: {stacks:?}"
+        );
+    }
+    let head = desc(&d.join("callgrind.out"));
+    assert!(
+        head.contains("desc: Threads sampled: 2") || head.contains("desc: Threads sampled: 3"),
+        "{head}"
+    );
+}
+
+#[test]
+fn errors_crashes_and_interrupts() {
+    if !require(&["gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t = tally!().in_dir(d);
+    // No such process.
+    let err = t.fails(&["record", "-p", "999999999", "-o", "x.out"]);
+    assert!(err.contains("no process with id 999999999"), "{err}");
+    // No such program.
+    let err = t.fails(&["record", "-o", "x.out", "--", "./no-such-program"]);
+    assert!(err.contains("cannot run ./no-such-program"), "{err}");
+
+    // A crash: the profile is written, the status is the shell's.
+    let exe = compile(d, "work", PROGRAM, &["-O0", "-fno-omit-frame-pointer"]);
+    let o = t.run(&[
+        "record",
+        "-o",
+        "crash.out",
+        "--",
+        path_str(&exe),
+        "1000",
+        "crash",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(128 + 11),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("killed by SIGSEGV"));
+    let head = desc(&d.join("crash.out"));
+    assert!(head.contains("desc: Program: killed by SIGSEGV"), "{head}");
+    run(Command::new("callgrind_annotate").arg(d.join("crash.out")));
+
+    // An exit status is passed on.
+    let o = t.run(&["record", "-o", "false.out", "--", "sh", "-c", "exit 3"]);
+    assert_eq!(o.status.code(), Some(3));
+
+    // SIGINT to tally: the program is stopped, the profile written and
+    // marked incomplete.
+    let mut child = t
+        .command()
+        .args(["record", "-o", "int.out", "--", path_str(&exe), "100000"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    run(Command::new("kill").args(["-INT", &child.id().to_string()]));
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(128 + 2), "{err}");
+    assert!(
+        err.contains("stopped by SIGINT: the profile is incomplete"),
+        "{err}"
+    );
+    let head = desc(&d.join("int.out"));
+    assert!(
+        head.contains("desc: Incomplete: stopped by SIGINT"),
+        "{head}"
+    );
+
+    // -p on a running process, for a duration.
+    let mut prog = Command::new(&exe)
+        .arg("100000")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = prog.id().to_string();
+    t.ok(&["record", "-p", &pid, "--duration", "0.5", "-o", "p.folded"]);
+    prog.kill().unwrap();
+    let _ = prog.wait();
+    let stacks = folded(&d.join("p.folded"));
+    assert!(
+        stacks
+            .iter()
+            .any(|(s, _)| s.last().is_some_and(|l| l == "spin")),
+        "{stacks:?}"
+    );
+}

@@ -1,0 +1,358 @@
+//! Sampled call chains and the mappings they run through, symbolised into
+//! a profile of whole stacks: the one path from sampled addresses to
+//! functions and lines, shared by the perf.data reader and `tally record`.
+//!
+//! A user address is mapped through its process's mappings (`mmap`
+//! records, copied on `fork`, dropped on `exec`) to an object file and an
+//! offset in it, and from there to the ELF address, the function (its
+//! symbol) and, where the object has DWARF, the line. Kernel addresses are
+//! named from `/proc/kallsyms` when the samples were taken on the running
+//! kernel and the addresses are readable (`kptr_restrict`), with the object
+//! `[kernel.kallsyms]`. An address no symbol covers is the function
+//! `[unknown]` of its object.
+
+use crate::stacked::StackProfile;
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+use std::path::Path;
+use tally_model::{Events, FrameId, FunctionId, Positions, Profile};
+use tally_symbols::ObjectFile;
+
+/// Why samples could not become a profile.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StacksError {
+    /// More distinct names than the model's tables hold.
+    #[error("more names than tally can hold")]
+    Full,
+    /// The periods of a stack or event sum past 64 bits.
+    #[error("the periods sum to more than 64 bits hold")]
+    Overflow,
+    /// The event names are not valid.
+    #[error("{0}")]
+    Events(String),
+}
+
+/// Call-chain values at or above this are context markers, not addresses
+/// (`PERF_CONTEXT_MAX` is -4095).
+const CONTEXT_MAX: u64 = -4095i64 as u64;
+/// `PERF_CONTEXT_KERNEL`.
+const CONTEXT_KERNEL: u64 = -128i64 as u64;
+/// The object kernel frames belong to, as perf names it.
+const KERNEL: &[u8] = b"[kernel.kallsyms]";
+/// The function of an address no symbol covers.
+const UNKNOWN: &[u8] = b"[unknown]";
+
+/// A mapping of a file into a process.
+#[derive(Clone, Copy)]
+struct Map {
+    end: u64,
+    offset: u64,
+    object: usize,
+}
+
+/// The kernel's symbols, by address.
+struct Kallsyms {
+    starts: Vec<u64>,
+    names: Vec<String>,
+}
+
+impl Kallsyms {
+    /// `/proc/kallsyms`, if `release` is the running kernel's and the
+    /// addresses are shown.
+    fn load(release: Option<&str>) -> Option<Kallsyms> {
+        let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+        if release? != running.trim() {
+            return None;
+        }
+        let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
+        let mut syms: Vec<(u64, String)> = text
+            .lines()
+            .filter_map(|l| {
+                let mut w = l.split_ascii_whitespace();
+                let addr = u64::from_str_radix(w.next()?, 16).ok()?;
+                let kind = w.next()?;
+                let name = w.next()?;
+                (addr != 0 && matches!(kind, "t" | "T" | "w" | "W"))
+                    .then(|| (addr, name.to_string()))
+            })
+            .collect();
+        if syms.is_empty() {
+            return None;
+        }
+        syms.sort();
+        let (starts, names) = syms.into_iter().unzip();
+        Some(Kallsyms { starts, names })
+    }
+
+    fn name(&self, addr: u64) -> Option<&str> {
+        let i = self.starts.partition_point(|&s| s <= addr).checked_sub(1)?;
+        Some(&self.names[i])
+    }
+}
+
+/// Symbolises addresses into frames, with caches.
+struct Symbolizer {
+    /// Object paths, and the parsed files (`None`: cannot be read).
+    objects: Vec<(Vec<u8>, Option<ObjectFile>)>,
+    object_index: FxHashMap<Vec<u8>, usize>,
+    /// Mappings of each process, by start address.
+    maps: FxHashMap<i32, BTreeMap<u64, Map>>,
+    kallsyms: Option<Kallsyms>,
+    /// (object, ELF address, leaf) → frame.
+    frames: FxHashMap<(usize, u64, bool), FrameId>,
+    kernel_frames: FxHashMap<u64, FrameId>,
+    /// (object, symbol start) → function.
+    functions: FxHashMap<(usize, u64), FunctionId>,
+}
+
+impl Symbolizer {
+    fn object(&mut self, path: &[u8]) -> usize {
+        if let Some(&i) = self.object_index.get(path) {
+            return i;
+        }
+        let file = std::str::from_utf8(path)
+            .ok()
+            .filter(|p| p.starts_with('/'))
+            .and_then(|p| ObjectFile::open(Path::new(p)).ok());
+        self.objects.push((path.to_vec(), file));
+        self.object_index
+            .insert(path.to_vec(), self.objects.len() - 1);
+        self.objects.len() - 1
+    }
+
+    fn mmap(&mut self, pid: i32, start: u64, len: u64, offset: u64, path: &[u8]) {
+        let object = self.object(path);
+        let end = start.saturating_add(len);
+        let maps = self.maps.entry(pid).or_default();
+        // A new mapping replaces whatever it overlaps.
+        let overlapping: Vec<u64> = maps
+            .range(..end)
+            .filter(|(_, m)| m.end > start)
+            .map(|(&s, _)| s)
+            .collect();
+        for s in overlapping {
+            maps.remove(&s);
+        }
+        maps.insert(
+            start,
+            Map {
+                end,
+                offset,
+                object,
+            },
+        );
+    }
+
+    /// The frame of user address `addr` in process `pid`; `leaf` for the
+    /// sampled instruction itself (a caller's address is a return address,
+    /// whose line is looked up one byte back, on the call).
+    fn user(&mut self, b: &mut StackProfile, pid: i32, addr: u64, leaf: bool) -> Option<FrameId> {
+        let map = self
+            .maps
+            .get(&pid)
+            .and_then(|m| m.range(..=addr).next_back())
+            .filter(|(_, m)| addr < m.end)
+            .map(|(&start, m)| (start, *m));
+        let Some((start, map)) = map else {
+            let f = b.function(UNKNOWN, b"", UNKNOWN)?;
+            return Some(b.frame(f, 0, addr));
+        };
+        let file_offset = addr - start + map.offset;
+        let object = map.object;
+        let elf = match &self.objects[object].1 {
+            Some(o) => o
+                .code_ranges()
+                .find(|&(s, e, off)| off <= file_offset && file_offset - off < e - s)
+                .map(|(s, _, off)| file_offset - off + s),
+            None => None,
+        };
+        let elf_addr = elf.unwrap_or(file_offset);
+        if let Some(&f) = self.frames.get(&(object, elf_addr, leaf)) {
+            return Some(f);
+        }
+        let path = self.objects[object].0.clone();
+        let symbol = elf.and_then(|a| {
+            let o = self.objects[object].1.as_ref()?;
+            let s = o.symbol_at(a)?;
+            Some((s.address, s.display_name().to_string()))
+        });
+        let (function, line) = match symbol {
+            Some((sym_start, name)) => {
+                let o = self.objects[object]
+                    .1
+                    .as_ref()
+                    .expect("symbol from the file");
+                let line = o
+                    .source_line(if leaf {
+                        elf_addr
+                    } else {
+                        elf_addr.saturating_sub(1)
+                    })
+                    .map_or(0, |(_, l)| l);
+                let f = match self.functions.get(&(object, sym_start)) {
+                    Some(&f) => f,
+                    None => {
+                        let file = o.source_line(sym_start).map(|(f, _)| f).unwrap_or_default();
+                        let f = b.function(&path, file.as_bytes(), name.as_bytes())?;
+                        self.functions.insert((object, sym_start), f);
+                        f
+                    }
+                };
+                (f, line)
+            }
+            None => (b.function(&path, b"", UNKNOWN)?, 0),
+        };
+        let frame = b.frame(function, line, elf_addr);
+        self.frames.insert((object, elf_addr, leaf), frame);
+        Some(frame)
+    }
+
+    fn kernel(&mut self, b: &mut StackProfile, addr: u64) -> Option<FrameId> {
+        if let Some(&f) = self.kernel_frames.get(&addr) {
+            return Some(f);
+        }
+        let name = self.kallsyms.as_ref().and_then(|k| k.name(addr));
+        let f = b.function(KERNEL, b"", name.map_or(UNKNOWN, str::as_bytes))?;
+        let frame = b.frame(f, 0, addr);
+        self.kernel_frames.insert(addr, frame);
+        Some(frame)
+    }
+}
+
+/// Samples being symbolised into a profile of whole stacks.
+pub struct SampledStacks {
+    sym: Symbolizer,
+    b: StackProfile,
+    /// Each sample: frames root first, event index, period.
+    samples: Vec<(Vec<FrameId>, usize, u64)>,
+    leaf_first: Vec<FrameId>,
+}
+
+impl SampledStacks {
+    /// No samples yet; `creator` is the profile's creator, `os_release`
+    /// the kernel release the samples were taken on (kernel frames are
+    /// named only when it is the running one).
+    pub fn new(positions: Positions, creator: &[u8], os_release: Option<&str>) -> Self {
+        SampledStacks {
+            sym: Symbolizer {
+                objects: Vec::new(),
+                object_index: FxHashMap::default(),
+                maps: FxHashMap::default(),
+                kallsyms: Kallsyms::load(os_release),
+                frames: FxHashMap::default(),
+                kernel_frames: FxHashMap::default(),
+                functions: FxHashMap::default(),
+            },
+            b: StackProfile::new(positions, creator),
+            samples: Vec::new(),
+            leaf_first: Vec::new(),
+        }
+    }
+
+    /// Sets the command the profile is of (the part's `cmd:`).
+    pub fn set_cmd(&mut self, cmd: Vec<u8>) {
+        self.b.set_cmd(cmd);
+    }
+
+    /// `path` mapped at `start..start + len` of process `pid`, from
+    /// `offset` in the file; it replaces whatever it overlaps.
+    pub fn mmap(&mut self, pid: i32, start: u64, len: u64, offset: u64, path: &[u8]) {
+        self.sym.mmap(pid, start, len, offset, path);
+    }
+
+    /// Process `pid` forked from `ppid`: it starts with its parent's
+    /// mappings (a new thread, `pid == ppid`, shares them already).
+    pub fn fork(&mut self, pid: i32, ppid: i32) {
+        if pid != ppid
+            && let Some(m) = self.sym.maps.get(&ppid).cloned()
+        {
+            self.sym.maps.insert(pid, m);
+        }
+    }
+
+    /// Process `pid` called `exec`: its mappings are gone.
+    pub fn exec(&mut self, pid: i32) {
+        self.sym.maps.remove(&pid);
+    }
+
+    /// A sample of process `pid` for event `event` (an index in the names
+    /// given to [`SampledStacks::finish`]) weighing `period`: `chain` is
+    /// its call chain, leaf first, with perf's context markers (values
+    /// from `PERF_CONTEXT_MAX` up) saying whether the addresses after them
+    /// are kernel or user ones; `kernel` whether the first ones are. A
+    /// chain without addresses is no sample.
+    pub fn sample(
+        &mut self,
+        pid: i32,
+        kernel: bool,
+        chain: &[u64],
+        event: usize,
+        period: u64,
+    ) -> Result<(), StacksError> {
+        let mut kernel = kernel;
+        let mut first = true;
+        self.leaf_first.clear();
+        for &addr in chain {
+            if addr >= CONTEXT_MAX {
+                kernel = addr == CONTEXT_KERNEL;
+                continue;
+            }
+            let frame = if kernel {
+                self.sym.kernel(&mut self.b, addr)
+            } else {
+                self.sym.user(&mut self.b, pid, addr, first)
+            }
+            .ok_or(StacksError::Full)?;
+            first = false;
+            self.leaf_first.push(frame);
+        }
+        if self.leaf_first.is_empty() {
+            return Ok(());
+        }
+        let mut frames = self.leaf_first.clone();
+        frames.reverse();
+        self.samples.push((frames, event, period));
+        Ok(())
+    }
+
+    /// The number of samples kept so far.
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    /// Whether no sample was kept.
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+
+    /// The profile of events `names` (a sample of an event past the last
+    /// counts for the last; no names: one event, `samples`).
+    pub fn finish(self, names: Vec<String>) -> Result<Profile<u64>, StacksError> {
+        let SampledStacks { mut b, samples, .. } = self;
+        let n = names.len().max(1);
+        // Events named twice (`-e cycles -e cycles`) are told apart by number.
+        let mut unique: Vec<String> = Vec::with_capacity(n);
+        for (i, name) in names.into_iter().enumerate() {
+            let name = if unique.contains(&name) {
+                format!("{name}#{i}")
+            } else {
+                name
+            };
+            unique.push(name);
+        }
+        let names = if unique.is_empty() {
+            vec!["samples".to_string()]
+        } else {
+            unique
+        };
+        let events = Events::new(names).map_err(|e| StacksError::Events(e.to_string()))?;
+        let mut costs = vec![0u64; n];
+        for (frames, e, period) in &samples {
+            costs.iter_mut().for_each(|c| *c = 0);
+            costs[(*e).min(n - 1)] = *period;
+            b.add(frames, &costs).ok_or(StacksError::Overflow)?;
+        }
+        b.finish(events).ok_or(StacksError::Overflow)
+    }
+}

@@ -1,0 +1,709 @@
+//! Sampling profiles of unmodified programs through Linux's
+//! `perf_event_open`, for `tally record`.
+//!
+//! A program is started held before `exec` ([`sys::spawn_held`]), one
+//! event is opened on it for each online CPU (inherited by its threads and
+//! children, enabled by its `exec`), and each event's ring buffer is read
+//! directly while it runs: samples (instruction pointer, thread, time,
+//! period and the frame-pointer call chain) and the `mmap`, `comm`, `fork`,
+//! `exit` and lost-samples records that place them. Per-CPU buffers are
+//! merged by time at the end and go through tally's one symbolisation path
+//! ([`tally_formats::perf::samples`], which the perf.data reader uses too),
+//! so the result is an ordinary profile of whole stacks that every writer
+//! takes. With `-p` an existing process is attached to: each of its
+//! threads on each CPU, its mappings read from `/proc`.
+
+pub mod records;
+pub mod sys;
+
+use records::{Record, Timed};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tally_formats::perf::samples::SampledStacks;
+use tally_model::{Positions, Profile};
+
+/// What each sample holds: `PERF_SAMPLE_IP | TID | TIME | PERIOD |
+/// CALLCHAIN` (the record parser relies on this order).
+pub const SAMPLE_TYPE: u64 = 1 | 1 << 1 | 1 << 2 | 1 << 8 | 1 << 5;
+
+/// An event to sample on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// Its name, as perf names it.
+    pub name: &'static str,
+    /// `PERF_TYPE_*`.
+    pub kind: u32,
+    /// The event within its type.
+    pub config: u64,
+    /// The unit of its period.
+    pub unit: &'static str,
+}
+
+/// The events `-e` takes.
+pub const EVENTS: [Event; 10] = [
+    Event {
+        name: "cpu-clock",
+        kind: 1,
+        config: 0,
+        unit: "ns",
+    },
+    Event {
+        name: "task-clock",
+        kind: 1,
+        config: 1,
+        unit: "ns",
+    },
+    Event {
+        name: "page-faults",
+        kind: 1,
+        config: 2,
+        unit: "faults",
+    },
+    Event {
+        name: "context-switches",
+        kind: 1,
+        config: 3,
+        unit: "switches",
+    },
+    Event {
+        name: "cycles",
+        kind: 0,
+        config: 0,
+        unit: "cycles",
+    },
+    Event {
+        name: "instructions",
+        kind: 0,
+        config: 1,
+        unit: "instructions",
+    },
+    Event {
+        name: "cache-references",
+        kind: 0,
+        config: 2,
+        unit: "references",
+    },
+    Event {
+        name: "cache-misses",
+        kind: 0,
+        config: 3,
+        unit: "misses",
+    },
+    Event {
+        name: "branches",
+        kind: 0,
+        config: 4,
+        unit: "branches",
+    },
+    Event {
+        name: "branch-misses",
+        kind: 0,
+        config: 5,
+        unit: "misses",
+    },
+];
+
+impl Event {
+    /// The event named `name` (`branch-instructions` is `branches`).
+    pub fn named(name: &str) -> Option<Event> {
+        let name = if name == "branch-instructions" {
+            "branches"
+        } else {
+            name
+        };
+        EVENTS.iter().copied().find(|e| e.name == name)
+    }
+
+    fn is_hardware(&self) -> bool {
+        self.kind == 0
+    }
+}
+
+/// How often to sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rate {
+    /// Samples per second (the kernel adapts the period; clock events
+    /// turn it into a fixed period of `1e9 / HZ` ns).
+    Frequency(u64),
+    /// One sample every this many events.
+    Period(u64),
+}
+
+/// What to record.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// Start this program (found in `PATH` unless it has a slash) with its
+    /// arguments (`args[0]` is its name).
+    Command {
+        /// The program.
+        program: PathBuf,
+        /// Its arguments, `args[0]` included.
+        args: Vec<String>,
+    },
+    /// Attach to a running process.
+    Pid {
+        /// Its id.
+        pid: i32,
+        /// Stop after this long (else when it ends or on a signal).
+        duration: Option<Duration>,
+    },
+}
+
+/// How to record.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The event.
+    pub event: Event,
+    /// The rate.
+    pub rate: Rate,
+    /// Data pages of each CPU's ring buffer (a power of two).
+    pub pages: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            event: EVENTS[0],
+            rate: Rate::Frequency(999),
+            pages: 128,
+        }
+    }
+}
+
+/// Why recording failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// The kernel refused the event.
+    #[error(
+        "perf_event_open refused {what}: {source} (kernel.perf_event_paranoid is {paranoid}; run as root, or lower it with `sysctl kernel.perf_event_paranoid=1`)"
+    )]
+    NotPermitted {
+        /// What was being opened.
+        what: String,
+        /// The system error.
+        source: std::io::Error,
+        /// The paranoia level, or `unknown`.
+        paranoid: String,
+    },
+    /// No such process.
+    #[error("no process with id {0}")]
+    NoSuchProcess(i32),
+    /// The program could not be started.
+    #[error("cannot run {program}: {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// The system error.
+        source: std::io::Error,
+    },
+    /// Another system error.
+    #[error("{what}: {source}")]
+    System {
+        /// What failed.
+        what: String,
+        /// The system error.
+        source: std::io::Error,
+    },
+    /// The samples could not become a profile.
+    #[error("{0}")]
+    Profile(#[from] tally_formats::perf::samples::StacksError),
+}
+
+/// How the recording ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// The program exited with this status.
+    Exited(i32),
+    /// A signal killed the program.
+    Killed(i32),
+    /// The attached process ended, or the duration passed.
+    Detached,
+}
+
+/// A finished recording: its records, merged in time order, and facts.
+#[derive(Debug)]
+pub struct Recording {
+    /// The records of every CPU, in time order.
+    pub records: Vec<Timed>,
+    /// The event sampled (after any fallback).
+    pub event: Event,
+    /// The rate.
+    pub rate: Rate,
+    /// Samples the kernel lost (full buffers).
+    pub lost: u64,
+    /// How it ended.
+    pub ending: Ending,
+    /// The signal tally received that cut the recording short, if any.
+    pub interrupted: Option<i32>,
+    /// Kernel frames were excluded (not permitted).
+    pub user_only: bool,
+    /// Things the user should know (a fallback, an exclusion).
+    pub notes: Vec<String>,
+    /// The command line (or `pid N`).
+    pub cmd: String,
+    /// The process recorded.
+    pub pid: i32,
+}
+
+fn paranoid() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .map_or_else(|_| "unknown".into(), |s| s.trim().to_string())
+}
+
+fn attr(options: &Options, event: Event, exclude_kernel: bool, command: bool) -> sys::Attr {
+    use sys::flag::*;
+    let mut flags = INHERIT | MMAP | MMAP2 | COMM | COMM_EXEC | TASK | SAMPLE_ID_ALL | EXCLUDE_HV;
+    if command {
+        flags |= DISABLED | ENABLE_ON_EXEC;
+    }
+    if exclude_kernel {
+        flags |= EXCLUDE_KERNEL;
+    }
+    let rate = match options.rate {
+        Rate::Frequency(hz) => {
+            flags |= FREQ;
+            hz
+        }
+        Rate::Period(p) => p,
+    };
+    sys::Attr {
+        kind: event.kind,
+        config: event.config,
+        sample_period_or_freq: rate,
+        sample_type: SAMPLE_TYPE,
+        flags,
+        wakeup: 64,
+        ..Default::default()
+    }
+}
+
+/// The open events and their buffers.
+struct Events {
+    fds: Vec<OwnedFd>,
+    rings: Vec<sys::Ring>,
+}
+
+impl Events {
+    fn drain(&mut self, bytes: &mut Vec<u8>, out: &mut Vec<Timed>) {
+        for ring in &mut self.rings {
+            bytes.clear();
+            ring.drain(bytes);
+            records::parse(bytes, out);
+        }
+    }
+}
+
+/// Opens the events on `tids` (each on every CPU), the first of each CPU
+/// with a ring buffer and the others writing to it. Falls back to user
+/// frames only, and from a hardware event to `cpu-clock`, noting why.
+fn open(
+    options: &Options,
+    tids: &[i32],
+    command: bool,
+    notes: &mut Vec<String>,
+) -> Result<(Events, Event, bool), RecordError> {
+    let cpus = sys::online_cpus();
+    let mut event = options.event;
+    let mut exclude_kernel = false;
+    loop {
+        match open_with(options, event, exclude_kernel, tids, &cpus, command) {
+            Ok(ev) => return Ok((ev, event, exclude_kernel)),
+            Err(e) => {
+                let code = e.raw_os_error();
+                if !exclude_kernel && matches!(code, Some(libc::EACCES) | Some(libc::EPERM)) {
+                    exclude_kernel = true;
+                    notes.push("kernel frames are not permitted here: user frames only".into());
+                    continue;
+                }
+                if event.is_hardware()
+                    && matches!(
+                        code,
+                        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV)
+                    )
+                {
+                    notes.push(format!(
+                        "the hardware event {} is not supported on this machine: sampling cpu-clock instead",
+                        event.name
+                    ));
+                    event = EVENTS[0];
+                    continue;
+                }
+                if code == Some(libc::ESRCH) {
+                    return Err(RecordError::NoSuchProcess(
+                        tids.first().copied().unwrap_or(-1),
+                    ));
+                }
+                if matches!(code, Some(libc::EACCES) | Some(libc::EPERM)) {
+                    return Err(RecordError::NotPermitted {
+                        what: event.name.to_string(),
+                        source: e,
+                        paranoid: paranoid(),
+                    });
+                }
+                return Err(RecordError::System {
+                    what: format!("perf_event_open of {}", event.name),
+                    source: e,
+                });
+            }
+        }
+    }
+}
+
+fn open_with(
+    options: &Options,
+    event: Event,
+    exclude_kernel: bool,
+    tids: &[i32],
+    cpus: &[i32],
+    command: bool,
+) -> std::io::Result<Events> {
+    let a = attr(options, event, exclude_kernel, command);
+    let mut ev = Events {
+        fds: Vec::new(),
+        rings: Vec::new(),
+    };
+    for &cpu in cpus {
+        let mut first: Option<usize> = None;
+        for &tid in tids {
+            let fd = match sys::perf_event_open(&a, tid, cpu) {
+                Ok(fd) => fd,
+                // A thread that ended since it was listed.
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) && first.is_some() => continue,
+                Err(e) => return Err(e),
+            };
+            match first {
+                None => {
+                    ev.rings.push(sys::Ring::map(&fd, options.pages)?);
+                    first = Some(ev.fds.len());
+                }
+                Some(i) => sys::set_output(&fd, &ev.fds[i])?,
+            }
+            ev.fds.push(fd);
+        }
+    }
+    Ok(ev)
+}
+
+/// Finds `program` in `PATH` unless it names a path.
+pub fn find_program(program: &Path) -> Option<PathBuf> {
+    if program.components().count() > 1 || program.is_absolute() {
+        return Some(program.to_path_buf());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Records `target` as `options` say, until the program ends (or, for a
+/// process attached to, until it ends, the duration passes or tally gets
+/// SIGINT, SIGTERM or SIGHUP). Those signals, while a program runs, are
+/// passed on to it (a terminal's Ctrl-C reaches it directly) and the
+/// recording goes on until it ends; a second one kills it.
+pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordError> {
+    let mut notes = Vec::new();
+    let mut out: Vec<Timed> = Vec::new();
+    let mut bytes = Vec::new();
+    let (mut events, event, user_only, ending, interrupted, cmd, pid) = match target {
+        Target::Command { program, args } => {
+            let path = find_program(program).ok_or_else(|| RecordError::Spawn {
+                program: program.display().to_string(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "not found in PATH"),
+            })?;
+            let mut held = sys::spawn_held(&path, args).map_err(|e| RecordError::Spawn {
+                program: program.display().to_string(),
+                source: e,
+            })?;
+            let opened = open(options, &[held.pid], true, &mut notes);
+            let (mut events, event, user_only) = match opened {
+                Ok(o) => o,
+                Err(e) => {
+                    held.abandon();
+                    return Err(e);
+                }
+            };
+            let forwarding = tally_sim::session::signals::forward_to(held.pid as u32);
+            if let Err(e) = held.release() {
+                let _ = sys::wait_pid(held.pid, true);
+                return Err(RecordError::Spawn {
+                    program: program.display().to_string(),
+                    source: e,
+                });
+            }
+            let exit = loop {
+                sys::poll(&events.fds, 100);
+                events.drain(&mut bytes, &mut out);
+                if let Some(exit) = sys::wait_pid(held.pid, false) {
+                    break exit;
+                }
+            };
+            let interrupted = forwarding.received();
+            drop(forwarding);
+            let ending = match exit {
+                sys::Exit::Code(c) => Ending::Exited(c),
+                sys::Exit::Signal(s) => Ending::Killed(s),
+            };
+            (
+                events,
+                event,
+                user_only,
+                ending,
+                interrupted,
+                args.join(" "),
+                held.pid,
+            )
+        }
+        Target::Pid { pid, duration } => {
+            let pid = *pid;
+            sys::alive(pid).map_err(|_| RecordError::NoSuchProcess(pid))?;
+            let tids = threads(pid);
+            if tids.is_empty() {
+                return Err(RecordError::NoSuchProcess(pid));
+            }
+            synthesize(pid, &mut out);
+            let (mut events, event, user_only) = open(options, &tids, false, &mut notes)?;
+            // Signals stop the recording, not the process.
+            let forwarding = tally_sim::session::signals::forward_to(0);
+            let start = Instant::now();
+            loop {
+                sys::poll(&events.fds, 100);
+                events.drain(&mut bytes, &mut out);
+                if forwarding.received().is_some()
+                    || duration.is_some_and(|d| start.elapsed() >= d)
+                    || sys::alive(pid).is_err()
+                {
+                    break;
+                }
+            }
+            for fd in &events.fds {
+                let _ = sys::set_enabled(fd, false);
+            }
+            events.drain(&mut bytes, &mut out);
+            let interrupted = forwarding.received();
+            drop(forwarding);
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| {
+                    c.split(|&b| b == 0)
+                        .filter(|a| !a.is_empty())
+                        .map(|a| String::from_utf8_lossy(a).into_owned())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_else(|_| format!("pid {pid}"));
+            (
+                events,
+                event,
+                user_only,
+                Ending::Detached,
+                interrupted,
+                cmd,
+                pid,
+            )
+        }
+    };
+    events.drain(&mut bytes, &mut out);
+    drop(events);
+    // Stable: records of one CPU keep their order at equal times.
+    out.sort_by_key(|t| t.time);
+    let lost = out
+        .iter()
+        .map(|t| match t.record {
+            Record::Lost(n) => n,
+            _ => 0,
+        })
+        .sum();
+    Ok(Recording {
+        records: out,
+        event,
+        rate: options.rate,
+        lost,
+        ending,
+        interrupted,
+        user_only,
+        notes,
+        cmd,
+        pid,
+    })
+}
+
+/// The thread ids of process `pid`.
+fn threads(pid: i32) -> Vec<i32> {
+    let mut tids: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    tids.sort_unstable();
+    tids
+}
+
+/// The mappings of a running process, from `/proc/PID/maps`, as `mmap`
+/// records at time 0 (its executable ones: the others hold no code).
+fn synthesize(pid: i32, out: &mut Vec<Timed>) {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+        return;
+    };
+    for line in text.lines() {
+        let mut w = line.split_ascii_whitespace();
+        let (Some(range), Some(perms), Some(offset)) = (w.next(), w.next(), w.next()) else {
+            continue;
+        };
+        let path = w.nth(2).unwrap_or("");
+        if !perms.contains('x') {
+            continue;
+        }
+        let Some((a, b)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(a), Ok(b), Ok(offset)) = (
+            u64::from_str_radix(a, 16),
+            u64::from_str_radix(b, 16),
+            u64::from_str_radix(offset, 16),
+        ) else {
+            continue;
+        };
+        out.push(Timed {
+            time: 0,
+            record: Record::Mmap {
+                pid,
+                start: a,
+                len: b.saturating_sub(a),
+                offset,
+                path: path.as_bytes().to_vec(),
+            },
+        });
+    }
+}
+
+impl Recording {
+    /// The number of samples.
+    pub fn samples(&self) -> usize {
+        self.records
+            .iter()
+            .filter(|t| matches!(t.record, Record::Sample { .. }))
+            .count()
+    }
+
+    /// The distinct threads that were sampled.
+    pub fn threads(&self) -> usize {
+        let mut tids: Vec<i32> = self
+            .records
+            .iter()
+            .filter_map(|t| match t.record {
+                Record::Sample { tid, .. } => Some(tid),
+                _ => None,
+            })
+            .collect();
+        tids.sort_unstable();
+        tids.dedup();
+        tids.len()
+    }
+
+    /// The rate in words: `999 Hz` or `every 100000 cycles`.
+    pub fn rate_text(&self) -> String {
+        match self.rate {
+            Rate::Frequency(hz) if self.event.kind == 1 && self.event.config <= 1 => {
+                format!("{hz} Hz (a period of {} ns)", 1_000_000_000 / hz.max(1))
+            }
+            Rate::Frequency(hz) => format!("{hz} Hz (periods adapted by the kernel)"),
+            Rate::Period(p) => format!("every {p} {}", self.event.unit),
+        }
+    }
+
+    /// The profile of whole stacks: one event, each sample costing its
+    /// period, with `desc:` lines saying how it was sampled, what was lost
+    /// and whether the recording is incomplete.
+    pub fn profile(&self) -> Result<Profile<u64>, RecordError> {
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok();
+        let mut stacks = SampledStacks::new(
+            Positions::INSTR_LINE,
+            b"tally record",
+            release.as_deref().map(str::trim),
+        );
+        stacks.set_cmd(self.cmd.clone().into_bytes());
+        for t in &self.records {
+            match &t.record {
+                Record::Sample {
+                    pid,
+                    chain,
+                    kernel,
+                    period,
+                    ..
+                } => stacks.sample(*pid, *kernel, chain, 0, *period)?,
+                Record::Mmap {
+                    pid,
+                    start,
+                    len,
+                    offset,
+                    path,
+                } => stacks.mmap(*pid, *start, *len, *offset, path),
+                Record::Comm {
+                    pid, exec: true, ..
+                } => stacks.exec(*pid),
+                Record::Fork { pid, ppid, .. } => stacks.fork(*pid, *ppid),
+                _ => {}
+            }
+        }
+        let mut profile = stacks.finish(vec![self.event.name.to_string()])?;
+        let part = &mut profile.parts[0];
+        part.info.pid = u64::try_from(self.pid).ok();
+        let desc = &mut part.info.desc;
+        desc.push((
+            b"Sampling".to_vec(),
+            format!(
+                " {} samples of {} at {}; each sample costs its period, in {}{}",
+                self.samples(),
+                self.event.name,
+                self.rate_text(),
+                self.event.unit,
+                if self.user_only {
+                    "; user frames only"
+                } else {
+                    ""
+                }
+            )
+            .into_bytes(),
+        ));
+        desc.push((
+            b"Lost samples".to_vec(),
+            format!(" {}", self.lost).into_bytes(),
+        ));
+        desc.push((
+            b"Threads sampled".to_vec(),
+            format!(" {}", self.threads()).into_bytes(),
+        ));
+        if let Some(s) = self.interrupted {
+            desc.push((
+                b"Incomplete".to_vec(),
+                format!(" stopped by {}", signal_name(s)).into_bytes(),
+            ));
+        }
+        if let Ending::Killed(s) = self.ending {
+            desc.push((
+                b"Program".to_vec(),
+                format!(" killed by {}", signal_name(s)).into_bytes(),
+            ));
+        }
+        Ok(profile)
+    }
+}
+
+/// A signal's name.
+pub fn signal_name(s: i32) -> String {
+    match s {
+        1 => "SIGHUP".into(),
+        2 => "SIGINT".into(),
+        4 => "SIGILL".into(),
+        6 => "SIGABRT".into(),
+        7 => "SIGBUS".into(),
+        8 => "SIGFPE".into(),
+        9 => "SIGKILL".into(),
+        11 => "SIGSEGV".into(),
+        13 => "SIGPIPE".into(),
+        15 => "SIGTERM".into(),
+        n => format!("signal {n}"),
+    }
+}
