@@ -161,7 +161,19 @@ fn drive(url: &str, prefix: &str, function: &str, offline: bool) -> Value {
     let out = run(&mut c);
     let v: Value = serde_json::from_str(out.trim()).expect("driver's JSON");
     assert!(v.get("failure").is_none(), "{prefix}: {}", v["failure"]);
-    assert_eq!(v["errors"], serde_json::json!([]), "{prefix}: page errors");
+    // The call graph has no node for a cycle, and a profile without calls
+    // (Cachegrind) no graph to focus: those requests are 404s, the only
+    // errors a page may show.
+    let errors: Vec<&Value> = v["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            !((function.starts_with("<cycle") || prefix == "cachegrind")
+                && e.as_str().unwrap().contains("404"))
+        })
+        .collect();
+    assert!(errors.is_empty(), "{prefix}: page errors: {errors:?}");
     v
 }
 
@@ -244,7 +256,11 @@ fn annotate_inclusive(profile: &Path, function: &str) -> f64 {
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text
         .lines()
-        .find(|l| l.trim_end().ends_with(&format!(":{function}")))
+        .find(|l| {
+            let l = l.trim_end();
+            // `FILE:FUNCTION [OBJECT]`
+            l.contains(&format!(":{function} [")) || l.ends_with(&format!(":{function}"))
+        })
         .unwrap_or_else(|| panic!("{function} not in annotate's table:\n{text}"));
     number(line.split_whitespace().next().unwrap())
 }
@@ -306,7 +322,8 @@ fn browser_views_match_the_reports() {
         page["flame_click_selected"]
     );
     assert!(page["source"].as_str().unwrap().contains("fact"));
-    assert!(page["asm"].as_str().unwrap().contains("fact"));
+    // The hottest function is disassembled.
+    assert!(page["asm"].as_str().unwrap().contains("leaf"));
     drop(server);
 
     // The cycle as a row, with its members.
@@ -319,8 +336,10 @@ fn browser_views_match_the_reports() {
         .filter(|r| r["kind"] == "member")
         .map(|r| r["name"].as_str().unwrap())
         .collect();
+    // Callgrind names recursion levels (`even'2`).
     assert!(
-        members.contains(&"even") && members.contains(&"odd"),
+        members.iter().any(|m| m.starts_with("even"))
+            && members.iter().any(|m| m.starts_with("odd")),
         "{members:?}"
     );
     drop(server);
