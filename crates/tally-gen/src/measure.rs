@@ -36,7 +36,8 @@ pub struct Mix {
     pub bytes: u64,
     /// Lines read.
     pub lines: u64,
-    /// Lines per kind, in the order of `KINDS`.
+    /// Lines per kind, in the order of `KINDS` (the cost line after a
+    /// `calls=` line counts with the call, as neither).
     pub kinds: [u64; 14],
     /// Bytes of the lines of each kind (newlines included).
     pub kind_bytes: [u64; 14],
@@ -95,12 +96,19 @@ pub fn measure(text: &[u8]) -> Mix {
         bytes: text.len() as u64,
         ..Default::default()
     };
+    let mut after_calls = false;
     for line in text.split_inclusive(|&b| b == b'\n') {
         let len = line.len() as u64;
         let line = line.strip_suffix(b"\n").unwrap_or(line);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         m.lines += 1;
         let k = kind_of(line);
+        // The cost line after `calls=` is the call's: its bytes count
+        // with the call, and it is no self-cost line.
+        if std::mem::replace(&mut after_calls, k == 1) && k == 0 {
+            m.kind_bytes[1] += len;
+            continue;
+        }
         m.kinds[k] += 1;
         m.kind_bytes[k] += len;
         match k {
@@ -221,7 +229,7 @@ mod tests {
         let text = b"# callgrind format\nevents: Ir\nfl=(1) a.c\nfn=(1) main'start'_start\n0x10 3 4\n+2 1 1\ncfn=(2) f\ncalls=1 0x20 9\n* * 5\njump=2 +3 *\nfn=(2)\n";
         let m = measure(text);
         assert_eq!(m.lines, 11);
-        assert_eq!(m.kinds[0], 3);
+        assert_eq!(m.kinds[0], 2);
         assert_eq!(m.kinds[1], 1);
         assert_eq!(m.kinds[2], 1);
         assert_eq!(m.kinds[3], 2);
@@ -230,6 +238,6 @@ mod tests {
         assert_eq!(m.function_names, 2);
         assert_eq!(m.context_names, 1);
         assert_eq!(m.context_parts, 3);
-        assert_eq!(m.relative_positions, 2);
+        assert_eq!(m.relative_positions, 1);
     }
 }
