@@ -116,7 +116,7 @@ fn a_slowdown_of_one_function_fails_and_names_it() {
         let o = gate(&[&base, &slow]);
         let out = text(&o.stdout);
         assert_eq!(status(&o), 1, "{tool}: {out}{}", text(&o.stderr));
-        assert!(out.contains("compute (work.c)"), "{tool}: {out}");
+        assert!(out.contains("\ncompute ("), "{tool}: {out}");
         assert!(
             out.contains("FAIL: 1 function over budget"),
             "{tool}: {out}"
@@ -221,7 +221,7 @@ fn sets_of_profiles_are_summed_per_side() {
         &p("slow"),
     ]);
     assert_eq!(status(&o), 1, "{}", text(&o.stdout));
-    assert!(text(&o.stdout).contains("compute (work.c)"));
+    assert!(text(&o.stdout).contains("\ncompute ("));
     let o = gate(&[
         "--base",
         &p("base"),
@@ -294,14 +294,16 @@ fn junit_output_parses_with_a_failure_for_the_slow_function() {
         .filter(|c| c.children.iter().any(|f| f.name == "failure"))
         .map(|c| c.attr("name").unwrap())
         .collect();
-    assert_eq!(failed, ["compute (work.c)"]);
+    // Callgrind names the source file as the debug information does.
+    assert_eq!(failed.len(), 1);
+    assert!(failed[0].starts_with("compute (") && failed[0].ends_with("work.c)"));
     assert_eq!(ts.attr("failures"), Some("1"));
     assert_eq!(suite.attr("failures"), Some("1"));
     assert!(cases.iter().any(|c| c.attr("name") == Some("total Ir")));
     assert!(cases.iter().all(|c| c.attr("classname").is_some()));
     let failure = cases
         .iter()
-        .find(|c| c.attr("name") == Some("compute (work.c)"))
+        .find(|c| c.attr("name") == Some(failed[0]))
         .unwrap()
         .children
         .iter()
@@ -340,7 +342,7 @@ fn markdown_output_is_a_table_naming_the_slow_function() {
     assert_eq!(functions[0][0], "function");
     // The function over budget comes first, with its change and status.
     assert_eq!(functions[1][0], "compute");
-    assert_eq!(functions[1][1], "work.c");
+    assert!(functions[1][1].ends_with("work.c"), "{:?}", functions[1]);
     assert!(functions[1][2].starts_with('+'), "{:?}", functions[1]);
     assert_eq!(functions[1][5], "over budget");
     assert!(functions[2..].iter().all(|r| r[5] == "ok"));
@@ -379,7 +381,10 @@ fn a_baseline_file_accepts_a_known_increase() {
     let file = d.path().join("budgets.txt");
     std::fs::write(
         &file,
-        "# compute does more work on purpose\n30%  file=work.c  compute\n5% no_such_function\n",
+        format!(
+            "# compute does more work on purpose\n30%  file={}  compute\n5% no_such_function\n",
+            dir.join("work.c").display()
+        ),
     )
     .unwrap();
     let o = gate(&["--baseline-file", s(&file), &base, &slow]);
