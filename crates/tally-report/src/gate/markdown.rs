@@ -71,7 +71,7 @@ pub fn markdown(r: &GateReport, w: &mut dyn Write) -> io::Result<()> {
                 escape(&show(&f.function.file)),
                 change_text(&f.self_cost),
                 change_text(&f.inclusive),
-                f.budget.to_string(),
+                f.budget,
                 status(f.over())
             )?;
         }
