@@ -71,7 +71,7 @@ pub fn markdown(r: &GateReport, w: &mut dyn Write) -> io::Result<()> {
                 escape(&show(&f.function.file)),
                 change_text(&f.self_cost),
                 change_text(&f.inclusive),
-                f.budget.to_string(),
+                f.budget,
                 status(f.over())
             )?;
         }
@@ -90,15 +90,16 @@ fn status(over: bool) -> &'static str {
     if over { "**over budget**" } else { "ok" }
 }
 
-/// Text that Markdown shows as it is: every ASCII punctuation character
-/// backslash-escaped (CommonMark allows that for all of them, and a table
-/// needs `|` escaped even in code), line breaks as spaces.
+/// Text that Markdown shows as it is: the characters that start inline
+/// markup (emphasis, code, links, HTML, entities, strike-through) and the
+/// table's `|` backslash-escaped, line breaks as spaces. A table cell holds
+/// inline content only, so block markup (`#`, `-`, `1.`) needs nothing.
 fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
             '\n' | '\r' => out.push(' '),
-            c if c.is_ascii_punctuation() => {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '~' | '&' | '!' | '$' => {
                 out.push('\\');
                 out.push(c);
             }

@@ -55,9 +55,9 @@ pub fn text(r: &GateReport, w: &mut dyn Write) -> io::Result<()> {
             continue;
         }
         let mut line = pad_right(&row[0], widths[0]);
-        for c in 1..5 {
+        for (cell, &width) in row[1..5].iter().zip(&widths[1..5]) {
             line.push_str("  ");
-            line.push_str(&pad_left(&row[c], widths[c]));
+            line.push_str(&pad_left(cell, width));
         }
         line.push_str("  ");
         line.push_str(&row[5]);
