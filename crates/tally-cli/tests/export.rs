@@ -38,8 +38,7 @@ json.dump(out, sys.stdout)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: BTreeMap<String, Vec<Value>> = serde_json::from_slice(&o.stdout).unwrap();
-    v
+    serde_json::from_slice(&o.stdout).unwrap()
 }
 
 /// A profile as tally's JSON (docs/json.md).
