@@ -16,8 +16,8 @@ mod gprof_callgrind;
 mod graph;
 mod merge;
 mod progress;
-mod serve;
 mod record;
+mod serve;
 mod sim;
 
 use clap::{Parser, Subcommand};
