@@ -164,8 +164,8 @@ fn sum(files: &[PathBuf], options: &CombineOptions) -> anyhow::Result<Profile<i6
     let mut c = Combiner::<i64>::new(options.clone());
     let all: Vec<&Path> = files.iter().map(|f| f.as_path()).collect();
     for f in files {
-        let loaded = combine::load(f)?;
-        combine::add_to(&mut c, &loaded, Sign::Plus, &combine::label(f))
+        let loaded = combine::load_folded(f)?;
+        combine::add_folded_to(&mut c, &loaded, Sign::Plus, &combine::label(f))
             .map_err(|e| combine::locate::<i64>(e, &all, &combine::event_names(&c)))?;
     }
     let events = combine::event_names(&c);

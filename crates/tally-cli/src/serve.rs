@@ -86,10 +86,10 @@ pub fn run(args: Args) -> Result<Outcome> {
     );
     use std::io::Write;
     std::io::stdout().flush()?;
-    if args.open {
-        if let Err(e) = std::process::Command::new("xdg-open").arg(&url).spawn() {
-            eprintln!("tally: cannot open a browser ({e}); open {url}");
-        }
+    if args.open
+        && let Err(e) = std::process::Command::new("xdg-open").arg(&url).spawn()
+    {
+        eprintln!("tally: cannot open a browser ({e}); open {url}");
     }
     bound.serve(session).map_err(wrap)?;
     Ok(Outcome::Ok)

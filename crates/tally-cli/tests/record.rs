@@ -418,7 +418,7 @@ fn errors_crashes_and_interrupts() {
 
     // SIGINT to tally: the program is stopped, the profile written and
     // marked incomplete.
-    let mut child = t
+    let child = t
         .command()
         .args(["record", "-o", "int.out", "--", path_str(&exe), "100000"])
         .stderr(std::process::Stdio::piped())

@@ -116,6 +116,26 @@ pub fn gprof2dot() -> Option<Command> {
     })
 }
 
+/// For a `#[test]` that needs the Python modules `modules` (`pyarrow`,
+/// `datafusion`, `pyspark`): `true` when `python3` imports every one;
+/// otherwise [`skip`]s (a failure under CI) and returns `false`.
+pub fn require_python(modules: &[&str]) -> bool {
+    if !require(&["python3"]) {
+        return false;
+    }
+    for m in modules {
+        let imported = Command::new("python3")
+            .args(["-c", &format!("import {m}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !imported {
+            skip(&format!("python3 module {m}"));
+            return false;
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,24 +168,4 @@ mod tests {
             assert!(trial("t", &missing, || Ok(())).has_ignored_flag());
         }
     }
-}
-
-/// For a `#[test]` that needs the Python modules `modules` (`pyarrow`,
-/// `datafusion`, `pyspark`): `true` when `python3` imports every one;
-/// otherwise [`skip`]s (a failure under CI) and returns `false`.
-pub fn require_python(modules: &[&str]) -> bool {
-    if !require(&["python3"]) {
-        return false;
-    }
-    for m in modules {
-        let imported = Command::new("python3")
-            .args(["-c", &format!("import {m}")])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !imported {
-            skip(&format!("python3 module {m}"));
-            return false;
-        }
-    }
-    true
 }

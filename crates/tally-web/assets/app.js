@@ -244,6 +244,19 @@ async function select(node) {
   await showTab(state.tab);
 }
 
+// Node numbers belong to one event's and part's view: after a switch the
+// selection follows the function by name, or is cleared when the function
+// has no row there.
+async function followSelection() {
+  const name = state.name;
+  state.node = null;
+  state.name = null;
+  if (name == null || !(await selectByName(name))) {
+    $("#selected").textContent = "";
+    await showTab(state.tab);
+  }
+}
+
 async function selectByName(name) {
   const re = "^" + name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&") + "$";
   const t = await api("functions", { event: state.event, part: state.part, filter: re, limit: 1 });
@@ -266,6 +279,7 @@ async function showButterfly() {
   const box = $("#tab-butterfly");
   if (state.node == null) { box.innerHTML = `<p class="note">Select a function in the table.</p>`; return; }
   const f = await api("function", { event: state.event, part: state.part, node: state.node });
+  state.name = f.name;
   const unit = f.unit;
   $("#selected").textContent = `${f.name}${f.index != null ? `  [${f.index}]` : ""}`;
   const calls = f.self_calls ? `${f.called}+${f.self_calls}` : `${f.called}`;
@@ -349,7 +363,7 @@ async function showTab(tab) {
   try {
     if (state.node != null && tab !== "butterfly") {
       const f = await api("function", { event: state.event, part: state.part, node: state.node }).catch(() => null);
-      if (f) $("#selected").textContent = `${f.name}${f.index != null ? `  [${f.index}]` : ""}`;
+      if (f) { state.name = f.name; $("#selected").textContent = `${f.name}${f.index != null ? `  [${f.index}]` : ""}`; }
     }
     if (tab === "butterfly") await showButterfly();
     else if (tab === "graph") await showGraph();
@@ -381,8 +395,8 @@ async function start() {
   } else {
     $("#part-label").style.display = "none";
   }
-  $("#event").addEventListener("change", () => { state.event = $("#event").value; $("#flame-frame").dataset.key = ""; reloadTable().then(() => showTab(state.tab)); });
-  $("#part").addEventListener("change", () => { state.part = $("#part").value; reloadTable().then(() => showTab(state.tab)); });
+  $("#event").addEventListener("change", () => { state.event = $("#event").value; $("#flame-frame").dataset.key = ""; reloadTable().then(followSelection); });
+  $("#part").addEventListener("change", () => { state.part = $("#part").value; reloadTable().then(followSelection); });
   $("#group").addEventListener("change", () => { state.group = $("#group").value; state.sort = null; state.desc = true; reloadTable(); });
   let timer = null;
   $("#filter").addEventListener("input", () => {

@@ -46,8 +46,11 @@ pub struct Session {
     pub inputs: Vec<Input>,
     /// Whether the page compares `inputs[1]` against `inputs[0]`.
     pub diff: bool,
-    views: Mutex<HashMap<(usize, String, Option<usize>), Arc<View>>>,
+    views: Mutex<HashMap<ViewKey, Arc<View>>>,
 }
+
+/// A view's key: the input, the event and the part (`None`: all parts).
+type ViewKey = (usize, String, Option<usize>);
 
 /// How to read the inputs.
 #[derive(Clone, Debug, Default)]
