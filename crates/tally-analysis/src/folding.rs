@@ -4,7 +4,7 @@
 //! a profile model in between (no coded cost lines written and decoded
 //! again per input).
 //!
-//! Lines are kept per (function, file) block in [`BlockLines`], which
+//! Lines are kept per (function, file) block in `BlockLines`, which
 //! finds a line without hashing in the two common cases: the next line of
 //! the block in the order met before (the second run of one program lists
 //! its lines in the first run's order), and a line past the block's last

@@ -2,7 +2,7 @@
 //! once (Spark, DataFusion, Ballista, DuckDB, Trino).
 //!
 //! An [`Exporter`] takes one profile at a time and appends its rows to
-//! four tables (costs, functions, arcs, profiles; see [`schema`] and
+//! four tables (costs, functions, arcs, profiles; see the `schema` module and
 //! docs/parquet.md), so thousands of profiles stream through the memory
 //! of one. Rows follow the profile's own order, so the same inputs always
 //! give the same files.
