@@ -373,8 +373,20 @@ pub fn flame_svg(s: &Session, q: &Query) -> Result<Reply, Error> {
     let mut tree = Tree::new();
     for (i, inp) in s.inputs.iter().enumerate().rev() {
         let columns = tally_model::EventColumns::new(&inp.profile.events);
+        // A gmon input's one event is the histogram's dimension on the
+        // page ("time") and the converted profile's own name in the model.
+        let own = match &inp.gmon {
+            Some(_) => inp
+                .profile
+                .events
+                .recorded()
+                .first()
+                .map(|e| e.name.clone())
+                .unwrap_or_default(),
+            None => name.clone(),
+        };
         let e = columns
-            .find(&name)
+            .find(&own)
             .map_err(|e| Error::NotFound(e.to_string()))?;
         if columns.is_ratio(e) {
             return Err(Error::BadRequest(format!(
