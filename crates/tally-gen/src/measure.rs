@@ -96,17 +96,20 @@ pub fn measure(text: &[u8]) -> Mix {
         bytes: text.len() as u64,
         ..Default::default()
     };
-    let mut after_calls = false;
+    let mut after: Option<usize> = None;
     for line in text.split_inclusive(|&b| b == b'\n') {
         let len = line.len() as u64;
         let line = line.strip_suffix(b"\n").unwrap_or(line);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         m.lines += 1;
         let k = kind_of(line);
-        // The cost line after `calls=` is the call's: its bytes count
-        // with the call, and it is no self-cost line.
-        if std::mem::replace(&mut after_calls, k == 1) && k == 0 {
-            m.kind_bytes[1] += len;
+        // The line after `calls=` (the call's cost) or `jump=`/`jcnd=` (the
+        // jump's source) belongs to that line: its bytes count with it, and
+        // it is no self-cost line.
+        if let Some(arc) = std::mem::replace(&mut after, matches!(k, 1 | 2).then_some(k))
+            && k == 0
+        {
+            m.kind_bytes[arc] += len;
             continue;
         }
         m.kinds[k] += 1;
