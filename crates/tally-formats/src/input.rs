@@ -130,6 +130,9 @@ impl Lines {
             let n = self.buf.len() * 2;
             self.buf.resize(n, 0);
         }
+        // The moved line is followed by stale bytes; if the next read finds
+        // the end of the input, the padding after it must still be zero.
+        self.buf[self.end..self.end + PAD].fill(0);
         let limit = self.buf.len() - PAD;
         loop {
             match self.reader.read(&mut self.buf[self.end..limit]) {
@@ -177,6 +180,20 @@ mod tests {
             vec![b"a".to_vec(), b"".to_vec(), b"c".to_vec()]
         );
         assert!(collect(b"").is_empty());
+    }
+
+    #[test]
+    fn an_unterminated_last_line_is_padded_with_zeros() {
+        // The last line moves to the front of the buffer, over longer
+        // lines: the padding after it must not show their bytes.
+        let mut l = Input::from_bytes("t", b"version: 1\n17 661 37".to_vec())
+            .unwrap()
+            .into_lines();
+        let mut last = Vec::new();
+        while let Some((data, len)) = l.next_chunk().unwrap() {
+            last = data[..len + PAD].to_vec();
+        }
+        assert_eq!(&last[..], b"17 661 37\0\0\0\0\0\0\0\0");
     }
 
     #[test]
