@@ -61,7 +61,18 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         crate::usage_bail!("--label {k}=…: the key `{k}` is given more than once");
     }
     let dir = &args.output;
+    let created = !dir.exists();
     std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let result = export_to(&args, dir);
+    if result.is_err() && created {
+        // A failed export leaves nothing behind: not even the empty
+        // directory it made (remove_dir removes only an empty one).
+        let _ = std::fs::remove_dir(dir);
+    }
+    result
+}
+
+fn export_to(args: &Args, dir: &Path) -> anyhow::Result<Outcome> {
     let binary = match &args.binary {
         Some(b) => {
             let obj = ObjectFile::open(b).map_err(|e| anyhow!("{e}"))?;
@@ -86,7 +97,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                         (Box::new(a), paths[2].clone()),
                         (Box::new(p), paths[3].clone()),
                     ];
-                    let result = export(&args, binary.as_ref(), outputs);
+                    let result = export(args, binary.as_ref(), outputs);
                     match result {
                         Ok(n) => {
                             counts = Some(n);

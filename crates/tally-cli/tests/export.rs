@@ -502,3 +502,43 @@ fn fleet_queries_in_datafusion_and_spark_equal_merge_and_diff() {
         assert_eq!(ir["profiles"].as_i64(), Some(6), "{script}: profiles");
     }
 }
+
+/// Bad input stops the export with the file and line, exit 1, and leaves
+/// what was there: an earlier export's files unchanged, and no new
+/// directory when there was none.
+#[test]
+fn bad_input_leaves_earlier_files_and_no_new_directory() {
+    let t = tmp();
+    let bad = t.path().join("bad.out");
+    std::fs::write(&bad, "events: Ir\nfn=a\n1 x\n").unwrap();
+    let good = repo().join("tests/data/callgrind/mutual.default.out");
+    let fresh = t.path().join("fresh");
+    let e = tally_testutil::tally!().fails(&[
+        "export",
+        s(&good),
+        s(&bad),
+        "--to",
+        "parquet",
+        "-o",
+        s(&fresh),
+    ]);
+    assert!(e.contains(&format!("{}:3:", bad.display())), "{e}");
+    assert!(!fresh.exists(), "a failed export left {}", fresh.display());
+
+    let old = t.path().join("old");
+    ok(&["export", s(&good), "--to", "parquet", "-o", s(&old)]);
+    let before: Vec<Vec<u8>> = ["costs", "functions", "arcs", "profiles"]
+        .iter()
+        .map(|n| std::fs::read(old.join(format!("{n}.parquet"))).unwrap())
+        .collect();
+    tally_testutil::tally!().fails(&["export", s(&bad), "--to", "parquet", "-o", s(&old)]);
+    for (n, b) in ["costs", "functions", "arcs", "profiles"]
+        .iter()
+        .zip(&before)
+    {
+        let now = std::fs::read(old.join(format!("{n}.parquet"))).unwrap();
+        assert!(&now == b, "{n}.parquet changed by a failed export");
+    }
+    let left: Vec<_> = std::fs::read_dir(&old).unwrap().collect();
+    assert_eq!(left.len(), 4, "temporary files left behind: {left:?}");
+}
