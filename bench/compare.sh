@@ -118,5 +118,5 @@ echo
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 echo "Machine: $(nproc) CPUs ($cpu), $(uname -sr); $(rustc --version);"
 echo "$(hyperfine --version); $(valgrind --version); $(gprof --version | head -1);"
-echo "tally $(cd "$root" && git rev-parse --short HEAD); $(date -u '+%Y-%m-%d %H:%M UTC');"
+echo "$("$tally" --version); $(date -u '+%Y-%m-%d %H:%M UTC');"
 echo "load average before $load_before, after $(cut -d' ' -f1-3 /proc/loadavg)."
