@@ -85,6 +85,10 @@ pub struct Args {
         value_name = "fp|dwarf[,BYTES]|auto"
     )]
     call_graph: String,
+    /// Sample the processes the program forks (and the programs they
+    /// exec) too, not only its threads.
+    #[arg(long)]
+    follow_children: bool,
     /// The program and its arguments.
     #[arg(
         trailing_var_arg = true,
@@ -154,6 +158,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         rate,
         pages: args.mmap_pages.unwrap_or(0),
         call_graph,
+        follow_children: args.follow_children,
     };
     let recording = tally_record::record(&target, &options)?;
     for note in &recording.notes {

@@ -662,3 +662,46 @@ fn dcpi_output_is_read_by_tally_dcpi() {
         assert!(out.contains(f), "{f}:\n{out}");
     }
 }
+
+/// A program started by a shell (forked, then `exec`'d): sampled and
+/// symbolised with `--follow-children`, not sampled without it.
+#[test]
+fn children_are_followed_when_asked() {
+    if !require(&["gcc", "sh"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let exe = compile(d, "work", PROGRAM, &["-O0", "-fno-omit-frame-pointer"]);
+    // `; true` keeps the shell from exec'ing the program in its place.
+    let script = format!("{} {N} >/dev/null; true", path_str(&exe));
+    let t = tally!().in_dir(d);
+    t.ok(&[
+        "record",
+        "--follow-children",
+        "-o",
+        "kids.folded",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    t.ok(&["record", "-o", "alone.folded", "--", "sh", "-c", &script]);
+    let spin = |file: &str| -> u64 {
+        folded(&d.join(file))
+            .iter()
+            .filter(|(s, _)| s.last().is_some_and(|l| l == "spin"))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    let (kids, alone) = (spin("kids.folded"), spin("alone.folded"));
+    assert!(
+        kids >= 100 && alone == 0,
+        "{kids} with children, {alone} without"
+    );
+    let (ours, whole) = real_chains(&folded(&d.join("kids.folded")));
+    assert!(
+        whole * 100 >= ours * 95,
+        "{whole} of {ours} stacks reach main"
+    );
+}

@@ -190,6 +190,9 @@ pub struct Options {
     pub pages: usize,
     /// How call stacks are taken.
     pub call_graph: CallGraph,
+    /// Sample the processes the program forks (and what they `exec`),
+    /// not only its threads.
+    pub follow_children: bool,
 }
 
 impl Default for Options {
@@ -199,6 +202,7 @@ impl Default for Options {
             rate: Rate::Frequency(999),
             pages: 0,
             call_graph: CallGraph::Auto,
+            follow_children: false,
         }
     }
 }
@@ -298,6 +302,9 @@ fn attr(options: &Options, event: Event, exclude_kernel: bool, command: bool) ->
     }
     if exclude_kernel {
         flags |= EXCLUDE_KERNEL;
+    }
+    if !options.follow_children {
+        flags |= INHERIT_THREAD;
     }
     let rate = match options.rate {
         Rate::Frequency(hz) => {

@@ -229,7 +229,7 @@ pub fn epoch(t: std::time::SystemTime) -> String {
         .map_or(0, |d| d.as_secs());
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Walk the years and months from 1970: a few dozen steps.
-    let leap = |y: u64| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let leap = |y: u64| (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400);
     let (mut year, mut left) = (1970u64, days);
     loop {
         let n = if leap(year) { 366 } else { 365 };
