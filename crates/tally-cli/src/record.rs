@@ -7,7 +7,7 @@ use anyhow::Context;
 use std::path::PathBuf;
 use std::time::Duration;
 use tally_formats::{OutputFormat, OutputOptions};
-use tally_record::{Ending, Event, Options, Rate, Target};
+use tally_record::{CallGraph, DEFAULT_STACK_SIZE, Ending, Event, Options, Rate, Target};
 
 /// Output formats of `tally record`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -22,6 +22,11 @@ pub enum To {
     Speedscope,
     /// Folded stacks (`main;f;g 12` lines).
     Folded,
+    /// GNU gmon.out of the main program, for gprof: its PC histogram, and
+    /// arcs whose counts are sampled stacks (not calls).
+    Gmon,
+    /// One DCPI profile per image, in an epoch directory under `-d DIR`.
+    Dcpi,
 }
 
 /// Arguments of `tally record`.
@@ -35,9 +40,14 @@ pub struct Args {
     /// [default: callgrind.out.PID].
     #[arg(short, long)]
     output: Option<PathBuf>,
-    /// Output format.
+    /// Output format (`gmon` for an output named `gmon.out`, `dcpi` with
+    /// `-d`).
     #[arg(long, value_enum)]
     format: Option<To>,
+    /// DCPI output: the profile database; each recording writes an epoch
+    /// directory `DIR/YYMMDDHHMM` of one profile per image.
+    #[arg(short = 'd', long = "db", value_name = "DIR")]
+    db: Option<PathBuf>,
     /// Event to sample: cpu-clock, task-clock, page-faults,
     /// context-switches, or the hardware cycles, instructions,
     /// cache-references, cache-misses, branches, branch-misses (cpu-clock
@@ -61,9 +71,24 @@ pub struct Args {
     /// With `-p`: stop after this many seconds.
     #[arg(long, value_name = "S", requires = "pid")]
     duration: Option<f64>,
-    /// Ring buffer pages per CPU (a power of two; more for high rates).
-    #[arg(long, default_value_t = 128, value_name = "PAGES")]
-    mmap_pages: usize,
+    /// Ring buffer pages per CPU (a power of two; more for high rates)
+    /// [default: 128 with frame pointers, 1024 with DWARF].
+    #[arg(long, value_name = "PAGES")]
+    mmap_pages: Option<usize>,
+    /// How call stacks are taken: `fp` (frame pointers), `dwarf[,BYTES]`
+    /// (unwinding a copy of BYTES of user stack, default 16384, with the
+    /// images' DWARF call frame information), or `auto`: fp when the
+    /// program's functions keep frame pointers, else dwarf.
+    #[arg(
+        long = "call-graph",
+        default_value = "auto",
+        value_name = "fp|dwarf[,BYTES]|auto"
+    )]
+    call_graph: String,
+    /// Sample the processes the program forks (and the programs they
+    /// exec) too, not only its threads.
+    #[arg(long)]
+    follow_children: bool,
     /// The program and its arguments.
     #[arg(
         trailing_var_arg = true,
@@ -91,9 +116,26 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         (Some(hz), None) => Rate::Frequency(hz),
         (None, None) => Rate::Frequency(999),
     };
-    if !args.mmap_pages.is_power_of_two() {
-        crate::usage_bail!("--mmap-pages {}: not a power of two", args.mmap_pages);
+    if let Some(p) = args.mmap_pages
+        && !p.is_power_of_two()
+    {
+        crate::usage_bail!("--mmap-pages {p}: not a power of two");
     }
+    let call_graph = match args.call_graph.split_once(',') {
+        None if args.call_graph == "fp" => CallGraph::FramePointers,
+        None if args.call_graph == "auto" => CallGraph::Auto,
+        None if args.call_graph == "dwarf" => CallGraph::Dwarf(DEFAULT_STACK_SIZE),
+        Some(("dwarf", n)) => match n.parse::<u32>() {
+            Ok(n) if (8..=65528).contains(&n) => CallGraph::Dwarf(n),
+            _ => crate::usage_bail!(
+                "--call-graph dwarf,{n}: the stack size must be 8 to 65528 bytes"
+            ),
+        },
+        _ => crate::usage_bail!(
+            "--call-graph {}: not fp, dwarf, dwarf,BYTES or auto",
+            args.call_graph
+        ),
+    };
     let target = match (args.pid, args.command.split_first()) {
         (Some(pid), _) => Target::Pid {
             pid,
@@ -114,7 +156,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let options = Options {
         event,
         rate,
-        pages: args.mmap_pages,
+        pages: args.mmap_pages.unwrap_or(0),
+        call_graph,
+        follow_children: args.follow_children,
     };
     let recording = tally_record::record(&target, &options)?;
     for note in &recording.notes {
@@ -138,6 +182,16 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             "tally record: the program was killed by {}",
             tally_record::signal_name(s)
         );
+    }
+    let special = match (args.format, &args.db, &args.output) {
+        (Some(To::Dcpi), _, _) | (None, Some(_), None) => Some(To::Dcpi),
+        (Some(To::Gmon), _, _) => Some(To::Gmon),
+        (None, _, Some(o)) if o.file_name().is_some_and(|n| n == "gmon.out") => Some(To::Gmon),
+        _ => None,
+    };
+    if let Some(to) = special {
+        write_counts(&recording, to, &args)?;
+        return status(&recording);
     }
     let output = args
         .output
@@ -174,10 +228,65 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     if samples == 0 {
         eprintln!("tally record: warning: no samples: the program ran too briefly for the rate");
     }
-    // The program's status is tally's, as a shell gives it.
+    status(&recording)
+}
+
+/// The program's status is tally's, as a shell gives it.
+fn status(recording: &tally_record::Recording) -> anyhow::Result<Outcome> {
     match recording.ending {
         Ending::Exited(0) | Ending::Detached => Ok(Outcome::Ok),
         Ending::Exited(c) => std::process::exit(c),
         Ending::Killed(s) => std::process::exit(128 + s),
     }
+}
+
+/// Writes the sample counts as gmon.out (`-o`, default `gmon.out`) or as
+/// DCPI profiles in a new epoch directory of `-d` (default `.`).
+fn write_counts(recording: &tally_record::Recording, to: To, args: &Args) -> anyhow::Result<()> {
+    use tally_record::outputs;
+    let counts = recording.sample_counts()?;
+    if to == To::Gmon {
+        let output = args.output.clone().unwrap_or_else(|| "gmon.out".into());
+        let program = recording
+            .program
+            .as_ref()
+            .context("the main program's path is unknown: no gmon.out")?;
+        let g = outputs::gmon(
+            &counts,
+            program.as_os_str().as_encoded_bytes(),
+            recording.clock_hz(),
+        );
+        let bytes = outputs::gmon_bytes(&g).context("encoding gmon.out")?;
+        std::fs::write(&output, bytes).with_context(|| format!("writing {}", output.display()))?;
+        eprintln!(
+            "tally record: {} samples of {} written to {} (arcs count sampled stacks, not calls)",
+            recording.samples(),
+            recording.event.name,
+            output.display()
+        );
+        return Ok(());
+    }
+    let db = args.db.clone().unwrap_or_else(|| ".".into());
+    let epoch = outputs::epoch(recording.started);
+    let dir = db.join(&epoch);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let facts = outputs::DcpiFacts {
+        epoch: &epoch,
+        event: recording.event.name,
+        period: recording.period(),
+    };
+    let profiles = outputs::dcpi(&counts, &facts);
+    for (name, p) in &profiles {
+        let path = dir.join(name);
+        tally_formats::dcpi::write_file(p, &path)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    eprintln!(
+        "tally record: {} samples of {} written to {} ({} images)",
+        recording.samples(),
+        recording.event.name,
+        dir.display(),
+        profiles.len()
+    );
+    Ok(())
 }

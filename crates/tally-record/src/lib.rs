@@ -13,8 +13,10 @@
 //! takes. With `-p` an existing process is attached to: each of its
 //! threads on each CPU, its mappings read from `/proc`.
 
+pub mod outputs;
 pub mod records;
 pub mod sys;
+pub mod unwind;
 
 use records::{Record, Timed};
 use std::os::fd::OwnedFd;
@@ -26,6 +28,32 @@ use tally_model::{Positions, Profile};
 /// What each sample holds: `PERF_SAMPLE_IP | TID | TIME | PERIOD |
 /// CALLCHAIN` (the record parser relies on this order).
 pub const SAMPLE_TYPE: u64 = 1 | 1 << 1 | 1 << 2 | 1 << 8 | 1 << 5;
+
+/// [`SAMPLE_TYPE`] and `PERF_SAMPLE_REGS_USER | STACK_USER`, for DWARF
+/// unwinding (the kernel's call chain then holds kernel frames only).
+pub const DWARF_SAMPLE_TYPE: u64 = SAMPLE_TYPE | 1 << 12 | 1 << 13;
+
+/// The user registers sampled for DWARF unwinding: x86_64's `bp`, `sp`
+/// and `ip` (`PERF_REG_X86_BP`, `SP`, `IP`), all an unwinder needs.
+pub const REGS_USER: u64 = 1 << 6 | 1 << 7 | 1 << 8;
+
+/// How call stacks are taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallGraph {
+    /// The kernel walks the frame pointers: cheap, but code built without
+    /// them (gcc -O2's default) loses callers.
+    FramePointers,
+    /// The kernel copies this many bytes of the user stack with the
+    /// registers, and tally unwinds them with the images' DWARF call frame
+    /// information: real stacks without frame pointers, at more cost.
+    Dwarf(u32),
+    /// Frame pointers when the main program's functions keep them, else
+    /// DWARF with 16 KiB of stack.
+    Auto,
+}
+
+/// The stack bytes copied per sample with [`CallGraph::Auto`]'s DWARF.
+pub const DEFAULT_STACK_SIZE: u32 = 16 * 1024;
 
 /// An event to sample on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,8 +185,14 @@ pub struct Options {
     pub event: Event,
     /// The rate.
     pub rate: Rate,
-    /// Data pages of each CPU's ring buffer (a power of two).
+    /// Data pages of each CPU's ring buffer (a power of two; 0: 128
+    /// with frame pointers, 1024 with DWARF, whose samples are larger).
     pub pages: usize,
+    /// How call stacks are taken.
+    pub call_graph: CallGraph,
+    /// Sample the processes the program forks (and what they `exec`),
+    /// not only its threads.
+    pub follow_children: bool,
 }
 
 impl Default for Options {
@@ -166,7 +200,9 @@ impl Default for Options {
         Options {
             event: EVENTS[0],
             rate: Rate::Frequency(999),
-            pages: 128,
+            pages: 0,
+            call_graph: CallGraph::Auto,
+            follow_children: false,
         }
     }
 }
@@ -245,6 +281,12 @@ pub struct Recording {
     pub cmd: String,
     /// The process recorded.
     pub pid: i32,
+    /// How its stacks were taken (never [`CallGraph::Auto`]).
+    pub call_graph: CallGraph,
+    /// The main program's path, as the kernel names its mapping.
+    pub program: Option<PathBuf>,
+    /// When the recording started.
+    pub started: std::time::SystemTime,
 }
 
 fn paranoid() -> String {
@@ -261,6 +303,9 @@ fn attr(options: &Options, event: Event, exclude_kernel: bool, command: bool) ->
     if exclude_kernel {
         flags |= EXCLUDE_KERNEL;
     }
+    if !options.follow_children {
+        flags |= INHERIT_THREAD;
+    }
     let rate = match options.rate {
         Rate::Frequency(hz) => {
             flags |= FREQ;
@@ -268,7 +313,7 @@ fn attr(options: &Options, event: Event, exclude_kernel: bool, command: bool) ->
         }
         Rate::Period(p) => p,
     };
-    sys::Attr {
+    let mut a = sys::Attr {
         kind: event.kind,
         config: event.config,
         sample_period_or_freq: rate,
@@ -276,7 +321,17 @@ fn attr(options: &Options, event: Event, exclude_kernel: bool, command: bool) ->
         flags,
         wakeup: 64,
         ..Default::default()
+    };
+    if let CallGraph::Dwarf(size) = options.call_graph {
+        a.sample_type = DWARF_SAMPLE_TYPE;
+        a.flags |= EXCLUDE_CALLCHAIN_USER;
+        a.sample_regs_user = REGS_USER;
+        // The kernel wants a multiple of 8.
+        a.sample_stack_user = size / 8 * 8;
+        // Each sample is large: wake the reader before the buffer fills.
+        a.wakeup = 8;
     }
+    a
 }
 
 /// The open events and their buffers.
@@ -285,12 +340,79 @@ struct Events {
     rings: Vec<sys::Ring>,
 }
 
-impl Events {
-    fn drain(&mut self, bytes: &mut Vec<u8>, out: &mut Vec<Timed>) {
-        for ring in &mut self.rings {
-            bytes.clear();
-            ring.drain(bytes);
-            records::parse(bytes, out);
+/// Reads the ring buffers: records are parsed, and with DWARF unwinding
+/// each read is put in time order (mappings on one CPU may place samples
+/// on another) and its samples unwound, keeping only their call chains.
+struct Reader {
+    dwarf: bool,
+    unwinders: unwind::Unwinders,
+    bytes: Vec<u8>,
+    batch: Vec<Timed>,
+}
+
+impl Reader {
+    fn new(call_graph: CallGraph) -> Reader {
+        Reader {
+            dwarf: matches!(call_graph, CallGraph::Dwarf(_)),
+            unwinders: unwind::Unwinders::default(),
+            bytes: Vec::new(),
+            batch: Vec::new(),
+        }
+    }
+
+    fn drain(&mut self, events: &mut Events, out: &mut Vec<Timed>) {
+        if !self.dwarf {
+            for ring in &mut events.rings {
+                self.bytes.clear();
+                ring.drain(&mut self.bytes);
+                records::parse(&self.bytes, out);
+            }
+            return;
+        }
+        self.batch.clear();
+        for ring in &mut events.rings {
+            self.bytes.clear();
+            ring.drain(&mut self.bytes);
+            records::parse_with(&self.bytes, true, &mut self.batch);
+        }
+        self.batch.sort_by_key(|t| t.time);
+        let mut batch = std::mem::take(&mut self.batch);
+        self.place(&mut batch);
+        out.append(&mut batch);
+        self.batch = batch;
+    }
+
+    /// Follows the mappings of `records` and unwinds their samples.
+    fn place(&mut self, records: &mut [Timed]) {
+        if !self.dwarf {
+            return;
+        }
+        for t in records {
+            match &mut t.record {
+                Record::Mmap {
+                    pid,
+                    start,
+                    len,
+                    offset,
+                    path,
+                } => self.unwinders.mmap(*pid, *start, *len, *offset, path),
+                Record::Fork { pid, ppid, .. } => self.unwinders.fork(*pid, *ppid),
+                Record::Comm {
+                    pid, exec: true, ..
+                } => self.unwinders.exec(*pid),
+                Record::Sample {
+                    pid, chain, stack, ..
+                } => {
+                    if let Some(stack) = stack.take() {
+                        // The kernel's part, then the unwound user part.
+                        if let Some(user) = chain.iter().position(|&a| a == unwind::CONTEXT_USER) {
+                            chain.truncate(user);
+                        }
+                        self.unwinders.unwind(*pid, &stack, chain);
+                    }
+                }
+                _ => {}
+            }
         }
     }
 }
@@ -405,7 +527,14 @@ pub fn find_program(program: &Path) -> Option<PathBuf> {
 pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordError> {
     let mut notes = Vec::new();
     let mut out: Vec<Timed> = Vec::new();
-    let mut bytes = Vec::new();
+    let options = &resolve(target, options);
+    let mut reader = Reader::new(options.call_graph);
+    let started = std::time::SystemTime::now();
+    let program = match target {
+        Target::Command { program, .. } => find_program(program),
+        Target::Pid { pid, .. } => std::fs::read_link(format!("/proc/{pid}/exe")).ok(),
+    }
+    .and_then(|p| std::fs::canonicalize(p).ok());
     let (mut events, event, user_only, ending, interrupted, cmd, pid) = match target {
         Target::Command { program, args } => {
             let path = find_program(program).ok_or_else(|| RecordError::Spawn {
@@ -434,7 +563,7 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
             }
             let exit = loop {
                 sys::poll(&events.fds, 100);
-                events.drain(&mut bytes, &mut out);
+                reader.drain(&mut events, &mut out);
                 if let Some(exit) = sys::wait_pid(held.pid, false) {
                     break exit;
                 }
@@ -463,13 +592,14 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
                 return Err(RecordError::NoSuchProcess(pid));
             }
             synthesize(pid, &mut out);
+            reader.place(&mut out);
             let (mut events, event, user_only) = open(options, &tids, false, &mut notes)?;
             // Signals stop the recording, not the process.
             let forwarding = tally_sim::session::signals::forward_to(0);
             let start = Instant::now();
             loop {
                 sys::poll(&events.fds, 100);
-                events.drain(&mut bytes, &mut out);
+                reader.drain(&mut events, &mut out);
                 if forwarding.received().is_some()
                     || duration.is_some_and(|d| start.elapsed() >= d)
                     || sys::alive(pid).is_err()
@@ -480,7 +610,7 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
             for fd in &events.fds {
                 let _ = sys::set_enabled(fd, false);
             }
-            events.drain(&mut bytes, &mut out);
+            reader.drain(&mut events, &mut out);
             let interrupted = forwarding.received();
             drop(forwarding);
             let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
@@ -503,7 +633,7 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
             )
         }
     };
-    events.drain(&mut bytes, &mut out);
+    reader.drain(&mut events, &mut out);
     drop(events);
     // Stable: records of one CPU keep their order at equal times.
     out.sort_by_key(|t| t.time);
@@ -525,7 +655,33 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
         notes,
         cmd,
         pid,
+        call_graph: options.call_graph,
+        program,
+        started,
     })
+}
+
+/// `options` with [`CallGraph::Auto`] decided for the program `target`
+/// runs, and the ring buffer's size.
+fn resolve(target: &Target, options: &Options) -> Options {
+    let mut options = options.clone();
+    if options.call_graph == CallGraph::Auto {
+        let program = match target {
+            Target::Command { program, .. } => find_program(program),
+            Target::Pid { pid, .. } => std::fs::read_link(format!("/proc/{pid}/exe")).ok(),
+        };
+        options.call_graph = match program {
+            Some(p) if unwind::keeps_frame_pointers(&p) => CallGraph::FramePointers,
+            _ => CallGraph::Dwarf(DEFAULT_STACK_SIZE),
+        };
+    }
+    if options.pages == 0 {
+        options.pages = match options.call_graph {
+            CallGraph::Dwarf(_) => 1024,
+            _ => 128,
+        };
+    }
+    options
 }
 
 /// The thread ids of process `pid`.
@@ -602,6 +758,41 @@ impl Recording {
         tids.len()
     }
 
+    /// Events per sample: the fixed period of a clock at a frequency, the
+    /// mean period otherwise.
+    pub fn period(&self) -> u64 {
+        match self.rate {
+            Rate::Period(p) => p,
+            Rate::Frequency(hz) if self.event.kind == 1 && self.event.config <= 1 => {
+                1_000_000_000 / hz.max(1)
+            }
+            Rate::Frequency(_) => {
+                let (n, sum) = self
+                    .records
+                    .iter()
+                    .fold((0u64, 0u64), |(n, s), t| match t.record {
+                        Record::Sample { period, .. } => (n + 1, s.saturating_add(period)),
+                        _ => (n, s),
+                    });
+                sum / n.max(1)
+            }
+        }
+    }
+
+    /// The sampling rate in samples per second, for a clock sampled at a
+    /// frequency.
+    pub fn clock_hz(&self) -> Option<u32> {
+        match self.rate {
+            Rate::Frequency(hz) if self.event.kind == 1 && self.event.config <= 1 => {
+                u32::try_from(hz).ok()
+            }
+            Rate::Period(p) if self.event.kind == 1 && self.event.config <= 1 => {
+                u32::try_from(1_000_000_000 / p.max(1)).ok()
+            }
+            _ => None,
+        }
+    }
+
     /// The rate in words: `999 Hz` or `every 100000 cycles`.
     pub fn rate_text(&self) -> String {
         match self.rate {
@@ -617,6 +808,16 @@ impl Recording {
     /// period, with `desc:` lines saying how it was sampled, what was lost
     /// and whether the recording is incomplete.
     pub fn profile(&self) -> Result<Profile<u64>, RecordError> {
+        self.profile_of(false)
+    }
+
+    /// [`Recording::profile`] with each sample costing 1: sample counts,
+    /// as gmon.out and DCPI files hold them.
+    pub fn sample_counts(&self) -> Result<Profile<u64>, RecordError> {
+        self.profile_of(true)
+    }
+
+    fn profile_of(&self, count: bool) -> Result<Profile<u64>, RecordError> {
         let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok();
         let mut stacks = SampledStacks::new(
             Positions::INSTR_LINE,
@@ -632,7 +833,7 @@ impl Recording {
                     kernel,
                     period,
                     ..
-                } => stacks.sample(*pid, *kernel, chain, 0, *period)?,
+                } => stacks.sample(*pid, *kernel, chain, 0, if count { 1 } else { *period })?,
                 Record::Mmap {
                     pid,
                     start,
@@ -654,11 +855,15 @@ impl Recording {
         desc.push((
             b"Sampling".to_vec(),
             format!(
-                " {} samples of {} at {}; each sample costs its period, in {}{}",
+                " {} samples of {} at {}; each sample costs its period, in {}; stacks by {}{}",
                 self.samples(),
                 self.event.name,
                 self.rate_text(),
                 self.event.unit,
+                match self.call_graph {
+                    CallGraph::Dwarf(n) => format!("DWARF unwinding of {n} bytes of stack"),
+                    _ => "frame pointers".to_string(),
+                },
                 if self.user_only {
                     "; user frames only"
                 } else {

@@ -1,6 +1,10 @@
 //! The records of the ring buffer, parsed from their bytes (native
-//! endian), for the sample layout [`crate::SAMPLE_TYPE`] asks for and with
-//! `sample_id_all`, so that every record carries its time.
+//! endian), for the sample layout [`crate::SAMPLE_TYPE`] asks for (with
+//! the user registers and stack of [`crate::DWARF_SAMPLE_TYPE`] when
+//! unwinding with DWARF) and with `sample_id_all`, so that every record
+//! carries its time.
+
+use crate::unwind::UserStack;
 
 /// `PERF_RECORD_MMAP`.
 const MMAP: u32 = 1;
@@ -39,6 +43,8 @@ pub enum Record {
         kernel: bool,
         /// The sample's period.
         period: u64,
+        /// The user registers and stack, to unwind (then dropped).
+        stack: Option<Box<UserStack>>,
     },
     /// A file mapped into a process.
     Mmap {
@@ -122,6 +128,12 @@ fn trailing_time(b: &[u8]) -> u64 {
 /// Parses the records in `bytes` (whole records, as the ring buffer gives
 /// them), appending them to `out`; a malformed record ends the parse.
 pub fn parse(bytes: &[u8], out: &mut Vec<Timed>) {
+    parse_with(bytes, false, out)
+}
+
+/// [`parse`], for samples that carry the user registers and stack
+/// (`dwarf`) or not.
+pub fn parse_with(bytes: &[u8], dwarf: bool, out: &mut Vec<Timed>) {
     let mut at = 0;
     while at + 8 <= bytes.len() {
         let kind = u32_at(bytes, at).unwrap_or(0);
@@ -130,14 +142,40 @@ pub fn parse(bytes: &[u8], out: &mut Vec<Timed>) {
         if size < 8 || at + size > bytes.len() {
             return;
         }
-        if let Some(t) = one(kind, misc, &bytes[at + 8..at + size]) {
+        if let Some(t) = one(kind, misc, &bytes[at + 8..at + size], dwarf) {
             out.push(t);
         }
         at += size;
     }
 }
 
-fn one(kind: u32, misc: u16, b: &[u8]) -> Option<Timed> {
+/// The user registers (`bp`, `sp`, `ip`: the bit order of
+/// [`crate::REGS_USER`]) and stack that follow a call chain ending at `at`.
+fn user_stack(b: &[u8], at: usize) -> Option<Box<UserStack>> {
+    let abi = u64_at(b, at)?;
+    let (regs, at) = if abi == 0 {
+        (None, at + 8)
+    } else {
+        let r = (u64_at(b, at + 8)?, u64_at(b, at + 16)?, u64_at(b, at + 24)?);
+        (Some(r), at + 32)
+    };
+    let size = usize::try_from(u64_at(b, at)?).ok()?;
+    let data = b.get(at + 8..at + 8 + size)?;
+    let dyn_size = if size == 0 {
+        0
+    } else {
+        usize::try_from(u64_at(b, at + 8 + size)?).ok()?.min(size)
+    };
+    let (bp, sp, ip) = regs?;
+    Some(Box::new(UserStack {
+        bp,
+        sp,
+        ip,
+        bytes: data[..dyn_size].to_vec(),
+    }))
+}
+
+fn one(kind: u32, misc: u16, b: &[u8], dwarf: bool) -> Option<Timed> {
     let pid_tid = |at| Some((u32_at(b, at)? as i32, u32_at(b, at + 4)? as i32));
     let time = trailing_time(b);
     let record = match kind {
@@ -146,11 +184,16 @@ fn one(kind: u32, misc: u16, b: &[u8]) -> Option<Timed> {
             let (pid, tid) = pid_tid(8)?;
             let time = u64_at(b, 16)?;
             let period = u64_at(b, 24)?;
-            let nr = u64_at(b, 32)? as usize;
-            let chain = (0..nr.min(b.len() / 8))
+            let nr = (u64_at(b, 32)? as usize).min(b.len() / 8);
+            let stack = if dwarf {
+                user_stack(b, 40 + 8 * nr)
+            } else {
+                None
+            };
+            let chain = (0..nr)
                 .map(|i| u64_at(b, 40 + 8 * i))
                 .collect::<Option<Vec<u64>>>()?;
-            let chain = if chain.is_empty() {
+            let chain = if chain.is_empty() && stack.is_none() {
                 vec![u64_at(b, 0)?]
             } else {
                 chain
@@ -163,6 +206,7 @@ fn one(kind: u32, misc: u16, b: &[u8]) -> Option<Timed> {
                     chain,
                     kernel: misc & CPUMODE_MASK == CPUMODE_KERNEL,
                     period,
+                    stack,
                 },
             });
         }
@@ -259,7 +303,8 @@ mod tests {
                     tid: 7,
                     chain: vec![0x401000, 0x402000],
                     kernel: false,
-                    period: 1000
+                    period: 1000,
+                    stack: None,
                 }
             }]
         );

@@ -81,8 +81,12 @@ pub mod flag {
     pub const TASK: u64 = 1 << 13;
     /// Every record carries the sample id fields (tid, time).
     pub const SAMPLE_ID_ALL: u64 = 1 << 18;
+    /// The call chain leaves out user frames (unwound from the stack copy).
+    pub const EXCLUDE_CALLCHAIN_USER: u64 = 1 << 22;
     /// Mappings as `MMAP2` records.
     pub const MMAP2: u64 = 1 << 23;
+    /// Only threads inherit the event, not forked processes (Linux 5.13).
+    pub const INHERIT_THREAD: u64 = 1 << 35;
     /// Mark the `comm` records of `exec`.
     pub const COMM_EXEC: u64 = 1 << 24;
 }
