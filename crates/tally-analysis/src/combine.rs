@@ -12,13 +12,20 @@
 //! Records keep the order in which they were first seen, grouped by
 //! (function, file) block, so merging one profile gives back its own order.
 //! Arithmetic is checked: an overflow is an error, never a wrap.
+//!
+//! Whole stacks ([`Profile::stacks`], from perf, folded or pprof input)
+//! are combined too when every input has them: frames are matched by
+//! function (object, file and name, after the renames) and line, not by
+//! id or address (two builds place code differently), and equal stacks
+//! summed with their sign; so a merge or diff of stack profiles still
+//! draws and exports real stacks. One input without stacks drops them.
 
 use crate::subst::Subst;
 use rustc_hash::FxHashMap;
 use std::borrow::Cow;
 use tally_model::{
-    CallInfo, Cost, Events, FileId, Format, FunctionId, FunctionKey, JumpInfo, ObjectId, Part,
-    PartInfo, Positions, Profile, SymbolId, stated_total,
+    CallInfo, Cost, Events, FileId, Format, Frame, FrameId, FunctionId, FunctionKey, JumpInfo,
+    ObjectId, Part, PartInfo, Positions, Profile, Stacks, SymbolId, stated_total,
 };
 
 /// Which events the output has.
@@ -308,6 +315,10 @@ pub struct Combiner<C> {
     first: String,
     /// Every input added, for the errors about the result.
     labels: Vec<String>,
+    /// The stacks so far; `None` once an input had none.
+    stacks: Option<Stacks<C>>,
+    /// Frames of `stacks` by (function, line): the first address kept.
+    frame_of: FxHashMap<(FunctionId, u32), FrameId>,
 }
 
 impl<C: Cost> Combiner<C> {
@@ -324,6 +335,8 @@ impl<C: Cost> Combiner<C> {
             parts: Vec::new(),
             first: String::new(),
             labels: Vec::new(),
+            stacks: Some(Stacks::default()),
+            frame_of: FxHashMap::default(),
         }
     }
 
@@ -598,6 +611,66 @@ impl<C: Cost> Combiner<C> {
                     .ok_or_else(|| arith_failure(r.2, j.info.taken, sign, label, f))?;
             }
         }
+        self.add_stacks(p, &functions, &evmap, sign, label)
+    }
+
+    /// Adds an input's stacks (see the module documentation); drops the
+    /// stacks for good when it has none.
+    fn add_stacks<I: Cost>(
+        &mut self,
+        p: &Profile<I>,
+        functions: &[FunctionId],
+        evmap: &[usize],
+        sign: Sign,
+        label: &str,
+    ) -> Result<(), CombineError> {
+        let (Some(acc), Some(from)) = (self.stacks.as_mut(), p.stacks.as_ref()) else {
+            self.stacks = None;
+            return Ok(());
+        };
+        let frames: Vec<FrameId> = from
+            .frames
+            .iter()
+            .map(|f| {
+                let function = functions[f.function.index()];
+                *self.frame_of.entry((function, f.line)).or_insert_with(|| {
+                    acc.frame(Frame {
+                        function,
+                        line: f.line,
+                        address: f.address,
+                    })
+                })
+            })
+            .collect();
+        let mut stack = Vec::new();
+        let mut costs = Vec::with_capacity(evmap.len());
+        for sample in &from.samples {
+            stack.clear();
+            stack.extend(sample.frames.iter().map(|f| frames[f.index()]));
+            costs.clear();
+            for &e in evmap {
+                let v = sample.costs.get(e).copied().unwrap_or(I::ZERO);
+                let leaf = sample
+                    .frames
+                    .last()
+                    .map_or(FunctionId(0), |f| from.frames[f.index()].function);
+                let c = combine(C::ZERO, v, sign).ok_or_else(|| {
+                    arith_failure(C::ZERO, v, sign, label, p.names.function_name(leaf))
+                })?;
+                costs.push(c);
+            }
+            if acc.add(&stack, &costs).is_none() {
+                let leaf = sample
+                    .frames
+                    .last()
+                    .map_or(FunctionId(0), |f| from.frames[f.index()].function);
+                return Err(CombineError::Overflow {
+                    input: label.into(),
+                    function: String::from_utf8_lossy(p.names.function_name(leaf)).into_owned(),
+                    signed: C::SIGNED,
+                });
+            }
+        }
         Ok(())
     }
 
@@ -656,6 +729,26 @@ impl<C: Cost> Combiner<C> {
         let np = self.positions.len();
         let keep_zero = self.options.keep_zero;
         let labels = self.labels;
+        profile.stacks = self.stacks.filter(|s| !s.is_empty()).map(|s| {
+            if keep_zero {
+                s
+            } else {
+                // A diff drops the stacks that did not change.
+                let mut kept = Stacks::default();
+                let frames: Vec<FrameId> = s.frames.iter().map(|&f| kept.frame(f)).collect();
+                for sample in s
+                    .samples
+                    .iter()
+                    .filter(|x| x.costs.iter().any(|c| !c.is_zero()))
+                {
+                    let stack: Vec<FrameId> =
+                        sample.frames.iter().map(|f| frames[f.index()]).collect();
+                    // Each stack is distinct and its sums were checked.
+                    let _ = kept.add(&stack, &sample.costs);
+                }
+                kept
+            }
+        });
         let mut bound = Bound {
             costs: vec![0; ne],
             calls: 0,
