@@ -335,3 +335,66 @@ fn damaged_pprof_is_refused_with_the_byte_offset() {
         "{e}"
     );
 }
+
+/// `go tool pprof -tags`: per label key, each value's share, and the
+/// key's total.
+fn pprof_tags(file: &Path) -> String {
+    let out = Command::new("go")
+        .args(["tool", "pprof", "-tags"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "go tool pprof: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+#[test]
+fn go_sample_labels_survive_convert_and_merge() {
+    if !require(&["go"]) {
+        return;
+    }
+    // A Go program that runs its work under two `pprof.Do` labels.
+    let dir = tally_testutil::temp_dir();
+    let src = dir.path().join("main.go");
+    std::fs::copy(data("stacks/src/labels.go"), &src).unwrap();
+    let profile = dir.path().join("labels.pb.gz");
+    let run = Command::new("go")
+        .args(["run", path_str(&src), path_str(&profile)])
+        .env("GOPATH", dir.path().join("gopath"))
+        .env("GOCACHE", dir.path().join("gocache"))
+        .env("GO111MODULE", "off")
+        .env("GOFLAGS", "")
+        .env("GOPROXY", "off")
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "go run: {}", text(&run.stderr));
+    let go = pprof_tags(&profile);
+    assert!(go.contains("worker:") && go.contains("large"), "{go}");
+
+    // Converted, the profile shows the same labels with the same values.
+    let back = dir.path().join("back.pb.gz");
+    tally(&["convert", path_str(&profile), "-o", path_str(&back)]);
+    assert_eq!(pprof_tags(&back), go);
+
+    // Merged with itself: the same shares of twice the total.
+    let merged = dir.path().join("merged.pb.gz");
+    tally(&[
+        "merge",
+        path_str(&profile),
+        path_str(&profile),
+        "-o",
+        path_str(&merged),
+    ]);
+    let shares = |t: &str| -> Vec<String> {
+        t.lines()
+            .map(|l| match l.split_once('(') {
+                Some((_, share)) => share.trim().to_string(),
+                // The key's line ends with its total.
+                None => l.split("Total").next().unwrap_or(l).trim().to_string(),
+            })
+            .collect()
+    };
+    let twice = pprof_tags(&merged);
+    assert_eq!(shares(&twice), shares(&go), "{twice}");
+    assert_ne!(twice, go, "the merge's totals are twice the input's");
+}

@@ -347,3 +347,86 @@ fn callgrind_to_folded_estimates_stacks() {
     let total = json["totals"][&event].as_u64().unwrap();
     assert_eq!(stacks.values().sum::<u64>(), total);
 }
+
+/// Signed folded lines (a diff's), by stack.
+fn folded_signed(text: &[u8]) -> BTreeMap<String, i64> {
+    String::from_utf8_lossy(text)
+        .lines()
+        .map(|l| {
+            let (s, n) = l.rsplit_once(' ').unwrap();
+            (s.to_string(), n.parse().unwrap())
+        })
+        .collect()
+}
+
+/// The stacks through `main`: perf and tally name the loader's frames
+/// differently.
+fn through_main<V: Copy>(m: &BTreeMap<String, V>) -> BTreeMap<String, V> {
+    m.iter()
+        .filter(|(k, _)| k.split(';').any(|f| f == "main"))
+        .map(|(k, v)| (k.clone(), *v))
+        .collect()
+}
+
+#[test]
+fn merge_and_diff_keep_real_stacks() {
+    if !require(&["gcc", "perf"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let t = tally!().in_dir(dir.path());
+    // Two runs of one program.
+    let a = record(dir.path());
+    std::fs::rename(&a, dir.path().join("a.data")).unwrap();
+    let b = record(dir.path());
+    std::fs::rename(&b, dir.path().join("b.data")).unwrap();
+    let collapsed = |name: &str| {
+        let script =
+            run(Command::new("perf").args(["script", "-i", path_str(&dir.path().join(name))]));
+        through_main(&collapse(&String::from_utf8_lossy(&script)))
+    };
+    let (ca, cb) = (collapsed("a.data"), collapsed("b.data"));
+
+    // Merge: every stack of either run, equal stacks summed, as perf's
+    // own stacks of both runs add up.
+    t.ok(&["merge", "a.data", "b.data", "-o", "m.folded"]);
+    let merged = folded(&std::fs::read(dir.path().join("m.folded")).unwrap());
+    let mut want = ca.clone();
+    for (k, v) in &cb {
+        *want.entry(k.clone()).or_default() += v;
+    }
+    assert_eq!(through_main(&merged), want);
+    // The pprof export and the flame graph of the merge hold the real
+    // stacks, not ones estimated from arcs.
+    t.ok(&["merge", "a.data", "b.data", "-o", "m.pb.gz"]);
+    t.ok(&["convert", "m.pb.gz", "-o", "m2.folded"]);
+    assert_eq!(
+        std::fs::read(dir.path().join("m2.folded")).unwrap(),
+        std::fs::read(dir.path().join("m.folded")).unwrap()
+    );
+    t.ok(&["flame", "a.data", "b.data", "-o", "m.svg"]);
+    let svg = std::fs::read_to_string(dir.path().join("m.svg")).unwrap();
+    assert!(
+        !svg.contains("estimated"),
+        "the merge's flame graph estimates"
+    );
+
+    // Diff: B − A stack by stack, signed, the unchanged stacks dropped.
+    t.ok(&["diff", "a.data", "b.data", "-o", "d.folded"]);
+    let diffed = folded_signed(&std::fs::read(dir.path().join("d.folded")).unwrap());
+    let mut want: BTreeMap<String, i64> = BTreeMap::new();
+    for (k, v) in &cb {
+        *want.entry(k.clone()).or_default() += *v as i64;
+    }
+    for (k, v) in &ca {
+        *want.entry(k.clone()).or_default() -= *v as i64;
+    }
+    want.retain(|_, v| *v != 0);
+    assert_eq!(through_main(&diffed), want);
+    t.ok(&["diff", "a.data", "b.data", "-o", "d.pb.gz"]);
+    t.ok(&["convert", "d.pb.gz", "-o", "d2.folded"]);
+    assert_eq!(
+        folded_signed(&std::fs::read(dir.path().join("d2.folded")).unwrap()),
+        diffed
+    );
+}
