@@ -12,14 +12,21 @@
 //! Records keep the order in which they were first seen, grouped by
 //! (function, file) block, so merging one profile gives back its own order.
 //! Arithmetic is checked: an overflow is an error, never a wrap.
+//!
+//! Whole stacks ([`Profile::stacks`], from perf, folded or pprof input)
+//! are combined too when every input has them: frames are matched by
+//! function (object, file and name, after the renames) and line, not by
+//! id or address (two builds place code differently), and equal stacks
+//! summed with their sign; so a merge or diff of stack profiles still
+//! draws and exports real stacks. One input without stacks drops them.
 
 use crate::folding::{BlockLines, CallKey, Folding, JumpKey, Pos, pos};
 use crate::subst::Subst;
 use rustc_hash::FxHashMap;
 use std::borrow::Cow;
 use tally_model::{
-    CallInfo, Cost, Events, FileId, Format, FunctionId, FunctionKey, JumpInfo, ObjectId, Part,
-    PartInfo, Positions, Profile, SymbolId, stated_total,
+    CallInfo, Cost, Events, FileId, Format, Frame, FrameId, FunctionId, FunctionKey, JumpInfo,
+    ObjectId, Part, PartInfo, Positions, Profile, Stacks, SymbolId, stated_total,
 };
 
 /// Which events the output has.
@@ -449,6 +456,10 @@ pub struct Combiner<C> {
     first: String,
     /// Every input added, for the errors about the result.
     labels: Vec<String>,
+    /// The stacks so far; `None` once an input had none.
+    stacks: Option<Stacks<C>>,
+    /// Frames of `stacks` by (function, line): the first address kept.
+    frame_of: FxHashMap<(FunctionId, u32), FrameId>,
 }
 
 impl<C: Cost> Combiner<C> {
@@ -465,6 +476,8 @@ impl<C: Cost> Combiner<C> {
             parts: Vec::new(),
             first: String::new(),
             labels: Vec::new(),
+            stacks: Some(Stacks::default()),
+            frame_of: FxHashMap::default(),
         }
     }
 
@@ -584,7 +597,7 @@ impl<C: Cost> Combiner<C> {
                     })?;
             }
         }
-        Ok(())
+        self.add_stacks(p, &map.functions, &map.events, sign, label)
     }
 
     /// Adds (or subtracts) an input folded as it was read: `p` is the
@@ -661,7 +674,7 @@ impl<C: Cost> Combiner<C> {
                     })?;
             }
         }
-        Ok(())
+        self.add_stacks(p, &map.functions, &map.events, sign, label)
     }
 
     /// Checks an input against the output (format, positions, events) and
@@ -771,6 +784,67 @@ impl<C: Cost> Combiner<C> {
         acc
     }
 
+    /// Adds an input's stacks (see the module documentation); drops the
+    /// stacks for good when it has none.
+    fn add_stacks<I: Cost>(
+        &mut self,
+        p: &Profile<I>,
+        functions: &[FunctionId],
+        evmap: &[usize],
+        sign: Sign,
+        label: &str,
+    ) -> Result<(), CombineError> {
+        let (Some(acc), Some(from)) = (self.stacks.as_mut(), p.stacks.as_ref()) else {
+            self.stacks = None;
+            return Ok(());
+        };
+        let frames: Vec<FrameId> = from
+            .frames
+            .iter()
+            .map(|f| {
+                let function = functions[f.function.index()];
+                *self.frame_of.entry((function, f.line)).or_insert_with(|| {
+                    acc.frame(Frame {
+                        function,
+                        line: f.line,
+                        address: f.address,
+                    })
+                })
+            })
+            .collect();
+        let mut stack = Vec::new();
+        let mut costs = Vec::with_capacity(evmap.len());
+        for (si, sample) in from.samples.iter().enumerate() {
+            stack.clear();
+            stack.extend(sample.frames.iter().map(|f| frames[f.index()]));
+            costs.clear();
+            for &e in evmap {
+                let v = sample.costs.get(e).copied().unwrap_or(I::ZERO);
+                let leaf = sample
+                    .frames
+                    .last()
+                    .map_or(FunctionId(0), |f| from.frames[f.index()].function);
+                let c = combine(C::ZERO, v, sign).ok_or_else(|| {
+                    arith_failure(C::ZERO, v, sign, label, p.names.function_name(leaf))
+                })?;
+                costs.push(c);
+            }
+            let labels = acc.label_set(from.labels_of(si).to_vec());
+            if acc.add_labelled(&stack, labels, &costs).is_none() {
+                let leaf = sample
+                    .frames
+                    .last()
+                    .map_or(FunctionId(0), |f| from.frames[f.index()].function);
+                return Err(CombineError::Overflow {
+                    input: label.into(),
+                    function: String::from_utf8_lossy(p.names.function_name(leaf)).into_owned(),
+                    signed: C::SIGNED,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// For each output event, its index in `p`.
     fn event_map<I: Cost>(&self, p: &Profile<I>, label: &str) -> Result<Vec<usize>, CombineError> {
         let events = self.events.as_ref().expect("set up");
@@ -826,6 +900,26 @@ impl<C: Cost> Combiner<C> {
         let np = self.positions.len();
         let keep_zero = self.options.keep_zero;
         let labels = self.labels;
+        profile.stacks = self.stacks.filter(|s| !s.is_empty()).map(|s| {
+            if keep_zero {
+                s
+            } else {
+                // A diff drops the stacks that did not change.
+                let mut kept = Stacks::default();
+                let frames: Vec<FrameId> = s.frames.iter().map(|&f| kept.frame(f)).collect();
+                for (si, sample) in s.samples.iter().enumerate() {
+                    if sample.costs.iter().all(|c| c.is_zero()) {
+                        continue;
+                    }
+                    let stack: Vec<FrameId> =
+                        sample.frames.iter().map(|f| frames[f.index()]).collect();
+                    let labels = kept.label_set(s.labels_of(si).to_vec());
+                    // Each stack is distinct and its sums were checked.
+                    let _ = kept.add_labelled(&stack, labels, &sample.costs);
+                }
+                kept
+            }
+        });
         let mut bound = Bound {
             costs: vec![0; ne],
             calls: 0,

@@ -335,3 +335,44 @@ fn damaged_pprof_is_refused_with_the_byte_offset() {
         "{e}"
     );
 }
+
+/// `go tool pprof -tags`: per label key, each value's share, and the
+/// key's total.
+fn pprof_tags(file: &Path) -> String {
+    let out = Command::new("go")
+        .args(["tool", "pprof", "-tags"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "go tool pprof: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+#[test]
+fn go_sample_labels_survive_convert() {
+    if !require(&["go"]) {
+        return;
+    }
+    // A Go program that runs its work under two `pprof.Do` labels.
+    let dir = tally_testutil::temp_dir();
+    let src = dir.path().join("main.go");
+    std::fs::copy(data("stacks/src/labels.go"), &src).unwrap();
+    let profile = dir.path().join("labels.pb.gz");
+    let run = Command::new("go")
+        .args(["run", path_str(&src), path_str(&profile)])
+        .env("GOPATH", dir.path().join("gopath"))
+        .env("GOCACHE", dir.path().join("gocache"))
+        .env("GO111MODULE", "off")
+        .env("GOFLAGS", "")
+        .env("GOPROXY", "off")
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "go run: {}", text(&run.stderr));
+    let go = pprof_tags(&profile);
+    assert!(go.contains("worker:") && go.contains("large"), "{go}");
+
+    // Converted, the profile shows the same labels with the same values.
+    let back = dir.path().join("back.pb.gz");
+    tally(&["convert", path_str(&profile), "-o", path_str(&back)]);
+    assert_eq!(pprof_tags(&back), go);
+}

@@ -407,6 +407,13 @@ pub fn sum_bound<C: Cost>(sources: &[&Source], events: &[String]) -> Result<(), 
     let mut running = vec![0u64; events.len()];
     let mut calls = 0u64;
     for source in sources {
+        if matches!(
+            source.format(),
+            Format::Folded | Format::PerfScript | Format::PerfData | Format::Pprof
+        ) {
+            stack_sums::<C>(source, events, &mut running)?;
+            continue;
+        }
         source.expect_callgrind()?;
         // The file's own events first, to carry the sums in its order.
         let alone =
@@ -435,6 +442,86 @@ pub fn sum_bound<C: Cost>(sources: &[&Source], events: &[String]) -> Result<(), 
         calls = outcome.sums.calls;
     }
     Ok(())
+}
+
+/// [`sum_bound`] over a profile of whole stacks: its samples' magnitudes
+/// are added to `running`. Folded stacks name the line where the sum
+/// passes the bound; the other stack formats hold no line per sample, so
+/// their error names the input and the event.
+fn stack_sums<C: Cost>(
+    source: &Source,
+    events: &[String],
+    running: &mut [u64],
+) -> Result<(), Error> {
+    let limit = if C::SIGNED { "2^63-1" } else { "2^64-1" };
+    let over = |event: &str, line: Option<u64>| {
+        let what = format!(
+            "the samples of event `{event}`, added to the inputs before, sum to more than {limit}, which tally's 64-bit sums cannot hold"
+        );
+        match line {
+            Some(line) => Error::Parse {
+                path: source.name().to_path_buf(),
+                line,
+                kind: ParseErrorKind::Malformed(what),
+            },
+            None => Error::Incompatible(format!("{}: {what}", source.name().display())),
+        }
+    };
+    if source.format() == Format::Folded {
+        let Some(k) = events.iter().position(|e| e == crate::folded::EVENT) else {
+            return Ok(());
+        };
+        let bytes = source.bytes()?;
+        for (i, line) in bytes.split(|&c| c == b'\n').enumerate() {
+            let line = line.trim_ascii();
+            let Some(count) = line
+                .rsplit(|c| c.is_ascii_whitespace())
+                .next()
+                .and_then(|c| tally_model::parse_u64(c).ok())
+            else {
+                continue;
+            };
+            match running[k].checked_add(count) {
+                Some(v) if v <= C::MAX_MAGNITUDE => running[k] = v,
+                _ => return Err(over(crate::folded::EVENT, Some(i as u64 + 1))),
+            }
+        }
+        return Ok(());
+    }
+    let (profile, _) = read(source, None)?;
+    let totals: Vec<(String, u64)> = match &profile {
+        AnyCost::Unsigned(p) => magnitudes(p),
+        AnyCost::Signed(p) => magnitudes(p),
+    };
+    for (name, m) in totals {
+        let Some(k) = events.iter().position(|e| *e == name) else {
+            continue;
+        };
+        match running[k].checked_add(m) {
+            Some(v) if v <= C::MAX_MAGNITUDE => running[k] = v,
+            _ => return Err(over(&name, None)),
+        }
+    }
+    Ok(())
+}
+
+/// Each recorded event's name and the sum of the magnitudes of its self
+/// costs (saturating).
+fn magnitudes<C: Cost>(p: &Profile<C>) -> Vec<(String, u64)> {
+    let mut sums = vec![0u64; p.events.len()];
+    for part in &p.parts {
+        part.lines.for_each(|l| {
+            for (s, c) in sums.iter_mut().zip(l.costs) {
+                *s = s.saturating_add(c.magnitude());
+            }
+        });
+    }
+    p.events
+        .recorded()
+        .iter()
+        .zip(sums)
+        .map(|(e, s)| (e.name.clone(), s))
+        .collect()
 }
 
 /// Reads a file without keeping its records, with counts of type `C`.

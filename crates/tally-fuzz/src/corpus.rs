@@ -19,11 +19,30 @@ pub enum Kind {
     Gmon,
     /// DCPI profiles.
     Dcpi,
+    /// `perf record` output (perf.data).
+    PerfData,
+    /// `perf script` text.
+    PerfScript,
+    /// Folded stacks.
+    Folded,
+    /// pprof profiles (profile.proto, gzip'd or not).
+    Pprof,
 }
 
 impl Kind {
     /// Every kind, in the order runs report them.
-    pub const ALL: [Kind; 4] = [Kind::Callgrind, Kind::Cachegrind, Kind::Gmon, Kind::Dcpi];
+    /// (New kinds go at the end: a kind's index is part of its cases'
+    /// random streams.)
+    pub const ALL: [Kind; 8] = [
+        Kind::Callgrind,
+        Kind::Cachegrind,
+        Kind::Gmon,
+        Kind::Dcpi,
+        Kind::PerfData,
+        Kind::PerfScript,
+        Kind::Folded,
+        Kind::Pprof,
+    ];
 
     /// The target's name on the command line and in case files.
     pub fn name(self) -> &'static str {
@@ -32,6 +51,10 @@ impl Kind {
             Kind::Cachegrind => "cachegrind",
             Kind::Gmon => "gmon",
             Kind::Dcpi => "dcpi",
+            Kind::PerfData => "perf-data",
+            Kind::PerfScript => "perf-script",
+            Kind::Folded => "folded",
+            Kind::Pprof => "pprof",
         }
     }
 
@@ -42,7 +65,15 @@ impl Kind {
 
     /// Whether the format is binary (mutations then ignore lines).
     pub fn binary(self) -> bool {
-        self == Kind::Gmon
+        matches!(self, Kind::Gmon | Kind::PerfData | Kind::Pprof)
+    }
+
+    /// Whether the reader keeps whole stacks (perf, folded, pprof).
+    pub fn stacks(self) -> bool {
+        matches!(
+            self,
+            Kind::PerfData | Kind::PerfScript | Kind::Folded | Kind::Pprof
+        )
     }
 }
 
@@ -70,7 +101,8 @@ pub struct Corpus {
     pub seeds: Vec<Seed>,
     /// Programs and images by relative path, opened once.
     pub images: BTreeMap<String, ObjectFile>,
-    /// Lines of the text seeds (Callgrind, Cachegrind, DCPI), for splices.
+    /// Lines of the text seeds (Callgrind, Cachegrind, DCPI, `perf
+    /// script`, folded), for splices.
     pub lines: Vec<Vec<u8>>,
 }
 
@@ -126,6 +158,16 @@ fn kind_of(path: &Path, format: Format) -> Option<Kind> {
         Format::Cachegrind => return Some(Kind::Cachegrind),
         Format::Gmon => return Some(Kind::Gmon),
         Format::Dcpi => return Some(Kind::Dcpi),
+        Format::PerfData => return Some(Kind::PerfData),
+        Format::PerfScript => return Some(Kind::PerfScript),
+        // Detection takes any lines ending in numbers (reports, expected
+        // outputs) for folded stacks: only files named so are seeds.
+        Format::Folded => {
+            let name = path.to_string_lossy();
+            return (name.ends_with(".folded") || name.ends_with(".folded.gz"))
+                .then_some(Kind::Folded);
+        }
+        Format::Pprof => return Some(Kind::Pprof),
         _ => {}
     }
     // Bad inputs that detection does not recognise, by their names.

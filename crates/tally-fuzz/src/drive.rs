@@ -93,6 +93,9 @@ impl<'c> Driver<'c> {
             Kind::Callgrind | Kind::Cachegrind => self.text(case, seed, extent),
             Kind::Gmon => self.gmon(case, seed, extent),
             Kind::Dcpi => self.dcpi(case, seed, extent),
+            Kind::PerfData | Kind::PerfScript | Kind::Folded | Kind::Pprof => {
+                self.stacked(case, seed, extent)
+            }
         }
     }
 
@@ -135,6 +138,58 @@ impl<'c> Driver<'c> {
                         extent,
                     };
                     if k == 3 {
+                        merge(&read, &b, &both)
+                    } else {
+                        diff(&read, &b, &both)
+                    }
+                }
+                None => Ok(()),
+            },
+        }
+    }
+
+    /// Profiles of whole stacks (perf.data, `perf script`, folded,
+    /// pprof): detection and the reader as the CLI calls them, then one of
+    /// the Callgrind round trip, annotate, the pprof writer read back, the
+    /// folded and speedscope writers, merge and diff with the seed; the
+    /// stacks must survive each (their totals are the profile's).
+    fn stacked(&self, case: &Case, seed: Option<&Seed>, extent: Extent) -> Res {
+        let source = Source::from_bytes(NAME, case.input.clone());
+        let read = match tally_formats::read(&source, None) {
+            Ok((p, _)) => p,
+            Err(e) => {
+                return check::error("read", &e.to_string(), check::reader_verdict(&e), extent);
+            }
+        };
+        match &read {
+            AnyCost::Unsigned(p) => stacks_agree(p, "read")?,
+            AnyCost::Signed(p) => stacks_agree(p, "read")?,
+        }
+        match case.input.len() % 6 {
+            0 => match &read {
+                AnyCost::Unsigned(p) => round_trip(p, "write-read"),
+                AnyCost::Signed(p) => round_trip(p, "write-read"),
+            },
+            1 => match &read {
+                AnyCost::Unsigned(p) => annotate(p, extent),
+                AnyCost::Signed(p) => annotate(p, extent),
+            },
+            2 => match &read {
+                AnyCost::Unsigned(p) => pprof_trip(p, "pprof-write"),
+                AnyCost::Signed(p) => pprof_trip(p, "pprof-write"),
+            },
+            3 => match &read {
+                AnyCost::Unsigned(p) => folded_trip(p),
+                AnyCost::Signed(p) => folded_trip(p),
+            },
+            k => match seed.and_then(|s| Some((s, self.seed_profile(s)?))) {
+                Some((s, b)) => {
+                    let both = Both {
+                        seed: &Source::from_bytes("fuzz-seed", s.bytes.clone()),
+                        input: &source,
+                        extent,
+                    };
+                    if k == 4 {
                         merge(&read, &b, &both)
                     } else {
                         diff(&read, &b, &both)
@@ -393,6 +448,149 @@ pub fn round_trip<C: Cost>(p: &Profile<C>, path: &'static str) -> Res {
     json_parses_bytes(&out, path)
 }
 
+/// A profile's stacks, if it has any, sum to its self totals: the part
+/// derived from them holds every stack's cost at its leaf.
+fn stacks_agree<C: Cost>(p: &Profile<C>, path: &'static str) -> Res {
+    let Some(s) = &p.stacks else { return Ok(()) };
+    let n = p.events.len();
+    let Some(stacked) = s.totals(n) else {
+        return Err(Failure::new(
+            "read-back",
+            path,
+            "the stacks' totals overflow",
+        ));
+    };
+    let mut parts = vec![C::ZERO; n];
+    for part in &p.parts {
+        for (a, b) in parts
+            .iter_mut()
+            .zip(part.lines.totals().unwrap_or_default())
+        {
+            *a = a.saturating_add(b);
+        }
+    }
+    if stacked != parts {
+        return Err(Failure::new(
+            "read-back",
+            path,
+            format!("the stacks sum to {stacked:?}, the self costs to {parts:?}"),
+        ));
+    }
+    Ok(())
+}
+
+/// A merge or diff of two profiles with stacks has stacks, which sum to
+/// its self totals and survive the pprof writer.
+fn stacks_kept<C: Cost>(
+    p: &AnyProfile,
+    seed: &AnyProfile,
+    out: &Profile<C>,
+    path: &'static str,
+) -> Res {
+    let has = |p: &AnyProfile| match p {
+        AnyCost::Unsigned(p) => p.stacks.as_ref().is_some_and(|s| !s.is_empty()),
+        AnyCost::Signed(p) => p.stacks.as_ref().is_some_and(|s| !s.is_empty()),
+    };
+    if !(has(p) && has(seed)) {
+        return Ok(());
+    }
+    let nonzero = out.parts.iter().any(|part| {
+        part.lines
+            .totals()
+            .is_some_and(|t| t.iter().any(|c| !c.is_zero()))
+    });
+    if out.stacks.is_none() && nonzero {
+        return Err(Failure::new(
+            "read-back",
+            path,
+            "two profiles with stacks combine into one without",
+        ));
+    }
+    stacks_agree(out, path)?;
+    pprof_trip(out, path)
+}
+
+/// Writes a profile as pprof and reads it back: the same sample types
+/// and, stack by stack or self cost by self cost, the same totals.
+pub fn pprof_trip<C: Cost>(p: &Profile<C>, path: &'static str) -> Res {
+    let fail = |what: String| Err(Failure::new("read-back", path, what));
+    let mut out = Vec::new();
+    if let Err(e) = tally_formats::pprof::write(p, &mut out) {
+        // A writer that refuses is right to: pprof's values are signed
+        // 64-bit, and a self cost past 64 bits has no one-frame stack.
+        let refused = e.to_string().contains("does not fit") || p.stacks.is_none();
+        if refused {
+            return Ok(());
+        }
+        return fail(format!("the pprof writer failed: {e}"));
+    }
+    let q = match tally_formats::pprof::read_as::<C>(Path::new("fuzz-output"), &out) {
+        Ok(q) => q,
+        Err(e) => return fail(format!("the pprof output does not read back: {e}")),
+    };
+    let names = |p: &Profile<C>| -> Vec<String> {
+        p.events.recorded().iter().map(|e| e.name.clone()).collect()
+    };
+    if names(p) != names(&q) {
+        return fail(format!(
+            "the pprof output's sample types differ: {:?} against {:?}",
+            names(p),
+            names(&q)
+        ));
+    }
+    let n = p.events.recorded().len();
+    let before = p.stacks.as_ref().and_then(|s| s.totals(n));
+    let after = q.stacks.as_ref().and_then(|s| s.totals(n));
+    if p.stacks.is_some() && before != after {
+        return fail(format!(
+            "the pprof output's stacks sum to {after:?}, the input's to {before:?}"
+        ));
+    }
+    stacks_agree(&q, path)
+}
+
+/// Writes the stacks as folded lines of each event and reads them back:
+/// the same total (stacks without frames or cost are left out); and as
+/// speedscope JSON, which must parse.
+fn folded_trip<C: Cost>(p: &Profile<C>) -> Res {
+    let fail = |what: String| Err(Failure::new("read-back", "folded-write", what));
+    let mut out = Vec::new();
+    if let Err(e) = tally_formats::speedscope::write(p, "fuzz", &mut out) {
+        return fail(format!("the speedscope writer failed: {e}"));
+    }
+    held_output(out.len());
+    json_parses_bytes(&out, "speedscope")?;
+    let Some(s) = &p.stacks else { return Ok(()) };
+    for event in 0..p.events.recorded().len() {
+        let mut out = Vec::new();
+        if let Err(e) = tally_formats::folded::write(&p.names, s, event, &mut out) {
+            return fail(format!("the folded writer failed: {e}"));
+        }
+        let mut want = C::ZERO;
+        for sample in s.samples.iter().filter(|s| !s.frames.is_empty()) {
+            want = want.saturating_add(sample.costs[event]);
+        }
+        if out.is_empty() {
+            if want.is_zero() {
+                continue;
+            }
+            return fail(format!("no folded lines for a total of {want:?}"));
+        }
+        match tally_formats::folded::read(Path::new("fuzz-output"), &out) {
+            Ok(q) => {
+                let got = q.stacks.as_ref().and_then(|s| s.totals(1));
+                if got.as_deref().map(|g| g[0].to_string()) != Some(want.to_string()) {
+                    return fail(format!(
+                        "the folded output of event {event} sums to {got:?}, the stacks to {want:?}"
+                    ));
+                }
+            }
+            Err(e) => return fail(format!("the folded output does not read back: {e}")),
+        }
+    }
+    Ok(())
+}
+
 thread_local! {
     static HELD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
@@ -575,16 +773,22 @@ fn combine_error<C: Cost>(
     if !e.to_string().contains(NAME) && check::combine_verdict(e) {
         return Ok(());
     }
+    // A stack format without lines (perf.data, pprof, `perf script`)
+    // can only be named whole when its samples pass the bound.
+    let mut whole = check::combine_verdict(e);
     let msg = match e {
         E::Overflow { .. } | E::Unreadable { .. } => {
             match tally_formats::sum_bound::<C>(&[both.seed, both.input], events) {
-                Err(located) => located.to_string(),
+                Err(located) => {
+                    whole |= matches!(located, tally_formats::Error::Incompatible(_));
+                    located.to_string()
+                }
                 Ok(()) => e.to_string(),
             }
         }
         _ => e.to_string(),
     };
-    check::error(path, &msg, check::combine_verdict(e), both.extent)
+    check::error(path, &msg, whole, both.extent)
 }
 
 fn event_names<C: Cost>(c: &Combiner<C>) -> Vec<String> {
@@ -606,7 +810,10 @@ fn merge(p: &AnyProfile, seed: &AnyProfile, both: &Both<'_>) -> Res {
             .and_then(|_| add(&mut c, p, Sign::Plus, NAME));
         let events = event_names(&c);
         match r.and_then(|_| c.finish()) {
-            Ok(sum) => round_trip(&sum.profile, "merge"),
+            Ok(sum) => {
+                round_trip(&sum.profile, "merge")?;
+                stacks_kept(p, seed, &sum.profile, "merge")
+            }
             Err(e) => combine_error::<C>("merge", &e, &events, both),
         }
     }
@@ -630,7 +837,10 @@ fn diff(p: &AnyProfile, seed: &AnyProfile, both: &Both<'_>) -> Res {
         add(&mut c, seed, Sign::Minus, "fuzz-seed").and_then(|_| add(&mut c, p, Sign::Plus, NAME));
     let events = event_names(&c);
     match r.and_then(|_| c.finish()) {
-        Ok(d) => round_trip(&d.profile, "diff"),
+        Ok(d) => {
+            round_trip(&d.profile, "diff")?;
+            stacks_kept(p, seed, &d.profile, "diff")
+        }
         Err(e) => combine_error::<i64>("diff", &e, &events, both),
     }
 }

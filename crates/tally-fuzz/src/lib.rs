@@ -16,6 +16,7 @@
 pub mod check;
 pub mod corpus;
 pub mod drive;
+pub mod fields;
 pub mod mutate;
 pub mod rng;
 pub mod run;

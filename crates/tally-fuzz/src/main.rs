@@ -1,7 +1,7 @@
 //! `tally-fuzz`: runs the fuzzer (see docs/fuzzing.md), or replays case
 //! files.
 //!
-//!     tally-fuzz [--seed N] [--cases N] [--first N] [--target NAME,…]
+//!     tally-fuzz [--seed N] [--cases N] [--cases-of NAME=N,…] [--first N] [--target NAME,…]
 //!                [--out DIR] [--time-ms MS] [--data DIR] [--jobs N]
 //!     tally-fuzz --replay FILE…
 //!
@@ -40,6 +40,8 @@ impl Memory for Counted {
 struct Args {
     seed: u64,
     cases: u64,
+    /// Case counts of single targets (`--cases-of`), over `cases`.
+    cases_of: Vec<(Kind, u64)>,
     first: u64,
     kinds: Vec<Kind>,
     out: PathBuf,
@@ -55,6 +57,7 @@ fn parse_args() -> Result<Args, String> {
     let mut a = Args {
         seed: 1,
         cases: 100_000,
+        cases_of: Vec::new(),
         first: 0,
         kinds: Kind::ALL.to_vec(),
         out: PathBuf::from("fuzz-failures"),
@@ -76,6 +79,17 @@ fn parse_args() -> Result<Args, String> {
             "--seed" => a.seed = num(it.next(), "--seed")?,
             "--cases" => a.cases = num(it.next(), "--cases")?,
             "--first" => a.first = num(it.next(), "--first")?,
+            "--cases-of" => {
+                let v = it.next().ok_or("--cases-of needs TARGET=N,…")?;
+                for item in v.split(',') {
+                    let (k, n) = item
+                        .split_once('=')
+                        .ok_or(format!("--cases-of: `{item}` is not TARGET=N"))?;
+                    let k = Kind::from_name(k).ok_or(format!("unknown target `{k}`"))?;
+                    a.cases_of
+                        .push((k, num(Some(n.to_string()), "--cases-of")?));
+                }
+            }
             "--time-ms" => a.time_ms = num(it.next(), "--time-ms")?,
             "--jobs" => a.jobs = num(it.next(), "--jobs")?.max(1),
             "--child" => a.child = true,
@@ -95,8 +109,10 @@ fn parse_args() -> Result<Args, String> {
                 }
             }
             "-h" | "--help" => {
-                return Err("usage: tally-fuzz [--seed N] [--cases N] [--first N] \
-                            [--target callgrind,cachegrind,gmon,dcpi] [--out DIR] \
+                return Err("usage: tally-fuzz [--seed N] [--cases N] \
+                            [--cases-of TARGET=N,...] [--first N] \
+                            [--target callgrind,cachegrind,gmon,dcpi,perf-data,perf-script,folded,pprof] \
+                            [--out DIR] \
                             [--time-ms MS] [--data DIR] [--jobs N] | --replay FILE..."
                     .into());
             }
@@ -104,6 +120,17 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     Ok(a)
+}
+
+impl Args {
+    /// The number of cases of one target.
+    fn cases_of(&self, kind: Kind) -> u64 {
+        self.cases_of
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == kind)
+            .map_or(self.cases, |c| c.1)
+    }
 }
 
 /// The case now running, for the watchdog: target index + 1 (0: none),
@@ -214,6 +241,10 @@ fn main() -> ExitCode {
     let mut total = Outcome::default();
     for &kind in &args.kinds {
         let ki = Kind::ALL.iter().position(|&k| k == kind).unwrap_or(0) as u64 + 1;
+        let settings = Settings {
+            cases: args.cases_of(kind),
+            ..settings.clone()
+        };
         let o = tally_fuzz::run::run_range(
             &driver,
             kind,
@@ -292,9 +323,10 @@ fn parent(args: &Args, corpus: &Corpus) -> ExitCode {
     };
     let mut chunks = Vec::new();
     for &kind in &args.kinds {
-        let per = args.cases.div_ceil(args.jobs);
+        let cases = args.cases_of(kind);
+        let per = cases.div_ceil(args.jobs);
         let mut first = args.first;
-        let end = args.first.saturating_add(args.cases);
+        let end = args.first.saturating_add(cases);
         while first < end {
             let n = per.min(end - first);
             chunks.push((kind, first, n));

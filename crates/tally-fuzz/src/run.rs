@@ -217,7 +217,14 @@ pub fn make_case(
     } else {
         &s.bytes[..]
     };
-    let (mut input, mut names) = mutate(&mut rng, bytes, kind.binary(), &corpus.lines);
+    // Binary stack formats: half their cases aim at the fields that size
+    // and place the rest (only these kinds: the older ones' cases stay
+    // what their numbers made them).
+    let (mut input, mut names) = if kind.binary() && kind.stacks() && rng.one_in(2) {
+        crate::fields::mutate(&mut rng, bytes, kind == Kind::Pprof)
+    } else {
+        mutate(&mut rng, bytes, kind.binary(), &corpus.lines)
+    };
     if s.gzip || rng.one_in(16) {
         use std::io::Write;
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());

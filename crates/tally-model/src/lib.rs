@@ -28,7 +28,7 @@ pub use part::{
 };
 pub use rules::{EventColumns, EventValue, UnknownEvent, program_total, stated_total};
 pub use sink::{NullSink, Sink};
-pub use stacks::{Frame, FrameId, Sample, Stacks};
+pub use stacks::{Frame, FrameId, Label, LabelSetId, LabelValue, Sample, Stacks};
 
 /// Which subpositions start every cost line: any of `instr`, `bb`, `line`,
 /// in that order.

@@ -42,7 +42,40 @@ pub struct Sample<C> {
     pub costs: Vec<C>,
 }
 
+/// A sample label, as pprof keeps them (a thread's name, Go's
+/// `pprof.Labels`): a key with a text or a number.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Label {
+    /// The key.
+    pub key: Vec<u8>,
+    /// The value.
+    pub value: LabelValue,
+}
+
+/// The value of a [`Label`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LabelValue {
+    /// A text value.
+    Text(Vec<u8>),
+    /// A number and its unit (empty when none is given).
+    Number(i64, Vec<u8>),
+}
+
+/// Index of a set of labels in a [`Stacks`]; [`LabelSetId::NONE`] is the
+/// empty set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LabelSetId(pub u32);
+
+impl LabelSetId {
+    /// No labels.
+    pub const NONE: LabelSetId = LabelSetId(0);
+}
+
 /// The stacks of a profile: distinct frames and distinct stacks.
+///
+/// A stack is distinct by its frames and its labels: samples of one stack
+/// under two label sets (two Go `pprof.Do` workers) stay apart, as pprof
+/// keeps them, so that the labels can be written back.
 #[derive(Clone, Debug)]
 pub struct Stacks<C = u64> {
     /// Distinct frames.
@@ -51,6 +84,15 @@ pub struct Stacks<C = u64> {
     pub samples: Vec<Sample<C>>,
     frame_index: FxHashMap<Frame, FrameId>,
     stack_index: FxHashMap<Vec<FrameId>, usize>,
+    /// Stacks under labels (apart, so that a stack without any is found
+    /// by borrowing its frames).
+    labelled_index: FxHashMap<(Vec<FrameId>, LabelSetId), usize>,
+    /// Label sets, sorted, distinct; the first is the empty set.
+    label_sets: Vec<Vec<Label>>,
+    label_index: FxHashMap<Vec<Label>, LabelSetId>,
+    /// The label set of each sample, where it has one (by index in
+    /// `samples`; samples past its end have none).
+    sample_labels: Vec<LabelSetId>,
 }
 
 impl<C> Default for Stacks<C> {
@@ -60,6 +102,10 @@ impl<C> Default for Stacks<C> {
             samples: Vec::new(),
             frame_index: FxHashMap::default(),
             stack_index: FxHashMap::default(),
+            labelled_index: FxHashMap::default(),
+            label_sets: vec![Vec::new()],
+            label_index: FxHashMap::default(),
+            sample_labels: Vec::new(),
         }
     }
 }
@@ -67,10 +113,36 @@ impl<C> Default for Stacks<C> {
 // The indexes are derived from the vectors; comparing those is enough.
 impl<C: PartialEq> PartialEq for Stacks<C> {
     fn eq(&self, other: &Self) -> bool {
-        self.frames == other.frames && self.samples == other.samples
+        self.frames == other.frames
+            && self.samples == other.samples
+            && (0..self.samples.len()).all(|i| self.labels_of(i) == other.labels_of(i))
     }
 }
 impl<C: Eq> Eq for Stacks<C> {}
+
+impl<C> Stacks<C> {
+    /// The labels of a set, sorted.
+    pub fn labels(&self, id: LabelSetId) -> &[Label] {
+        self.label_sets
+            .get(id.0 as usize)
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// The label set of sample `i` (of [`Stacks::samples`]).
+    pub fn sample_label_set(&self, i: usize) -> LabelSetId {
+        self.sample_labels.get(i).copied().unwrap_or_default()
+    }
+
+    /// The labels of sample `i` (of [`Stacks::samples`]), sorted.
+    pub fn labels_of(&self, i: usize) -> &[Label] {
+        self.labels(self.sample_label_set(i))
+    }
+
+    /// Whether any sample has labels.
+    pub fn has_labels(&self) -> bool {
+        self.sample_labels.iter().any(|&l| l != LabelSetId::NONE)
+    }
+}
 
 impl<C: Cost> Stacks<C> {
     /// The id of `frame`, added if new.
@@ -87,7 +159,40 @@ impl<C: Cost> Stacks<C> {
     /// Adds `costs` to the stack `frames` (root first), creating it if new.
     /// `None` if a sum overflows; the stack is then unchanged.
     pub fn add(&mut self, frames: &[FrameId], costs: &[C]) -> Option<()> {
-        if let Some(&i) = self.stack_index.get(frames) {
+        self.add_labelled(frames, LabelSetId::NONE, costs)
+    }
+
+    /// The id of a set of labels (in any order), added if new.
+    pub fn label_set(&mut self, mut labels: Vec<Label>) -> LabelSetId {
+        labels.sort();
+        labels.dedup();
+        if labels.is_empty() {
+            return LabelSetId::NONE;
+        }
+        if let Some(&id) = self.label_index.get(&labels) {
+            return id;
+        }
+        let id = LabelSetId(self.label_sets.len() as u32);
+        self.label_sets.push(labels.clone());
+        self.label_index.insert(labels, id);
+        id
+    }
+
+    /// [`Stacks::add`] for the stack `frames` under the labels `labels`
+    /// (from [`Stacks::label_set`]): a stack apart from the same frames
+    /// under other labels.
+    pub fn add_labelled(
+        &mut self,
+        frames: &[FrameId],
+        labels: LabelSetId,
+        costs: &[C],
+    ) -> Option<()> {
+        let found = if labels == LabelSetId::NONE {
+            self.stack_index.get(frames).copied()
+        } else {
+            self.labelled_index.get(&(frames.to_vec(), labels)).copied()
+        };
+        if let Some(i) = found {
             let s = &mut self.samples[i];
             let sums: Option<Vec<C>> = s
                 .costs
@@ -97,11 +202,20 @@ impl<C: Cost> Stacks<C> {
                 .collect();
             s.costs = sums?;
         } else {
-            self.stack_index.insert(frames.to_vec(), self.samples.len());
+            let i = self.samples.len();
+            if labels == LabelSetId::NONE {
+                self.stack_index.insert(frames.to_vec(), i);
+            } else {
+                self.labelled_index.insert((frames.to_vec(), labels), i);
+            }
             self.samples.push(Sample {
                 frames: frames.to_vec(),
                 costs: costs.to_vec(),
             });
+            if labels != LabelSetId::NONE {
+                self.sample_labels.resize(i, LabelSetId::NONE);
+                self.sample_labels.push(labels);
+            }
         }
         Some(())
     }
@@ -142,8 +256,8 @@ impl<C: Cost> Stacks<C> {
     ///   sampled in the callee, the nearest known to its entry.
     ///
     /// Records are appended to `part` in order of function id, each
-    /// function's lines before its calls. `None` if a sum overflows (only
-    /// signed costs can: unsigned sums stay within the stacks' totals).
+    /// function's lines before its calls. `None` if a sum overflows, or
+    /// the self and call costs of all records together do.
     pub fn derive_part(
         &self,
         names: &Names,
@@ -209,6 +323,19 @@ impl<C: Cost> Stacks<C> {
         leaves.sort_by(|a, b| frame_order(&a.0, &b.0));
         let mut calls: Vec<_> = arcs.into_iter().collect();
         calls.sort_by(|a, b| frame_order(&a.0.0, &b.0.0).then(a.0.1.cmp(&b.0.1)));
+        // The magnitudes of every self and call cost must add up within
+        // the cost type: a Callgrind reader keeps that sum (so that every
+        // later analysis fits) and refuses a file past it, so records that
+        // could not be read back are refused here.
+        let mut magnitudes = vec![0u64; events];
+        let bound = |m: &mut Vec<u64>, costs: &[C]| -> Option<()> {
+            for (a, b) in m.iter_mut().zip(costs) {
+                *a = a
+                    .checked_add(b.magnitude())
+                    .filter(|&v| v <= C::MAX_MAGNITUDE)?;
+            }
+            Some(())
+        };
         let (mut li, mut ci) = (0, 0);
         while li < leaves.len() || ci < calls.len() {
             let function = match (leaves.get(li), calls.get(ci)) {
@@ -225,6 +352,7 @@ impl<C: Cost> Stacks<C> {
                 if fr.function != function {
                     break;
                 }
+                bound(&mut magnitudes, costs)?;
                 part.lines
                     .push(function, file, &position(fr.address, fr.line), costs);
                 li += 1;
@@ -234,6 +362,7 @@ impl<C: Cost> Stacks<C> {
                 if fr.function != function {
                     break;
                 }
+                bound(&mut magnitudes, costs)?;
                 let (ea, el) = entry.get(callee).copied().unwrap_or((u64::MAX, u32::MAX));
                 let info = CallInfo {
                     caller: function,
@@ -301,6 +430,34 @@ mod tests {
         assert_eq!(s.totals(2).unwrap(), [6, 3]);
         assert!(s.add(&[a], &[u64::MAX, 0]).is_none());
         assert_eq!(s.samples[1].costs, [1, 0]);
+    }
+
+    #[test]
+    fn a_stack_under_two_label_sets_is_two_samples() {
+        let mut s = Stacks::<u64>::default();
+        let a = s.frame(Frame {
+            function: FunctionId(1),
+            line: 0,
+            address: 0,
+        });
+        let label = |k: &[u8], v: &[u8]| Label {
+            key: k.to_vec(),
+            value: LabelValue::Text(v.to_vec()),
+        };
+        let small = s.label_set(vec![label(b"worker", b"small"), label(b"t", b"1")]);
+        let again = s.label_set(vec![label(b"t", b"1"), label(b"worker", b"small")]);
+        assert_eq!(small, again, "a set is the same in any order");
+        let large = s.label_set(vec![label(b"worker", b"large")]);
+        s.add_labelled(&[a], small, &[2]).unwrap();
+        s.add_labelled(&[a], large, &[3]).unwrap();
+        s.add(&[a], &[1]).unwrap();
+        s.add_labelled(&[a], small, &[4]).unwrap();
+        assert_eq!(s.samples.len(), 3);
+        assert_eq!(s.samples[0].costs, [6]);
+        assert_eq!(s.labels_of(0), s.labels(small));
+        assert_eq!(s.labels_of(1)[0], label(b"worker", b"large"));
+        assert!(s.labels_of(2).is_empty());
+        assert!(s.has_labels());
     }
 
     #[test]

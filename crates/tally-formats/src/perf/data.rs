@@ -91,6 +91,139 @@ fn check_header(bytes: &[u8]) -> Result<(), (String, u64)> {
     Ok(())
 }
 
+/// Feature bits whose sections the parser reads with counts it trusts:
+/// `HEADER_CMDLINE` (a string list) and `HEADER_EVENT_DESC` (attributes,
+/// names and ids).
+const FEATURE_CMDLINE: usize = 11;
+const FEATURE_EVENT_DESC: usize = 12;
+
+/// Checks what the parser sizes allocations by before it sees it (a count
+/// of 2^32 − 1 would be a vector of hundreds of gigabytes, an abort, not
+/// an error): every feature section within the file, the command line's
+/// and the event descriptions' counts and lengths within their section,
+/// the event types' id sections within the file. Run after
+/// [`check_header`].
+fn check_sections(bytes: &[u8]) -> Result<(), (String, u64)> {
+    let big = &bytes[..8] == b"2ELIFREP";
+    let total = bytes.len() as u64;
+    let int = |at: u64, n: usize| -> Option<u64> {
+        let at = usize::try_from(at).ok()?;
+        let b = bytes.get(at..at.checked_add(n)?)?;
+        let mut v = 0u64;
+        for i in 0..n {
+            let byte = if big { b[i] } else { b[n - 1 - i] };
+            v = (v << 8) | u64::from(byte);
+        }
+        Some(v)
+    };
+    let word = |at: u64| int(at, 8);
+    let cut = |what: &str, at: u64| {
+        (
+            format!(
+                "the perf.data file is truncated ({total} bytes): its {what} goes past its end"
+            ),
+            at.min(total),
+        )
+    };
+    // The feature sections' table follows the data section.
+    let table = word(40).unwrap_or(0).saturating_add(word(48).unwrap_or(0));
+    let mut sections = Vec::new();
+    let mut entry = table;
+    for bit in 0..256 {
+        let set = bytes[72 + bit / 8] & (1 << (bit % 8)) != 0;
+        if !set {
+            continue;
+        }
+        let (Some(off), Some(size)) = (word(entry), entry.checked_add(8).and_then(word)) else {
+            return Err(cut("table of feature sections", entry));
+        };
+        if off.checked_add(size).is_none_or(|e| e > total) {
+            return Err(cut(&format!("feature section {bit}"), entry));
+        }
+        sections.push((bit, off, size));
+        entry += 16;
+    }
+    // A count can point far past the file: name the last byte then.
+    let malformed = |what: String, at: u64| (format!("malformed perf.data: {what}"), at.min(total));
+    for &(bit, off, size) in &sections {
+        let end = off + size;
+        // A u32 at `at` within the section, or the error.
+        let u32_at = |at: u64, what: &str| -> Result<u64, (String, u64)> {
+            if at + 4 > end {
+                return Err(malformed(
+                    format!("feature section {bit} ends inside its {what}"),
+                    at,
+                ));
+            }
+            int(at, 4).ok_or_else(|| cut(&format!("feature section {bit}"), at))
+        };
+        // Skips a length-prefixed string.
+        let string = |at: u64| -> Result<u64, (String, u64)> {
+            let len = u32_at(at, "string length")?;
+            let next = at + 4 + len;
+            if next > end {
+                return Err(malformed(
+                    format!(
+                        "a string of feature section {bit} ({len} bytes) goes past the section"
+                    ),
+                    at,
+                ));
+            }
+            Ok(next)
+        };
+        if bit == FEATURE_CMDLINE {
+            let n = u32_at(off, "string count")?;
+            let mut at = off + 4;
+            for _ in 0..n {
+                at = string(at)?;
+            }
+        } else if bit == FEATURE_EVENT_DESC {
+            let n = u32_at(off, "event count")?;
+            let attr_size = u32_at(off + 4, "attribute size")?;
+            // `PERF_ATTR_SIZE_VER0`: no attribute is smaller.
+            if attr_size < 64 {
+                return Err(malformed(
+                    format!("the event descriptions' attribute size is {attr_size} (at least 64)"),
+                    off + 4,
+                ));
+            }
+            let mut at = off + 8;
+            for _ in 0..n {
+                at += attr_size;
+                let ids = u32_at(at, "id count")?;
+                at = string(at + 4)?;
+                at += 8 * ids;
+                if at > end {
+                    return Err(malformed(
+                        format!("the event descriptions ({n}) go past their section"),
+                        off,
+                    ));
+                }
+            }
+        }
+    }
+    // Old files: attributes in the event types section, each followed by
+    // the section of its ids.
+    let (attr_size, types, types_size) = (
+        word(16).unwrap_or(1),
+        word(56).unwrap_or(0),
+        word(64).unwrap_or(0),
+    );
+    if types_size != 0 && !sections.iter().any(|s| s.0 == FEATURE_EVENT_DESC) {
+        let step = attr_size.saturating_add(16);
+        for i in 0..types_size / step {
+            let at = types + i * step + attr_size;
+            let (Some(o), Some(n)) = (word(at), word(at + 8)) else {
+                return Err(cut("event type section", at));
+            };
+            if o.checked_add(n).is_none_or(|e| e > total) {
+                return Err(cut("ids section of an event type", at));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Reads a perf.data file held in `bytes`.
 pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
     let furthest = Rc::new(Cell::new(0u64));
@@ -114,7 +247,9 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
             fail(format!("malformed perf.data: {e}"), at)
         }
     };
-    check_header(bytes).map_err(|(message, at)| fail(message, at))?;
+    check_header(bytes)
+        .and_then(|()| check_sections(bytes))
+        .map_err(|(message, at)| fail(message, at))?;
     let reader = Tracked {
         inner: std::io::Cursor::new(bytes),
         furthest: furthest.clone(),

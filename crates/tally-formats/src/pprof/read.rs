@@ -6,8 +6,8 @@ use crate::error::{Error, ParseErrorKind};
 use rustc_hash::FxHashMap;
 use std::path::Path;
 use tally_model::{
-    AnyCost, AnyProfile, Cost, Events, Format, Frame, FrameId, FunctionKey, ObjectId, Part,
-    Positions, Profile, Stacks,
+    AnyCost, AnyProfile, Cost, Events, Format, Frame, FrameId, FunctionKey, Label, LabelValue,
+    ObjectId, Part, Positions, Profile, Stacks,
 };
 
 #[derive(Default)]
@@ -31,6 +31,17 @@ struct Raw<'a> {
 struct RawSample {
     locations: Vec<u64>,
     values: Vec<u64>,
+    labels: Vec<RawLabel>,
+    at: usize,
+}
+
+/// A sample's `Label`: string indexes of its key, text and unit.
+#[derive(Default)]
+struct RawLabel {
+    key: u64,
+    text: u64,
+    number: Option<i64>,
+    unit: u64,
     at: usize,
 }
 
@@ -94,6 +105,7 @@ fn decode(bytes: &[u8]) -> Result<Raw<'_>, WireError> {
                 let mut s = RawSample {
                     locations: Vec::new(),
                     values: Vec::new(),
+                    labels: Vec::new(),
                     at,
                 };
                 let mut f = Fields::new(expect_bytes(v, at, "a sample")?);
@@ -101,7 +113,27 @@ fn decode(bytes: &[u8]) -> Result<Raw<'_>, WireError> {
                     match n {
                         1 => push_numbers(v, at, "a sample's locations", &mut s.locations)?,
                         2 => push_numbers(v, at, "a sample's values", &mut s.values)?,
-                        _ => {} // labels: not kept
+                        3 => {
+                            let mut l = RawLabel {
+                                at,
+                                ..Default::default()
+                            };
+                            let mut g = Fields::new(expect_bytes(v, at, "a sample's label")?);
+                            while let Some((n, v, at)) = g.next_field()? {
+                                match n {
+                                    1 => l.key = expect_varint(v, at, "a label's key")?,
+                                    2 => l.text = expect_varint(v, at, "a label's text")?,
+                                    3 => {
+                                        l.number =
+                                            Some(expect_varint(v, at, "a label's number")? as i64)
+                                    }
+                                    4 => l.unit = expect_varint(v, at, "a label's unit")?,
+                                    _ => {}
+                                }
+                            }
+                            s.labels.push(l);
+                        }
+                        _ => {}
                     }
                 }
                 raw.samples.push(s);
@@ -435,7 +467,22 @@ fn build<C: Cost>(raw: &Raw<'_>) -> Result<Profile<C>, WireError> {
             };
             costs.push(c);
         }
-        if stacks.add(&frames, &costs).is_none() {
+        let mut labels = Vec::with_capacity(s.labels.len());
+        for l in &s.labels {
+            let key = raw.string(l.key, l.at)?.to_vec();
+            // As pprof reads them: a text, else a number (with its unit),
+            // else nothing.
+            let value = if l.text != 0 {
+                LabelValue::Text(raw.string(l.text, l.at)?.to_vec())
+            } else if l.number.is_some() || l.unit != 0 {
+                LabelValue::Number(l.number.unwrap_or(0), raw.string(l.unit, l.at)?.to_vec())
+            } else {
+                continue;
+            };
+            labels.push(Label { key, value });
+        }
+        let labels = stacks.label_set(labels);
+        if stacks.add_labelled(&frames, labels, &costs).is_none() {
             return fail(s.at, "the samples of one stack add up past 64 bits");
         }
     }

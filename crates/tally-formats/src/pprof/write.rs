@@ -5,7 +5,7 @@ use super::stacks::stacks_to_write;
 use super::wire::Writer;
 use rustc_hash::FxHashMap;
 use std::io::{self, Write};
-use tally_model::{Cost, FrameId, FunctionId, ObjectId, Profile};
+use tally_model::{Cost, FrameId, FunctionId, LabelValue, ObjectId, Profile};
 
 /// The string table being built: index 0 is the empty string.
 struct Strings {
@@ -62,7 +62,7 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
     let mut mappings: FxHashMap<ObjectId, (u64, u64, u64)> = FxHashMap::default();
     let mut samples = Writer::default();
     let mut ids = Vec::new();
-    for s in &stacks.samples {
+    for (si, s) in stacks.samples.iter().enumerate() {
         ids.clear();
         let mut i = 0;
         while i < s.frames.len() {
@@ -113,9 +113,32 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
             })?;
             values.push(v as u64);
         }
+        let labels: Vec<(u64, u64, Option<i64>)> = stacks
+            .labels_of(si)
+            .iter()
+            .map(|l| {
+                let key = strings.get(&l.key);
+                match &l.value {
+                    LabelValue::Text(t) => (key, strings.get(t), None),
+                    LabelValue::Number(n, unit) => (key, strings.get(unit), Some(*n)),
+                }
+            })
+            .collect();
         samples.message(2, |m| {
             m.packed(1, ids.iter().rev().copied());
             m.packed(2, values);
+            for &(key, text_or_unit, number) in &labels {
+                m.message(3, |l| {
+                    l.varint(1, key);
+                    match number {
+                        None => l.varint(2, text_or_unit),
+                        Some(n) => {
+                            l.int64(3, n);
+                            l.varint(4, text_or_unit);
+                        }
+                    }
+                });
+            }
         });
     }
     w.bytes.extend_from_slice(&samples.bytes);
