@@ -14,6 +14,10 @@ use crate::session::Session;
 use crate::view::Grouping;
 use crate::{Error, page};
 
+/// The most functions a profile may have for the report to embed its
+/// assembly view.
+const ASM_FUNCTIONS: usize = 5000;
+
 /// What the report holds.
 #[derive(Clone, Debug)]
 pub struct ReportOptions {
@@ -97,7 +101,14 @@ pub fn data(s: &Session, opts: &ReportOptions) -> Result<Value, Error> {
     let flame = api::flame_svg(s, &first).map(text).ok();
     let graph = api::graph_svg(s, &first).map(text).ok();
     let source = api::annotated(s, &first, false).map(text).ok();
-    let asm = api::annotated(s, &first, true).map(text).ok();
+    // The assembly view disassembles every object above the threshold:
+    // for a large program (cc1: minutes, megabytes) it is left out.
+    let functions = s.table(None, None, Grouping::Function)?.rows.len();
+    let asm = if functions <= ASM_FUNCTIONS {
+        api::annotated(s, &first, true).map(text).ok()
+    } else {
+        None
+    };
     Ok(json!({
         "meta": api::meta(s),
         "threshold": opts.threshold,
