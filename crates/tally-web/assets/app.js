@@ -202,7 +202,12 @@ async function reloadTable() {
     $("#table-spacer").style.height = `${t.count * ROW_HEIGHT}px`;
     $("#table-scroll").scrollTop = 0;
     await drawRows();
-    status(`${t.count.toLocaleString("en-US")} rows · ${t.event} · total ${fmt(t.total, t.unit)}${t.unit === "seconds" ? " s" : ""}`);
+    let trimmed = "";
+    const lv = DATA && DATA.views[t.event];
+    if (lv && lv.left_out) {
+      trimmed = ` · report: ${lv.left_out.toLocaleString("en-US")} functions below ${100 * DATA.threshold}% of the total left out`;
+    }
+    status(`${t.count.toLocaleString("en-US")} rows · ${t.event} · total ${fmt(t.total, t.unit)}${t.unit === "seconds" ? " s" : ""}${trimmed}`);
     document.body.dataset.ready = "1";
   } catch (e) {
     status(e.message, true);
@@ -238,6 +243,7 @@ async function drawRows() {
 
 async function select(node) {
   state.node = node;
+  state.whole = false;
   for (const tr of document.querySelectorAll("#functions tr")) {
     tr.classList.toggle("selected", tr.dataset.node === String(node));
   }
@@ -267,12 +273,19 @@ async function selectByName(name) {
   return false;
 }
 
+// B − A of an arc or entry, when comparing: a signed cell.
+function deltaCell(a, unit) {
+  if (!state.meta.diff) return "";
+  const v = a.delta;
+  return `<td class="delta ${v > 0 ? "pos" : v < 0 ? "neg" : ""}" data-delta="${v == null ? "" : v}">${signed(v, unit)}</td>`;
+}
+
 function arcRow(cls, a, unit, total) {
   const calls = a.total_calls != null ? `${a.count}/${a.total_calls}` : `${a.count}`;
   return `<tr class="${cls}" data-node="${a.node == null ? "" : a.node}" data-count="${a.count}" data-measured="${a.measured == null ? "" : a.measured}">
-    <td class="name">${esc(a.name)}${a.within_cycle ? " (within cycle)" : ""}</td>
+    <td class="name">${esc(a.name)}${a.within_cycle ? " (within cycle)" : ""}${a.only_in_a ? " (only in A)" : ""}</td>
     <td>${fmt(a.self, unit)}</td><td>${fmt(a.descendants, unit)}</td>
-    <td>${a.measured == null ? "" : fmt(a.measured, unit)}</td><td>${calls}</td></tr>`;
+    <td>${a.measured == null ? "" : fmt(a.measured, unit)}</td><td>${calls}</td>${deltaCell(a, unit)}</tr>`;
 }
 
 async function showButterfly() {
@@ -283,18 +296,19 @@ async function showButterfly() {
   const unit = f.unit;
   $("#selected").textContent = `${f.name}${f.index != null ? `  [${f.index}]` : ""}`;
   const calls = f.self_calls ? `${f.called}+${f.self_calls}` : `${f.called}`;
-  let html = `<table id="butterfly"><thead><tr><th class="name">function</th><th>self</th><th>descendants</th><th>measured inclusive</th><th>called</th></tr></thead><tbody>`;
+  let html = `<table id="butterfly"><thead><tr><th class="name">function</th><th>self</th><th>descendants</th><th>measured inclusive</th><th>called</th>${state.meta.diff ? "<th>Δ (B−A)</th>" : ""}</tr></thead><tbody>`;
+  const span = state.meta.diff ? 6 : 5;
   if (f.members) {
-    html += `<tr class="primary" data-node="${f.node}" data-measured="${f.measured == null ? "" : f.measured}"><td class="name">${esc(f.name)}</td><td>${fmt(f.self, unit)}</td><td>${fmt(f.descendants, unit)}</td><td>${f.measured == null ? "" : fmt(f.measured, unit)}</td><td>${calls}</td></tr>`;
-    html += `<tr><td class="section" colspan="5">members</td></tr>`;
+    html += `<tr class="primary" data-node="${f.node}" data-measured="${f.measured == null ? "" : f.measured}"><td class="name">${esc(f.name)}</td><td>${fmt(f.self, unit)}</td><td>${fmt(f.descendants, unit)}</td><td>${f.measured == null ? "" : fmt(f.measured, unit)}</td><td>${calls}</td>${deltaCell(f, unit)}</tr>`;
+    html += `<tr><td class="section" colspan="${span}">members</td></tr>`;
     for (const m of f.members) {
-      html += `<tr class="member" data-node="${m.node == null ? "" : m.node}"><td class="name">${esc(m.name)}</td><td>${fmt(m.self, unit)}</td><td>${fmt(m.descendants, unit)}</td><td></td><td>${m.called}${m.self_calls ? "+" + m.self_calls : ""}</td></tr>`;
+      html += `<tr class="member" data-node="${m.node == null ? "" : m.node}"><td class="name">${esc(m.name)}</td><td>${fmt(m.self, unit)}</td><td>${fmt(m.descendants, unit)}</td><td></td><td>${m.called}${m.self_calls ? "+" + m.self_calls : ""}</td>${deltaCell(m, unit)}</tr>`;
     }
   } else {
-    html += `<tr><td class="section" colspan="5">callers${f.spontaneous ? " (spontaneous)" : ""}</td></tr>`;
+    html += `<tr><td class="section" colspan="${span}">callers${f.spontaneous ? " (spontaneous)" : ""}</td></tr>`;
     for (const a of f.parents || []) html += arcRow("caller", a, unit, f.total);
-    html += `<tr class="primary" data-node="${f.node}" data-called="${f.called}" data-measured="${f.measured == null ? "" : f.measured}"><td class="name">${esc(f.name)}${f.cycle ? ` &lt;cycle ${f.cycle}&gt;` : ""}</td><td>${fmt(f.self, unit)}</td><td>${fmt(f.descendants, unit)}</td><td>${f.measured == null ? "" : fmt(f.measured, unit)}</td><td>${calls}</td></tr>`;
-    html += `<tr><td class="section" colspan="5">callees</td></tr>`;
+    html += `<tr class="primary" data-node="${f.node}" data-called="${f.called}" data-measured="${f.measured == null ? "" : f.measured}"><td class="name">${esc(f.name)}${f.cycle ? ` &lt;cycle ${f.cycle}&gt;` : ""}</td><td>${fmt(f.self, unit)}</td><td>${fmt(f.descendants, unit)}</td><td>${f.measured == null ? "" : fmt(f.measured, unit)}</td><td>${calls}</td>${deltaCell(f, unit)}</tr>`;
+    html += `<tr><td class="section" colspan="${span}">callees</td></tr>`;
     for (const a of f.children || []) html += arcRow("callee", a, unit, f.total);
   }
   html += "</tbody></table>";
@@ -310,6 +324,13 @@ async function showGraph() {
   const doc = new DOMParser().parseFromString(svg, "image/svg+xml");
   for (const s of doc.querySelectorAll("script")) s.remove();
   box.replaceChildren(document.importNode(doc.documentElement, true));
+  const m = state.meta.inputs[state.meta.inputs.length - 1];
+  if (m.calls === false) {
+    const p = document.createElement("p");
+    p.className = "note";
+    p.textContent = "This profile records no calls: the graph shows the selected function alone.";
+    box.prepend(p);
+  }
   for (const g of box.querySelectorAll("g.node")) {
     const t = g.querySelector("title");
     const m = t && /^f(\d+)$/.exec(t.textContent.trim());
@@ -343,8 +364,15 @@ async function showFlame() {
 
 async function showText(kind) {
   const pre = $(`#tab-${kind} pre`);
-  const text = await api(kind, { event: state.event, part: state.part, node: state.node == null ? "" : state.node }, true);
+  const whole = kind === "source" && state.whole ? "1" : "";
+  const text = await api(kind, { event: state.event, part: state.part, node: state.node == null ? "" : state.node, whole }, true);
   pre.textContent = text;
+  if (kind === "source") {
+    const b = $("#source-whole");
+    const cut = /^-- lines \d+ to \d+ only/m.test(text);
+    b.style.display = cut || state.whole ? "" : "none";
+    b.textContent = state.whole ? "Show the function only" : "Show the whole file";
+  }
   const name = state.node == null ? null : ($("#selected").textContent || "").split("  [")[0];
   if (name) {
     const at = text.indexOf(name);
@@ -410,6 +438,7 @@ async function start() {
     requestAnimationFrame(() => { pending = false; drawRows(); });
   });
   for (const b of document.querySelectorAll("#tabs button")) b.addEventListener("click", () => showTab(b.dataset.tab));
+  $("#source-whole").addEventListener("click", () => { state.whole = !state.whole; showTab("source"); });
   await reloadTable();
   await showTab("butterfly");
 }

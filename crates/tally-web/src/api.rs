@@ -8,13 +8,14 @@ use std::collections::HashMap;
 
 use regex::Regex;
 use serde_json::{Value, json};
-use tally_report::annotate::{self, Grouping, Threshold};
+use tally_report::annotate::{self, Threshold};
 use tally_report::flame::{FlameOptions, Tree, write_svg};
 use tally_report::graph::{self, Graph, Prune};
 
 use crate::Error;
-use crate::session::Session;
-use crate::view::{Row, View};
+use crate::session::{Input, Session};
+use crate::view::{Base, Grouping, Row, Table, View};
+use tally_model::FunctionId;
 
 /// A reply: its content type and body.
 #[derive(Debug, Clone)]
@@ -94,6 +95,7 @@ pub fn meta(s: &Session) -> Value {
                 "name": i.name,
                 "gmon": i.gmon.is_some(),
                 "estimated": i.estimated,
+                "calls": i.gmon.is_some() || i.profile.parts.iter().any(|p| !p.calls.is_empty()),
                 "parts": parts,
                 "warnings": i.warnings,
             })
@@ -106,146 +108,108 @@ pub fn meta(s: &Session) -> Value {
     })
 }
 
-/// A table row as JSON.
-fn row_json(r: &Row, total: f64) -> Value {
-    json!({
-        "node": r.node,
+/// A table row as JSON, with A's costs and B − A when comparing.
+pub fn row_json(r: &Row, base: Option<&Base>, total: f64) -> Value {
+    let share = |v: f64| if total != 0.0 { 100.0 * v / total } else { 0.0 };
+    let mut j = json!({
+        "node": (r.node != usize::MAX).then_some(r.node),
         "name": r.name,
         "file": r.file,
         "object": r.object,
         "self": r.self_cost,
-        "self_percent": if total != 0.0 { 100.0 * r.self_cost / total } else { 0.0 },
+        "self_percent": share(r.self_cost),
         "inclusive": r.inclusive,
-        "inclusive_percent": r.inclusive.map(|v| if total != 0.0 { 100.0 * v / total } else { 0.0 }),
+        "inclusive_percent": r.inclusive.map(share),
         "calls": r.calls,
         "cycle": r.cycle,
         "is_cycle": r.is_cycle,
         "events": r.events,
-    })
+    });
+    if let Some(b) = base {
+        j["base_self"] = json!(b.self_cost);
+        j["delta_self"] = json!(r.self_cost - b.self_cost);
+        if let (Some(bi), Some(ai)) = (r.inclusive, b.inclusive) {
+            j["base_inclusive"] = json!(ai);
+            j["delta_inclusive"] = json!(bi - ai);
+        }
+    }
+    j
 }
 
-/// Rows of a table, grouped or not, before filtering and sorting.
-struct TableRow {
-    json: Value,
-    name: String,
-    file: String,
+/// The rows of `t` that pass `filter` (a regex on name or file), sorted
+/// by `sort` (`name`, `file`, `self`, `inclusive`, `calls`, `event:K`,
+/// `delta`, `delta_inclusive`), as indices: the rows themselves are
+/// neither copied nor turned into JSON.
+pub fn order(t: &Table, filter: Option<&str>, sort: &str, desc: bool) -> Result<Vec<usize>, Error> {
+    let mut idx: Vec<usize> = (0..t.rows.len()).collect();
+    if let Some(f) = filter {
+        let re = Regex::new(f).map_err(|e| Error::BadRequest(format!("filter: {e}")))?;
+        idx.retain(|&i| re.is_match(&t.rows[i].name) || re.is_match(&t.rows[i].file));
+    }
+    let rows = &t.rows;
+    let base = |i: usize| t.base.as_ref().map(|b| b[i]).unwrap_or_default();
+    let event = sort
+        .strip_prefix("event:")
+        .and_then(|k| k.parse::<usize>().ok());
+    let key = |i: usize| -> f64 {
+        let r = &rows[i];
+        match sort {
+            "self" => r.self_cost,
+            "inclusive" => r.inclusive.unwrap_or(f64::NEG_INFINITY),
+            "calls" => r.calls as f64,
+            "delta" => (r.self_cost - base(i).self_cost).abs(),
+            "delta_inclusive" => match (r.inclusive, base(i).inclusive) {
+                (Some(b), Some(a)) => (b - a).abs(),
+                _ => 0.0,
+            },
+            _ => event.and_then(|k| r.events.get(k).copied()).unwrap_or(0.0),
+        }
+    };
+    match sort {
+        "name" => idx.sort_by(|&a, &b| rows[a].name.cmp(&rows[b].name)),
+        "file" => idx.sort_by(|&a, &b| {
+            rows[a]
+                .file
+                .cmp(&rows[b].file)
+                .then(rows[a].name.cmp(&rows[b].name))
+        }),
+        _ => {
+            let keys: Vec<f64> = (0..rows.len()).map(key).collect();
+            idx.sort_by(|&a, &b| {
+                keys[a]
+                    .partial_cmp(&keys[b])
+                    .unwrap_or(std::cmp::Ordering::Equal)
+                    .then_with(|| rows[b].name.cmp(&rows[a].name))
+            });
+        }
+    }
+    if desc {
+        idx.reverse();
+    }
+    Ok(idx)
 }
 
 /// The functions table: `event`, `part`, `group` (`function`, `file`,
-/// `object`), `filter` (a regex on name or file), `sort` (`name`, `self`,
-/// `inclusive`, `calls`, `event:K`, `delta`), `desc` (0 or 1), `offset`,
-/// `limit`. Only the page asked for is sent.
+/// `object`), `filter` (a regex on name or file), `sort` (see [`order`]),
+/// `desc` (0 or 1), `offset`, `limit`. Only the page asked for is sent.
 pub fn functions(s: &Session, q: &Query) -> Result<Value, Error> {
     let v = view_of(s, q, s.main())?;
     let total = v.total();
     let group = get(q, "group").unwrap_or("function");
-    let mut rows: Vec<TableRow> = match group {
-        "function" => v
-            .rows
-            .iter()
-            .map(|r| TableRow {
-                json: row_json(r, total),
-                name: r.name.clone(),
-                file: r.file.clone(),
-            })
-            .collect(),
-        "file" | "object" => {
-            let mut by: Vec<(String, Row)> = Vec::new();
-            let mut at: HashMap<String, usize> = HashMap::new();
-            for r in v.rows.iter().filter(|r| !r.is_cycle) {
-                let key = if group == "file" {
-                    r.file.clone()
-                } else {
-                    r.object.clone()
-                };
-                let k = *at.entry(key.clone()).or_insert_with(|| {
-                    by.push((
-                        key.clone(),
-                        Row {
-                            node: usize::MAX,
-                            name: if key.is_empty() { "???".into() } else { key },
-                            file: String::new(),
-                            object: String::new(),
-                            self_cost: 0.0,
-                            inclusive: None,
-                            calls: 0,
-                            cycle: None,
-                            is_cycle: false,
-                            events: vec![0.0; r.events.len()],
-                        },
-                    ));
-                    by.len() - 1
-                });
-                let g = &mut by[k].1;
-                g.self_cost += r.self_cost;
-                g.calls += r.calls;
-                for (a, b) in g.events.iter_mut().zip(&r.events) {
-                    *a += b;
-                }
-            }
-            by.into_iter()
-                .map(|(key, r)| {
-                    let mut j = row_json(&r, total);
-                    j["node"] = Value::Null;
-                    TableRow {
-                        json: j,
-                        name: key.clone(),
-                        file: key,
-                    }
-                })
-                .collect()
-        }
-        g => return Err(Error::BadRequest(format!("group: no grouping `{g}`"))),
-    };
-    if s.diff {
-        let base = view_of(s, q, 0)?;
-        add_base(&mut rows, &base, group);
-    }
-    if let Some(f) = get(q, "filter") {
-        let re = Regex::new(f).map_err(|e| Error::BadRequest(format!("filter: {e}")))?;
-        rows.retain(|r| re.is_match(&r.name) || re.is_match(&r.file));
-    }
+    let grouping = Grouping::parse(group)
+        .ok_or_else(|| Error::BadRequest(format!("group: no grouping `{group}`")))?;
+    let t = s.table(Some(&v.event), number(q, "part")?, grouping)?;
     let sort = get(q, "sort").unwrap_or(if s.diff { "delta" } else { "self" });
     let desc = get(q, "desc").map_or(sort != "name", |d| d == "1");
-    let key = |r: &TableRow| -> f64 {
-        let j = &r.json;
-        match sort {
-            "self" => j["self"].as_f64().unwrap_or(0.0),
-            "inclusive" => j["inclusive"].as_f64().unwrap_or(f64::NEG_INFINITY),
-            "calls" => j["calls"].as_f64().unwrap_or(0.0),
-            "delta" => j["delta_self"].as_f64().unwrap_or(0.0).abs(),
-            "delta_inclusive" => j["delta_inclusive"].as_f64().unwrap_or(0.0).abs(),
-            k => k
-                .strip_prefix("event:")
-                .and_then(|k| k.parse::<usize>().ok())
-                .and_then(|k| j["events"].get(k))
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0),
-        }
-    };
-    if sort == "name" {
-        rows.sort_by(|a, b| a.name.cmp(&b.name));
-    } else if sort == "file" {
-        rows.sort_by(|a, b| a.file.cmp(&b.file).then(a.name.cmp(&b.name)));
-    } else {
-        rows.sort_by(|a, b| {
-            key(a)
-                .partial_cmp(&key(b))
-                .unwrap_or(std::cmp::Ordering::Equal)
-                .then_with(|| b.name.cmp(&a.name))
-        });
-    }
-    if desc {
-        rows.reverse();
-    }
+    let idx = order(&t, get(q, "filter"), sort, desc)?;
     let offset = number(q, "offset")?.unwrap_or(0);
     let limit = number(q, "limit")?.unwrap_or(200).min(5000);
-    let count = rows.len();
-    let page: Vec<Value> = rows
+    let count = idx.len();
+    let page: Vec<Value> = idx
         .into_iter()
         .skip(offset)
         .take(limit)
-        .map(|r| r.json)
+        .map(|i| row_json(&t.rows[i], t.base.as_ref().map(|b| &b[i]), total))
         .collect();
     Ok(json!({
         "event": v.event,
@@ -259,42 +223,6 @@ pub fn functions(s: &Session, q: &Query) -> Result<Value, Error> {
     }))
 }
 
-/// Adds A's costs and B − A to rows of B, matched by name (and, for
-/// functions, object).
-fn add_base(rows: &mut [TableRow], base: &View, group: &str) {
-    let mut a: HashMap<(String, String), (f64, Option<f64>)> = HashMap::new();
-    for r in base.rows.iter().filter(|r| !r.is_cycle) {
-        let key = match group {
-            "file" => (r.file.clone(), String::new()),
-            "object" => (r.object.clone(), String::new()),
-            _ => (r.name.clone(), r.object.clone()),
-        };
-        let e = a.entry(key).or_insert((0.0, Some(0.0)));
-        e.0 += r.self_cost;
-        e.1 = match (e.1, r.inclusive) {
-            (Some(x), Some(y)) if group == "function" => Some(x + y),
-            _ => None,
-        };
-    }
-    for r in rows.iter_mut() {
-        let key = match group {
-            "function" => (
-                r.name.clone(),
-                r.json["object"].as_str().unwrap_or("").to_owned(),
-            ),
-            _ => (r.name.clone(), String::new()),
-        };
-        let (s, i) = a.get(&key).copied().unwrap_or((0.0, Some(0.0)));
-        let bs = r.json["self"].as_f64().unwrap_or(0.0);
-        r.json["base_self"] = json!(s);
-        r.json["delta_self"] = json!(bs - s);
-        if let (Some(bi), Some(ai)) = (r.json["inclusive"].as_f64(), i) {
-            r.json["base_inclusive"] = json!(ai);
-            r.json["delta_inclusive"] = json!(bi - ai);
-        }
-    }
-}
-
 /// The selected function: its row and gprof's entry (`node`).
 pub fn function(s: &Session, q: &Query) -> Result<Value, Error> {
     let v = view_of(s, q, s.main())?;
@@ -303,13 +231,88 @@ pub fn function(s: &Session, q: &Query) -> Result<Value, Error> {
         return Err(Error::NotFound(format!("no function {node}")));
     };
     let mut b = v.butterfly(node);
-    b["row"] = row_json(row, v.total());
+    b["row"] = row_json(row, None, v.total());
+    if s.diff {
+        let a = view_of(s, q, 0)?;
+        let a_node = a
+            .rows
+            .iter()
+            .find(|r| r.name == row.name && r.object == row.object && r.is_cycle == row.is_cycle)
+            .map(|r| r.node);
+        let base = a_node.map(|n| a.butterfly(n));
+        compare_entry(&mut b, base.as_ref());
+    }
     if row.is_cycle
         && let Some(c) = row.cycle
     {
         b["member_nodes"] = json!(v.members(c));
     }
     Ok(b)
+}
+
+/// An arc's or entry's cost: measured inclusive when known, else self
+/// plus descendants.
+fn cost_of(v: &Value) -> f64 {
+    v["measured"].as_f64().unwrap_or_else(|| {
+        v["self"].as_f64().unwrap_or(0.0) + v["descendants"].as_f64().unwrap_or(0.0)
+    })
+}
+
+/// Adds A's numbers and B − A to an entry of B (`base`: A's entry of the
+/// same function, if A has it): `base_cost`, `delta` on the entry and on
+/// every caller and callee (matched by name), callers and callees only A
+/// has added with B's cost 0, each list sorted by the size of its change.
+fn compare_entry(b: &mut Value, base: Option<&Value>) {
+    let before = base.map_or(0.0, cost_of);
+    b["base_cost"] = json!(before);
+    b["delta"] = json!(cost_of(b) - before);
+    for key in ["parents", "children", "members"] {
+        let a_arcs: Vec<Value> = base
+            .and_then(|a| a[key].as_array().cloned())
+            .unwrap_or_default();
+        let Some(Value::Array(arcs)) = b.get_mut(key) else {
+            continue;
+        };
+        let mut seen = vec![false; a_arcs.len()];
+        for arc in arcs.iter_mut() {
+            let at = a_arcs
+                .iter()
+                .enumerate()
+                .position(|(k, x)| !seen[k] && x["name"] == arc["name"]);
+            let (cost, count) = match at {
+                Some(k) => {
+                    seen[k] = true;
+                    (
+                        cost_of(&a_arcs[k]),
+                        a_arcs[k]["count"].as_u64().unwrap_or(0),
+                    )
+                }
+                None => (0.0, 0),
+            };
+            arc["base_cost"] = json!(cost);
+            arc["base_count"] = json!(count);
+            arc["delta"] = json!(cost_of(arc) - cost);
+        }
+        for (k, x) in a_arcs.iter().enumerate() {
+            if !seen[k] {
+                arcs.push(json!({
+                    "name": x["name"],
+                    "node": null,
+                    "count": 0,
+                    "self": 0.0,
+                    "descendants": 0.0,
+                    "base_cost": cost_of(x),
+                    "base_count": x["count"],
+                    "delta": -cost_of(x),
+                    "only_in_a": true,
+                }));
+            }
+        }
+        arcs.sort_by(|x, y| {
+            let d = |v: &Value| v["delta"].as_f64().unwrap_or(0.0).abs();
+            d(y).total_cmp(&d(x))
+        });
+    }
 }
 
 fn svg(body: Vec<u8>) -> Reply {
@@ -319,47 +322,150 @@ fn svg(body: Vec<u8>) -> Reply {
     }
 }
 
-/// The call graph around `node` (`tally graph --focus`), as SVG: nodes
-/// are `f<node>` (their `<title>`), which the page makes clickable.
+/// Direct callers and callees kept around the selection, each way, and
+/// the next ring (callers' callers, callees' callees) in all.
+const RING1: usize = 12;
+const RING2: usize = 10;
+/// Members of a large cycle drawn around a selection in it.
+const CYCLE_MEMBERS: usize = 24;
+
+/// The call graph around `node` (`tally graph --focus`, bounded: its
+/// callers and callees, and theirs, the heaviest arcs first), as SVG:
+/// nodes are `f<node>` (their `<title>`), which the page makes clickable.
+/// A cycle (or a member of one) brings its members, drawn as a group; a
+/// profile without calls gives the one node. Without `node`: the whole
+/// graph pruned as `tally graph` prunes it. When comparing, every node
+/// says B − A of its total.
 pub fn graph_svg(s: &Session, q: &Query) -> Result<Reply, Error> {
     let v = view_of(s, q, s.main())?;
-    let g = Graph::from_report(&v.report);
-    let mut prune = Prune::default();
-    if let Some(node) = number(q, "node")? {
-        let name = g
-            .nodes
-            .get(node)
-            .map(|n| n.name.clone())
-            .ok_or_else(|| Error::NotFound(format!("no function {node}")))?;
-        prune.focus = vec![escape_glob(&name)];
-        prune.node_thres = 0.0;
-        prune.edge_thres = 0.0;
-    }
-    let kept = match graph::prune(&g, &prune) {
-        Ok(k) => k,
-        Err(e) => return Err(Error::NotFound(e.to_string())),
+    let mut g = Graph::from_report(&v.report);
+    let kept = match number(q, "node")? {
+        Some(node) => {
+            let start = start_nodes(&v, &g, node)?;
+            neighbourhood(&g, &start)
+        }
+        None => graph::prune(&g, &Prune::default()).map_err(|e| Error::NotFound(e.to_string()))?,
     };
+    if s.diff {
+        let a = view_of(s, q, 0)?;
+        let ga = Graph::from_report(&a.report);
+        let by_name: HashMap<(&str, Option<&str>), f64> = ga
+            .nodes
+            .iter()
+            .map(|n| ((n.name.as_str(), n.place.as_deref()), n.total))
+            .collect();
+        let total = g.total;
+        for (i, n) in g.nodes.iter_mut().enumerate() {
+            if !kept.nodes[i] {
+                continue;
+            }
+            let before = by_name
+                .get(&(n.name.as_str(), n.place.as_deref()))
+                .copied()
+                .unwrap_or(0.0);
+            let d = n.total - before;
+            let share = if total != 0.0 { 100.0 * d / total } else { 0.0 };
+            n.place = Some(format!("B−A {d:+} ({share:+.2}%)"));
+        }
+    }
     let mut dot = Vec::new();
     graph::dot::write(&g, &kept, &mut dot).map_err(|e| Error::Input(e.to_string()))?;
     let (out, _) = graph::svg::render(&dot).map_err(|e| Error::Input(e.to_string()))?;
     Ok(svg(out))
 }
 
-/// A name as a glob that matches only itself: each special character in
-/// a set of its own (the matcher has no escape character).
-fn escape_glob(name: &str) -> String {
-    let mut out = String::new();
-    for c in name.chars() {
-        match c {
-            '*' | '?' | '[' => {
-                out.push('[');
-                out.push(c);
-                out.push(']');
+/// The nodes a graph is drawn around: the function, and the members of
+/// its cycle; for a cycle's row, its members.
+fn start_nodes(v: &View, g: &Graph, node: usize) -> Result<Vec<usize>, Error> {
+    let cycle = if node < g.nodes.len() {
+        g.nodes[node].cycle
+    } else {
+        let number = v
+            .rows
+            .iter()
+            .find(|r| r.node == node && r.is_cycle)
+            .and_then(|r| r.cycle)
+            .ok_or_else(|| Error::NotFound(format!("no function {node}")))?;
+        g.cycles.iter().position(|c| c.number == number)
+    };
+    let mut start: Vec<usize> = if node < g.nodes.len() {
+        vec![node]
+    } else {
+        Vec::new()
+    };
+    if let Some(c) = cycle.and_then(|c| g.cycles.get(c)) {
+        let mut members: Vec<usize> = c.members.iter().copied().filter(|&m| m != node).collect();
+        members.sort_by(|&a, &b| g.nodes[b].total.total_cmp(&g.nodes[a].total));
+        members.truncate(CYCLE_MEMBERS);
+        start.extend(members);
+    }
+    if start.is_empty() {
+        return Err(Error::NotFound(format!("cycle {node} has no members")));
+    }
+    Ok(start)
+}
+
+/// The graph kept around `start`: the heaviest direct callers and
+/// callees, then the heaviest of their callers and callees, and every
+/// arc between what is kept.
+fn neighbourhood(g: &Graph, start: &[usize]) -> graph::Kept {
+    let mut nodes = vec![false; g.nodes.len()];
+    for &n in start {
+        nodes[n] = true;
+    }
+    let mut into: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut out: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (k, e) in g.edges.iter().enumerate() {
+        out.entry(e.from).or_default().push(k);
+        into.entry(e.to).or_default().push(k);
+    }
+    // The heaviest `max` arcs leaving `from` (forwards: to callees).
+    let ring = |from: &[usize], forward: bool, max: usize, nodes: &[bool]| -> Vec<usize> {
+        let mut arcs: Vec<usize> = from
+            .iter()
+            .flat_map(|n| {
+                if forward { out.get(n) } else { into.get(n) }
+                    .into_iter()
+                    .flatten()
+                    .copied()
+            })
+            .filter(|&k| {
+                let e = &g.edges[k];
+                !nodes[if forward { e.to } else { e.from }]
+            })
+            .collect();
+        arcs.sort_by(|&a, &b| {
+            g.edge_weight(&g.edges[b])
+                .total_cmp(&g.edge_weight(&g.edges[a]))
+        });
+        let mut picked = Vec::new();
+        for k in arcs {
+            let e = &g.edges[k];
+            let n = if forward { e.to } else { e.from };
+            if !picked.contains(&n) {
+                picked.push(n);
             }
-            c => out.push(c),
+            if picked.len() == max {
+                break;
+            }
+        }
+        picked
+    };
+    for forward in [false, true] {
+        let first = ring(start, forward, RING1, &nodes);
+        for &n in &first {
+            nodes[n] = true;
+        }
+        for n in ring(&first, forward, RING2, &nodes) {
+            nodes[n] = true;
         }
     }
-    out
+    let edges = g
+        .edges
+        .iter()
+        .map(|e| nodes[e.from] && nodes[e.to])
+        .collect();
+    graph::Kept { nodes, edges }
 }
 
 /// The flame graph (`tally flame`) in `event`; differential (B against
@@ -398,7 +504,7 @@ pub fn flame_svg(s: &Session, q: &Query) -> Result<Reply, Error> {
         };
         tree.add_stacks(
             &inp.profile,
-            &inp.stacks,
+            inp.stacks()?,
             &ev,
             inp.estimated,
             s.diff && i == 0,
@@ -432,8 +538,115 @@ pub fn flame_svg(s: &Session, q: &Query) -> Result<Reply, Error> {
     Ok(svg(out))
 }
 
-/// Annotated source (`tally annotate` of the function's file) or
-/// assembly (`tally annotate --asm`) as text.
+/// Lines of context shown before a function and after its last line.
+const CONTEXT: u32 = 5;
+/// The most lines a window shows.
+const WINDOW: u32 = 400;
+
+/// The lines of the function `node` in its own file, from the lowest to
+/// the highest line with a cost (at most [`WINDOW`] lines), with context.
+fn lines_of(inp: &Input, v: &View, node: usize) -> Option<(u32, u32)> {
+    let r = v.report.table.routines.get(node)?;
+    let file = r.file.as_deref().filter(|f| !f.is_empty())?;
+    let at = inp.profile.positions.line()?;
+    let id = FunctionId(u32::try_from(node).ok()?);
+    let names = &inp.profile.names;
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    for part in &inp.profile.parts {
+        part.lines.for_each(|l| {
+            if l.function == id
+                && let Some(&n) = l.positions.get(at)
+                && n > 0
+                && names.file_name(l.file) == file.as_bytes()
+            {
+                lo = lo.min(n);
+                hi = hi.max(n);
+            }
+        });
+    }
+    if lo > hi {
+        return None;
+    }
+    let lo = u32::try_from(lo).ok()?;
+    let hi = u32::try_from(hi).ok()?.min(lo.saturating_add(WINDOW));
+    Some((
+        lo.saturating_sub(CONTEXT).max(1),
+        hi.saturating_add(CONTEXT),
+    ))
+}
+
+/// `tally annotate`'s source section cut to lines `lo..=hi` (with the
+/// calls printed under them), after a note saying so; `None` when the
+/// text has no such section. Lines are numbered from its `-- line N`
+/// marks; a call line (`=>`) belongs to the line above it.
+fn window(text: &str, lo: u32, hi: u32) -> Option<String> {
+    let call = Regex::new(r"^\s*\S+(\s+\(\s*[-\d.]+%\))?\s+=> ").ok()?;
+    let mark = Regex::new(r"^-- line (\d+) -+$").ok()?;
+    let mut out = String::new();
+    let mut lines = text.lines();
+    // The header and the table, up to the source section's heading.
+    for l in lines.by_ref() {
+        out.push_str(l);
+        out.push('\n');
+        if l.starts_with("-- User-annotated source:") || l.starts_with("-- Auto-annotated source:")
+        {
+            break;
+        }
+    }
+    let mut number: Option<u32> = None;
+    let mut kept = false;
+    let mut any = false;
+    let mut body = String::new();
+    let mut in_header = true;
+    for l in lines {
+        if l.starts_with("-- ") && !l.starts_with("-- line ") {
+            // The next section: the window ends.
+            break;
+        }
+        if let Some(c) = mark.captures(l) {
+            number = c[1].parse().ok();
+            in_header = false;
+            continue;
+        }
+        if in_header {
+            body.push_str(l);
+            body.push('\n');
+            continue;
+        }
+        let Some(n) = number else { continue };
+        if call.is_match(l) {
+            if kept {
+                body.push_str(l);
+                body.push('\n');
+            }
+            continue;
+        }
+        kept = (lo..=hi).contains(&n);
+        if kept {
+            if !any {
+                body.push_str(&format!(
+                    "-- line {n} ----------------------------------------\n"
+                ));
+            }
+            any = true;
+            body.push_str(l);
+            body.push('\n');
+        }
+        number = Some(n + 1);
+    }
+    if !any {
+        return None;
+    }
+    out.push_str(&format!(
+        "-- lines {lo} to {hi} only: the selected function with {CONTEXT} lines of context (see the whole file)\n"
+    ));
+    out.push_str(&body);
+    Some(out)
+}
+
+/// Annotated source (`tally annotate` of the function's file, cut to a
+/// window around the function unless `whole=1`) or assembly (`tally
+/// annotate --asm`) as text.
 pub fn annotated(s: &Session, q: &Query, asm: bool) -> Result<Reply, Error> {
     let inp = &s.inputs[s.main()];
     let v = view_of(s, q, s.main())?;
@@ -449,7 +662,7 @@ pub fn annotated(s: &Session, q: &Query, asm: bool) -> Result<Reply, Error> {
         show: event.iter().cloned().collect(),
         sort: event.iter().map(|e| (e.clone(), None)).collect(),
         threshold: Threshold::Default,
-        grouping: Grouping::Function,
+        grouping: annotate::Grouping::Function,
         auto: !asm,
         asm,
         show_percs: true,
@@ -465,6 +678,14 @@ pub fn annotated(s: &Session, q: &Query, asm: bool) -> Result<Reply, Error> {
     let mut out = Vec::new();
     let warnings = annotate::annotate(&inp.profile, &opts, &mut out)?;
     let mut text = String::from_utf8_lossy(&out).into_owned();
+    if !asm
+        && get(q, "whole") != Some("1")
+        && inp.gmon.is_none()
+        && let Some((lo, hi)) = row.and_then(|r| lines_of(inp, &v, r.node))
+        && let Some(w) = window(&text, lo, hi)
+    {
+        text = w;
+    }
     for w in warnings {
         text.push_str(&format!("\nwarning: {w}"));
     }

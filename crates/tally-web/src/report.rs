@@ -11,7 +11,12 @@ use serde_json::{Map, Value, json};
 
 use crate::api::{self, Query};
 use crate::session::Session;
+use crate::view::Grouping;
 use crate::{Error, page};
+
+/// The most functions a profile may have for the report to embed its
+/// assembly view.
+const ASM_FUNCTIONS: usize = 5000;
 
 /// What the report holds.
 #[derive(Clone, Debug)]
@@ -40,67 +45,70 @@ fn text(r: api::Reply) -> String {
 
 /// The embedded data: `meta`, and per event its `rows` and the selected
 /// function's entries (`functions`), plus `flame`, `graph`, `source` and
-/// `asm`.
+/// `asm`. Only rows at or above the threshold are turned into JSON; how
+/// many were left out is embedded for the page to say.
 pub fn data(s: &Session, opts: &ReportOptions) -> Result<Value, Error> {
     let events = s.events(s.main());
     let mut views = Map::new();
     for e in &events {
-        let q = query(&[("event", e.clone()), ("limit", "5000".into())]);
+        let q = query(&[("event", e.clone()), ("limit", "0".into())]);
+        let head = api::functions(s, &q)?;
         let view = s.view(s.main(), Some(e), None)?;
         let total = view.total();
-        let keep = |v: &Value| -> bool {
+        let table = s.table(Some(e), None, Grouping::Function)?;
+        let share = |v: f64| {
             if total == 0.0 {
-                return true;
+                1.0
+            } else {
+                v.abs() / total.abs()
             }
-            let share = |k: &str| v[k].as_f64().unwrap_or(0.0).abs() / total.abs();
-            share("self") >= opts.threshold
-                || share("inclusive") >= opts.threshold
-                || share("delta_self") >= opts.threshold
         };
-        let table = api::functions(s, &q)?;
-        let mut rows = Vec::new();
+        let kept: Vec<usize> = (0..table.rows.len())
+            .filter(|&i| {
+                let r = &table.rows[i];
+                let delta = table
+                    .base
+                    .as_ref()
+                    .map_or(0.0, |b| r.self_cost - b[i].self_cost);
+                share(r.self_cost) >= opts.threshold
+                    || r.inclusive.is_some_and(|v| share(v) >= opts.threshold)
+                    || share(delta) >= opts.threshold
+            })
+            .collect();
+        let mut rows = Vec::with_capacity(kept.len());
         let mut functions = Map::new();
-        let mut offset = 0;
-        let mut page_rows = table["rows"].as_array().cloned().unwrap_or_default();
-        let count = table["count"].as_u64().unwrap_or(0) as usize;
-        loop {
-            for r in page_rows.drain(..) {
-                if !keep(&r) {
-                    continue;
-                }
-                if let Some(n) = r["node"].as_u64() {
-                    let f =
-                        api::function(s, &query(&[("event", e.clone()), ("node", n.to_string())]))?;
-                    functions.insert(n.to_string(), f);
-                }
-                rows.push(r);
-            }
-            offset += 5000;
-            if offset >= count {
-                break;
-            }
-            let q = query(&[
-                ("event", e.clone()),
-                ("limit", "5000".into()),
-                ("offset", offset.to_string()),
-            ]);
-            page_rows = api::functions(s, &q)?["rows"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
+        for &i in &kept {
+            rows.push(api::row_json(
+                &table.rows[i],
+                table.base.as_ref().map(|b| &b[i]),
+                total,
+            ));
+            let n = table.rows[i].node;
+            let f = api::function(s, &query(&[("event", e.clone()), ("node", n.to_string())]))?;
+            functions.insert(n.to_string(), f);
         }
-        let mut head = table.clone();
-        head["rows"] = json!([]);
         views.insert(
             e.clone(),
-            json!({"head": head, "rows": rows, "functions": functions, "left_out": count.saturating_sub(functions.len())}),
+            json!({
+                "head": head,
+                "rows": rows,
+                "functions": functions,
+                "left_out": table.rows.len() - kept.len(),
+            }),
         );
     }
     let first = query(&[("event", events.first().cloned().unwrap_or_default())]);
     let flame = api::flame_svg(s, &first).map(text).ok();
     let graph = api::graph_svg(s, &first).map(text).ok();
     let source = api::annotated(s, &first, false).map(text).ok();
-    let asm = api::annotated(s, &first, true).map(text).ok();
+    // The assembly view disassembles every object above the threshold:
+    // for a large program (cc1: minutes, megabytes) it is left out.
+    let functions = s.table(None, None, Grouping::Function)?.rows.len();
+    let asm = if functions <= ASM_FUNCTIONS {
+        api::annotated(s, &first, true).map(text).ok()
+    } else {
+        None
+    };
     Ok(json!({
         "meta": api::meta(s),
         "threshold": opts.threshold,

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tally_analysis::{Aggregate, EstimateOptions, estimate_stacks_with};
 use tally_formats::Source;
@@ -18,7 +18,7 @@ use tally_report::gprof::{self, Options, Report};
 use tally_symbols::ObjectFile;
 
 use crate::Error;
-use crate::view::View;
+use crate::view::{Grouping, Table, View};
 
 /// One profile as the page shows it: files summed, with its stacks.
 pub struct Input {
@@ -30,9 +30,11 @@ pub struct Input {
     /// gmon input: the program and the summed gmon data, which gprof's
     /// own analysis reads.
     pub gmon: Option<(ObjectFile, Gmon)>,
-    /// Whole stacks: recorded, or estimated from the call arcs.
-    pub stacks: Stacks<u64>,
-    /// Whether [`Input::stacks`] are estimated.
+    /// Whole stacks: recorded, or estimated from the call arcs on first
+    /// use (only the flame graph needs them, and estimating takes a while
+    /// on a large profile).
+    stacks: OnceLock<Result<Stacks<u64>, String>>,
+    /// Whether the stacks are estimated (the profile recorded none).
     pub estimated: bool,
     /// The input files.
     pub files: Vec<PathBuf>,
@@ -47,7 +49,11 @@ pub struct Session {
     /// Whether the page compares `inputs[1]` against `inputs[0]`.
     pub diff: bool,
     views: Mutex<HashMap<ViewKey, Arc<View>>>,
+    tables: Mutex<HashMap<TableKey, Arc<Table>>>,
 }
+
+/// A table's key: the view's key and the grouping.
+type TableKey = (ViewKey, Grouping);
 
 /// A view's key: the input, the event and the part (`None`: all parts).
 type ViewKey = (usize, String, Option<usize>);
@@ -87,6 +93,7 @@ impl Session {
             inputs,
             diff: opts.diff,
             views: Mutex::new(HashMap::new()),
+            tables: Mutex::new(HashMap::new()),
         })
     }
 
@@ -140,6 +147,33 @@ impl Session {
         Ok(v)
     }
 
+    /// The functions table of the main input in `event` over `part`,
+    /// grouped, with A's costs when comparing; made on first use and kept,
+    /// so that a page of it costs a sort of indices, not a new table.
+    pub fn table(
+        &self,
+        event: Option<&str>,
+        part: Option<usize>,
+        group: Grouping,
+    ) -> Result<Arc<Table>, Error> {
+        let v = self.view(self.main(), event, part)?;
+        let key = ((self.main(), v.event.clone(), part), group);
+        if let Some(t) = self.tables.lock().map_err(|_| Error::Poisoned)?.get(&key) {
+            return Ok(t.clone());
+        }
+        let base = if self.diff {
+            Some(self.view(0, Some(&v.event), part)?)
+        } else {
+            None
+        };
+        let t = Arc::new(Table::new(&v, base.as_deref(), group));
+        self.tables
+            .lock()
+            .map_err(|_| Error::Poisoned)?
+            .insert(key, t.clone());
+        Ok(t)
+    }
+
     fn analyse(&self, input: usize, event: &str, part: Option<usize>) -> Result<View, Error> {
         let inp = &self.inputs[input];
         let opts = Options::default();
@@ -174,6 +208,25 @@ impl Session {
             )
         };
         Ok(View::new(inp, report, &agg, event, total))
+    }
+}
+
+impl Input {
+    /// The whole stacks: recorded, or estimated from the call arcs (kept
+    /// after the first call).
+    pub fn stacks(&self) -> Result<&Stacks<u64>, Error> {
+        self.stacks
+            .get_or_init(|| {
+                estimate_stacks_with(
+                    &self.profile,
+                    EstimateOptions {
+                        min_share: 0.1 / 1200.0,
+                    },
+                )
+                .map_err(|e| format!("{}: estimating stacks: {e}", self.name))
+            })
+            .as_ref()
+            .map_err(|e| Error::Input(e.clone()))
     }
 }
 
@@ -233,18 +286,13 @@ fn load_input(files: &[PathBuf], binary: Option<&Path>) -> Result<Input, Error> 
             }
         }
     };
-    let (stacks, estimated) = match profile.stacks.take() {
-        Some(s) if !s.is_empty() => (s, false),
-        _ => {
-            let s = estimate_stacks_with(
-                &profile,
-                EstimateOptions {
-                    min_share: 0.1 / 1200.0,
-                },
-            )
-            .map_err(|e| Error::Input(format!("{name}: estimating stacks: {e}")))?;
-            (s, true)
+    let stacks = OnceLock::new();
+    let estimated = match profile.stacks.take() {
+        Some(s) if !s.is_empty() => {
+            let _ = stacks.set(Ok(s));
+            false
         }
+        _ => true,
     };
     Ok(Input {
         name,

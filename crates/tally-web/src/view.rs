@@ -2,6 +2,8 @@
 //! `tally gprof` prints, so the butterfly's numbers are its numbers) and
 //! the rows of the functions table drawn from it.
 
+use std::collections::HashMap;
+
 use serde_json::{Value, json};
 use tally_analysis::Aggregate;
 use tally_model::{EventColumns, FunctionId};
@@ -49,6 +51,132 @@ pub struct View {
     pub rows: Vec<Row>,
     /// gprof's report.
     pub report: Report,
+    /// The node of each gprof index (`[index]`), for the arcs of an entry.
+    nodes_of_index: HashMap<usize, usize>,
+}
+
+/// How the functions table is grouped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Grouping {
+    /// One row per function (and per cycle).
+    Function,
+    /// One row per source file.
+    File,
+    /// One row per object.
+    Object,
+}
+
+impl Grouping {
+    /// The grouping a request names (`function`, `file`, `object`).
+    pub fn parse(s: &str) -> Option<Grouping> {
+        match s {
+            "function" => Some(Grouping::Function),
+            "file" => Some(Grouping::File),
+            "object" => Some(Grouping::Object),
+            _ => None,
+        }
+    }
+}
+
+/// A's costs of a row of B, when comparing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Base {
+    /// A's self cost.
+    pub self_cost: f64,
+    /// A's inclusive cost (functions only).
+    pub inclusive: Option<f64>,
+}
+
+/// The rows of one view's table, grouped, with A's costs when comparing;
+/// the sort and filter of a request work on indices into it.
+pub struct Table {
+    /// The rows.
+    pub rows: Vec<Row>,
+    /// Per row, A's costs (matched by name and object, or by file or
+    /// object when grouped); `None` unless comparing.
+    pub base: Option<Vec<Base>>,
+}
+
+impl Table {
+    /// The table of `v`, grouped by `group`; `base` is A's view when
+    /// comparing.
+    pub fn new(v: &View, base: Option<&View>, group: Grouping) -> Table {
+        let rows = match group {
+            Grouping::Function => v.rows.clone(),
+            Grouping::File | Grouping::Object => grouped(&v.rows, group),
+        };
+        let base = base.map(|a| {
+            let key = |r: &Row| match group {
+                Grouping::Function => (r.name.clone(), r.object.clone()),
+                _ => (r.name.clone(), String::new()),
+            };
+            let a_rows = match group {
+                Grouping::Function => a.rows.clone(),
+                _ => grouped(&a.rows, group),
+            };
+            let mut by: HashMap<(String, String), Base> = HashMap::new();
+            for r in a_rows.iter().filter(|r| !r.is_cycle) {
+                let e = by.entry(key(r)).or_insert(Base {
+                    self_cost: 0.0,
+                    inclusive: Some(0.0),
+                });
+                e.self_cost += r.self_cost;
+                e.inclusive = match (e.inclusive, r.inclusive) {
+                    (Some(x), Some(y)) if group == Grouping::Function => Some(x + y),
+                    _ => None,
+                };
+            }
+            rows.iter()
+                .map(|r| {
+                    by.get(&key(r)).copied().unwrap_or(Base {
+                        self_cost: 0.0,
+                        inclusive: Some(0.0),
+                    })
+                })
+                .collect()
+        });
+        Table { rows, base }
+    }
+}
+
+/// Rows summed by file or object (cycles left out: their members are
+/// counted already).
+fn grouped(rows: &[Row], group: Grouping) -> Vec<Row> {
+    let mut by: Vec<Row> = Vec::new();
+    let mut at: HashMap<&str, usize> = HashMap::new();
+    for r in rows.iter().filter(|r| !r.is_cycle) {
+        let key = if group == Grouping::File {
+            r.file.as_str()
+        } else {
+            r.object.as_str()
+        };
+        let k = *at.entry(key).or_insert_with(|| {
+            by.push(Row {
+                node: usize::MAX,
+                name: if key.is_empty() {
+                    "???".into()
+                } else {
+                    key.to_owned()
+                },
+                file: key.to_owned(),
+                object: String::new(),
+                self_cost: 0.0,
+                inclusive: None,
+                calls: 0,
+                cycle: None,
+                is_cycle: false,
+                events: vec![0.0; r.events.len()],
+            });
+            by.len() - 1
+        });
+        let g = &mut by[k];
+        g.self_cost += r.self_cost;
+        g.calls += r.calls;
+        for (a, b) in g.events.iter_mut().zip(&r.events) {
+            *a += b;
+        }
+    }
+    by
 }
 
 impl View {
@@ -164,6 +292,18 @@ impl View {
                 (e.event.clone(), names, totals)
             }
         };
+        let nodes_of_index = report
+            .graph
+            .as_ref()
+            .map(|g| {
+                g.index
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .map(|(n, &i)| (i, n))
+                    .collect()
+            })
+            .unwrap_or_default();
         View {
             event: event.to_owned(),
             events,
@@ -171,6 +311,7 @@ impl View {
             totals,
             rows,
             report,
+            nodes_of_index,
         }
     }
 
@@ -197,10 +338,7 @@ impl View {
 
     /// The node gprof prints as `[index]`.
     pub fn node_of_index(&self, index: usize) -> Option<usize> {
-        self.report
-            .graph
-            .as_ref()
-            .and_then(|g| g.index.iter().position(|&i| i == index))
+        self.nodes_of_index.get(&index).copied()
     }
 
     /// The callers and callees of `node` as gprof's call graph entry
