@@ -163,6 +163,12 @@ pub enum To {
     Cachegrind,
     /// JSON (see docs/json.md).
     Json,
+    /// pprof (profile.proto, gzip'd): inputs with whole stacks only.
+    Pprof,
+    /// Folded stacks (`a;b;c COUNT`): inputs with whole stacks only.
+    Folded,
+    /// speedscope JSON: inputs with whole stacks only.
+    Speedscope,
 }
 
 /// The output format a `--to` value names (the values of every `--to`
@@ -189,6 +195,16 @@ pub fn write_result<C: Cost>(
     inputs: &[PathBuf],
 ) -> anyhow::Result<()> {
     warn_stated(&c, command, out);
+    if matches!(to, Some(To::Pprof | To::Folded | To::Speedscope)) && c.profile.stacks.is_none() {
+        // A sum of arcs has no stacks to write; estimating them is
+        // `tally convert`'s job, which says that it estimates.
+        anyhow::bail!(
+            "--to {}: the inputs hold caller-callee arcs, not whole stacks; write Callgrind and \
+             use `tally convert --to {}` on it to get estimated stacks",
+            output_format(to.expect("matched")).name(),
+            output_format(to.expect("matched")).name()
+        );
+    }
     let options = OutputOptions {
         format: to.map(output_format),
         compress_names: compress,

@@ -347,3 +347,63 @@ fn callgrind_to_folded_estimates_stacks() {
     let total = json["totals"][&event].as_u64().unwrap();
     assert_eq!(stacks.values().sum::<u64>(), total);
 }
+
+/// Two real `perf record -g` runs merged and diffed keep their stacks:
+/// the merge's folded stacks are the two runs' summed, through folded and
+/// through pprof; the merge minus one run gives the other run's stacks;
+/// inputs with arcs only are refused for stack output.
+#[test]
+fn merge_and_diff_keep_real_stacks() {
+    if !require(&["gcc", "perf"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    record(&a);
+    record(&b);
+    let t = tally!().in_dir(dir.path());
+    let read = |name: &str| folded(&std::fs::read(dir.path().join(name)).unwrap());
+    t.ok(&["convert", "a/perf.data", "--to", "folded", "-o", "a.folded"]);
+    t.ok(&["convert", "b/perf.data", "--to", "folded", "-o", "b.folded"]);
+    let mut sum = read("a.folded");
+    for (k, v) in read("b.folded") {
+        *sum.entry(k).or_default() += v;
+    }
+
+    t.ok(&[
+        "merge",
+        "a/perf.data",
+        "b/perf.data",
+        "--to",
+        "folded",
+        "-o",
+        "m.folded",
+    ]);
+    assert_eq!(read("m.folded"), sum, "merge --to folded");
+    t.ok(&[
+        "merge",
+        "a/perf.data",
+        "b/perf.data",
+        "--to",
+        "pprof",
+        "-o",
+        "m.pb.gz",
+    ]);
+    t.ok(&["convert", "m.pb.gz", "--to", "folded", "-o", "m2.folded"]);
+    assert_eq!(read("m2.folded"), sum, "merge --to pprof");
+
+    // (a + b) − a = b, stack by stack.
+    t.ok(&["convert", "a/perf.data", "--to", "pprof", "-o", "a.pb.gz"]);
+    t.ok(&[
+        "diff", "a.pb.gz", "m.pb.gz", "--to", "folded", "-o", "d.folded",
+    ]);
+    assert_eq!(read("d.folded"), read("b.folded"), "diff --to folded");
+
+    // Arcs only: a clear refusal, exit 1, nothing written.
+    let cg = tally_testutil::data("callgrind/mutual.default.out");
+    let e = t.fails(&["merge", path_str(&cg), "--to", "folded", "-o", "x.folded"]);
+    assert!(e.contains("not whole stacks"), "{e}");
+    assert!(!dir.path().join("x.folded").exists());
+}
