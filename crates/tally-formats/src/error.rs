@@ -7,6 +7,10 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ParseErrorKind {
+    /// An error on the last line of a file that ends without a newline:
+    /// most likely a file cut short while it was written.
+    #[error("the file ends inside this line, so it looks truncated: {0}")]
+    CutShort(Box<ParseErrorKind>),
     /// A number too large for a 64-bit counter.
     #[error("number `{0}` does not fit in 64 bits")]
     Overflow(String),

@@ -383,6 +383,12 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                 let end = memchr::memchr(b'\n', &data[p..len]).map_or(len, |k| p + k);
                 self.line_no += 1;
                 if let Err(kind) = self.line(&data[p..end]) {
+                    // Only the input's last line can end without a newline.
+                    let kind = if end == len && data[len - 1] != b'\n' {
+                        ParseErrorKind::CutShort(Box::new(kind))
+                    } else {
+                        kind
+                    };
                     return Err(self.error(&lines.path, self.line_no, kind));
                 }
                 p = end + 1;
