@@ -72,7 +72,7 @@ pub use symbols::{Alias, Binding, Symbol, SymbolVersion};
 pub use symtab::{Section, SymtabEntry};
 
 use dwarf::LineTable;
-use symbols::{DataLabels, RawSymbol, SymbolTable, label, version_in_name};
+use symbols::{CodeLabels, DataLabels, RawSymbol, SymbolTable, label, version_in_name};
 
 /// Offset of the class byte (32 or 64 bits) in the ELF identification.
 pub(crate) const EI_CLASS: usize = 4;
@@ -89,6 +89,7 @@ pub struct ObjectFile {
     machine: u16,
     symbols: SymbolTable,
     data_labels: DataLabels,
+    code_labels: CodeLabels,
     code: Vec<CodeRange>,
     symtab: Vec<SymtabEntry>,
     symtab_strings: Vec<u8>,
@@ -118,6 +119,8 @@ struct Parsed {
     machine: u16,
     symbols: Vec<RawSymbol>,
     objects: Vec<RawSymbol>,
+    /// Untyped labels in executable sections.
+    labels: Vec<RawSymbol>,
     code: Vec<CodeRange>,
     symtab: Vec<SymtabEntry>,
     symtab_strings: Vec<u8>,
@@ -172,15 +175,19 @@ impl ObjectFile {
                 parsed.symbols = merge(debug.symbols, dynsym);
                 let dyn_objects = std::mem::take(&mut parsed.objects);
                 parsed.objects = merge(debug.objects, dyn_objects);
+                parsed.labels.extend(debug.labels);
             }
         }
         let is_64 = data.get(EI_CLASS) == Some(&ELFCLASS64);
+        let symbols = SymbolTable::new(parsed.symbols);
+        let code_labels = CodeLabels::new(parsed.labels, symbols.symbols());
         Ok(ObjectFile {
             path,
             data,
             machine: parsed.machine,
-            symbols: SymbolTable::new(parsed.symbols),
+            symbols,
             data_labels: DataLabels::new(parsed.objects),
+            code_labels,
             code: parsed.code,
             symtab: parsed.symtab,
             symtab_strings: parsed.symtab_strings,
@@ -280,6 +287,21 @@ impl ObjectFile {
     /// none.
     pub fn symbol_at(&self, addr: u64) -> Option<&Symbol> {
         self.symbols.symbol_at(addr)
+    }
+
+    /// The untyped label (`STT_NOTYPE`, e.g. the loader's `_dl_start_user`)
+    /// that names the code at `addr` the way perf names it, as
+    /// `(address, name)`: code outside any function, or past the label
+    /// inside a function without a size (perf ends an unsized symbol at the
+    /// next symbol of any kind). Valgrind ignores such labels, so
+    /// [`ObjectFile::symbol_at`] does too; perf's readers ask here first.
+    pub fn code_label_at(&self, addr: u64) -> Option<(u64, &str)> {
+        let (start, name) = self.code_labels.find(addr)?;
+        match self.symbol_at(addr) {
+            None => Some((start, name)),
+            Some(f) if f.address < start && !f.is_sized() => Some((start, name)),
+            Some(_) => None,
+        }
     }
 
     /// Finds a function by the name Valgrind prints for it: demangled C++
@@ -524,9 +546,9 @@ fn parse_elf<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::Resul
     // Versions live with `.dynsym`; a `.symtab` entry gets the version of
     // the `.dynsym` entry with its name and address.
     let versions = sections.versions(endian, data).ok().flatten();
-    let (dyn_functions, dyn_objects) =
+    let (dyn_functions, dyn_objects, _) =
         read_symbols(&file, file.elf_dynamic_symbol_table(), versions.as_ref())?;
-    let (functions, objects) = read_symbols(&file, file.elf_symbol_table(), None)?;
+    let (functions, objects, labels) = read_symbols(&file, file.elf_symbol_table(), None)?;
     let has_symtab = !functions.is_empty();
     let symtab = symtab::read(&file, file.elf_symbol_table())?;
     let symtab_strings = symtab::strings(&file, file.elf_symbol_table());
@@ -536,6 +558,7 @@ fn parse_elf<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::Resul
         machine: file.elf_header().e_machine(endian).0,
         symbols: merge(functions, dyn_functions),
         objects: merge(objects, dyn_objects),
+        labels,
         code,
         symtab,
         symtab_strings,
@@ -579,23 +602,29 @@ fn merge(mut symtab: Vec<RawSymbol>, dynsym: Vec<RawSymbol>) -> Vec<RawSymbol> {
     symtab
 }
 
-/// The defined functions (`STT_FUNC`, `STT_GNU_IFUNC`) and data objects
-/// (`STT_OBJECT`) of one symbol table.
+/// The defined functions (`STT_FUNC`, `STT_GNU_IFUNC`), data objects
+/// (`STT_OBJECT`) and code labels (`STT_NOTYPE` of default visibility in
+/// an executable section, as perf takes them) of one symbol table.
+type SymbolKinds = (Vec<RawSymbol>, Vec<RawSymbol>, Vec<RawSymbol>);
+
 fn read_symbols<Elf: FileHeader<Endian = Endianness>>(
     file: &ElfFile<'_, Elf>,
     table: &object::read::elf::SymbolTable<'_, Elf>,
     versions: Option<&VersionTable<'_, Elf>>,
-) -> object::Result<(Vec<RawSymbol>, Vec<RawSymbol>)> {
+) -> object::Result<SymbolKinds> {
     let endian = file.endian();
     let sections: &SectionTable<'_, Elf> = file.elf_section_table();
     let mut functions = Vec::new();
     let mut objects = Vec::new();
+    let mut labels = Vec::new();
     for (index, sym) in table.enumerate() {
         let kind = sym.st_type();
         let out = if kind == elf::STT_FUNC || kind == elf::STT_GNU_IFUNC {
             &mut functions
         } else if kind == elf::STT_OBJECT {
             &mut objects
+        } else if kind == elf::STT_NOTYPE && sym.st_visibility() == elf::STV_DEFAULT {
+            &mut labels
         } else {
             continue;
         };
@@ -605,6 +634,16 @@ fn read_symbols<Elf: FileHeader<Endian = Endianness>>(
         let name = table.symbol_name(endian, sym)?;
         if name.is_empty() {
             continue;
+        }
+        if kind == elf::STT_NOTYPE {
+            // Assembler-local names and ARM/AArch64 mapping symbols
+            // (`$x`, `$d`) mark no code of their own.
+            let executable = sections
+                .section(section)
+                .is_ok_and(|s| s.sh_flags(endian).contains(elf::SHF_EXECINSTR));
+            if !executable || name.starts_with(b".L") || name.starts_with(b"$") {
+                continue;
+            }
         }
         let name = String::from_utf8_lossy(name).into_owned();
         let binding = match sym.st_bind() {
@@ -636,7 +675,7 @@ fn read_symbols<Elf: FileHeader<Endian = Endianness>>(
             section_end,
         });
     }
-    Ok((functions, objects))
+    Ok((functions, objects, labels))
 }
 
 fn base_name(name: &str) -> &str {

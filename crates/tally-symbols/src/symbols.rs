@@ -107,6 +107,39 @@ impl Symbol {
             .map_or(self.display_name(), |(_, n, d)| d.as_deref().unwrap_or(n))
     }
 
+    /// The name perf prints for this function, which picks among aliases
+    /// by its own rule (unlike Valgrind's): a sized name, then a non-weak
+    /// one, then a global one, then the fewest leading underscores, then
+    /// the longest (`fstatat64` over `fstatat`); demangled if mangled.
+    pub fn perf_name(&self) -> &str {
+        let names = std::iter::once((self.size, self.binding, &self.name, &self.demangled)).chain(
+            self.aliases
+                .iter()
+                .map(|a| (a.size, a.binding, &a.name, &a.demangled)),
+        );
+        let key = |(size, binding, name, _): &(u64, Binding, &String, &Option<String>)| {
+            (
+                *size == 0,
+                *binding == Binding::Weak,
+                *binding != Binding::Global,
+                name.bytes().take_while(|&b| b == b'_').count(),
+                std::cmp::Reverse(name.len()),
+            )
+        };
+        // Of equals, `min_by_key` keeps the first.
+        names
+            .min_by_key(key)
+            .map_or(self.display_name(), |(_, _, n, d)| {
+                d.as_deref().unwrap_or(n)
+            })
+    }
+
+    /// Whether one of its names has a size (`st_size`); an unsized
+    /// function runs to the next one.
+    pub fn is_sized(&self) -> bool {
+        self.size != 0 || self.aliases.iter().any(|a| a.size != 0)
+    }
+
     /// Whether `addr` lies in `[address, end)`.
     pub fn contains(&self, addr: u64) -> bool {
         self.address <= addr && addr < self.end
@@ -185,6 +218,54 @@ impl DataLabels {
         let i = self.objects.partition_point(|o| o.address <= addr);
         let o = self.objects.get(i.checked_sub(1)?)?;
         (addr - o.address < o.size).then(|| label(&o.name, o.version.as_ref(), addr - o.address))
+    }
+}
+
+/// Untyped code labels, each with the end of the code it names: the next
+/// label or function, or the end of its section.
+#[derive(Debug, Default)]
+pub(crate) struct CodeLabels {
+    /// `(start, end, name)`, sorted by start, one per start.
+    labels: Vec<(u64, u64, String)>,
+}
+
+impl CodeLabels {
+    /// `functions` must be sorted by address (as [`SymbolTable`] keeps them).
+    pub(crate) fn new(mut raw: Vec<RawSymbol>, functions: &[Symbol]) -> CodeLabels {
+        raw.sort_by(|a, b| {
+            a.address
+                .cmp(&b.address)
+                .then_with(|| a.preference().cmp(&b.preference()))
+        });
+        raw.dedup_by_key(|l| l.address);
+        let starts: Vec<u64> = raw.iter().map(|l| l.address).collect();
+        let labels = raw
+            .into_iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let next_label = starts.get(i + 1).copied();
+                let f = functions.partition_point(|s| s.address <= l.address);
+                let next_function = functions.get(f).map(|s| s.address);
+                let end = [
+                    next_label,
+                    next_function,
+                    l.section_end.filter(|&e| e > l.address),
+                ]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(l.address.saturating_add(1));
+                (l.address, end, l.name)
+            })
+            .collect();
+        CodeLabels { labels }
+    }
+
+    /// The label whose code holds `addr`, as `(start, name)`.
+    pub(crate) fn find(&self, addr: u64) -> Option<(u64, &str)> {
+        let i = self.labels.partition_point(|l| l.0 <= addr);
+        let (start, end, name) = self.labels.get(i.checked_sub(1)?)?;
+        (addr < *end).then_some((*start, name.as_str()))
     }
 }
 

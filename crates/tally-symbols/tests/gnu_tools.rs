@@ -794,3 +794,109 @@ fn notes_are_stripped_from_objdump_text() {
     );
     assert_eq!(mnemonic("notrack jmp *%rax"), "jmp");
 }
+
+/// Hand-written code after an untyped label (as the loader's
+/// `_dl_start_user`) belongs to no function, as Valgrind sees it, but is
+/// named after the label, as perf names it; a label never hides a function.
+#[test]
+fn untyped_labels_name_code_outside_functions() {
+    if !require(&["gcc", "nm"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("labels.c");
+    std::fs::write(
+        &source,
+        r#"
+        __asm__(".text\n"
+                "entry_label:\n nop\n nop\n"
+                "second_label:\n nop\n ret\n"
+                ".L.hidden:\n nop\n");
+        __attribute__((noinline)) int after(int x) { return x * 3; }
+        int main(int argc, char **argv) { (void)argv; return after(argc); }
+        "#,
+    )
+    .unwrap();
+    let bin = dir.path().join("labels");
+    run("gcc", &["-O1", "-o", path_str(&bin), path_str(&source)]);
+    let nm = run("nm", &["--defined-only", path_str(&bin)]);
+    let address_of = |name: &str| {
+        nm.lines()
+            .find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() == 3 && f[2] == name).then(|| u64::from_str_radix(f[0], 16).unwrap())
+            })
+            .unwrap_or_else(|| panic!("nm shows no {name}:\n{nm}"))
+    };
+    let (entry, second, after) = (
+        address_of("entry_label"),
+        address_of("second_label"),
+        address_of("after"),
+    );
+    let obj = ObjectFile::open(&bin).unwrap();
+    // gcc's `frame_dummy` (unsized) comes just before: to Valgrind's
+    // rules it runs on to `after`; perf ends it at the label.
+    assert!(
+        obj.symbol_at(entry).is_none_or(|s| !s.is_sized()),
+        "a label is not a function"
+    );
+    assert_eq!(obj.code_label_at(entry), Some((entry, "entry_label")));
+    assert_eq!(obj.code_label_at(entry + 1), Some((entry, "entry_label")));
+    assert_eq!(
+        obj.code_label_at(second + 1),
+        Some((second, "second_label"))
+    );
+    // An assembler-local name is no label, so the code after it still
+    // counts as `second_label`'s.
+    assert_eq!(
+        obj.code_label_at(second + 2),
+        Some((second, "second_label"))
+    );
+    // Inside a function, the function wins.
+    assert!(obj.symbol_at(after).is_some());
+    assert_eq!(obj.code_label_at(after), None);
+}
+
+/// Of several names for one function, Valgrind prints the shortest and
+/// perf the longest (glibc's `fstatat` and `fstatat64`); a non-weak name
+/// beats a weak one for both.
+#[test]
+fn aliases_are_named_as_valgrind_and_as_perf_name_them() {
+    if !require(&["gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("alias.c");
+    std::fs::write(
+        &source,
+        r#"
+        int stat_impl(int x) { return x + 1; }
+        extern int stat_at(int) __attribute__((weak, alias("stat_impl")));
+        extern int stat_at64(int) __attribute__((weak, alias("stat_impl")));
+        int weak_pair(int x) __attribute__((weak));
+        int weak_pair(int x) { return x * 2; }
+        extern int weak_pair_longer(int) __attribute__((weak, alias("weak_pair")));
+        "#,
+    )
+    .unwrap();
+    let lib = dir.path().join("libalias.so");
+    run(
+        "gcc",
+        &[
+            "-shared",
+            "-fPIC",
+            "-O1",
+            "-o",
+            path_str(&lib),
+            path_str(&source),
+        ],
+    );
+    let obj = ObjectFile::open(&lib).unwrap();
+    let f = obj.find_function("stat_at64").unwrap();
+    assert_eq!(f.valgrind_name(), "stat_at");
+    // The global name wins over longer weak ones.
+    assert_eq!(f.perf_name(), "stat_impl");
+    let g = obj.find_function("weak_pair").unwrap();
+    assert_eq!(g.valgrind_name(), "weak_pair");
+    assert_eq!(g.perf_name(), "weak_pair_longer");
+}

@@ -9,7 +9,8 @@
 //! named from `/proc/kallsyms` when the samples were taken on the running
 //! kernel and the addresses are readable (`kptr_restrict`), with the object
 //! `[kernel.kallsyms]`. An address no symbol covers is the function
-//! `[unknown]` of its object.
+//! `[unknown]` of its object, unless a code label (as perf takes them)
+//! names it.
 
 use crate::stacked::StackProfile;
 use rustc_hash::FxHashMap;
@@ -174,8 +175,13 @@ impl Symbolizer {
         let path = self.objects[object].0.clone();
         let symbol = elf.and_then(|a| {
             let o = self.objects[object].1.as_ref()?;
+            // perf names code outside any sized function after the label
+            // before it (the loader's `_dl_start_user`).
+            if let Some((at, name)) = o.code_label_at(a) {
+                return Some((at, name.to_string()));
+            }
             let s = o.symbol_at(a)?;
-            Some((s.address, s.display_name().to_string()))
+            Some((s.address, s.perf_name().to_string()))
         });
         let (function, line) = match symbol {
             Some((sym_start, name)) => {
