@@ -31,6 +31,9 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
         kind: ParseErrorKind::Malformed(msg),
     };
     let mut frames: Vec<FrameId> = Vec::new();
+    // A frame is its name alone: one lookup per frame, not three interned
+    // names, a function and a frame.
+    let mut by_name: rustc_hash::FxHashMap<&[u8], FrameId> = Default::default();
     let mut any = false;
     for (i, raw) in bytes.split(|&c| c == b'\n').enumerate() {
         let line_no = i as u64 + 1;
@@ -66,10 +69,18 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
                     "an empty frame (`;;`, or `;` at an end)".into(),
                 ));
             }
-            let f = b
-                .function(b"", b"", name)
-                .ok_or_else(|| err(line_no, ParseErrorKind::TooManyNames.to_string()))?;
-            frames.push(b.frame(f, 0, 0));
+            let frame = match by_name.get(name) {
+                Some(&frame) => frame,
+                None => {
+                    let f = b
+                        .function(b"", b"", name)
+                        .ok_or_else(|| err(line_no, ParseErrorKind::TooManyNames.to_string()))?;
+                    let frame = b.frame(f, 0, 0);
+                    by_name.insert(name, frame);
+                    frame
+                }
+            };
+            frames.push(frame);
         }
         b.add(&frames, &[count]).ok_or_else(|| {
             err(
