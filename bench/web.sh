@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Start-up of `tally serve` and size of `tally report --html` on large
-# profiles: the time until the URL is printed, until the first page of the
-# functions table is answered, the server's peak memory (VmHWM after the
-# first page), and the report's time, CPU, peak memory and size.
+# profiles: the time until the URL is printed, until the first /api answer
+# (/api/meta), until the first page of the functions table is answered,
+# the server's CPU and peak memory (VmHWM) then, and the report's time,
+# CPU, peak memory and size.
 #
 #   bench/web.sh PROFILE...        (default: a 100 MB tally-gen file, seed 1)
 #
@@ -19,8 +20,8 @@ if [ ${#files[@]} -eq 0 ]; then
     files=("$gen")
 fi
 now() { date +%s.%N; }
-echo "| profile | size | to URL (s) | to first page (s) | CPU to first page (s) | server peak RSS (MiB) | report (s wall, s user) | report peak RSS (MiB) | report size (KiB) |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| profile | size | to URL (s) | to first /api answer (s) | to first page (s) | CPU to first page (s) | server peak RSS (MiB) | report (s wall, s user) | report peak RSS (MiB) | report size (KiB) |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for f in "${files[@]}"; do
     out="$dir/serve.out"
     t0=$(now)
@@ -35,6 +36,7 @@ for f in "${files[@]}"; do
     base=${url%%/\?t=*}
     token=${url##*t=}
     curl -sf "$base/api/meta?t=$token" >/dev/null
+    tm=$(now)
     curl -sf "$base/api/functions?t=$token&limit=100" >/dev/null
     t2=$(now)
     rss=$(awk '/VmHWM/ {print int($2/1024)}' /proc/$pid/status)
@@ -43,7 +45,8 @@ for f in "${files[@]}"; do
     /usr/bin/time -f '%e %U %M' -o "$dir/report.time" "$tally" report "$f" --html "$dir/report.html" 2>/dev/null
     read -r rw ru rm <"$dir/report.time"
     size=$(( $(stat -c %s "$dir/report.html") / 1024 ))
-    printf '| %s | %s MiB | %.2f | %.2f | %s | %s | %s, %s | %s | %s |\n' "$(basename "$f")" \
-        $(( $(stat -c %s "$f") / 1048576 )) "$(echo "$t1 - $t0" | bc)" "$(echo "$t2 - $t0" | bc)" \
+    printf '| %s | %s MiB | %.2f | %.2f | %.2f | %s | %s | %s, %s | %s | %s |\n' "$(basename "$f")" \
+        $(( $(stat -c %s "$f") / 1048576 )) "$(echo "$t1 - $t0" | bc)" "$(echo "$tm - $t0" | bc)" \
+        "$(echo "$t2 - $t0" | bc)" \
         "$cpu" "$rss" "$rw" "$ru" $((rm / 1024)) "$size"
 done

@@ -74,7 +74,7 @@ try {
   await page.click("#functions tr[data-row]");
   await page.waitForSelector("#butterfly tr.primary");
   out.butterfly = await page.$$eval("#butterfly tbody tr", (trs) => trs
-    .filter((tr) => tr.classList.length)
+    .filter((tr) => tr.classList.length && tr.querySelector("td.name"))
     .map((tr) => ({
       kind: tr.className,
       name: tr.querySelector("td.name").textContent,

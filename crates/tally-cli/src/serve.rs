@@ -74,10 +74,15 @@ fn load(files: &[PathBuf], diff: bool, binary: Option<PathBuf>) -> Result<Sessio
 
 /// Runs `tally serve`: reads and checks the inputs, then listens.
 pub fn run(args: Args) -> Result<Outcome> {
-    let session = load(&args.files, args.diff, args.binary.clone())?;
-    // The first view is analysed before the URL is printed: the page is
-    // ready when it is opened.
-    session.view(session.main(), None, None).map_err(wrap)?;
+    let session = std::sync::Arc::new(load(&args.files, args.diff, args.binary.clone())?);
+    // The first view is analysed while the browser opens the page: its
+    // first requests wait for that analysis instead of starting another.
+    let first = session.clone();
+    std::thread::spawn(move || {
+        if let Err(e) = first.view(first.main(), None, None) {
+            eprintln!("tally: {e}");
+        }
+    });
     let bound = tally_web::server::bind(args.port).map_err(wrap)?;
     let url = bound.url();
     println!(

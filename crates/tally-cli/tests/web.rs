@@ -87,6 +87,31 @@ fn artefacts() -> PathBuf {
     d
 }
 
+/// The views whose screenshots the README shows.
+const README_VIEWS: [&str; 6] = ["functions", "butterfly", "graph", "flame", "source", "asm"];
+
+/// Copies the Callgrind run's screenshots to `docs/images/web-VIEW.png`,
+/// where the README shows them, and checks that the README shows exactly
+/// those: the pictures are the current page's, made by this test.
+fn publish_screenshots() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for view in README_VIEWS {
+        let from = artefacts().join(format!("callgrind-{view}.png"));
+        let to = root.join(format!("docs/images/web-{view}.png"));
+        std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+    }
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut shown: Vec<&str> = readme
+        .split("docs/images/web-")
+        .skip(1)
+        .filter_map(|rest| rest.split_once(".png").map(|(view, _)| view))
+        .collect();
+    shown.sort_unstable();
+    let mut views = README_VIEWS.to_vec();
+    views.sort_unstable();
+    assert_eq!(shown, views, "README.md's screenshots of the web UI");
+}
+
 fn driver_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/web")
 }
@@ -315,6 +340,7 @@ fn browser_views_match_the_reports() {
     // The hottest function is disassembled.
     assert!(page["asm"].as_str().unwrap().contains("leaf"));
     drop(server);
+    publish_screenshots();
 
     // The cycle as a row, with its members.
     let server = serve(&[cgs]);
@@ -372,6 +398,12 @@ fn browser_views_match_the_reports() {
         "the report fetched"
     );
     check_butterfly(&page, &gprof_entry(&[cgs], "fact"), false);
+    // The selected function's own source lines, not the whole file.
+    let source = page["source"].as_str().unwrap();
+    assert!(
+        source.contains("fact(int n)") && !source.contains("int main("),
+        "{source}"
+    );
 }
 
 /// A raw HTTP/1.1 GET; returns the status code.
@@ -642,4 +674,106 @@ fn graph_source_and_compare_views() {
         .parse()
         .unwrap();
     assert!(n > 0, "nothing left out at 5 %");
+}
+
+/// The embedded data of a report.
+fn report_data(html: &str) -> Value {
+    let start = html.find("const DATA = ").unwrap() + "const DATA = ".len();
+    let end = start + html[start..].find(";</script>").unwrap();
+    serde_json::from_str(&html[start..end].replace("<\\/", "</")).unwrap()
+}
+
+/// The report of a large profile (a generated 24 MB Callgrind file of
+/// about 8,000 functions) stays small: at most a fixed part (page,
+/// graph, flame graph) and 4 KiB per embedded function, and at most
+/// that for 1 / threshold functions; every entry keeps at most 12
+/// callers and callees, every source is a window, the page says what
+/// was left out, and it still opens offline.
+#[test]
+fn report_of_a_large_profile_is_small() {
+    let dir = temp_dir();
+    let profile = dir.path().join("gen.out");
+    let config = tally_gen::Config {
+        size: 24 << 20,
+        ..Default::default()
+    };
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&profile).unwrap());
+    tally_gen::generate(&config, &mut f).unwrap();
+    f.flush().unwrap();
+    drop(f);
+    const FIXED: f64 = 400.0 * 1024.0;
+    const PER_FUNCTION: f64 = 4.0 * 1024.0;
+    let mut first = None;
+    for threshold in [0.1, 1.0] {
+        let html = dir.path().join(format!("report-{threshold}.html"));
+        tally!().ok(&[
+            "report",
+            profile.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+            "--threshold",
+            &threshold.to_string(),
+        ]);
+        let text = std::fs::read_to_string(&html).unwrap();
+        let size = text.len() as f64;
+        let data = report_data(&text);
+        let view = &data["views"]["Ir"];
+        let kept = view["rows"].as_array().unwrap().len() as f64;
+        assert!(
+            view["left_out"].as_u64().unwrap() > 1000,
+            "{}",
+            view["left_out"]
+        );
+        assert!(
+            size <= FIXED + PER_FUNCTION * kept,
+            "threshold {threshold}%: {size} bytes for {kept} functions"
+        );
+        assert!(
+            size <= FIXED + PER_FUNCTION * 100.0 / threshold,
+            "threshold {threshold}%: {size} bytes"
+        );
+        for (node, entry) in view["functions"].as_object().unwrap() {
+            for key in ["parents", "children", "members"] {
+                let n = entry[key].as_array().map_or(0, Vec::len);
+                assert!(n <= 12, "function {node}: {n} {key}");
+            }
+        }
+        for (node, source) in data["sources"].as_object().unwrap() {
+            let lines = source.as_str().unwrap().lines().count();
+            assert!(lines < 450, "function {node}: {lines} lines of source");
+        }
+        assert!(data["trimmed"]["arcs_left_out"].as_u64().unwrap() > 0);
+        if first.is_none() {
+            let top = view["rows"][0]["name"].as_str().unwrap().to_owned();
+            first = Some((html, top));
+        }
+    }
+    if !require(&["chromium", "node"]) || !driver_ready() {
+        return;
+    }
+    let (html, top) = first.unwrap();
+    let page = drive(
+        &format!("file://{}", html.display()),
+        "large-report",
+        &top,
+        true,
+    );
+    assert_eq!(
+        page["requests"],
+        serde_json::json!([]),
+        "the report fetched"
+    );
+    let status = page["status"].as_str().unwrap();
+    assert!(
+        status.contains("functions below 0.1% of the total left out")
+            && status.contains("at most 12 callers and callees"),
+        "{status}"
+    );
+    assert!(
+        page["butterfly"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r["kind"] == "primary")),
+        "{}",
+        page["butterfly"]
+    );
 }

@@ -37,11 +37,20 @@ function local(path, p) {
     case "function": {
       const f = view() && view().functions[p.node];
       if (!f) throw new Error("this function is below the report's threshold");
+      // Arcs name their function through the report's shared table.
+      for (const key of ["parents", "children", "members"]) {
+        for (const a of f[key] || []) if (a.name == null && a.node != null) a.name = view().names[a.node];
+      }
       return f;
     }
     case "flame": if (DATA.flame) return DATA.flame; break;
     case "graph": if (DATA.graph) return DATA.graph; break;
-    case "source": if (DATA.source) return DATA.source; break;
+    case "source": {
+      const src = DATA.sources && (DATA.sources[p.node] || DATA.sources.all);
+      if (src) return src;
+      throw new Error(p.node == null ? "Select a function: the report holds each function's own source lines."
+        : "The source of this function is not in this report (its file was not found, or is below the threshold).");
+    }
     case "asm": if (DATA.asm) return DATA.asm; break;
   }
   throw new Error(`not in this report (${path})`);
@@ -207,6 +216,12 @@ async function reloadTable() {
     if (lv && lv.left_out) {
       trimmed = ` · report: ${lv.left_out.toLocaleString("en-US")} functions below ${100 * DATA.threshold}% of the total left out`;
     }
+    const tr = DATA && DATA.trimmed;
+    if (tr) {
+      if (tr.arcs_left_out) trimmed += `; at most ${tr.arcs} callers and callees each`;
+      trimmed += `; flame frames under ${tr.flame_min_width.toFixed(1)} px left out; source: each function's lines only`;
+      if (tr.asm) trimmed += "; no assembly (large program)";
+    }
     status(`${t.count.toLocaleString("en-US")} rows · ${t.event} · total ${fmt(t.total, t.unit)}${t.unit === "seconds" ? " s" : ""}${trimmed}`);
     document.body.dataset.ready = "1";
   } catch (e) {
@@ -288,6 +303,11 @@ function arcRow(cls, a, unit, total) {
     <td>${a.measured == null ? "" : fmt(a.measured, unit)}</td><td>${calls}</td>${deltaCell(a, unit)}</tr>`;
 }
 
+// The report keeps the heaviest arcs of an entry: a row says how many went.
+function leftOut(n, what, span) {
+  return `<tr class="left-out"><td class="note" colspan="${span}">${n.toLocaleString("en-US")} lighter ${what} left out of this report</td></tr>`;
+}
+
 async function showButterfly() {
   const box = $("#tab-butterfly");
   if (state.node == null) { box.innerHTML = `<p class="note">Select a function in the table.</p>`; return; }
@@ -304,12 +324,15 @@ async function showButterfly() {
     for (const m of f.members) {
       html += `<tr class="member" data-node="${m.node == null ? "" : m.node}"><td class="name">${esc(m.name)}</td><td>${fmt(m.self, unit)}</td><td>${fmt(m.descendants, unit)}</td><td></td><td>${m.called}${m.self_calls ? "+" + m.self_calls : ""}</td>${deltaCell(m, unit)}</tr>`;
     }
+    if (f.members_left_out) html += leftOut(f.members_left_out, "members", span);
   } else {
     html += `<tr><td class="section" colspan="${span}">callers${f.spontaneous ? " (spontaneous)" : ""}</td></tr>`;
     for (const a of f.parents || []) html += arcRow("caller", a, unit, f.total);
+    if (f.parents_left_out) html += leftOut(f.parents_left_out, "callers", span);
     html += `<tr class="primary" data-node="${f.node}" data-called="${f.called}" data-measured="${f.measured == null ? "" : f.measured}"><td class="name">${esc(f.name)}${f.cycle ? ` &lt;cycle ${f.cycle}&gt;` : ""}</td><td>${fmt(f.self, unit)}</td><td>${fmt(f.descendants, unit)}</td><td>${f.measured == null ? "" : fmt(f.measured, unit)}</td><td>${calls}</td>${deltaCell(f, unit)}</tr>`;
     html += `<tr><td class="section" colspan="${span}">callees</td></tr>`;
     for (const a of f.children || []) html += arcRow("callee", a, unit, f.total);
+    if (f.children_left_out) html += leftOut(f.children_left_out, "callees", span);
   }
   html += "</tbody></table>";
   box.innerHTML = html;
@@ -370,7 +393,7 @@ async function showText(kind) {
   if (kind === "source") {
     const b = $("#source-whole");
     const cut = /^-- lines \d+ to \d+ only/m.test(text);
-    b.style.display = cut || state.whole ? "" : "none";
+    b.style.display = (cut || state.whole) && !DATA ? "" : "none";
     b.textContent = state.whole ? "Show the function only" : "Show the whole file";
   }
   const name = state.node == null ? null : ($("#selected").textContent || "").split("  [")[0];

@@ -468,9 +468,17 @@ fn neighbourhood(g: &Graph, start: &[usize]) -> graph::Kept {
     graph::Kept { nodes, edges }
 }
 
+/// The flame graph's width in pixels.
+pub const FLAME_WIDTH: u32 = 1200;
+
 /// The flame graph (`tally flame`) in `event`; differential (B against
 /// A) when comparing.
 pub fn flame_svg(s: &Session, q: &Query) -> Result<Reply, Error> {
+    flame_svg_with(s, q, 0.1)
+}
+
+/// The flame graph, frames narrower than `min_width` pixels left out.
+pub fn flame_svg_with(s: &Session, q: &Query, min_width: f64) -> Result<Reply, Error> {
     let events = s.events(s.main());
     let name = get(q, "event")
         .map(str::to_owned)
@@ -529,8 +537,8 @@ pub fn flame_svg(s: &Session, q: &Query) -> Result<Reply, Error> {
         subtitle: Some(format!("{name}: {}", s.inputs[s.main()].name)),
         legend: (!legend.is_empty()).then(|| legend.join(". ")),
         event: name,
-        width: 1200,
-        min_width: 0.1,
+        width: FLAME_WIDTH,
+        min_width,
         icicle: false,
     };
     let mut out = Vec::new();
@@ -545,28 +553,8 @@ const WINDOW: u32 = 400;
 
 /// The lines of the function `node` in its own file, from the lowest to
 /// the highest line with a cost (at most [`WINDOW`] lines), with context.
-fn lines_of(inp: &Input, v: &View, node: usize) -> Option<(u32, u32)> {
-    let r = v.report.table.routines.get(node)?;
-    let file = r.file.as_deref().filter(|f| !f.is_empty())?;
-    let at = inp.profile.positions.line()?;
-    let id = FunctionId(u32::try_from(node).ok()?);
-    let names = &inp.profile.names;
-    let (mut lo, mut hi) = (u64::MAX, 0u64);
-    for part in &inp.profile.parts {
-        part.lines.for_each(|l| {
-            if l.function == id
-                && let Some(&n) = l.positions.get(at)
-                && n > 0
-                && names.file_name(l.file) == file.as_bytes()
-            {
-                lo = lo.min(n);
-                hi = hi.max(n);
-            }
-        });
-    }
-    if lo > hi {
-        return None;
-    }
+pub fn lines_of(inp: &Input, node: usize) -> Option<(u32, u32)> {
+    let (lo, hi) = inp.lines_of(FunctionId(u32::try_from(node).ok()?))?;
     let lo = u32::try_from(lo).ok()?;
     let hi = u32::try_from(hi).ok()?.min(lo.saturating_add(WINDOW));
     Some((
@@ -579,7 +567,7 @@ fn lines_of(inp: &Input, v: &View, node: usize) -> Option<(u32, u32)> {
 /// calls printed under them), after a note saying so; `None` when the
 /// text has no such section. Lines are numbered from its `-- line N`
 /// marks; a call line (`=>`) belongs to the line above it.
-fn window(text: &str, lo: u32, hi: u32) -> Option<String> {
+pub fn window(text: &str, lo: u32, hi: u32) -> Option<String> {
     let call = Regex::new(r"^\s*\S+(\s+\(\s*[-\d.]+%\))?\s+=> ").ok()?;
     let mark = Regex::new(r"^-- line (\d+) -+$").ok()?;
     let mut out = String::new();
@@ -644,6 +632,34 @@ fn window(text: &str, lo: u32, hi: u32) -> Option<String> {
     Some(out)
 }
 
+/// The sections of `tally annotate`'s text, one per annotated source
+/// file (its heading included, as [`window`] takes them), by the file's
+/// name as the profile gives it.
+pub fn source_sections(text: &str) -> HashMap<String, String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let heads: Vec<usize> = (0..lines.len())
+        .filter(|&k| lines[k].starts_with("-- ") && !lines[k].starts_with("-- line "))
+        .collect();
+    let mut out = HashMap::new();
+    for (h, &k) in heads.iter().enumerate() {
+        let Some(file) = lines[k]
+            .strip_prefix("-- Auto-annotated source: ")
+            .or_else(|| lines[k].strip_prefix("-- User-annotated source: "))
+        else {
+            continue;
+        };
+        let mut end = heads.get(h + 1).copied().unwrap_or(lines.len());
+        // The rule above the next heading belongs to it.
+        if end > k + 1 && end < lines.len() && lines[end - 1].starts_with("----") {
+            end -= 1;
+        }
+        let mut section = lines[k..end].join("\n");
+        section.push('\n');
+        out.insert(file.to_owned(), section);
+    }
+    out
+}
+
 /// Annotated source (`tally annotate` of the function's file, cut to a
 /// window around the function unless `whole=1`) or assembly (`tally
 /// annotate --asm`) as text.
@@ -672,23 +688,36 @@ pub fn annotated(s: &Session, q: &Query, asm: bool) -> Result<Reply, Error> {
         opts.auto = false;
         opts.files = vec![r.file.clone().into()];
     }
-    if let Some(p) = number(q, "part")? {
+    let part = number(q, "part")?;
+    if let Some(p) = part {
         opts.parts = annotate::PartFilter::Parts(vec![p as u64 + 1]);
     }
-    let mut out = Vec::new();
-    let warnings = annotate::annotate(&inp.profile, &opts, &mut out)?;
-    let mut text = String::from_utf8_lossy(&out).into_owned();
+    let key = (
+        s.main(),
+        asm,
+        opts.files.first().map(|f| f.display().to_string()),
+        event.clone(),
+        part,
+    );
+    let whole = s.annotation(key, || {
+        let mut out = Vec::new();
+        let warnings = annotate::annotate(&inp.profile, &opts, &mut out)?;
+        let text = String::from_utf8_lossy(&out).into_owned();
+        let warnings: String = warnings.iter().map(|w| format!("\nwarning: {w}")).collect();
+        Ok((text, warnings))
+    })?;
+    let mut text = whole.0.as_str();
+    let cut;
     if !asm
         && get(q, "whole") != Some("1")
         && inp.gmon.is_none()
-        && let Some((lo, hi)) = row.and_then(|r| lines_of(inp, &v, r.node))
-        && let Some(w) = window(&text, lo, hi)
+        && let Some((lo, hi)) = row.and_then(|r| lines_of(inp, r.node))
+        && let Some(w) = window(text, lo, hi)
     {
-        text = w;
+        cut = w;
+        text = &cut;
     }
-    for w in warnings {
-        text.push_str(&format!("\nwarning: {w}"));
-    }
+    let text = format!("{text}{}", whole.1);
     Ok(Reply {
         content_type: "text/plain; charset=utf-8",
         body: text.into_bytes(),

@@ -2,8 +2,10 @@
 //! embedded, for a CI artefact or an e-mail. Rows are trimmed by a
 //! threshold (a share of the total, self or inclusive) so a large profile
 //! gives a small file; the call graph and flame graph are embedded once
-//! (the flame graph in the first event), the source and assembly views
-//! as `tally annotate --auto` and `--asm` give them.
+//! (the flame graph in the first event, frames narrower than the
+//! threshold left out), each embedded function with at most [`ARCS`]
+//! callers and callees and its own source lines (not whole files), the
+//! assembly as `tally annotate --asm` gives it (small programs only).
 
 use std::path::Path;
 
@@ -43,13 +45,21 @@ fn text(r: api::Reply) -> String {
     String::from_utf8_lossy(&r.body).into_owned()
 }
 
+/// The most callers, callees or cycle members a function's entry keeps
+/// (the heaviest, in gprof's order); the page says how many were left out.
+pub const ARCS: usize = 12;
+
 /// The embedded data: `meta`, and per event its `rows` and the selected
-/// function's entries (`functions`), plus `flame`, `graph`, `source` and
-/// `asm`. Only rows at or above the threshold are turned into JSON; how
-/// many were left out is embedded for the page to say.
+/// function's entries (`functions`, at most [`ARCS`] callers and callees
+/// each), plus `flame`, `graph`, each function's source window
+/// (`sources`) and `asm`. Only functions at or above the threshold are
+/// embedded; how many were left out, and how, is embedded for the page to
+/// say.
 pub fn data(s: &Session, opts: &ReportOptions) -> Result<Value, Error> {
     let events = s.events(s.main());
     let mut views = Map::new();
+    let mut nodes = std::collections::BTreeSet::new();
+    let mut arcs_left_out = 0usize;
     for e in &events {
         let q = query(&[("event", e.clone()), ("limit", "0".into())]);
         let head = api::functions(s, &q)?;
@@ -77,6 +87,8 @@ pub fn data(s: &Session, opts: &ReportOptions) -> Result<Value, Error> {
             .collect();
         let mut rows = Vec::with_capacity(kept.len());
         let mut functions = Map::new();
+        // Nodes (a cycle's above all) belong to one event's view.
+        let mut names = Map::new();
         for &i in &kept {
             rows.push(api::row_json(
                 &table.rows[i],
@@ -84,7 +96,10 @@ pub fn data(s: &Session, opts: &ReportOptions) -> Result<Value, Error> {
                 total,
             ));
             let n = table.rows[i].node;
-            let f = api::function(s, &query(&[("event", e.clone()), ("node", n.to_string())]))?;
+            nodes.insert(n);
+            let mut f = api::function(s, &query(&[("event", e.clone()), ("node", n.to_string())]))?;
+            arcs_left_out += trim_arcs(&mut f);
+            share_names(&mut f, &mut names);
             functions.insert(n.to_string(), f);
         }
         views.insert(
@@ -93,14 +108,17 @@ pub fn data(s: &Session, opts: &ReportOptions) -> Result<Value, Error> {
                 "head": head,
                 "rows": rows,
                 "functions": functions,
+                "names": names,
                 "left_out": table.rows.len() - kept.len(),
             }),
         );
     }
     let first = query(&[("event", events.first().cloned().unwrap_or_default())]);
-    let flame = api::flame_svg(s, &first).map(text).ok();
+    // Frames narrower than the threshold's share of the width are left out.
+    let min_width = (opts.threshold * f64::from(api::FLAME_WIDTH)).max(0.1);
+    let flame = api::flame_svg_with(s, &first, min_width).map(text).ok();
     let graph = api::graph_svg(s, &first).map(text).ok();
-    let source = api::annotated(s, &first, false).map(text).ok();
+    let sources = sources(s, &first, &nodes);
     // The assembly view disassembles every object above the threshold:
     // for a large program (cc1: minutes, megabytes) it is left out.
     let functions = s.table(None, None, Grouping::Function)?.rows.len();
@@ -112,12 +130,129 @@ pub fn data(s: &Session, opts: &ReportOptions) -> Result<Value, Error> {
     Ok(json!({
         "meta": api::meta(s),
         "threshold": opts.threshold,
+        "trimmed": {
+            "arcs": ARCS,
+            "arcs_left_out": arcs_left_out,
+            "flame_min_width": min_width,
+            "asm": asm.is_none(),
+        },
         "views": views,
         "flame": flame,
         "graph": graph,
-        "source": source,
+        "sources": sources,
         "asm": asm,
     }))
+}
+
+/// Keeps the [`ARCS`] heaviest callers, callees and members of an entry
+/// (in their order), noting how many went in `<key>_left_out`; returns
+/// how many went.
+fn trim_arcs(f: &mut Value) -> usize {
+    let mut gone = 0;
+    for key in ["parents", "children", "members"] {
+        let Some(Value::Array(arcs)) = f.get_mut(key) else {
+            continue;
+        };
+        if arcs.len() <= ARCS {
+            continue;
+        }
+        let cost = |v: &Value| {
+            v["delta"].as_f64().map(f64::abs).unwrap_or_else(|| {
+                v["measured"].as_f64().unwrap_or_else(|| {
+                    v["self"].as_f64().unwrap_or(0.0) + v["descendants"].as_f64().unwrap_or(0.0)
+                })
+            })
+        };
+        let mut by: Vec<usize> = (0..arcs.len()).collect();
+        by.sort_by(|&a, &b| cost(&arcs[b]).total_cmp(&cost(&arcs[a])));
+        let mut keep = vec![false; arcs.len()];
+        for &k in &by[..ARCS] {
+            keep[k] = true;
+        }
+        let n = arcs.len() - ARCS;
+        let mut k = 0;
+        arcs.retain(|_| {
+            k += 1;
+            keep[k - 1]
+        });
+        f[format!("{key}_left_out")] = json!(n);
+        gone += n;
+    }
+    gone
+}
+
+/// Moves the names of an entry's arcs to `names` (by node, in the view's
+/// `names`), where the
+/// page finds them: the same long names recur in many entries. The
+/// entry's own row goes too: the table's rows hold it already.
+fn share_names(f: &mut Value, names: &mut Map<String, Value>) {
+    if let Some(o) = f.as_object_mut() {
+        o.remove("row");
+    }
+    for key in ["parents", "children", "members"] {
+        let Some(Value::Array(arcs)) = f.get_mut(key) else {
+            continue;
+        };
+        for a in arcs {
+            let Some(n) = a["node"].as_u64() else {
+                continue;
+            };
+            if let Some(o) = a.as_object_mut()
+                && let Some(name) = o.remove("name")
+            {
+                names.insert(n.to_string(), name);
+            }
+        }
+    }
+}
+
+/// Each function's source window (its lines with context, as the server
+/// shows it), cut from one `tally annotate --auto` of the whole profile:
+/// functions whose file is not found (or is below annotate's threshold)
+/// have none.
+fn sources(
+    s: &Session,
+    q: &Query,
+    nodes: &std::collections::BTreeSet<usize>,
+) -> Map<String, Value> {
+    let mut out = Map::new();
+    let inp = &s.inputs[s.main()];
+    if inp.gmon.is_some() {
+        // gmon input: no lines to cut by; the one annotation, for every
+        // function of a file found.
+        if let Ok(all) = api::annotated(s, q, false).map(text) {
+            out.insert("all".into(), json!(all));
+        }
+        return out;
+    }
+    let Ok(all) = api::annotated(s, q, false).map(text) else {
+        return out;
+    };
+    let sections = api::source_sections(&all);
+    let Ok(view) = s.view(s.main(), q.get("event").map(String::as_str), None) else {
+        return out;
+    };
+    for &n in nodes {
+        let Some(file) = view
+            .report
+            .table
+            .routines
+            .get(n)
+            .and_then(|r| r.file.as_deref())
+        else {
+            continue;
+        };
+        let Some(section) = sections.get(file) else {
+            continue;
+        };
+        let Some((lo, hi)) = api::lines_of(inp, n) else {
+            continue;
+        };
+        if let Some(w) = api::window(section, lo, hi) {
+            out.insert(n.to_string(), json!(w));
+        }
+    }
+    out
 }
 
 /// Writes the report to `out` through tally-formats' safe output

@@ -41,7 +41,7 @@ pub fn bind(port: Option<u16>) -> Result<Bound, Error> {
 }
 
 struct App {
-    session: Session,
+    session: Arc<Session>,
     token: String,
     hosts: [String; 2],
     page: String,
@@ -58,8 +58,9 @@ impl Bound {
         self.port
     }
 
-    /// Serves `session` until the process ends.
-    pub fn serve(self, session: Session) -> Result<(), Error> {
+    /// Serves `session` until the process ends (shared: the caller may
+    /// go on preparing views in another thread).
+    pub fn serve(self, session: Arc<Session>) -> Result<(), Error> {
         let title = format!("tally — {}", session.inputs[session.main()].name);
         let app = Arc::new(App {
             session,

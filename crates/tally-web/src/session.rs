@@ -13,7 +13,7 @@ use tally_analysis::{Aggregate, EstimateOptions, estimate_stacks_with};
 use tally_formats::Source;
 use tally_formats::detect::Format as FileFormat;
 use tally_formats::gmon::Gmon;
-use tally_model::{AnyCost, EventColumns, Profile, Stacks};
+use tally_model::{AnyCost, EventColumns, FunctionId, Profile, Stacks};
 use tally_report::gprof::{self, Options, Report};
 use tally_symbols::ObjectFile;
 
@@ -40,6 +40,10 @@ pub struct Input {
     pub files: Vec<PathBuf>,
     /// Warnings of the read, for the user.
     pub warnings: Vec<String>,
+    /// Each function's lowest and highest line with a cost in its own
+    /// file: one scan of the cost lines on the first source request,
+    /// instead of one per request.
+    lines: OnceLock<HashMap<FunctionId, (u64, u64)>>,
 }
 
 /// Everything served: one input, or two (A and B) for a comparison.
@@ -48,9 +52,22 @@ pub struct Session {
     pub inputs: Vec<Input>,
     /// Whether the page compares `inputs[1]` against `inputs[0]`.
     pub diff: bool,
-    views: Mutex<HashMap<ViewKey, Arc<View>>>,
+    views: Mutex<HashMap<ViewKey, Slot<View>>>,
     tables: Mutex<HashMap<TableKey, Arc<Table>>>,
+    annotations: Mutex<HashMap<AnnotationKey, Slot<Annotation>>>,
 }
+
+/// A value made once: the first caller makes it, callers that come
+/// meanwhile wait for it instead of making it again (the first view is
+/// made in the background while the page loads and asks for it).
+type Slot<T> = Arc<OnceLock<Result<Arc<T>, String>>>;
+
+/// `tally annotate`'s text and its warnings (one per line).
+pub type Annotation = (String, String);
+
+/// An annotation's key: the input, assembly or not, the source file (or
+/// `None`: `--auto`), the event and the part.
+pub type AnnotationKey = (usize, bool, Option<String>, Option<String>, Option<usize>);
 
 /// A table's key: the view's key and the grouping.
 type TableKey = (ViewKey, Grouping);
@@ -94,6 +111,7 @@ impl Session {
             diff: opts.diff,
             views: Mutex::new(HashMap::new()),
             tables: Mutex::new(HashMap::new()),
+            annotations: Mutex::new(HashMap::new()),
         })
     }
 
@@ -136,15 +154,35 @@ impl Session {
             return Err(Error::NotFound(format!("no part {}", part.unwrap_or(0))));
         }
         let key = (input, event.clone(), part);
-        if let Some(v) = self.views.lock().map_err(|_| Error::Poisoned)?.get(&key) {
-            return Ok(v.clone());
-        }
-        let v = Arc::new(self.analyse(input, &event, part)?);
-        self.views
+        let slot = self
+            .views
             .lock()
             .map_err(|_| Error::Poisoned)?
-            .insert(key, v.clone());
-        Ok(v)
+            .entry(key)
+            .or_default()
+            .clone();
+        once(&slot, || {
+            self.analyse(input, &event, part)
+                .map(Arc::new)
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    /// `make`'s annotation for `key`, made once (an annotation scans every
+    /// cost line: a second request for the same file costs nothing).
+    pub fn annotation(
+        &self,
+        key: AnnotationKey,
+        make: impl FnOnce() -> Result<Annotation, Error>,
+    ) -> Result<Arc<Annotation>, Error> {
+        let slot = self
+            .annotations
+            .lock()
+            .map_err(|_| Error::Poisoned)?
+            .entry(key)
+            .or_default()
+            .clone();
+        once(&slot, || make().map(Arc::new).map_err(|e| e.to_string()))
     }
 
     /// The functions table of the main input in `event` over `part`,
@@ -211,7 +249,40 @@ impl Session {
     }
 }
 
+/// The value of `slot`, made by `make` if nobody has made it yet.
+fn once<T>(slot: &Slot<T>, make: impl FnOnce() -> Result<Arc<T>, String>) -> Result<Arc<T>, Error> {
+    slot.get_or_init(make).clone().map_err(Error::Input)
+}
+
 impl Input {
+    /// The lowest and highest line with a cost of `f` in its own file
+    /// (`None` if it has none), from an index made on the first call.
+    pub fn lines_of(&self, f: FunctionId) -> Option<(u64, u64)> {
+        self.lines
+            .get_or_init(|| {
+                let mut by: HashMap<FunctionId, (u64, u64)> = HashMap::new();
+                let Some(at) = self.profile.positions.line() else {
+                    return by;
+                };
+                let names = &self.profile.names;
+                for part in &self.profile.parts {
+                    part.lines.for_each(|l| {
+                        if let Some(&n) = l.positions.get(at)
+                            && n > 0
+                            && names.key(l.function).file == l.file
+                        {
+                            let e = by.entry(l.function).or_insert((n, n));
+                            e.0 = e.0.min(n);
+                            e.1 = e.1.max(n);
+                        }
+                    });
+                }
+                by
+            })
+            .get(&f)
+            .copied()
+    }
+
     /// The whole stacks: recorded, or estimated from the call arcs (kept
     /// after the first call).
     pub fn stacks(&self) -> Result<&Stacks<u64>, Error> {
@@ -302,5 +373,6 @@ fn load_input(files: &[PathBuf], binary: Option<&Path>) -> Result<Input, Error> 
         estimated,
         files: files.to_vec(),
         warnings,
+        lines: OnceLock::new(),
     })
 }
