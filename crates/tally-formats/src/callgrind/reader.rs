@@ -37,6 +37,8 @@ mod checks;
 mod fast;
 /// The fast path for the common keyed lines (names by id, calls, jumps).
 mod keyed;
+/// Reading on two threads.
+mod pipeline;
 /// The running sums that bound every later sum, and their overflow errors.
 mod sums;
 use fast::{add_totals, fast_decimal};
@@ -44,7 +46,7 @@ pub use sums::Sums;
 use sums::add_magnitudes;
 
 use crate::error::{Error, ParseErrorKind, WarningKind, Warnings, excerpt};
-use crate::input::{Input, Lines};
+use crate::input::Input;
 pub use tally_model::Sink;
 use tally_model::{
     CallInfo, Calls, Cost, CostLines, Events, FileId, Format, FunctionId, FunctionKey, JumpInfo,
@@ -148,7 +150,19 @@ pub struct ReadOptions<'a> {
     /// The running sums of the files read before this one into the same
     /// profile ([`ReadOutcome::sums`]), so that the bound holds for them all.
     pub carried: Option<Sums>,
+    /// Read on two threads (one reads the input and decodes the numbers of
+    /// the cost lines, the other parses); the result is the same. `None`:
+    /// for uncompressed inputs of known size from
+    /// [`TWO_THREADS_FROM`] bytes when there are two cores.
+    pub two_threads: Option<bool>,
+    /// Bytes read at a time (1 MiB if `None`); tests make it small so that
+    /// chunk boundaries fall everywhere.
+    pub chunk_size: Option<usize>,
 }
+
+/// The input size from which a read uses two threads by default: below it
+/// starting the thread costs more than it saves.
+pub const TWO_THREADS_FROM: u64 = 4 << 20;
 
 /// Reads a whole profile into memory.
 pub fn read<C: Cost>(input: Input) -> Result<(Profile<C>, Warnings), Error> {
@@ -171,13 +185,34 @@ pub fn parse<C: Cost, S: Sink<C>>(
     sink: &mut S,
     options: ReadOptions<'_>,
 ) -> Result<ReadOutcome<C>, Error> {
-    let mut lines = input.into_lines();
+    let two_threads = match options.two_threads {
+        Some(on) => on,
+        None => {
+            !input.gzip
+                && input.size.is_some_and(|n| n >= TWO_THREADS_FROM)
+                && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+        }
+    };
+    let lines = match options.chunk_size {
+        Some(n) => input.into_lines_sized(n),
+        None => input.into_lines(),
+    };
     let mut p = Parser::new(sink);
     p.progress = options.progress;
     p.sums = options.carried.unwrap_or_default();
     p.memory_limit = options.memory_limit;
-    p.run(&mut lines)?;
-    let bytes = lines.consumed();
+    let bytes = if two_threads {
+        let path = lines.path.clone();
+        std::thread::scope(|scope| {
+            let mut piped = pipeline::start(scope, lines, &path);
+            p.run(&mut piped)?;
+            Ok::<_, Error>(pipeline::Source::consumed(&piped))
+        })?
+    } else {
+        let mut lines = lines;
+        p.run(&mut lines)?;
+        lines.consumed()
+    };
     Ok(ReadOutcome {
         profile: p.profile,
         stats: p.stats,
@@ -352,10 +387,11 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         Some(f)
     }
 
-    fn run(&mut self, lines: &mut Lines) -> Result<(), Error> {
+    fn run<L: pipeline::Source>(&mut self, lines: &mut L) -> Result<(), Error> {
+        let path = lines.path().to_path_buf();
         let mut next_progress = 1u64 << 24;
         loop {
-            let (data, len) = match lines.next_chunk() {
+            let (data, len, mut decoded) = match lines.chunk() {
                 Ok(Some(chunk)) => chunk,
                 Ok(None) => break,
                 Err(Error::Io { path, source }) => {
@@ -370,7 +406,12 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             let mut p = 0;
             while p < len {
                 if matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*') {
-                    p = self.fast_run(data, p, len);
+                    if let Some(d) = decoded.as_mut() {
+                        p = self.decoded_run(d, p, len);
+                    }
+                    if p < len {
+                        p = self.fast_run(data, p, len);
+                    }
                     if p >= len {
                         break;
                     }
@@ -392,7 +433,7 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                     } else {
                         kind
                     };
-                    return Err(self.error(&lines.path, self.line_no, kind));
+                    return Err(self.error(&path, self.line_no, kind));
                 }
                 p = end + 1;
             }
@@ -400,7 +441,7 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                 && self.sink.held_bytes() as u64 > limit
             {
                 let kind = ParseErrorKind::MemoryLimit { limit };
-                return Err(self.error(&lines.path, self.line_no, kind));
+                return Err(self.error(&path, self.line_no, kind));
             }
             if lines.consumed() >= next_progress {
                 next_progress = lines.consumed() + (1 << 24);
@@ -410,10 +451,10 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             }
         }
         if self.line_no == 0 {
-            return Err(self.error(&lines.path, 1, ParseErrorKind::Empty));
+            return Err(self.error(&path, 1, ParseErrorKind::Empty));
         }
         self.finish()
-            .map_err(|kind| self.error(&lines.path, self.line_no, kind))
+            .map_err(|kind| self.error(&path, self.line_no, kind))
     }
 
     fn error(&self, path: &std::path::Path, line: u64, kind: ParseErrorKind) -> Error {
