@@ -10,7 +10,7 @@
 use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;
-use tally_formats::callgrind::{self, WriteOptions};
+use tally_formats::callgrind::{self, ReadOptions, WriteOptions};
 use tally_formats::{Input, NullSink};
 use tally_gen::{Config, EventSet};
 
@@ -55,16 +55,24 @@ fn bench(c: &mut Criterion) {
                 BatchSize::PerIteration,
             )
         });
-        group.bench_function("parse", |b| {
-            b.iter_batched(
-                || text.clone(),
-                |bytes| {
-                    callgrind::parse::<u64, _>(input(bytes), &mut NullSink, Default::default())
-                        .expect("valid profile")
-                },
-                BatchSize::PerIteration,
-            )
-        });
+        // Parsing alone, on one thread and on two (the default for large
+        // files, see `ReadOptions::two_threads`).
+        for (bench, two) in [("parse", false), ("parse-two-threads", true)] {
+            group.bench_function(bench, |b| {
+                b.iter_batched(
+                    || text.clone(),
+                    |bytes| {
+                        let options = ReadOptions {
+                            two_threads: Some(two),
+                            ..Default::default()
+                        };
+                        callgrind::parse::<u64, _>(input(bytes), &mut NullSink, options)
+                            .expect("valid profile")
+                    },
+                    BatchSize::PerIteration,
+                )
+            });
+        }
 
         let (profile, _) = callgrind::read::<u64>(input(text.clone())).expect("valid profile");
         let mut out = Vec::with_capacity(text.len() * 2);

@@ -59,10 +59,16 @@ impl Input {
     }
 
     pub(crate) fn into_lines(self) -> Lines {
+        self.into_lines_sized(1 << 20)
+    }
+
+    /// Lines read `chunk` bytes at a time (the buffer still grows for a
+    /// longer line).
+    pub(crate) fn into_lines_sized(self, chunk: usize) -> Lines {
         Lines {
             path: self.path,
             reader: self.reader,
-            buf: vec![0; (1 << 20) + PAD],
+            buf: vec![0; chunk.max(1) + PAD],
             start: 0,
             end: 0,
             eof: false,

@@ -291,6 +291,7 @@ fn read_sources_into<C: Cost, K: Store<C>>(
             progress: Some(&mut step),
             carried: sums.take(),
             memory_limit,
+            ..Default::default()
         };
         let mut sink = K::default();
         let mut outcome = callgrind::parse::<C, _>(source.input()?, &mut sink, options)?;

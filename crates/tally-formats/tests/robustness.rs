@@ -32,10 +32,44 @@ fn paths_agree(bytes: &[u8]) {
     }
 }
 
+/// Reads on two threads, `chunk` bytes at a time.
+fn read_two_threads<C: tally_model::Cost>(
+    bytes: &[u8],
+    chunk: usize,
+) -> Result<(tally_model::Profile<C>, tally_formats::Warnings), Error> {
+    let options = callgrind::ReadOptions {
+        two_threads: Some(true),
+        chunk_size: Some(chunk),
+        ..Default::default()
+    };
+    callgrind::read_with(Input::from_bytes("x", bytes.to_vec()).unwrap(), options)
+}
+
+/// The read on two threads equals the read on one, whatever the chunk
+/// size (so that chunk boundaries fall everywhere): the same profile and
+/// warnings, or the same error (line and message).
+fn threads_agree<C: tally_model::Cost>(bytes: &[u8], chunk: usize) {
+    let one = callgrind::read::<C>(Input::from_bytes("x", bytes.to_vec()).unwrap());
+    let two = read_two_threads::<C>(bytes, chunk);
+    match (one, two) {
+        (Ok(x), Ok(y)) => assert!(x == y, "one and two threads read differently"),
+        (Err(x), Err(y)) => assert_eq!(x.to_string(), y.to_string()),
+        (x, y) => panic!(
+            "one and two threads disagree: {:?} / {:?}",
+            x.err(),
+            y.err()
+        ),
+    }
+}
+
 /// Reads as unsigned and as signed; any outcome but a panic is fine, and an
 /// error names a line that exists (or the line just past the end).
 fn exercise(bytes: &[u8]) {
     paths_agree(bytes);
+    // A chunk size that varies with the input, from a few bytes up.
+    let chunk = 1 + bytes.iter().map(|&b| b as usize).sum::<usize>() % 300;
+    threads_agree::<u64>(bytes, chunk);
+    threads_agree::<i64>(bytes, chunk);
     let lines = bytes.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
     for signed in [false, true] {
         let input = Input::from_bytes("mutated", bytes.to_vec()).unwrap();
@@ -176,5 +210,16 @@ fn truncated_gzip_is_a_read_error_at_a_line() {
     for n in [10, data.len() / 2, data.len() - 4] {
         let r = callgrind::read::<u64>(Input::from_bytes("t.gz", data[..n].to_vec()).unwrap());
         assert!(matches!(r, Err(Error::Read { .. })), "cut at {n}: {r:?}");
+    }
+}
+
+#[test]
+fn two_threads_read_real_files_as_one_at_every_chunk_size() {
+    for src in SOURCES {
+        let data = fixture(src);
+        for chunk in [1, 2, 7, 64, 333, 4096, 1 << 20] {
+            threads_agree::<u64>(&data, chunk);
+            threads_agree::<i64>(&data, chunk);
+        }
     }
 }

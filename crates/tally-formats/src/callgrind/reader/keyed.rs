@@ -13,7 +13,8 @@
 //! undefined ids, extra numbers, tabs, `\r` and a pending `calls=` or jump
 //! are all declined.
 
-use super::{Parser, Pending, Space, subposition_at, swar_decimal};
+use super::fast::{subposition_at, swar_decimal};
+use super::{Parser, Pending, Space};
 use tally_model::{Cost, FileId, FunctionKey, JumpInfo, ObjectId, Sink, SymbolId};
 
 /// Which context slot a name line sets.

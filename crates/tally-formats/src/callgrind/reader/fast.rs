@@ -1,0 +1,322 @@
+//! The fast path for cost lines: runs of plain cost lines and the line
+//! after `calls=` or a jump, read straight from the padded chunk with the
+//! context in locals, and the number scanners they use (eight digits at a
+//! time). Every function either reads the whole line as the careful path
+//! would, or declines (`None`, or stops the run) before changing anything,
+//! so that the careful path reads the line again and reports its errors.
+
+use super::sums::{add_magnitudes, sub_magnitudes};
+use super::{Parser, Pending, is_space};
+use tally_model::{Cost, Sink};
+
+impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
+    /// Reads a run of plain cost lines of one function straight from the
+    /// chunk, keeping the context in locals; stops at the first line that is
+    /// anything else or unusual (see [`scan_cost_line`]) and returns where.
+    #[inline(never)]
+    pub(super) fn fast_run(&mut self, data: &[u8], mut p: usize, len: usize) -> usize {
+        if !self.started || !matches!(self.pending, Pending::None) {
+            return p;
+        }
+        // After `fn=` the function is resolved here, as the careful path
+        // would on this line (the same interning, in the same order).
+        let Some(function) = self.function.or_else(|| self.current_function().ok()) else {
+            return p;
+        };
+        let (np, fi) = (self.np, self.fi);
+        let mut last = self.last;
+        let Parser {
+            stats,
+            costs,
+            sink,
+            sums,
+            ..
+        } = self;
+        let stats = stats.last_mut().expect("part");
+        let totals = &mut stats.totals[..];
+        let sums = &mut sums.costs[..];
+        let mut lines = 0u64;
+        while p < len {
+            let Some((pos, n, end)) = scan_cost_line(data, p, len, np, last, costs) else {
+                break;
+            };
+            if !add_magnitudes(sums, &costs[..n]) {
+                break;
+            }
+            if !add_totals(totals, &costs[..n]) {
+                sub_magnitudes(sums, &costs[..n]);
+                break;
+            }
+            sink.line(function, fi, &pos[..np], &costs[..n]);
+            last = pos;
+            lines += 1;
+            p = end + 1;
+        }
+        if lines > 0 {
+            stats.lines += lines;
+            self.last = last;
+            self.line_no += lines;
+            self.seq += lines;
+            self.in_body = true;
+        }
+        p
+    }
+
+    /// The line after `calls=` or a jump line, when it is in the usual form;
+    /// `None` sends it to the careful path.
+    #[inline]
+    pub(super) fn fast_pending_line(&mut self, data: &[u8], p: usize, len: usize) -> Option<usize> {
+        if matches!(self.pending, Pending::None) || !self.started {
+            return None;
+        }
+        let function = self.function?;
+        let (pos, n, end) = scan_cost_line(data, p, len, self.np, self.last, &mut self.costs)?;
+        match self.pending {
+            Pending::Call { count, .. } => {
+                if !self.sums.add_call(count, &self.costs[..n]) {
+                    return None;
+                }
+                self.line_no += 1;
+                self.in_body = true;
+                self.emit_call(function, &pos, n);
+            }
+            Pending::Jump { .. } if n == 0 => {
+                let Pending::Jump { info, target, .. } =
+                    std::mem::replace(&mut self.pending, Pending::None)
+                else {
+                    unreachable!("matched above")
+                };
+                self.line_no += 1;
+                self.in_body = true;
+                self.emit_jump(info, &pos, &target);
+            }
+            _ => return None,
+        }
+        Some(end + 1)
+    }
+}
+
+/// The common case of a number: up to 19 decimal digits (which cannot
+/// overflow) followed by a space or the end. Anything else (hex, `.`, a sign,
+/// more digits, garbage) takes the careful path.
+#[inline(always)]
+pub(super) fn fast_decimal(s: &[u8], i: usize) -> Option<(u64, usize)> {
+    if s.get(i) == Some(&b'0') && s.get(i + 1) == Some(&b'x') {
+        return fast_hex(s, i + 2);
+    }
+    let mut j = i;
+    let mut v = 0u64;
+    while j < s.len() {
+        let d = s[j].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+        j += 1;
+    }
+    let n = j - i;
+    if n == 0 || n > 19 || (j < s.len() && !is_space(s[j])) {
+        return None;
+    }
+    Some((v, j))
+}
+
+/// Up to 16 hexadecimal digits at `s[i..]` (after `0x`), ending at a space or
+/// the end.
+#[inline]
+pub(super) fn fast_hex(s: &[u8], i: usize) -> Option<(u64, usize)> {
+    let mut j = i;
+    let mut v = 0u64;
+    while j < s.len() {
+        let d = match s[j] {
+            b @ b'0'..=b'9' => b - b'0',
+            b @ b'a'..=b'f' => b - b'a' + 10,
+            b @ b'A'..=b'F' => b - b'A' + 10,
+            _ => break,
+        };
+        v = (v << 4) | u64::from(d);
+        j += 1;
+    }
+    let n = j - i;
+    if n == 0 || n > 16 || (j < s.len() && !is_space(s[j])) {
+        return None;
+    }
+    Some((v, j))
+}
+
+/// Reads the positions and counts of a cost line at `data[p..]` in the forms
+/// Valgrind writes (single spaces, decimal or `0x` numbers, `+n`, `-n`, `*`),
+/// straight from the chunk (the line ends at `\n` or `len`; `data` is
+/// padded). Returns the positions, the number of counts put in `costs`, and
+/// the index of the line's end; `None` for anything else (other line kinds,
+/// tabs or several spaces, `.`, signs, `\r`, too many counts, numbers too
+/// large), which the careful path then reads and reports.
+#[inline(always)]
+pub(super) fn scan_cost_line<C: Cost>(
+    data: &[u8],
+    p: usize,
+    len: usize,
+    np: usize,
+    last: [u64; 3],
+    costs: &mut [C],
+) -> Option<([u64; 3], usize, usize)> {
+    if !matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*') {
+        return None;
+    }
+    // Unrolled over the (at most three) positions so that they stay in
+    // registers: partial writes to an array on the stack followed by a
+    // whole-array copy stall store forwarding.
+    let (p0, mut i) = subposition_at(data, p, last[0])?;
+    let mut pos = [p0, last[1], last[2]];
+    if np > 1 {
+        if data[i] != b' ' {
+            return None;
+        }
+        let (p1, j) = subposition_at(data, i + 1, last[1])?;
+        pos[1] = p1;
+        i = j;
+        if np > 2 {
+            if data[i] != b' ' {
+                return None;
+            }
+            let (p2, j) = subposition_at(data, i + 1, last[2])?;
+            pos[2] = p2;
+            i = j;
+        }
+    }
+    let mut n = 0;
+    while data[i] == b' ' {
+        i += 1;
+        if data[i] == b'\n' {
+            break;
+        }
+        let slot = costs.get_mut(n)?;
+        let (v, j) = number(data, i)?;
+        *slot = C::from_u64(v)?;
+        n += 1;
+        i = j;
+    }
+    if i < len && data[i] != b'\n' {
+        return None;
+    }
+    Some((pos, n, i))
+}
+
+/// One subposition (`*`, `+n`, `-n`, `n`, `0xn`) at `data[i..]` relative to
+/// `base`, in the fast forms only.
+#[inline(always)]
+pub(super) fn subposition_at(data: &[u8], i: usize, base: u64) -> Option<(u64, usize)> {
+    match data[i] {
+        b'*' => Some((base, i + 1)),
+        b'+' => {
+            let (d, j) = number(data, i + 1)?;
+            Some((base.checked_add(d)?, j))
+        }
+        b'-' => {
+            let (d, j) = number(data, i + 1)?;
+            Some((base.checked_sub(d)?, j))
+        }
+        _ => number(data, i),
+    }
+}
+
+/// Adds a line's costs to the totals; on overflow undoes what it added and
+/// returns false, so that the careful path can report it.
+#[inline(always)]
+pub(super) fn add_totals<C: Cost>(totals: &mut [C], costs: &[C]) -> bool {
+    for (k, &c) in costs.iter().enumerate() {
+        match totals[k].checked_add(c) {
+            Some(v) => totals[k] = v,
+            None => {
+                for (t, &c) in totals.iter_mut().zip(&costs[..k]) {
+                    *t = t.checked_sub(c).expect("just added");
+                }
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// A decimal number at `data[i..]` that ends at a space or a newline (or
+/// the padding): one digit directly, longer ones eight digits at a time.
+#[inline(always)]
+pub(super) fn number(data: &[u8], i: usize) -> Option<(u64, usize)> {
+    let d = data[i].wrapping_sub(b'0');
+    let next = data[i + 1];
+    let (v, j) = if d <= 9 && (next == b' ' || next == b'\n') {
+        (u64::from(d), i + 1)
+    } else if d == 0 && next == b'x' {
+        let end = memchr::memchr2(b' ', b'\n', &data[i..]).map_or(data.len(), |k| i + k);
+        fast_hex(&data[..end], i + 2)?
+    } else {
+        swar_decimal(data, i)?
+    };
+    match data[j] {
+        b' ' | b'\n' | 0 => Some((v, j)),
+        _ => None,
+    }
+}
+
+/// Reads up to 19 decimal digits at `data[i..]` (which has 8 readable bytes
+/// past any digit, see `input::PAD`), eight at a time. `None` if there is no
+/// digit or more than 19 (the careful path then checks for overflow).
+#[inline(always)]
+pub(super) fn swar_decimal(data: &[u8], i: usize) -> Option<(u64, usize)> {
+    let (v, n) = eight_digits(data, i);
+    if n == 0 {
+        return None;
+    }
+    if n < 8 {
+        return Some((v, i + n));
+    }
+    // Long numbers (addresses, large counts): continue byte by byte.
+    let mut v = v;
+    let mut j = i + 8;
+    while let Some(d) = data
+        .get(j)
+        .map(|b| b.wrapping_sub(b'0'))
+        .filter(|d| *d <= 9)
+    {
+        v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+        j += 1;
+    }
+    if j - i > 19 {
+        return None;
+    }
+    Some((v, j))
+}
+
+/// The value and count of the leading decimal digits of `data[i..i + 8]`
+/// (at most 8), without a branch per digit.
+#[inline(always)]
+fn eight_digits(data: &[u8], i: usize) -> (u64, usize) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let chunk: [u8; 8] = match data.get(i..i + 8) {
+        Some(c) => c.try_into().expect("8 bytes"),
+        None => {
+            let mut c = [0u8; 8];
+            let rest = &data[i.min(data.len())..];
+            c[..rest.len()].copy_from_slice(rest);
+            c
+        }
+    };
+    let x = u64::from_le_bytes(chunk);
+    // A byte is a digit if its high nibble is 3 and its low nibble is < 10.
+    let high = (x & (0xF0 * ONES)) ^ (0x30 * ONES);
+    let low = ((x & (0x0F * ONES)) + (0x06 * ONES)) & (0xF0 * ONES);
+    let bad = high | low;
+    // Set the top bit of every non-zero byte of `bad`.
+    let flags = (((bad & (0x7F * ONES)) + (0x7F * ONES)) | bad) & (0x80 * ONES);
+    let n = (flags.trailing_zeros() / 8) as usize;
+    if n == 0 {
+        return (0, 0);
+    }
+    // Right-align the n digits in the 8 bytes (leading zeros) and combine
+    // them pairwise: 8 digits to 4 two-digit, 2 four-digit, 1 value.
+    let mut d = (x & (0x0F * ONES)) << (8 * (8 - n));
+    d = (d * 10 + (d >> 8)) & 0x00FF_00FF_00FF_00FF;
+    d = (d * 100 + (d >> 16)) & 0x0000_FFFF_0000_FFFF;
+    d = (d * 10000 + (d >> 32)) & 0xFFFF_FFFF;
+    (d, n)
+}
