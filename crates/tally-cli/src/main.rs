@@ -17,6 +17,7 @@ mod graph;
 mod merge;
 mod progress;
 mod record;
+mod record_system;
 mod serve;
 mod sim;
 

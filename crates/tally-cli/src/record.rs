@@ -47,7 +47,7 @@ pub struct Args {
     /// DCPI output: the profile database; each recording writes an epoch
     /// directory `DIR/YYMMDDHHMM` of one profile per image.
     #[arg(short = 'd', long = "db", value_name = "DIR")]
-    db: Option<PathBuf>,
+    pub(crate) db: Option<PathBuf>,
     /// Event to sample: cpu-clock, task-clock, page-faults,
     /// context-switches, or the hardware cycles, instructions,
     /// cache-references, cache-misses, branches, branch-misses (cpu-clock
@@ -68,13 +68,21 @@ pub struct Args {
     /// Record this running process instead of starting a program.
     #[arg(short, long, value_name = "PID", conflicts_with = "command")]
     pid: Option<i32>,
-    /// With `-p`: stop after this many seconds.
-    #[arg(long, value_name = "S", requires = "pid")]
+    /// Record every process (root, or kernel.perf_event_paranoid at most
+    /// 0) into DCPI epoch directories of `-d DIR`, until `--duration` or
+    /// SIGINT/SIGTERM.
+    #[arg(long, requires = "db", conflicts_with_all = ["command", "pid", "output"])]
+    system: bool,
+    /// With `--system`: start a new epoch directory every S seconds.
+    #[arg(long, value_name = "S", requires = "system")]
+    epoch: Option<f64>,
+    /// With `-p` or `--system`: stop after this many seconds.
+    #[arg(long, value_name = "S")]
     duration: Option<f64>,
     /// Ring buffer pages per CPU (a power of two; more for high rates)
     /// [default: 128 with frame pointers, 1024 with DWARF].
     #[arg(long, value_name = "PAGES")]
-    mmap_pages: Option<usize>,
+    pub(crate) mmap_pages: Option<usize>,
     /// How call stacks are taken: `fp` (frame pointers), `dwarf[,BYTES]`
     /// (unwinding a copy of BYTES of user stack, default 16384, with the
     /// images' DWARF call frame information), or `auto`: fp when the
@@ -136,17 +144,21 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             args.call_graph
         ),
     };
+    let duration = seconds("--duration", args.duration)?;
+    if args.system {
+        return crate::record_system::run(
+            &args,
+            event,
+            rate,
+            duration,
+            seconds("--epoch", args.epoch)?,
+        );
+    }
     let target = match (args.pid, args.command.split_first()) {
-        (Some(pid), _) => Target::Pid {
-            pid,
-            duration: match args.duration {
-                Some(s) if !(s > 0.0 && s.is_finite()) => {
-                    crate::usage_bail!("--duration {s}: not a positive number of seconds")
-                }
-                Some(s) => Some(Duration::from_secs_f64(s)),
-                None => None,
-            },
-        },
+        (Some(pid), _) => Target::Pid { pid, duration },
+        (None, Some(_)) if duration.is_some() => {
+            crate::usage_bail!("--duration is for -p and --system: a program runs until it ends")
+        }
         (None, Some((program, _))) => Target::Command {
             program: PathBuf::from(program),
             args: args.command.clone(),
@@ -231,6 +243,17 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     status(&recording)
 }
 
+/// A positive number of seconds given to `option`.
+fn seconds(option: &str, s: Option<f64>) -> anyhow::Result<Option<Duration>> {
+    match s {
+        Some(s) if !(s > 0.0 && s.is_finite()) => {
+            crate::usage_bail!("{option} {s}: not a positive number of seconds")
+        }
+        Some(s) => Ok(Some(Duration::from_secs_f64(s))),
+        None => Ok(None),
+    }
+}
+
 /// The program's status is tally's, as a shell gives it.
 fn status(recording: &tally_record::Recording) -> anyhow::Result<Outcome> {
     match recording.ending {
@@ -244,49 +267,25 @@ fn status(recording: &tally_record::Recording) -> anyhow::Result<Outcome> {
 /// DCPI profiles in a new epoch directory of `-d` (default `.`).
 fn write_counts(recording: &tally_record::Recording, to: To, args: &Args) -> anyhow::Result<()> {
     use tally_record::outputs;
-    let counts = recording.sample_counts()?;
+    let what = format!(
+        "{} samples of {}",
+        recording.samples(),
+        recording.event.name
+    );
     if to == To::Gmon {
         let output = args.output.clone().unwrap_or_else(|| "gmon.out".into());
-        let program = recording
-            .program
-            .as_ref()
-            .context("the main program's path is unknown: no gmon.out")?;
-        let g = outputs::gmon(
-            &counts,
-            program.as_os_str().as_encoded_bytes(),
-            recording.clock_hz(),
-        );
-        let bytes = outputs::gmon_bytes(&g).context("encoding gmon.out")?;
-        std::fs::write(&output, bytes).with_context(|| format!("writing {}", output.display()))?;
+        outputs::write_gmon(recording, &output)?;
         eprintln!(
-            "tally record: {} samples of {} written to {} (arcs count sampled stacks, not calls)",
-            recording.samples(),
-            recording.event.name,
+            "tally record: {what} written to {} (arcs count sampled stacks, not calls)",
             output.display()
         );
         return Ok(());
     }
     let db = args.db.clone().unwrap_or_else(|| ".".into());
-    let epoch = outputs::epoch(recording.started);
-    let dir = db.join(&epoch);
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let facts = outputs::DcpiFacts {
-        epoch: &epoch,
-        event: recording.event.name,
-        period: recording.period(),
-    };
-    let profiles = outputs::dcpi(&counts, &facts);
-    for (name, p) in &profiles {
-        let path = dir.join(name);
-        tally_formats::dcpi::write_file(p, &path)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
+    let (dir, images) = outputs::write_dcpi(recording, &db)?;
     eprintln!(
-        "tally record: {} samples of {} written to {} ({} images)",
-        recording.samples(),
-        recording.event.name,
-        dir.display(),
-        profiles.len()
+        "tally record: {what} written to {} ({images} images)",
+        dir.display()
     );
     Ok(())
 }

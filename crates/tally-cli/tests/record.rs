@@ -533,8 +533,32 @@ fn dwarf_unwinding_without_frame_pointers() {
         path_str(&exe),
         N,
     ]);
-    let (_, exact_incl, exact_total) = costs(d, "exact.out", "Ir");
-    let (_, incl, total) = costs(d, "callgrind.out", "cpu-clock");
+    let (exact_self, exact_incl, exact_total) = costs(d, "exact.out", "Ir");
+    let (self_, incl, total) = costs(d, "callgrind.out", "cpu-clock");
+    // Self shares at -O2 too: the same hottest function, a few points
+    // apart at most (time is not instructions).
+    let (exact_self, self_) = (shares(&exact_self, exact_total), shares(&self_, total));
+    let top = |m: &BTreeMap<String, f64>| {
+        OURS.iter()
+            .max_by(|a, b| {
+                m.get(**a)
+                    .unwrap_or(&0.0)
+                    .total_cmp(m.get(**b).unwrap_or(&0.0))
+            })
+            .copied()
+    };
+    assert_eq!(
+        top(&self_),
+        top(&exact_self),
+        "ours {self_:?}, exact {exact_self:?}"
+    );
+    for f in OURS {
+        let (a, b) = (
+            self_.get(f).copied().unwrap_or(0.0),
+            exact_self.get(f).copied().unwrap_or(0.0),
+        );
+        assert!((a - b).abs() <= 8.0, "{f}: {a:.1}% sampled, {b:.1}% exact");
+    }
     for f in ["rec", "leaf"] {
         let (a, b) = (100.0 * incl[f] / total, 100.0 * exact_incl[f] / exact_total);
         assert!(
@@ -599,6 +623,52 @@ fn gmon_output_is_read_by_gprof() {
             .any(|l| l.contains("main [") && !l.starts_with('[')),
         "{graph}"
     );
+}
+
+/// `tally gprof` says when a gmon.out came from sampling (its arcs count
+/// stacks, not calls), in the flat profile, the call graph and JSON; a
+/// real `gcc -pg` gmon.out has no such line.
+#[test]
+fn tally_gprof_says_when_arcs_are_sampled() {
+    if !require(&["gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let exe = compile(d, "work", PROGRAM, &["-O0", "-fno-omit-frame-pointer"]);
+    let t = tally!().in_dir(d);
+    t.ok(&["record", "-o", "gmon.out", "--", path_str(&exe), "300"]);
+    let note = "made by sampling (tally record): call counts are sampled stacks";
+    let out = t.ok(&["gprof", "-b", path_str(&exe), "gmon.out"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches(note).count(), 2, "{text}");
+    let json = t.ok(&["gprof", "--json", path_str(&exe), "gmon.out"]);
+    let json: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["arc_counts"], "sampled stacks");
+
+    let pg = d.join("pg");
+    std::fs::create_dir(&pg).unwrap();
+    let exe = compile(&pg, "work", PROGRAM, &["-O0", "-pg"]);
+    run(Command::new(&exe).current_dir(&pg).arg("30"));
+    let out = t.ok(&[
+        "gprof",
+        "-b",
+        path_str(&exe),
+        path_str(&pg.join("gmon.out")),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Call graph") && !text.contains("sampling"),
+        "{text}"
+    );
+    let json = t.ok(&[
+        "gprof",
+        "--json",
+        path_str(&exe),
+        path_str(&pg.join("gmon.out")),
+    ]);
+    let json: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(json.get("arc_counts").is_none());
 }
 
 /// `--format dcpi -d DIR`: one profile per image in an epoch directory,
@@ -704,4 +774,191 @@ fn children_are_followed_when_asked() {
         whole * 100 >= ours * 95,
         "{whole} of {ours} stacks reach main"
     );
+}
+
+/// Whether this process may open CPU-wide events: root, or
+/// kernel.perf_event_paranoid at most 0.
+fn may_sample_system() -> (bool, bool) {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|u| u.split_whitespace().nth(1).map(|e| e == "0"))
+        .unwrap_or(false);
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .map_or(2, |s| s.trim().parse().unwrap_or(2));
+    (root, paranoid <= 0)
+}
+
+/// The DCPI profiles of the image named `name` in every epoch of `db`.
+fn epoch_profiles(db: &Path, name: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(db).unwrap() {
+        for p in std::fs::read_dir(e.unwrap().path()).unwrap() {
+            let p = p.unwrap().path();
+            if p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with(&format!("{name}_"))
+            {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The procedure `tally dcpi prof` ranks first for `exe`'s profiles.
+fn hottest(t: &tally_testutil::Tally, exe: &Path, profiles: &[PathBuf]) -> String {
+    let mut args = vec!["dcpi", "prof", "--json", path_str(exe)];
+    args.extend(profiles.iter().map(|p| path_str(p)));
+    let json: Value = serde_json::from_slice(&t.ok(&args).stdout).unwrap();
+    json["procedures"][0]["procedure"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no procedures: {json}"))
+        .to_string()
+}
+
+/// `--system`: every process is sampled into DCPI epochs, a program
+/// running before the recording (placed by /proc) and one started during
+/// it (placed by its mmap records); SIGINT in the middle of an epoch
+/// still writes it whole; without the right, a clear message.
+#[test]
+fn system_mode_samples_every_process() {
+    if !require(&["gcc"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t = tally!().in_dir(d);
+    let (root, paranoid_ok) = may_sample_system();
+    if !root && !paranoid_ok {
+        let err = t.fails(&["record", "--system", "-d", "db", "--duration", "1"]);
+        assert!(err.contains("kernel.perf_event_paranoid"), "{err}");
+        return;
+    }
+    let before = compile(d, "before", PROGRAM, &["-O0"]);
+    let late = compile(d, "late", PROGRAM, &["-O0"]);
+    let spawn = |exe: &Path| {
+        Command::new(exe)
+            .arg("1000000")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut first = spawn(&before);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let tally_run = t
+        .command()
+        .args([
+            "record",
+            "--system",
+            "-d",
+            "db",
+            "--duration",
+            "2.5",
+            "--epoch",
+            "1",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mut second = spawn(&late);
+    let o = tally_run.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    second.kill().unwrap();
+    let _ = second.wait();
+    assert!(o.status.success(), "{err}");
+    let epochs: Vec<String> = std::fs::read_dir(d.join("db"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(epochs.len() >= 2, "{epochs:?}\n{err}");
+    for e in &epochs {
+        assert!(
+            e.len() == 14 && e.bytes().all(|b| b.is_ascii_digit()),
+            "{e}: not an epoch (YYYYMMDDHHMMSS)"
+        );
+    }
+    for (exe, name) in [(&before, "before"), (&late, "late")] {
+        let profiles = epoch_profiles(&d.join("db"), name);
+        assert!(
+            !profiles.is_empty(),
+            "no profile of {name}: {epochs:?}\n{err}"
+        );
+        assert_eq!(hottest(&t, exe, &profiles), "spin", "{name}");
+    }
+
+    // SIGINT in the middle of a long epoch: the epoch is written whole.
+    let tally_run = t
+        .command()
+        .args(["record", "--system", "-d", "db2", "--epoch", "600"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    run(Command::new("kill").args(["-INT", &tally_run.id().to_string()]));
+    let o = tally_run.wait_with_output().unwrap();
+    first.kill().unwrap();
+    let _ = first.wait();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("stopped by SIGINT"), "{err}");
+    let entries: Vec<String> = std::fs::read_dir(d.join("db2"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(entries.len(), 1, "one epoch, nothing partial: {entries:?}");
+    let profiles = epoch_profiles(&d.join("db2"), "before");
+    assert_eq!(profiles.len(), 1, "{entries:?}");
+    assert_eq!(hottest(&t, &before, &profiles), "spin");
+
+    // Without the right: a clear message (as nobody, where CPU-wide
+    // events need root).
+    if root && !paranoid_ok && require(&["setpriv"]) {
+        let o = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_tally"))
+            .args([
+                "record",
+                "--system",
+                "-d",
+                "/nonexistent/db",
+                "--duration",
+                "1",
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success());
+        assert!(
+            err.contains("--system samples every process")
+                && err.contains("kernel.perf_event_paranoid is"),
+            "{err}"
+        );
+        // Attaching to another user's process: refused, with the cause.
+        let o = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_tally"))
+            .args([
+                "record",
+                "-p",
+                "1",
+                "--duration",
+                "0.1",
+                "-o",
+                "/nonexistent/x",
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success());
+        assert!(
+            err.contains("perf_event_open refused") && err.contains("perf_event_paranoid is"),
+            "{err}"
+        );
+    }
 }

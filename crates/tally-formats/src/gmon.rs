@@ -19,6 +19,11 @@
 //! | 1 | call-graph arc | `from_pc`, `self_pc` (words), count (4 bytes) |
 //! | 2 | basic-block counts | block count (4 bytes), then that many (address, count) pairs of words |
 //!
+//! glibc and gprof leave the 12 spare header bytes zero (or, in gprof's
+//! `gmon.sum`, uninitialised); `tally record` writes [`SAMPLED_MARK`]
+//! there, because its arcs count sampled stacks, not calls, and the
+//! reader keeps that fact in [`Gmon::sampled`].
+//!
 //! A "word" is 4 or 8 bytes as [`Layout::word_size`] says. glibc writes one
 //! histogram record, one record per arc and no basic-block records (only the
 //! long-gone `gcc -a` filled them), but gprof accepts any number of each, in
@@ -42,6 +47,11 @@ use std::path::Path;
 
 /// The magic at the start of a GNU `gmon.out`.
 pub const GMON_MAGIC: &[u8; 4] = b"gmon";
+
+/// What `tally record` writes in the spare bytes of a GNU header: the
+/// file came from sampling, so its arc counts are sampled stacks through
+/// each arc (a recursion counted once per stack), not exact call counts.
+pub const SAMPLED_MARK: &[u8; 12] = b"tally-sample";
 
 /// The version glibc and `gprof -s` write, and the one [`Gmon::write`]
 /// writes.
@@ -240,6 +250,9 @@ pub struct Gmon {
     pub arcs: Vec<Arc>,
     /// Basic-block counts, in file order.
     pub blocks: Vec<BlockCount>,
+    /// The file came from sampling (`tally record`, [`SAMPLED_MARK`] in
+    /// the header): arc counts are sampled stacks, not calls.
+    pub sampled: bool,
 }
 
 impl Default for Gmon {
@@ -251,6 +264,7 @@ impl Default for Gmon {
             histograms: Vec::new(),
             arcs: Vec::new(),
             blocks: Vec::new(),
+            sampled: false,
         }
     }
 }
@@ -456,7 +470,8 @@ impl Gmon {
     /// order of first appearance is kept. gprof instead sums arcs per pair
     /// of *functions* (it knows the symbols) — see [`Gmon::write`].
     ///
-    /// `self.format` is kept.
+    /// `self.format` is kept; the sum is [`Gmon::sampled`] when either
+    /// part is, since some of its arc counts are then samples.
     pub fn merge(&mut self, other: Gmon) -> Result<(), Error> {
         let mut histograms = self.histograms.clone();
         for h in other.histograms {
@@ -466,6 +481,7 @@ impl Gmon {
             }
         }
         self.histograms = histograms;
+        self.sampled |= other.sampled;
 
         let mut arcs: FxHashMap<(u64, u64), usize> = FxHashMap::default();
         for (i, a) in self.arcs.iter().enumerate() {
@@ -507,7 +523,8 @@ impl Gmon {
     /// `gmon.sum`: the header, every histogram record, one record per arc,
     /// then — if there are block counts — one basic-block record holding all
     /// of them. The header's spare bytes are zero, as glibc writes them
-    /// (gprof leaves them uninitialised: whatever its stack held).
+    /// (gprof leaves them uninitialised: whatever its stack held), or
+    /// [`SAMPLED_MARK`] for a [`Gmon::sampled`] profile.
     ///
     /// A count the format cannot hold is an [`io::ErrorKind::InvalidInput`]
     /// error naming it (the arc's caller and callee addresses, the bin's
@@ -547,7 +564,7 @@ impl Gmon {
         let mut out = Vec::with_capacity(GNU_HEADER_LEN + 64);
         out.extend_from_slice(GMON_MAGIC);
         layout.put(&mut out, u64::from(GMON_VERSION), 4);
-        out.extend_from_slice(&[0; 12]);
+        out.extend_from_slice(if self.sampled { SAMPLED_MARK } else { &[0; 12] });
         w.write_all(&out)?;
 
         for h in &self.histograms {
@@ -667,6 +684,7 @@ fn read_gnu(r: &mut Reader<'_>) -> Result<Gmon, Error> {
     r.pos = GNU_HEADER_LEN;
     let mut gmon = Gmon {
         format: GmonFormat::Gnu { version },
+        sampled: r.bytes[8..GNU_HEADER_LEN] == SAMPLED_MARK[..],
         ..Gmon::default()
     };
     while r.remaining() > 0 {
@@ -854,6 +872,7 @@ fn read_bsd(r: &mut Reader<'_>) -> Result<Gmon, Error> {
         }],
         arcs,
         blocks: Vec::new(),
+        sampled: false,
     })
 }
 

@@ -13,6 +13,7 @@ use std::process::Command;
 use tally_formats::Error;
 use tally_formats::gmon::{
     Arc, BSD_DEFAULT_RATE, BSD44_VERSION, BlockCount, Endian, Gmon, GmonFormat, Histogram, Layout,
+    SAMPLED_MARK,
 };
 
 const X86_64: Layout = Layout::X86_64;
@@ -254,6 +255,7 @@ fn sample() -> Gmon {
                 count: 1 << 20,
             },
         ],
+        sampled: false,
     }
 }
 
@@ -523,6 +525,31 @@ fn round_trips_in_every_layout() {
     odd.histograms[0].dimension_abbrev = 'µ';
     odd.histograms[1].dimension = "fifteen chars!!".into();
     assert_eq!(parse(&to_bytes(&odd, BE32), BE32).unwrap(), odd);
+}
+
+/// The sampling mark survives writing, reading and merging; a glibc file
+/// (zeros in the spare bytes) is not marked, and neither is anything but
+/// the exact mark.
+#[test]
+fn the_sampling_mark_is_kept() {
+    let g = Gmon {
+        sampled: true,
+        ..sample()
+    };
+    let bytes = to_bytes(&g, X86_64);
+    assert_eq!(&bytes[8..20], SAMPLED_MARK);
+    assert_eq!(parse(&bytes, X86_64).unwrap(), g);
+    assert!(!parse(&to_bytes(&sample(), X86_64), X86_64).unwrap().sampled);
+    let mut other = bytes.clone();
+    other[19] = b'X';
+    assert!(!parse(&other, X86_64).unwrap().sampled);
+    let mut sum = sample();
+    sum.merge(g).unwrap();
+    assert!(sum.sampled, "a sum with a sampled part is sampled");
+    if let Some(fx) = Fixture::new("the_sampling_mark_is_kept") {
+        let real = parse(&std::fs::read(&fx.gmon).unwrap(), X86_64).unwrap();
+        assert!(!real.sampled);
+    }
 }
 
 #[test]

@@ -16,6 +16,7 @@
 pub mod outputs;
 pub mod records;
 pub mod sys;
+pub mod system;
 pub mod unwind;
 
 use records::{Record, Timed};
@@ -218,6 +219,16 @@ pub enum RecordError {
     NotPermitted {
         /// What was being opened.
         what: String,
+        /// The system error.
+        source: std::io::Error,
+        /// The paranoia level, or `unknown`.
+        paranoid: String,
+    },
+    /// The kernel refused CPU-wide events (`--system`).
+    #[error(
+        "--system samples every process, and perf_event_open refused a CPU-wide event: {source} (kernel.perf_event_paranoid is {paranoid}; run as root or with CAP_PERFMON, or allow it with `sysctl kernel.perf_event_paranoid=0`)"
+    )]
+    SystemNotPermitted {
         /// The system error.
         source: std::io::Error,
         /// The paranoia level, or `unknown`.

@@ -2,16 +2,13 @@
 //! main program and DCPI's one profile per image. Both count samples (not
 //! periods) at ELF addresses, from [`crate::Recording::sample_counts`].
 
+use crate::RecordError;
 use object::{Object, ObjectSection, ObjectSegment};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use tally_formats::dcpi::{DcpiProfile, Header};
 use tally_formats::gmon::{self, Gmon, Histogram};
 use tally_model::{FunctionId, Profile};
-
-/// What tally writes in the 12 spare bytes of a `gmon.out` header it made
-/// from samples (glibc writes zeros there and gprof ignores them), so that
-/// `tally gprof` can say that the arcs count sampled stacks, not calls.
-pub const GMON_SAMPLED_MARK: &[u8; 12] = b"tally-sample";
 
 /// The sampled leaf addresses of `object` (a path as mapped) and their
 /// sample counts, and the arcs between its functions: (return address in
@@ -66,29 +63,163 @@ fn sampled(profile: &Profile<u64>, object: &[u8], arcs: bool) -> Sampled {
 
 /// The executable segment of the ELF file at `path`: (address, size).
 fn text_range(path: &[u8]) -> Option<(u64, u64)> {
-    let data = std::fs::read(std::str::from_utf8(path).ok()?).ok()?;
-    let file = object::File::parse(&*data).ok()?;
-    if let Some(t) = file.section_by_name(".text") {
-        let seg = file.segments().find(|s| {
-            matches!(s.flags(), object::SegmentFlags::Elf { p_flags, .. } if p_flags.0 & object::elf::PF_X.0 != 0)
-                && s.address() <= t.address()
-                && t.address() < s.address() + s.size()
-        });
-        return Some(match seg {
-            Some(s) => (s.address(), s.size()),
-            None => (t.address(), t.size()),
-        });
+    let file = std::fs::File::open(std::str::from_utf8(path).ok()?).ok()?;
+    let cache = object::ReadCache::new(file);
+    let elf = object::File::parse(&cache).ok()?;
+    let (start, size, _) = layout(&elf)?;
+    Some((start, size))
+}
+
+/// Loaded segments of an ELF file: (file offset, file size, address).
+type Loads = Vec<(u64, u64, u64)>;
+
+/// The executable segment holding `.text` of an ELF file (address, size)
+/// and its loaded segments.
+fn layout<'a, R: object::ReadRef<'a>>(file: &object::File<'a, R>) -> Option<(u64, u64, Loads)> {
+    let t = file.section_by_name(".text")?;
+    let seg = file.segments().find(|s| {
+        matches!(s.flags(), object::SegmentFlags::Elf { p_flags, .. } if p_flags.0 & object::elf::PF_X.0 != 0)
+            && s.address() <= t.address()
+            && t.address() < s.address() + s.size()
+    });
+    let (start, size) = match seg {
+        Some(s) => (s.address(), s.size()),
+        None => (t.address(), t.size()),
+    };
+    let loads = file
+        .segments()
+        .map(|s| {
+            let (off, len) = s.file_range();
+            (off, len, s.address())
+        })
+        .filter(|&(_, len, _)| len > 0)
+        .collect();
+    Some((start, size, loads))
+}
+
+/// An image (executable or shared library) as DCPI names it: its path as
+/// mapped, an id from its contents, and its executable segment, which
+/// sample offsets count from.
+#[derive(Debug)]
+pub struct Image {
+    /// The path as mapped.
+    pub path: Vec<u8>,
+    /// DCPI's image id: the first 4 bytes of the GNU build id, else a
+    /// hash of the file's size, modification time and inode.
+    pub id: u32,
+    /// The executable segment's address (`tstart`).
+    pub tstart: u64,
+    /// Its size (`tsize`).
+    pub tsize: u64,
+    /// Loaded segments.
+    loads: Loads,
+}
+
+impl Image {
+    /// Reads the ELF file `file` (where this process can open it) mapped
+    /// as `path`; `None` when it is not a readable ELF file with `.text`.
+    /// Only the headers and notes are read: images can be large.
+    pub fn open(file: &Path, path: &[u8]) -> Option<Image> {
+        let f = std::fs::File::open(file).ok()?;
+        let meta = f.metadata().ok()?;
+        let cache = object::ReadCache::new(f);
+        let elf = object::File::parse(&cache).ok()?;
+        let (tstart, tsize, loads) = layout(&elf)?;
+        let id = match elf.build_id() {
+            Ok(Some(b)) if b.len() >= 4 => u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+            _ => {
+                use std::os::unix::fs::MetadataExt;
+                let mut key = meta.len().to_le_bytes().to_vec();
+                key.extend(meta.mtime().to_le_bytes());
+                key.extend(meta.mtime_nsec().to_le_bytes());
+                key.extend(meta.ino().to_le_bytes());
+                (fnv1a(&key) & 0xffff_ffff) as u32
+            }
+        };
+        Some(Image {
+            path: path.to_vec(),
+            id,
+            tstart,
+            tsize,
+            loads,
+        })
     }
-    None
+
+    /// The offset from `tstart` of the instruction at `file_offset` in
+    /// the file, if a loaded segment holds it at or after `tstart`.
+    pub fn text_offset(&self, file_offset: u64) -> Option<u64> {
+        let &(off, _, addr) = self
+            .loads
+            .iter()
+            .find(|&&(off, len, _)| off <= file_offset && file_offset - off < len)?;
+        (file_offset - off + addr).checked_sub(self.tstart)
+    }
+
+    /// The image's DCPI profile of `samples` (counts per offset from
+    /// `tstart`), named `BASENAME_ID`.
+    pub fn dcpi(
+        &self,
+        samples: BTreeMap<u64, u32>,
+        facts: &DcpiFacts<'_>,
+        machine: &Machine,
+    ) -> (String, DcpiProfile) {
+        let mut h = Header::default();
+        h.set("image", format!("{:08x}", self.id).as_bytes());
+        h.set("epoch", facts.epoch.as_bytes());
+        h.set(
+            "platform",
+            format!("{} Linux", std::env::consts::ARCH).as_bytes(),
+        );
+        h.set("event", facts.event.as_bytes());
+        h.set("period", facts.period.to_string().as_bytes());
+        h.set("tsize", self.tsize.to_string().as_bytes());
+        h.set("cpuspeed", machine.mhz.to_string().as_bytes());
+        h.set("cpucount", machine.cpus.to_string().as_bytes());
+        h.set("path", &self.path);
+        h.set("tstart", format!("{:x}", self.tstart).as_bytes());
+        let base = String::from_utf8_lossy(&self.path)
+            .rsplit('/')
+            .next()
+            .filter(|b| !b.is_empty())
+            .unwrap_or("image")
+            .to_string();
+        (
+            format!("{base}_{:08x}", self.id),
+            DcpiProfile { header: h, samples },
+        )
+    }
+}
+
+/// The machine facts of a DCPI header.
+#[derive(Clone, Copy, Debug)]
+pub struct Machine {
+    /// Online CPUs.
+    pub cpus: usize,
+    /// Their clock in MHz (0 when unknown).
+    pub mhz: u64,
+}
+
+impl Machine {
+    /// This machine's.
+    pub fn here() -> Machine {
+        Machine {
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            mhz: cpu_mhz(),
+        }
+    }
 }
 
 /// The `gmon.out` of `program` (its path as mapped): a histogram of the
 /// sampled instructions over its executable segment, two bytes a bin, at
 /// `rate` samples per second when the event is a clock (else one per
-/// sample, in `samples`), and arcs whose counts are sampled stacks.
+/// sample, in `samples`), and arcs whose counts are sampled stacks, so
+/// it is marked [`Gmon::sampled`] (its header says so to `tally gprof`).
 pub fn gmon(profile: &Profile<u64>, program: &[u8], rate: Option<u32>) -> Gmon {
     let s = sampled(profile, program, true);
-    let mut g = Gmon::default();
+    let mut g = Gmon {
+        sampled: true,
+        ..Gmon::default()
+    };
     let (mut low, mut high) = text_range(program).map_or((u64::MAX, 0), |(a, n)| (a, a + n));
     if let (Some((&first, _)), Some((&last, _))) =
         (s.leaves.first_key_value(), s.leaves.last_key_value())
@@ -128,19 +259,16 @@ pub fn gmon(profile: &Profile<u64>, program: &[u8], rate: Option<u32>) -> Gmon {
     g
 }
 
-/// The bytes of `g` as a GNU `gmon.out`, marked [`GMON_SAMPLED_MARK`].
+/// The bytes of `g` as a GNU `gmon.out` of this machine's layout.
 pub fn gmon_bytes(g: &Gmon) -> std::io::Result<Vec<u8>> {
     let mut out = Vec::new();
     g.write(&mut out, gmon::Layout::host())?;
-    if out.len() >= 20 {
-        out[8..20].copy_from_slice(GMON_SAMPLED_MARK);
-    }
     Ok(out)
 }
 
 /// The facts a DCPI header holds beyond the samples.
 pub struct DcpiFacts<'a> {
-    /// `YYMMDDHHMM`, UTC.
+    /// `YYMMDDHHMM` (or `YYYYMMDDHHMMSS`), UTC.
     pub epoch: &'a str,
     /// The event's name.
     pub event: &'a str,
@@ -154,19 +282,22 @@ pub struct DcpiFacts<'a> {
 /// (`[vdso]`, deleted files) are left out.
 pub fn dcpi(profile: &Profile<u64>, facts: &DcpiFacts<'_>) -> Vec<(String, DcpiProfile)> {
     let mut out = Vec::new();
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mhz = cpu_mhz();
+    let machine = Machine::here();
     for object in profile.names.objects.iter() {
         if !object.starts_with(b"/") {
             continue;
         }
         let s = sampled(profile, object, false);
-        let Some((start, size)) = text_range(object) else {
+        if s.leaves.is_empty() {
+            continue;
+        }
+        let file = String::from_utf8_lossy(object);
+        let Some(image) = Image::open(Path::new(file.as_ref()), object) else {
             continue;
         };
         let mut samples = BTreeMap::new();
         for (&a, &n) in &s.leaves {
-            if let Some(off) = a.checked_sub(start) {
+            if let Some(off) = a.checked_sub(image.tstart) {
                 let c: &mut u32 = samples.entry(off).or_default();
                 *c = c.saturating_add(u32::try_from(n).unwrap_or(u32::MAX));
             }
@@ -174,33 +305,62 @@ pub fn dcpi(profile: &Profile<u64>, facts: &DcpiFacts<'_>) -> Vec<(String, DcpiP
         if samples.is_empty() {
             continue;
         }
-        let bytes = std::fs::read(String::from_utf8_lossy(object).as_ref()).unwrap_or_default();
-        let id = fnv1a(&bytes) & 0xffff_ffff;
-        let mut h = Header::default();
-        h.set("image", format!("{id:08x}").as_bytes());
-        h.set("epoch", facts.epoch.as_bytes());
-        h.set(
-            "platform",
-            format!("{} Linux", std::env::consts::ARCH).as_bytes(),
-        );
-        h.set("event", facts.event.as_bytes());
-        h.set("period", facts.period.to_string().as_bytes());
-        h.set("tsize", size.to_string().as_bytes());
-        h.set("cpuspeed", mhz.to_string().as_bytes());
-        h.set("cpucount", cpus.to_string().as_bytes());
-        h.set("path", object);
-        h.set("tstart", format!("{start:x}").as_bytes());
-        let base = String::from_utf8_lossy(object)
-            .rsplit('/')
-            .next()
-            .unwrap_or("image")
-            .to_string();
-        out.push((
-            format!("{base}_{id:08x}"),
-            DcpiProfile { header: h, samples },
-        ));
+        out.push(image.dcpi(samples, facts, &machine));
     }
     out
+}
+
+/// Writes `recording`'s `gmon.out` of its main program to `output`.
+pub fn write_gmon(recording: &crate::Recording, output: &Path) -> Result<(), RecordError> {
+    let counts = recording.sample_counts()?;
+    let program = recording
+        .program
+        .as_ref()
+        .ok_or_else(|| RecordError::System {
+            what: format!("writing {}", output.display()),
+            source: std::io::Error::other("the main program's path is unknown"),
+        })?;
+    let g = gmon(
+        &counts,
+        program.as_os_str().as_encoded_bytes(),
+        recording.clock_hz(),
+    );
+    let failed = |source| RecordError::System {
+        what: format!("writing {}", output.display()),
+        source,
+    };
+    let bytes = gmon_bytes(&g).map_err(failed)?;
+    std::fs::write(output, bytes).map_err(failed)
+}
+
+/// Writes `recording`'s DCPI profiles, one per image, into a new epoch
+/// directory `db/YYMMDDHHMM` (its UTC start); returns the directory and
+/// the number of profiles.
+pub fn write_dcpi(
+    recording: &crate::Recording,
+    db: &Path,
+) -> Result<(PathBuf, usize), RecordError> {
+    let counts = recording.sample_counts()?;
+    let epoch = epoch(recording.started);
+    let dir = db.join(&epoch);
+    std::fs::create_dir_all(&dir).map_err(|source| RecordError::System {
+        what: format!("creating {}", dir.display()),
+        source,
+    })?;
+    let facts = DcpiFacts {
+        epoch: &epoch,
+        event: recording.event.name,
+        period: recording.period(),
+    };
+    let profiles = dcpi(&counts, &facts);
+    for (name, p) in &profiles {
+        let path = dir.join(name);
+        tally_formats::dcpi::write_file(p, &path).map_err(|e| RecordError::System {
+            what: format!("writing {}", path.display()),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+    }
+    Ok((dir, profiles.len()))
 }
 
 /// The CPU's clock in MHz, from `/proc/cpuinfo` (0 when unknown).
@@ -224,6 +384,30 @@ fn fnv1a(b: &[u8]) -> u64 {
 
 /// A time as DCPI's epoch, `YYMMDDHHMM` (UTC).
 pub fn epoch(t: std::time::SystemTime) -> String {
+    let (year, month, day, secs) = utc(t);
+    format!(
+        "{:02}{month:02}{day:02}{:02}{:02}",
+        year % 100,
+        secs / 3600,
+        secs % 3600 / 60
+    )
+}
+
+/// A time as the long form of DCPI's epoch, `YYYYMMDDHHMMSS` (UTC), for
+/// epochs shorter than a minute.
+pub fn epoch_seconds(t: std::time::SystemTime) -> String {
+    let (year, month, day, secs) = utc(t);
+    format!(
+        "{year:04}{month:02}{day:02}{:02}{:02}{:02}",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
+/// The UTC date of `t` (year, month and day from 1) and the seconds into
+/// that day.
+fn utc(t: std::time::SystemTime) -> (u64, u64, u64, u64) {
     let secs = t
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -258,14 +442,7 @@ pub fn epoch(t: std::time::SystemTime) -> String {
         left -= lengths[month];
         month += 1;
     }
-    format!(
-        "{:02}{:02}{:02}{:02}{:02}",
-        year % 100,
-        month + 1,
-        left + 1,
-        rem / 3600,
-        rem % 3600 / 60
-    )
+    (year, month as u64 + 1, left + 1, rem)
 }
 
 #[cfg(test)]
@@ -278,5 +455,6 @@ mod tests {
         let leap = std::time::UNIX_EPOCH + std::time::Duration::from_secs(951_782_400);
         // 2000-02-29 00:00:00 UTC
         assert_eq!(super::epoch(leap), "0002290000");
+        assert_eq!(super::epoch_seconds(t), "20261126133320");
     }
 }

@@ -81,6 +81,8 @@ pub mod flag {
     pub const TASK: u64 = 1 << 13;
     /// Every record carries the sample id fields (tid, time).
     pub const SAMPLE_ID_ALL: u64 = 1 << 18;
+    /// The call chain leaves out kernel frames.
+    pub const EXCLUDE_CALLCHAIN_KERNEL: u64 = 1 << 21;
     /// The call chain leaves out user frames (unwound from the stack copy).
     pub const EXCLUDE_CALLCHAIN_USER: u64 = 1 << 22;
     /// Mappings as `MMAP2` records.

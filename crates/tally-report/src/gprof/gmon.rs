@@ -146,6 +146,7 @@ pub fn analyse(obj: &ObjectFile, gmon: &Gmon, opts: &Options) -> Result<Report, 
             hz,
             dimension,
             abbrev,
+            sampled_arcs: gmon.sampled,
         }),
         measured: None,
     })

@@ -62,6 +62,9 @@ fn header_samples(report: &Report, h: &Histogram, opts: &Options, doc: &mut Map<
     doc.insert("sample_rate".into(), json!(hz));
     doc.insert("dimension".into(), json!(h.dimension));
     doc.insert("total_ticks".into(), json!(h.times.total));
+    if h.sampled_arcs {
+        doc.insert("arc_counts".into(), json!("sampled stacks"));
+    }
     if !opts.flat {
         return;
     }

@@ -64,6 +64,9 @@ pub struct Histogram {
     pub dimension: String,
     /// Its abbreviation (`s`).
     pub abbrev: char,
+    /// The gmon.out came from sampling (`tally record`): arc counts are
+    /// sampled stacks through each arc, not calls, and the reports say so.
+    pub sampled_arcs: bool,
 }
 
 /// The event side of a report of a Callgrind profile.

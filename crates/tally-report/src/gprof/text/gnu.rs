@@ -35,6 +35,10 @@ const WIDTHS: Widths = Widths {
     per_call: 8,
 };
 
+/// The header line of a report of a gmon.out made by sampling, whose arcs
+/// count stacks, not calls (GNU gprof's own arcs are exact call counts).
+const SAMPLED_ARCS: &str = "This gmon.out was made by sampling (tally record): call counts are sampled stacks through each arc, not calls.";
+
 /// The columns of a gmon report.
 pub(super) fn columns<'a>(report: &'a Report, h: &'a Histogram, opts: &Options) -> Columns<'a> {
     let (prefix, scale) = per_call_unit(report, h);
@@ -42,6 +46,10 @@ pub(super) fn columns<'a>(report: &'a Report, h: &'a Histogram, opts: &Options) 
     let dim = &h.dimension;
 
     let mut intro = format!("\nEach sample counts as {} {dim}.\n", fmt_g(1.0 / h.hz));
+    if h.sampled_arcs {
+        intro.push_str(SAMPLED_ARCS);
+        intro.push('\n');
+    }
     let mut total = h.times.total;
     if total <= 0.0 {
         intro.push_str(" no time accumulated\n\n");
@@ -80,6 +88,10 @@ pub(super) fn columns<'a>(report: &'a Report, h: &'a Histogram, opts: &Options) 
     } else {
         intro.push_str(" no time propagated\n\n");
         print_time = 1.0;
+    }
+    if h.sampled_arcs {
+        intro.push_str(SAMPLED_ARCS);
+        intro.push_str("\n\n");
     }
     let graph = Section {
         intro,

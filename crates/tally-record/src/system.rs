@@ -1,0 +1,522 @@
+//! `tally record --system`: DCPI's daemon mode. One event per online CPU
+//! samples every process (user code: the kernel's image is not a file
+//! tally can read), and each sample is placed at once in its image, as an
+//! offset from the image's executable segment, so nothing but counts is
+//! kept: memory grows with the live processes' mappings and the code that
+//! was sampled, not with time or with the number of processes that come
+//! and go (a process's mappings are dropped on its `exit` record, an
+//! image when no live mapping holds it).
+//!
+//! Processes running before the recording starts are placed by their
+//! `/proc/PID/maps`, read once the events are open (so that any later
+//! mapping arrives as a record); others by their `mmap`, `fork` and
+//! `exec` records. A sample of a process not seen yet (a lost record)
+//! reads its `/proc/PID/maps` once.
+//!
+//! Each epoch (`--epoch`, else the whole recording) becomes a directory
+//! `DIR/YYYYMMDDHHMMSS` (its UTC start) of one DCPI profile per image,
+//! written under a hidden name and renamed whole when complete: a reader
+//! sees a full epoch or none, also when a signal ends the recording.
+
+use crate::outputs::{DcpiFacts, Image, Machine};
+use crate::records::{Record, Timed};
+use crate::{CallGraph, EVENTS, Event, Events, Rate, Reader, RecordError, sys};
+use std::cell::OnceCell;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::rc::{Rc, Weak};
+use std::time::{Duration, Instant, SystemTime};
+
+/// How to record the whole system.
+#[derive(Clone, Debug)]
+pub struct SystemOptions {
+    /// The event.
+    pub event: Event,
+    /// The rate, per CPU.
+    pub rate: Rate,
+    /// Data pages of each CPU's ring buffer (a power of two; 0: 64).
+    pub pages: usize,
+    /// The profile database: epochs are directories in it.
+    pub dir: PathBuf,
+    /// Stop after this long (else on SIGINT, SIGTERM or SIGHUP).
+    pub duration: Option<Duration>,
+    /// Start a new epoch this often (else one epoch for the recording).
+    pub epoch: Option<Duration>,
+}
+
+/// One epoch, written.
+#[derive(Clone, Debug)]
+pub struct Epoch {
+    /// Its directory (`None`: no samples, nothing written).
+    pub dir: Option<PathBuf>,
+    /// Profiles written (images with samples).
+    pub images: usize,
+    /// Samples taken.
+    pub samples: u64,
+    /// Samples in no readable image (anonymous or JIT code, deleted
+    /// files, `[vdso]`), not written.
+    pub unattributed: u64,
+    /// Samples the kernel lost (full buffers).
+    pub lost: u64,
+}
+
+/// How the recording ended.
+#[derive(Debug)]
+pub struct SystemRecording {
+    /// Epochs ended (written, or empty).
+    pub epochs: usize,
+    /// The event sampled (after any fallback).
+    pub event: Event,
+    /// The signal that ended the recording, if one did.
+    pub interrupted: Option<i32>,
+    /// Things the user should know (a fallback).
+    pub notes: Vec<String>,
+}
+
+/// A file mapped by some process, read (and hashed) at its first sample.
+struct Mapped {
+    /// The path as mapped.
+    path: Vec<u8>,
+    /// Where this process can read it (through the mapping process's
+    /// root, for processes in other mount namespaces).
+    file: PathBuf,
+    image: OnceCell<Option<Image>>,
+}
+
+impl Mapped {
+    fn image(&self) -> Option<&Image> {
+        self.image
+            .get_or_init(|| {
+                Image::open(&self.file, &self.path).or_else(|| {
+                    let path = std::str::from_utf8(&self.path).ok()?;
+                    Image::open(Path::new(path), &self.path)
+                })
+            })
+            .as_ref()
+    }
+}
+
+/// An executable mapping of a process.
+struct Map {
+    end: u64,
+    offset: u64,
+    mapped: Option<Rc<Mapped>>,
+}
+
+/// Where every live process's code is, and the epoch's counts.
+#[derive(Default)]
+struct Tracker {
+    maps: HashMap<i32, BTreeMap<u64, Map>>,
+    /// Processes whose mappings are known without `/proc` (or were read
+    /// from it), so a sample does not read it again.
+    known: HashSet<i32>,
+    /// Mapped files by path, while a mapping holds them.
+    files: HashMap<Vec<u8>, Weak<Mapped>>,
+    /// The epoch's samples per file (keyed by the `Rc`'s address, which
+    /// the value keeps alive) and offset from its `tstart`.
+    counts: HashMap<usize, (Rc<Mapped>, BTreeMap<u64, u64>)>,
+    samples: u64,
+    unattributed: u64,
+    lost: u64,
+    periods: u64,
+}
+
+impl Tracker {
+    fn mapped(&mut self, pid: i32, path: &[u8]) -> Option<Rc<Mapped>> {
+        if !path.starts_with(b"/") {
+            return None;
+        }
+        if let Some(m) = self.files.get(path).and_then(Weak::upgrade) {
+            return Some(m);
+        }
+        let mut file = format!("/proc/{pid}/root").into_bytes();
+        file.extend_from_slice(path);
+        let m = Rc::new(Mapped {
+            path: path.to_vec(),
+            file: PathBuf::from(String::from_utf8_lossy(&file).into_owned()),
+            image: OnceCell::new(),
+        });
+        self.files.insert(path.to_vec(), Rc::downgrade(&m));
+        Some(m)
+    }
+
+    fn mmap(&mut self, pid: i32, start: u64, len: u64, offset: u64, path: &[u8]) {
+        let mapped = self.mapped(pid, path);
+        let end = start.saturating_add(len);
+        let maps = self.maps.entry(pid).or_default();
+        // A new mapping replaces whatever it overlaps.
+        let overlapping: Vec<u64> = maps
+            .range(..end)
+            .filter(|(_, m)| m.end > start)
+            .map(|(&s, _)| s)
+            .collect();
+        for s in overlapping {
+            maps.remove(&s);
+        }
+        maps.insert(
+            start,
+            Map {
+                end,
+                offset,
+                mapped,
+            },
+        );
+    }
+
+    /// Reads the executable mappings of `pid` from `/proc`.
+    fn read_proc(&mut self, pid: i32) {
+        self.known.insert(pid);
+        let mut records = Vec::new();
+        crate::synthesize(pid, &mut records);
+        for t in records {
+            if let Record::Mmap {
+                pid,
+                start,
+                len,
+                offset,
+                path,
+            } = t.record
+            {
+                self.mmap(pid, start, len, offset, &path);
+            }
+        }
+    }
+
+    /// Reads every process's mappings from `/proc`.
+    fn read_all_proc(&mut self) {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        for e in dir.flatten() {
+            if let Some(pid) = e.file_name().to_str().and_then(|n| n.parse().ok()) {
+                self.read_proc(pid);
+            }
+        }
+    }
+
+    fn feed(&mut self, records: &[Timed]) {
+        for t in records {
+            match &t.record {
+                Record::Sample {
+                    pid, chain, period, ..
+                } => {
+                    if let Some(&ip) = chain.first() {
+                        self.sample(*pid, ip, *period);
+                    }
+                }
+                Record::Mmap {
+                    pid,
+                    start,
+                    len,
+                    offset,
+                    path,
+                } => {
+                    self.mmap(*pid, *start, *len, *offset, path);
+                }
+                Record::Fork { pid, ppid, .. } if pid != ppid => {
+                    if let Some(m) = self.maps.get(ppid) {
+                        let copy = m
+                            .iter()
+                            .map(|(&s, m)| {
+                                let c = Map {
+                                    end: m.end,
+                                    offset: m.offset,
+                                    mapped: m.mapped.clone(),
+                                };
+                                (s, c)
+                            })
+                            .collect();
+                        self.maps.insert(*pid, copy);
+                    }
+                    self.known.insert(*pid);
+                }
+                Record::Comm {
+                    pid, exec: true, ..
+                } => {
+                    // The new program's mappings follow as records.
+                    self.maps.remove(pid);
+                    self.known.insert(*pid);
+                }
+                Record::Exit { pid, tid } if pid == tid => {
+                    self.maps.remove(pid);
+                    self.known.remove(pid);
+                }
+                Record::Lost(n) => self.lost += n,
+                _ => {}
+            }
+        }
+    }
+
+    fn sample(&mut self, pid: i32, ip: u64, period: u64) {
+        self.samples += 1;
+        self.periods = self.periods.saturating_add(period);
+        if !self.known.contains(&pid) {
+            self.read_proc(pid);
+        }
+        let hit = self
+            .maps
+            .get(&pid)
+            .and_then(|m| m.range(..=ip).next_back())
+            .filter(|(_, m)| ip < m.end)
+            .and_then(|(&start, m)| Some((ip - start + m.offset, m.mapped.clone()?)));
+        let place = hit.and_then(|(file_offset, mapped)| {
+            let off = mapped.image()?.text_offset(file_offset)?;
+            Some((mapped, off))
+        });
+        let Some((mapped, off)) = place else {
+            self.unattributed += 1;
+            return;
+        };
+        let key = Rc::as_ptr(&mapped) as usize;
+        let counts = &mut self
+            .counts
+            .entry(key)
+            .or_insert_with(|| (mapped, BTreeMap::new()))
+            .1;
+        *counts.entry(off).or_default() += 1;
+    }
+
+    /// Writes the epoch that started at `started` into `db` and starts
+    /// a new one.
+    fn end_epoch(
+        &mut self,
+        db: &Path,
+        started: SystemTime,
+        event: Event,
+        rate: Rate,
+    ) -> Result<Epoch, RecordError> {
+        let name = crate::outputs::epoch_seconds(started);
+        let period = match rate {
+            Rate::Period(p) => p,
+            Rate::Frequency(hz) if event.kind == 1 && event.config <= 1 => {
+                1_000_000_000 / hz.max(1)
+            }
+            Rate::Frequency(_) => self.periods / self.samples.max(1),
+        };
+        let facts = DcpiFacts {
+            epoch: &name,
+            event: event.name,
+            period,
+        };
+        let machine = Machine::here();
+        // Files of one name (a path mapped again after all its mappings
+        // had gone) are summed.
+        let mut profiles: BTreeMap<String, tally_formats::dcpi::DcpiProfile> = BTreeMap::new();
+        for (_, (mapped, counts)) in self.counts.drain() {
+            let Some(image) = mapped.image() else {
+                continue;
+            };
+            let samples = counts
+                .into_iter()
+                .map(|(off, n)| (off, u32::try_from(n).unwrap_or(u32::MAX)))
+                .collect();
+            let (file, p) = image.dcpi(samples, &facts, &machine);
+            match profiles.get_mut(&file) {
+                Some(q) => {
+                    for (off, n) in p.samples {
+                        let c = q.samples.entry(off).or_default();
+                        *c = c.saturating_add(n);
+                    }
+                }
+                None => {
+                    profiles.insert(file, p);
+                }
+            }
+        }
+        let epoch = Epoch {
+            dir: if profiles.is_empty() {
+                None
+            } else {
+                Some(write_epoch(db, &name, &profiles)?)
+            },
+            images: profiles.len(),
+            samples: self.samples,
+            unattributed: self.unattributed,
+            lost: self.lost,
+        };
+        (self.samples, self.unattributed, self.lost, self.periods) = (0, 0, 0, 0);
+        self.files.retain(|_, m| m.strong_count() > 0);
+        Ok(epoch)
+    }
+}
+
+fn io_error(what: String) -> impl FnOnce(std::io::Error) -> RecordError {
+    move |source| RecordError::System { what, source }
+}
+
+/// Writes `profiles` in a hidden directory of `db`, then renames it
+/// `NAME` (`NAME-2`, … when an epoch of that second exists already).
+fn write_epoch(
+    db: &Path,
+    name: &str,
+    profiles: &BTreeMap<String, tally_formats::dcpi::DcpiProfile>,
+) -> Result<PathBuf, RecordError> {
+    let partial = db.join(format!(".{name}.partial"));
+    if partial.exists() {
+        std::fs::remove_dir_all(&partial)
+            .map_err(io_error(format!("removing {}", partial.display())))?;
+    }
+    std::fs::create_dir(&partial).map_err(io_error(format!("creating {}", partial.display())))?;
+    for (file, p) in profiles {
+        let path = partial.join(file);
+        let bytes = tally_formats::dcpi::encode(p).map_err(|e| RecordError::System {
+            what: format!("encoding {}", path.display()),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        std::fs::write(&path, bytes).map_err(io_error(format!("writing {}", path.display())))?;
+    }
+    let mut n = 1;
+    loop {
+        let dir = if n == 1 {
+            db.join(name)
+        } else {
+            db.join(format!("{name}-{n}"))
+        };
+        if !dir.exists() {
+            std::fs::rename(&partial, &dir).map_err(io_error(format!(
+                "renaming {} to {}",
+                partial.display(),
+                dir.display()
+            )))?;
+            return Ok(dir);
+        }
+        n += 1;
+    }
+}
+
+/// The attribute of a CPU-wide event: user code only, the sampled
+/// instruction without a call chain (DCPI's profiles are flat), and the
+/// records that place samples in images.
+fn attr(o: &SystemOptions, event: Event) -> sys::Attr {
+    use sys::flag::*;
+    let mut flags = MMAP
+        | MMAP2
+        | COMM
+        | COMM_EXEC
+        | TASK
+        | SAMPLE_ID_ALL
+        | EXCLUDE_HV
+        | EXCLUDE_KERNEL
+        | EXCLUDE_CALLCHAIN_KERNEL
+        | EXCLUDE_CALLCHAIN_USER;
+    let rate = match o.rate {
+        Rate::Frequency(hz) => {
+            flags |= FREQ;
+            hz
+        }
+        Rate::Period(p) => p,
+    };
+    sys::Attr {
+        kind: event.kind,
+        config: event.config,
+        sample_period_or_freq: rate,
+        sample_type: crate::SAMPLE_TYPE,
+        flags,
+        wakeup: 64,
+        ..Default::default()
+    }
+}
+
+/// Opens the event on every CPU for every process, falling back from a
+/// hardware event the machine lacks to `cpu-clock`.
+fn open(o: &SystemOptions, notes: &mut Vec<String>) -> Result<(Events, Event), RecordError> {
+    let cpus = sys::online_cpus();
+    let pages = if o.pages == 0 { 64 } else { o.pages };
+    let mut event = o.event;
+    loop {
+        let a = attr(o, event);
+        let mut ev = Events {
+            fds: Vec::new(),
+            rings: Vec::new(),
+        };
+        let opened = cpus.iter().try_for_each(|&cpu| {
+            let fd = sys::perf_event_open(&a, -1, cpu)?;
+            ev.rings.push(sys::Ring::map(&fd, pages)?);
+            ev.fds.push(fd);
+            Ok::<_, std::io::Error>(())
+        });
+        let Err(e) = opened else {
+            return Ok((ev, event));
+        };
+        let code = e.raw_os_error();
+        if event.is_hardware()
+            && matches!(
+                code,
+                Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV)
+            )
+        {
+            notes.push(format!(
+                "the hardware event {} is not supported on this machine: sampling cpu-clock instead",
+                event.name
+            ));
+            event = EVENTS[0];
+            continue;
+        }
+        if matches!(code, Some(libc::EACCES) | Some(libc::EPERM)) {
+            return Err(RecordError::SystemNotPermitted {
+                source: e,
+                paranoid: crate::paranoid(),
+            });
+        }
+        return Err(RecordError::System {
+            what: format!("perf_event_open of {} on every CPU", event.name),
+            source: e,
+        });
+    }
+}
+
+/// Records every process until the duration passes or tally gets
+/// SIGINT, SIGTERM or SIGHUP, writing an epoch directory of DCPI profiles
+/// at the end of each epoch (and of the recording); `ended` hears of each.
+pub fn record_system(
+    o: &SystemOptions,
+    mut ended: impl FnMut(&Epoch),
+) -> Result<SystemRecording, RecordError> {
+    let mut notes = Vec::new();
+    let (mut events, event) = open(o, &mut notes)?;
+    std::fs::create_dir_all(&o.dir).map_err(io_error(format!("creating {}", o.dir.display())))?;
+    let mut tracker = Tracker::default();
+    tracker.read_all_proc();
+    // Signals end the recording; the last epoch is still written.
+    let forwarding = tally_sim::session::signals::forward_to(0);
+    let start = Instant::now();
+    let mut epoch_start = (start, SystemTime::now());
+    let mut reader = Reader::new(CallGraph::FramePointers);
+    let mut batch = Vec::new();
+    let mut epochs = 0;
+    loop {
+        sys::poll(&events.fds, 100);
+        let stop =
+            forwarding.received().is_some() || o.duration.is_some_and(|d| start.elapsed() >= d);
+        if stop {
+            for fd in &events.fds {
+                let _ = sys::set_enabled(fd, false);
+            }
+        }
+        batch.clear();
+        reader.drain(&mut events, &mut batch);
+        // Stable: records of one CPU keep their order at equal times.
+        batch.sort_by_key(|t| t.time);
+        tracker.feed(&batch);
+        let over = o
+            .epoch
+            .is_some_and(|e| epoch_start.0.elapsed() >= e.max(Duration::from_millis(1)));
+        if stop || over {
+            let e = tracker.end_epoch(&o.dir, epoch_start.1, event, o.rate)?;
+            epochs += 1;
+            ended(&e);
+            if stop {
+                break;
+            }
+            epoch_start = (Instant::now(), SystemTime::now());
+        }
+    }
+    let interrupted = forwarding.received();
+    drop(forwarding);
+    Ok(SystemRecording {
+        epochs,
+        event,
+        interrupted,
+        notes,
+    })
+}
