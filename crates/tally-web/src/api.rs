@@ -552,7 +552,7 @@ const CONTEXT: u32 = 5;
 const WINDOW: u32 = 400;
 
 /// The lines of the function `node` in its own file, from the lowest to
-/// the highest line with a cost (at most [`WINDOW`] lines), with context.
+/// the highest line with a cost (at most `WINDOW` lines), with context.
 pub fn lines_of(inp: &Input, node: usize) -> Option<(u32, u32)> {
     let (lo, hi) = inp.lines_of(FunctionId(u32::try_from(node).ok()?))?;
     let lo = u32::try_from(lo).ok()?;
