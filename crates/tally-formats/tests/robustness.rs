@@ -223,3 +223,24 @@ fn two_threads_read_real_files_as_one_at_every_chunk_size() {
         }
     }
 }
+
+/// A cost line whose sums overflow is declined by the fast loops and read
+/// again by the careful path, after relative positions: one and two
+/// threads give the same error, and the signed read the same result.
+#[test]
+fn an_overflowing_line_fails_alike_on_one_and_two_threads() {
+    let one = |d: &[u8]| callgrind::read::<u64>(Input::from_bytes("x", d.to_vec()).unwrap());
+    let data = b"positions: line\nevents: a b\nfl=f.c\nfn=f\n\
+                 5 18446744073709551615 1\n+2 1 1\n-1 3 4\n";
+    assert!(one(data).is_err());
+    for chunk in [1, 7, 64, 4096] {
+        threads_agree::<u64>(data, chunk);
+        threads_agree::<i64>(data, chunk);
+    }
+    let big = b"positions: line\nevents: a\nfl=f.c\nfn=f\n\
+                5 9223372036854775807\n+2 9223372036854775807\n-1 1\n+3 2\n";
+    for chunk in [1, 7, 64, 4096] {
+        threads_agree::<u64>(big, chunk);
+        threads_agree::<i64>(big, chunk);
+    }
+}

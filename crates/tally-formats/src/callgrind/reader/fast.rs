@@ -14,7 +14,25 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
     /// chunk, keeping the context in locals; stops at the first line that is
     /// anything else or unusual (see [`scan_cost_line`]) and returns where.
     #[inline(never)]
-    pub(super) fn fast_run(&mut self, data: &[u8], mut p: usize, len: usize) -> usize {
+    pub(super) fn fast_run(&mut self, data: &[u8], p: usize, len: usize) -> usize {
+        let np = self.np;
+        self.cost_run(p, len, |p, last, costs| {
+            scan_cost_line(data, p, len, np, last, costs)
+        })
+    }
+
+    /// The loop of [`Parser::fast_run`] and of the two-thread reader's
+    /// `decoded_run`: `next(p, last, costs)` reads the cost line at `p`
+    /// against the positions `last`, giving its positions, its number of
+    /// counts (in `costs`) and its end, or `None` to stop there. A line is
+    /// taken only when its sums fit, so `last` moves only with it.
+    #[inline(always)]
+    pub(super) fn cost_run(
+        &mut self,
+        mut p: usize,
+        len: usize,
+        mut next: impl FnMut(usize, [u64; 3], &mut [C]) -> Option<([u64; 3], usize, usize)>,
+    ) -> usize {
         if !self.started || !matches!(self.pending, Pending::None) {
             return p;
         }
@@ -37,7 +55,7 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
         let sums = &mut sums.costs[..];
         let mut lines = 0u64;
         while p < len {
-            let Some((pos, n, end)) = scan_cost_line(data, p, len, np, last, costs) else {
+            let Some((pos, n, end)) = next(p, last, costs) else {
                 break;
             };
             if !add_magnitudes(sums, &costs[..n]) {

@@ -11,8 +11,7 @@
 //! and otherwise reads the text as before.
 
 use super::Parser;
-use super::fast::{add_totals, number};
-use super::sums::{add_magnitudes, sub_magnitudes};
+use super::fast::number;
 use crate::error::Error;
 use crate::input::{Lines, PAD};
 use std::path::Path;
@@ -258,69 +257,32 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
     /// [`Parser::fast_run`] on decoded lines: the same checks and records,
     /// without reading the numbers again.
     #[inline(never)]
-    pub(super) fn decoded_run(&mut self, dec: &mut Decoded<'_>, mut p: usize, len: usize) -> usize {
-        if !self.started || !matches!(self.pending, super::Pending::None) {
-            return p;
-        }
-        let Some(function) = self.function.or_else(|| self.current_function().ok()) else {
-            return p;
-        };
-        let (np, fi) = (self.np, self.fi);
-        let mut last = self.last;
-        let Parser {
-            stats,
-            costs,
-            sink,
-            sums,
-            ..
-        } = self;
-        let stats = stats.last_mut().expect("part");
-        let totals = &mut stats.totals[..];
-        let sums = &mut sums.costs[..];
-        let mut lines = 0u64;
-        while p < len {
-            let Some(line) = dec.at(p) else { break };
-            let Some(n) = apply(&line, dec.values, np, &mut last, costs) else {
-                break;
-            };
-            if !add_magnitudes(sums, &costs[..n]) {
-                break;
-            }
-            if !add_totals(totals, &costs[..n]) {
-                sub_magnitudes(sums, &costs[..n]);
-                break;
-            }
-            sink.line(function, fi, &last[..np], &costs[..n]);
-            lines += 1;
-            p = line.end + 1;
-        }
-        if lines > 0 {
-            stats.lines += lines;
-            self.last = last;
-            self.line_no += lines;
-            self.seq += lines;
-            self.in_body = true;
-        }
-        p
+    pub(super) fn decoded_run(&mut self, dec: &mut Decoded<'_>, p: usize, len: usize) -> usize {
+        let np = self.np;
+        self.cost_run(p, len, |p, last, costs| {
+            let line = dec.at(p)?;
+            let (pos, n) = apply(&line, dec.values, np, last, costs)?;
+            Some((pos, n, line.end))
+        })
     }
 }
 
-/// The positions (into `last`) and counts (into `costs`) of a decoded line
-/// with `np` positions; `None`, with `last` unchanged, where
+/// The positions (from `last`) and the number of counts (into `costs`) of
+/// a decoded line with `np` positions; `None` where
 /// [`super::fast::scan_cost_line`] would decline the line.
 #[inline(always)]
 fn apply<C: Cost>(
     line: &Line,
     values: &[u64],
     np: usize,
-    last: &mut [u64; 3],
+    last: [u64; 3],
     costs: &mut [C],
-) -> Option<usize> {
+) -> Option<([u64; 3], usize)> {
     if line.count < np || line.plain_from > np || line.count - np > costs.len() {
         return None;
     }
     let v = &values[line.first..line.first + line.count];
-    let mut pos = *last;
+    let mut pos = last;
     for (k, slot) in pos.iter_mut().enumerate().take(np) {
         *slot = match (line.kinds >> (2 * k)) & 3 {
             ABS => v[k],
@@ -332,6 +294,5 @@ fn apply<C: Cost>(
     for (slot, &x) in costs.iter_mut().zip(&v[np..]) {
         *slot = C::from_u64(x)?;
     }
-    *last = pos;
-    Some(line.count - np)
+    Some((pos, line.count - np))
 }
