@@ -14,11 +14,13 @@
 //! threads on each CPU, its mappings read from `/proc`.
 
 pub mod outputs;
+mod preload;
 pub mod records;
 pub mod sys;
 pub mod system;
 pub mod unwind;
 
+use preload::Preloader;
 use records::{Record, Timed};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -298,6 +300,8 @@ pub struct Recording {
     pub program: Option<PathBuf>,
     /// When the recording started.
     pub started: std::time::SystemTime,
+    /// The object files and kernel symbols read while it ran.
+    pub symbols: tally_formats::perf::samples::Symbols,
 }
 
 fn paranoid() -> String {
@@ -546,7 +550,9 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
         Target::Pid { pid, .. } => std::fs::read_link(format!("/proc/{pid}/exe")).ok(),
     }
     .and_then(|p| std::fs::canonicalize(p).ok());
-    let (mut events, event, user_only, ending, interrupted, cmd, pid) = match target {
+    // Mappings already queued for the symbol reader.
+    let mut queued = 0;
+    let (mut events, event, user_only, ending, interrupted, cmd, pid, preload) = match target {
         Target::Command { program, args } => {
             let path = find_program(program).ok_or_else(|| RecordError::Spawn {
                 program: program.display().to_string(),
@@ -564,6 +570,7 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
                     return Err(e);
                 }
             };
+            let preload = Preloader::start((!user_only).then(kernel_release).flatten());
             let forwarding = tally_sim::session::signals::forward_to(held.pid as u32);
             if let Err(e) = held.release() {
                 let _ = sys::wait_pid(held.pid, true);
@@ -575,6 +582,7 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
             let exit = loop {
                 sys::poll(&events.fds, 100);
                 reader.drain(&mut events, &mut out);
+                queue_objects(&preload, &out, &mut queued);
                 if let Some(exit) = sys::wait_pid(held.pid, false) {
                     break exit;
                 }
@@ -593,6 +601,7 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
                 interrupted,
                 args.join(" "),
                 held.pid,
+                preload,
             )
         }
         Target::Pid { pid, duration } => {
@@ -605,12 +614,14 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
             synthesize(pid, &mut out);
             reader.place(&mut out);
             let (mut events, event, user_only) = open(options, &tids, false, &mut notes)?;
+            let preload = Preloader::start((!user_only).then(kernel_release).flatten());
             // Signals stop the recording, not the process.
             let forwarding = tally_sim::session::signals::forward_to(0);
             let start = Instant::now();
             loop {
                 sys::poll(&events.fds, 100);
                 reader.drain(&mut events, &mut out);
+                queue_objects(&preload, &out, &mut queued);
                 if forwarding.received().is_some()
                     || duration.is_some_and(|d| start.elapsed() >= d)
                     || sys::alive(pid).is_err()
@@ -641,11 +652,14 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
                 interrupted,
                 cmd,
                 pid,
+                preload,
             )
         }
     };
     reader.drain(&mut events, &mut out);
     drop(events);
+    queue_objects(&preload, &out, &mut queued);
+    let symbols = preload.finish();
     // Stable: records of one CPU keep their order at equal times.
     out.sort_by_key(|t| t.time);
     let lost = out
@@ -669,7 +683,26 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
         call_graph: options.call_graph,
         program,
         started,
+        symbols,
     })
+}
+
+/// The running kernel's release, for naming kernel frames.
+fn kernel_release() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .ok()
+        .map(|r| r.trim().to_string())
+}
+
+/// Gives the symbol reader the object files of the mappings in
+/// `out[*queued..]`.
+fn queue_objects(preload: &Preloader, out: &[Timed], queued: &mut usize) {
+    for t in out.get(*queued..).unwrap_or_default() {
+        if let Record::Mmap { path, .. } = &t.record {
+            preload.object(path);
+        }
+    }
+    *queued = out.len();
 }
 
 /// `options` with [`CallGraph::Auto`] decided for the program `target`
@@ -829,11 +862,12 @@ impl Recording {
     }
 
     fn profile_of(&self, count: bool) -> Result<Profile<u64>, RecordError> {
-        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok();
-        let mut stacks = SampledStacks::new(
+        let release = kernel_release();
+        let mut stacks = SampledStacks::with_symbols(
             Positions::INSTR_LINE,
             b"tally record",
-            release.as_deref().map(str::trim),
+            release.as_deref(),
+            self.symbols.clone(),
         );
         stacks.set_cmd(self.cmd.clone().into_bytes());
         for t in &self.records {

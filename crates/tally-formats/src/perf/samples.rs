@@ -16,6 +16,7 @@ use crate::stacked::StackProfile;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
 use tally_model::{Events, FrameId, FunctionId, Positions, Profile};
 use tally_symbols::ObjectFile;
 
@@ -52,38 +53,43 @@ struct Map {
     object: usize,
 }
 
-/// The kernel's symbols, by address.
-struct Kallsyms {
+/// The running kernel's function symbols, by address (`/proc/kallsyms`).
+/// Reading them costs tens of milliseconds of kernel time, so they are
+/// read only when a kernel address needs a name, or ahead of time by a
+/// caller with a core to spare ([`Symbols::load_kernel`]).
+pub struct KernelSymbols {
     starts: Vec<u64>,
     names: Vec<String>,
 }
 
-impl Kallsyms {
+impl KernelSymbols {
     /// `/proc/kallsyms`, if `release` is the running kernel's and the
     /// addresses are shown.
-    fn load(release: Option<&str>) -> Option<Kallsyms> {
+    pub fn load(release: Option<&str>) -> Option<KernelSymbols> {
         let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
         if release? != running.trim() {
             return None;
         }
-        let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
+        let text = std::fs::read("/proc/kallsyms").ok()?;
         let mut syms: Vec<(u64, String)> = text
-            .lines()
+            .split(|&b| b == b'\n')
             .filter_map(|l| {
-                let mut w = l.split_ascii_whitespace();
-                let addr = u64::from_str_radix(w.next()?, 16).ok()?;
+                let mut w = l
+                    .split(|&b| b == b' ' || b == b'\t')
+                    .filter(|w| !w.is_empty());
+                let addr = u64::from_str_radix(std::str::from_utf8(w.next()?).ok()?, 16).ok()?;
                 let kind = w.next()?;
                 let name = w.next()?;
-                (addr != 0 && matches!(kind, "t" | "T" | "w" | "W"))
-                    .then(|| (addr, name.to_string()))
+                (addr != 0 && matches!(kind, b"t" | b"T" | b"w" | b"W"))
+                    .then(|| (addr, String::from_utf8_lossy(name).into_owned()))
             })
             .collect();
         if syms.is_empty() {
             return None;
         }
-        syms.sort();
+        syms.sort_unstable();
         let (starts, names) = syms.into_iter().unzip();
-        Some(Kallsyms { starts, names })
+        Some(KernelSymbols { starts, names })
     }
 
     fn name(&self, addr: u64) -> Option<&str> {
@@ -92,14 +98,80 @@ impl Kallsyms {
     }
 }
 
+/// The object files and kernel symbols that symbolising reads, each
+/// opened once and shared between threads: a recorder opens them while the
+/// program runs, so that little is left to read when it ends. A file
+/// another thread is still opening is waited for, never opened twice.
+#[derive(Clone, Default)]
+pub struct Symbols {
+    /// Object files by path (`None`: the file cannot be read).
+    objects: Arc<Mutex<FxHashMap<Vec<u8>, ObjectCell>>>,
+    kernel: Arc<OnceLock<Option<KernelSymbols>>>,
+}
+
+/// An object file, opened by whichever thread needs it first.
+type ObjectCell = Arc<OnceLock<Option<Arc<ObjectFile>>>>;
+
+impl std::fmt::Debug for Symbols {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Symbols")
+            .field("kernel", &self.kernel.get().map(Option::is_some))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Symbols {
+    fn cell(&self, path: &[u8]) -> ObjectCell {
+        let mut objects = self.objects.lock().unwrap_or_else(|e| e.into_inner());
+        objects.entry(path.to_vec()).or_default().clone()
+    }
+
+    /// The object file at `path` (a mapping's path), opened now if no
+    /// thread has opened it.
+    fn object(&self, path: &[u8]) -> Option<Arc<ObjectFile>> {
+        self.cell(path).get_or_init(|| open_object(path)).clone()
+    }
+
+    /// Opens the object file at `path` unless it is open, and reads its
+    /// line tables, which symbolising its addresses reads.
+    pub fn load_object(&self, path: &[u8]) {
+        if let Some(o) = self.object(path) {
+            o.load_lines_now();
+        }
+    }
+
+    /// Reads the kernel's symbols, for samples taken on kernel `release`.
+    pub fn load_kernel(&self, release: Option<&str>) {
+        self.kernel.get_or_init(|| KernelSymbols::load(release));
+    }
+
+    /// Whether the kernel's symbols have been read (or found unreadable).
+    pub fn kernel_loaded(&self) -> bool {
+        self.kernel.get().is_some()
+    }
+}
+
+/// The object file at a mapping's `path`, if it is an absolute path to a
+/// readable ELF file.
+fn open_object(path: &[u8]) -> Option<Arc<ObjectFile>> {
+    std::str::from_utf8(path)
+        .ok()
+        .filter(|p| p.starts_with('/'))
+        .and_then(|p| ObjectFile::open(Path::new(p)).ok())
+        .map(Arc::new)
+}
+
 /// Symbolises addresses into frames, with caches.
 struct Symbolizer {
     /// Object paths, and the parsed files (`None`: cannot be read).
-    objects: Vec<(Vec<u8>, Option<ObjectFile>)>,
+    objects: Vec<(Vec<u8>, Option<Arc<ObjectFile>>)>,
     object_index: FxHashMap<Vec<u8>, usize>,
+    /// Files opened ahead of time.
+    preloaded: Symbols,
+    /// The kernel release the samples were taken on.
+    release: Option<String>,
     /// Mappings of each process, by start address.
     maps: FxHashMap<i32, BTreeMap<u64, Map>>,
-    kallsyms: Option<Kallsyms>,
     /// (object, ELF address, leaf) → frame.
     frames: FxHashMap<(usize, u64, bool), FrameId>,
     kernel_frames: FxHashMap<u64, FrameId>,
@@ -112,10 +184,7 @@ impl Symbolizer {
         if let Some(&i) = self.object_index.get(path) {
             return i;
         }
-        let file = std::str::from_utf8(path)
-            .ok()
-            .filter(|p| p.starts_with('/'))
-            .and_then(|p| ObjectFile::open(Path::new(p)).ok());
+        let file = self.preloaded.object(path);
         self.objects.push((path.to_vec(), file));
         self.object_index
             .insert(path.to_vec(), self.objects.len() - 1);
@@ -218,7 +287,12 @@ impl Symbolizer {
         if let Some(&f) = self.kernel_frames.get(&addr) {
             return Some(f);
         }
-        let name = self.kallsyms.as_ref().and_then(|k| k.name(addr));
+        let release = self.release.as_deref();
+        let kernel = self
+            .preloaded
+            .kernel
+            .get_or_init(|| KernelSymbols::load(release));
+        let name = kernel.as_ref().and_then(|k| k.name(addr));
         let f = b.function(KERNEL, b"", name.map_or(UNKNOWN, str::as_bytes))?;
         let frame = b.frame(f, 0, addr);
         self.kernel_frames.insert(addr, frame);
@@ -240,12 +314,24 @@ impl SampledStacks {
     /// the kernel release the samples were taken on (kernel frames are
     /// named only when it is the running one).
     pub fn new(positions: Positions, creator: &[u8], os_release: Option<&str>) -> Self {
+        Self::with_symbols(positions, creator, os_release, Symbols::default())
+    }
+
+    /// [`SampledStacks::new`] with object files and kernel symbols read
+    /// ahead of time.
+    pub fn with_symbols(
+        positions: Positions,
+        creator: &[u8],
+        os_release: Option<&str>,
+        symbols: Symbols,
+    ) -> Self {
         SampledStacks {
             sym: Symbolizer {
                 objects: Vec::new(),
                 object_index: FxHashMap::default(),
+                preloaded: symbols,
+                release: os_release.map(str::to_string),
                 maps: FxHashMap::default(),
-                kallsyms: Kallsyms::load(os_release),
                 frames: FxHashMap::default(),
                 kernel_frames: FxHashMap::default(),
                 functions: FxHashMap::default(),
