@@ -29,7 +29,7 @@ cat > "$tmp/work.c" <<'EOF'
 #include <stdlib.h>
 static volatile long sink;
 __attribute__((noipa)) long spin(long n) { long s = 0; for (long i = 0; i < n; i++) s += (i * i) ^ (s >> 3); return s; }
-__attribute__((noipa)) long leaf(long n) { long s = 0; for (long i = 0; i < n; i++) s += (i * 3) ^ (s >> 2); return s + spin(n / 2); }
+__attribute__((noipa)) long leaf(long n) { long s = 0; for (long i = 0; i < n; i++) s += (i * i) ^ (s >> 3); return s + spin(n / 2); }
 __attribute__((noipa)) long rec(int d, long n) { long s = spin(n / 8); if (d == 0) return s + leaf(n); return s + rec(d - 1, n); }
 int main(int argc, char **argv) {
   long n = argc > 1 ? atol(argv[1]) : 400;
