@@ -133,8 +133,14 @@ try {
     await shot(tab);
   }
 
-  // Switch event: the table follows.
+  // The whole table beside the selected function's callers and callees.
   await page.click('#tabs button[data-tab="butterfly"]');
+  await page.waitForSelector("#butterfly tr.primary");
+  await ready();
+  await shot("overview");
+  out.overview = true;
+
+  // Switch event: the table follows.
   if (out.events.length > 1) {
     const ev = out.events[out.events.length - 1];
     await page.selectOption("#event", ev);

@@ -87,16 +87,25 @@ fn artefacts() -> PathBuf {
     d
 }
 
-/// The views whose screenshots the README shows.
-const README_VIEWS: [&str; 6] = ["functions", "butterfly", "graph", "flame", "source", "asm"];
+/// The views whose screenshots the README shows, and the screenshot of
+/// the test each is (`PREFIX-SHOT`).
+const README_VIEWS: [(&str, &str); 7] = [
+    ("functions", "callgrind-functions"),
+    ("butterfly", "callgrind-butterfly"),
+    ("graph", "callgrind-graph"),
+    ("flame", "callgrind-flame"),
+    ("source", "callgrind-source"),
+    ("asm", "callgrind-asm"),
+    ("compare", "compare-overview"),
+];
 
 /// Copies the Callgrind run's screenshots to `docs/images/web-VIEW.png`,
 /// where the README shows them, and checks that the README shows exactly
 /// those: the pictures are the current page's, made by this test.
 fn publish_screenshots() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    for view in README_VIEWS {
-        let from = artefacts().join(format!("callgrind-{view}.png"));
+    for (view, shot) in README_VIEWS {
+        let from = artefacts().join(format!("{shot}.png"));
         let to = root.join(format!("docs/images/web-{view}.png"));
         std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
     }
@@ -107,7 +116,7 @@ fn publish_screenshots() {
         .filter_map(|rest| rest.split_once(".png").map(|(view, _)| view))
         .collect();
     shown.sort_unstable();
-    let mut views = README_VIEWS.to_vec();
+    let mut views: Vec<&str> = README_VIEWS.iter().map(|(v, _)| *v).collect();
     views.sort_unstable();
     assert_eq!(shown, views, "README.md's screenshots of the web UI");
 }
@@ -339,6 +348,31 @@ fn browser_views_match_the_reports() {
     assert!(page["source"].as_str().unwrap().contains("fact"));
     // The hottest function is disassembled.
     assert!(page["asm"].as_str().unwrap().contains("leaf"));
+    drop(server);
+
+    // Compare: B (a longer run) against A; the selected function's B − A
+    // is annotate's inclusive cost of B less A's.
+    let b = dir.path().join("rec-b.callgrind");
+    run(Command::new("valgrind")
+        .arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", b.display()))
+        .arg(&exe)
+        .arg("300"));
+    let server = serve(&["--diff", cgs, b.to_str().unwrap()]);
+    let page = drive(&server.url, "compare", "work", false);
+    assert!(page.get("failure").is_none(), "{}", page["failure"]);
+    let primary = page["butterfly"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "primary")
+        .unwrap()
+        .clone();
+    let delta = primary["cells"].as_array().unwrap().last().unwrap();
+    let want = annotate_inclusive(&b, "work") - annotate_inclusive(&cg, "work");
+    assert!(want > 0.0);
+    assert_eq!(number(delta.as_str().unwrap()), want, "{primary}");
+    assert!(page["overview"].as_bool().unwrap_or(false), "{page}");
     drop(server);
     publish_screenshots();
 

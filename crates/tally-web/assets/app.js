@@ -202,6 +202,7 @@ async function fetchPage(k, gen) {
 async function reloadTable() {
   const gen = ++state.generation;
   state.pages = new Map();
+  delete document.body.dataset.ready;
   try {
     const t = await fetchPage(0, gen);
     if (gen !== state.generation) return;
@@ -222,7 +223,17 @@ async function reloadTable() {
       trimmed += `; flame frames under ${tr.flame_min_width.toFixed(1)} px left out; source: each function's lines only`;
       if (tr.asm) trimmed += "; no assembly (large program)";
     }
-    status(`${t.count.toLocaleString("en-US")} rows · ${t.event} · total ${fmt(t.total, t.unit)}${t.unit === "seconds" ? " s" : ""}${trimmed}`);
+    const head = `${t.count.toLocaleString("en-US")} rows · ${t.event} · total ${fmt(t.total, t.unit)}${t.unit === "seconds" ? " s" : ""}`;
+    if (t.pending) {
+      // Self costs come from the sums; inclusive costs, calls and cycles
+      // once the cycle-aware analysis is done: then the table is reloaded.
+      status(`${head} · inclusive costs, calls and cycles: computing…`);
+      api("ready", { event: state.event, part: state.part })
+        .then(() => { if (gen === state.generation) reloadTable(); })
+        .catch((e) => status(e.message, true));
+      return;
+    }
+    status(`${head}${trimmed}`);
     document.body.dataset.ready = "1";
   } catch (e) {
     status(e.message, true);

@@ -56,6 +56,7 @@ pub fn handle(s: &Session, path: &str, q: &Query) -> Result<Reply, Error> {
     match path {
         "meta" => Ok(Reply::json(&meta(s))),
         "functions" => functions(s, q).map(|v| Reply::json(&v)),
+        "ready" => ready(s, q).map(|v| Reply::json(&v)),
         "function" => function(s, q).map(|v| Reply::json(&v)),
         "graph" => graph_svg(s, q),
         "flame" => flame_svg(s, q),
@@ -192,14 +193,51 @@ pub fn order(t: &Table, filter: Option<&str>, sort: &str, desc: bool) -> Result<
 /// The functions table: `event`, `part`, `group` (`function`, `file`,
 /// `object`), `filter` (a regex on name or file), `sort` (see [`order`]),
 /// `desc` (0 or 1), `offset`, `limit`. Only the page asked for is sent.
+///
+/// While gprof's analysis of the view runs, a page sorted by self cost,
+/// an event's self cost, name or file comes from the sums alone
+/// ([`Session::provisional`]): `pending` is true, inclusive costs and
+/// calls are `null` until [`ready`] says the analysis is done.
 pub fn functions(s: &Session, q: &Query) -> Result<Value, Error> {
-    let v = view_of(s, q, s.main())?;
-    let total = v.total();
     let group = get(q, "group").unwrap_or("function");
     let grouping = Grouping::parse(group)
         .ok_or_else(|| Error::BadRequest(format!("group: no grouping `{group}`")))?;
-    let t = s.table(Some(&v.event), number(q, "part")?, grouping)?;
     let sort = get(q, "sort").unwrap_or(if s.diff { "delta" } else { "self" });
+    let from_sums = matches!(sort, "self" | "name" | "file") || sort.starts_with("event:");
+    if grouping == Grouping::Function
+        && from_sums
+        && let Some(p) = s.provisional(get(q, "event"), number(q, "part")?)?
+    {
+        let desc = get(q, "desc").map_or(sort != "name", |d| d == "1");
+        let idx = order(&p.table, get(q, "filter"), sort, desc)?;
+        let offset = number(q, "offset")?.unwrap_or(0);
+        let limit = number(q, "limit")?.unwrap_or(200).min(5000);
+        let count = idx.len();
+        let page: Vec<Value> = idx
+            .into_iter()
+            .skip(offset)
+            .take(limit)
+            .map(|i| {
+                let mut j = row_json(&p.table.rows[i], None, p.total);
+                j["calls"] = Value::Null;
+                j
+            })
+            .collect();
+        return Ok(json!({
+            "event": p.event,
+            "events": p.events,
+            "unit": p.event,
+            "total": p.total,
+            "count": count,
+            "offset": offset,
+            "rows": page,
+            "diff": false,
+            "pending": true,
+        }));
+    }
+    let v = view_of(s, q, s.main())?;
+    let total = v.total();
+    let t = s.table(Some(&v.event), number(q, "part")?, grouping)?;
     let desc = get(q, "desc").map_or(sort != "name", |d| d == "1");
     let idx = order(&t, get(q, "filter"), sort, desc)?;
     let offset = number(q, "offset")?.unwrap_or(0);
@@ -221,6 +259,13 @@ pub fn functions(s: &Session, q: &Query) -> Result<Value, Error> {
         "rows": page,
         "diff": s.diff,
     }))
+}
+
+/// Waits until gprof's analysis of the view (`event`, `part`) is done:
+/// the page asks once it has shown a provisional table, then reloads it.
+pub fn ready(s: &Session, q: &Query) -> Result<Value, Error> {
+    let v = view_of(s, q, s.main())?;
+    Ok(json!({"ready": true, "event": v.event}))
 }
 
 /// The selected function: its row and gprof's entry (`node`).

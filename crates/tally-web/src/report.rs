@@ -62,8 +62,10 @@ pub fn data(s: &Session, opts: &ReportOptions) -> Result<Value, Error> {
     let mut arcs_left_out = 0usize;
     for e in &events {
         let q = query(&[("event", e.clone()), ("limit", "0".into())]);
-        let head = api::functions(s, &q)?;
+        // The view first: the table's head is then gprof's, not the
+        // provisional one of the sums.
         let view = s.view(s.main(), Some(e), None)?;
+        let head = api::functions(s, &q)?;
         let total = view.total();
         let table = s.table(Some(e), None, Grouping::Function)?;
         let share = |v: f64| {

@@ -18,7 +18,7 @@ use tally_report::gprof::{self, Options, Report};
 use tally_symbols::ObjectFile;
 
 use crate::Error;
-use crate::view::{Grouping, Table, View};
+use crate::view::{Grouping, Provisional, Table, View};
 
 /// One profile as the page shows it: files summed, with its stacks.
 pub struct Input {
@@ -53,6 +53,10 @@ pub struct Session {
     /// Whether the page compares `inputs[1]` against `inputs[0]`.
     pub diff: bool,
     views: Mutex<HashMap<ViewKey, Slot<View>>>,
+    /// Sums of the chosen parts (`None`: all), made once: every event's
+    /// analysis and the provisional tables start from them.
+    aggregates: Mutex<HashMap<PartKey, Slot<Aggregate<u64>>>>,
+    provisional: Mutex<HashMap<ViewKey, Arc<Provisional>>>,
     tables: Mutex<HashMap<TableKey, Arc<Table>>>,
     annotations: Mutex<HashMap<AnnotationKey, Slot<Annotation>>>,
 }
@@ -71,6 +75,9 @@ pub type AnnotationKey = (usize, bool, Option<String>, Option<String>, Option<us
 
 /// A table's key: the view's key and the grouping.
 type TableKey = (ViewKey, Grouping);
+
+/// The input and the part (`None`: all parts) of a sum.
+type PartKey = (usize, Option<usize>);
 
 /// A view's key: the input, the event and the part (`None`: all parts).
 type ViewKey = (usize, String, Option<usize>);
@@ -110,6 +117,8 @@ impl Session {
             inputs,
             diff: opts.diff,
             views: Mutex::new(HashMap::new()),
+            aggregates: Mutex::new(HashMap::new()),
+            provisional: Mutex::new(HashMap::new()),
             tables: Mutex::new(HashMap::new()),
             annotations: Mutex::new(HashMap::new()),
         })
@@ -138,6 +147,30 @@ impl Session {
         event: Option<&str>,
         part: Option<usize>,
     ) -> Result<Arc<View>, Error> {
+        let key = self.key(input, event, part)?;
+        let event = key.1.clone();
+        let slot = self
+            .views
+            .lock()
+            .map_err(|_| Error::Poisoned)?
+            .entry(key)
+            .or_default()
+            .clone();
+        once(&slot, || {
+            self.analyse(input, &event, part)
+                .map(Arc::new)
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    /// The key of a view: the event named (or the first) checked, and the
+    /// part.
+    fn key(
+        &self,
+        input: usize,
+        event: Option<&str>,
+        part: Option<usize>,
+    ) -> Result<ViewKey, Error> {
         let events = self.events(input);
         let event = match event {
             Some(e) if !e.is_empty() => e.to_owned(),
@@ -153,19 +186,90 @@ impl Session {
         if part.is_some_and(|p| p >= parts) {
             return Err(Error::NotFound(format!("no part {}", part.unwrap_or(0))));
         }
-        let key = (input, event.clone(), part);
-        let slot = self
-            .views
+        Ok((input, event, part))
+    }
+
+    /// Whether the view of `input` in `event` over `part` is analysed.
+    pub fn ready(
+        &self,
+        input: usize,
+        event: Option<&str>,
+        part: Option<usize>,
+    ) -> Result<bool, Error> {
+        let key = self.key(input, event, part)?;
+        let views = self.views.lock().map_err(|_| Error::Poisoned)?;
+        Ok(views.get(&key).is_some_and(|slot| slot.get().is_some()))
+    }
+
+    /// The functions table of the main input drawn from the sums alone
+    /// (self costs, no inclusive costs, calls or cycles), for the pages
+    /// asked for while gprof's cycle-aware analysis of the same view runs:
+    /// `None` once that analysis is done, when comparing, and for gmon
+    /// input (whose self costs come from gprof's analysis itself).
+    pub fn provisional(
+        &self,
+        event: Option<&str>,
+        part: Option<usize>,
+    ) -> Result<Option<Arc<Provisional>>, Error> {
+        let input = self.main();
+        if self.diff || self.inputs[input].gmon.is_some() || self.ready(input, event, part)? {
+            return Ok(None);
+        }
+        let key = self.key(input, event, part)?;
+        if let Some(p) = self
+            .provisional
             .lock()
             .map_err(|_| Error::Poisoned)?
-            .entry(key)
+            .get(&key)
+        {
+            return Ok(Some(p.clone()));
+        }
+        let agg = self.aggregate(input, part)?;
+        let inp = &self.inputs[input];
+        let p = Arc::new(Provisional::new(
+            inp,
+            &agg,
+            &key.1,
+            self.totals(input, part),
+        ));
+        self.provisional
+            .lock()
+            .map_err(|_| Error::Poisoned)?
+            .insert(key, p.clone());
+        Ok(Some(p))
+    }
+
+    /// The sums of `input` over `part` (all parts: `None`), made once.
+    fn aggregate(&self, input: usize, part: Option<usize>) -> Result<Arc<Aggregate<u64>>, Error> {
+        let slot = self
+            .aggregates
+            .lock()
+            .map_err(|_| Error::Poisoned)?
+            .entry((input, part))
             .or_default()
             .clone();
         once(&slot, || {
-            self.analyse(input, &event, part)
-                .map(Arc::new)
-                .map_err(|e| e.to_string())
+            let chosen = |i: usize| part.is_none_or(|p| p == i);
+            Ok(Arc::new(Aggregate::new(
+                &self.inputs[input].profile,
+                chosen,
+            )))
         })
+    }
+
+    /// The program totals of `input` over `part`, per event of the page
+    /// (derived events included).
+    fn totals(&self, input: usize, part: Option<usize>) -> Vec<i128> {
+        let inp = &self.inputs[input];
+        let chosen = |i: usize| part.is_none_or(|p| p == i);
+        let columns = EventColumns::new(&inp.profile.events);
+        let t =
+            tally_model::program_total(&inp.profile.parts, inp.profile.events.len(), chosen, |i| {
+                inp.profile.parts[i].lines.totals()
+            });
+        (0..columns.names().len())
+            .map(|e| columns.value(&t, e))
+            .collect()
     }
 
     /// `make`'s annotation for `key`, made once (an annotation scans every
@@ -215,8 +319,7 @@ impl Session {
     fn analyse(&self, input: usize, event: &str, part: Option<usize>) -> Result<View, Error> {
         let inp = &self.inputs[input];
         let opts = Options::default();
-        let chosen = |i: usize| part.is_none_or(|p| p == i);
-        let agg = Aggregate::new(&inp.profile, chosen);
+        let agg = self.aggregate(input, part)?;
         let report: Report = match &inp.gmon {
             Some((obj, gmon)) => gprof::analyse(obj, gmon, &opts)?,
             None => {
@@ -229,22 +332,7 @@ impl Session {
                 gprof::callgrind::analyse(&inp.profile, &agg, &sums, Some(event), &opts, &inp.name)?
             }
         };
-        let total = if inp.gmon.is_some() {
-            None
-        } else {
-            let columns = EventColumns::new(&inp.profile.events);
-            let t = tally_model::program_total(&inp.profile.parts, agg.events, chosen, |i| {
-                inp.profile.parts[i].lines.totals()
-            });
-            Some(
-                columns
-                    .names()
-                    .iter()
-                    .enumerate()
-                    .map(|(e, _)| columns.value(&t, e))
-                    .collect::<Vec<i128>>(),
-            )
-        };
+        let total = inp.gmon.is_none().then(|| self.totals(input, part));
         Ok(View::new(inp, report, &agg, event, total))
     }
 }

@@ -371,3 +371,73 @@ impl View {
         }
     }
 }
+
+/// The functions table drawn from the sums alone, shown while gprof's
+/// analysis of the same view runs: each function's self costs, exact, and
+/// nothing that analysis decides (inclusive costs, calls, cycles), so the
+/// page never shows a number that changes when the analysis ends.
+pub struct Provisional {
+    /// The event.
+    pub event: String,
+    /// The events of [`Row::events`].
+    pub events: Vec<String>,
+    /// The 100 % of the view's event.
+    pub total: f64,
+    /// The rows: functions only, without inclusive costs and calls.
+    pub table: Table,
+}
+
+impl Provisional {
+    /// The rows of `input`'s functions in `event` from `agg`: the functions
+    /// gprof's view lists (a self cost in `event`, or calls from another
+    /// function), numbered as it numbers them. `totals`: per event.
+    pub fn new(input: &Input, agg: &Aggregate<u64>, event: &str, totals: Vec<i128>) -> Provisional {
+        let columns = EventColumns::new(&input.profile.events);
+        let names = columns.names().to_vec();
+        let e = names.iter().position(|n| n == event).unwrap_or(0);
+        let pnames = &input.profile.names;
+        let n = pnames.function_count();
+        let zero = vec![0u64; agg.events];
+        let mut called = vec![false; n];
+        for a in &agg.arcs {
+            let (p, c) = (a.caller.index(), a.callee.index());
+            if p != c && c < n && a.count != 0 {
+                called[c] = true;
+            }
+        }
+        let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let mut rows = Vec::new();
+        for (i, &was_called) in called.iter().enumerate() {
+            let costs = if i < agg.function_self.len() {
+                agg.function_self.get(i)
+            } else {
+                &zero
+            };
+            let own = columns.value(costs, e);
+            if own == 0 && !was_called {
+                continue;
+            }
+            let id = FunctionId(i as u32);
+            rows.push(Row {
+                node: i,
+                name: lossy(pnames.function_name(id)),
+                file: lossy(pnames.function_file(id)),
+                object: lossy(pnames.function_object(id)),
+                self_cost: own as f64,
+                inclusive: None,
+                calls: 0,
+                cycle: None,
+                is_cycle: false,
+                events: (0..names.len())
+                    .map(|k| columns.value(costs, k) as f64)
+                    .collect(),
+            });
+        }
+        Provisional {
+            event: names[e].clone(),
+            total: totals.get(e).copied().unwrap_or(0) as f64,
+            events: names,
+            table: Table { rows, base: None },
+        }
+    }
+}
