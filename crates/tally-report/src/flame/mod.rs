@@ -108,18 +108,18 @@ impl Tree {
 
     /// The child of `at` named `name`, added if new.
     fn child(&mut self, at: u32, name: u32) -> u32 {
-        if let Some(&c) = self.child_index.get(&(at, name)) {
-            return c;
+        // One probe whether the child is new or not.
+        let next = self.nodes.len() as u32;
+        let c = *self.child_index.entry((at, name)).or_insert(next);
+        if c == next {
+            self.nodes.push(Node {
+                name,
+                value: 0,
+                base: 0,
+                children: Vec::new(),
+            });
+            self.nodes[at as usize].children.push(c);
         }
-        let c = self.nodes.len() as u32;
-        self.nodes.push(Node {
-            name,
-            value: 0,
-            base: 0,
-            children: Vec::new(),
-        });
-        self.nodes[at as usize].children.push(c);
-        self.child_index.insert((at, name), c);
         c
     }
 
