@@ -84,36 +84,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     // further but follow their heaviest caller: they move less than that
     // width, and the stacks stay few.
     let min_share = args.minwidth.max(0.01) / args.width as f64;
-    let groups: Vec<&[PathBuf]> = if args.diff {
-        args.files.chunks(1).collect()
-    } else {
-        vec![&args.files[..]]
+    let (tree, name, estimated) = match direct(&args)? {
+        Some(direct) => direct,
+        None => through_model(&args, min_share)?,
     };
-    let drawn = groups
-        .iter()
-        .map(|files| read(files, args.binary.as_deref(), min_share))
-        .collect::<anyhow::Result<Vec<Drawn>>>()?;
-
-    let first = &drawn[0].profile;
-    let columns = EventColumns::new(&first.events);
-    let name = match &args.event {
-        Some(e) => e.clone(),
-        None => columns
-            .names()
-            .first()
-            .cloned()
-            .ok_or_else(|| anyhow!("{}: the profile has no event", args.files[0].display()))?,
-    };
-    let mut tree = Tree::new();
-    for (i, d) in drawn.iter().enumerate().rev() {
-        let event = event_of(&d.profile, &name, &args.files[i.min(args.files.len() - 1)])?;
-        let base = args.diff && i == 0;
-        match &d.stacks {
-            Drawing::Recorded(s) => tree.add_stacks(&d.profile, s, &event, false, base),
-            Drawing::Estimated(s) => tree.add_stack_tree(&d.profile, s, &event, true, base),
-        }
-    }
-    tree.finish();
     if tree.nodes[0].value == 0 {
         bail!(
             "{}: no cost in event {name} to draw",
@@ -121,9 +95,6 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         );
     }
 
-    let estimated = drawn
-        .iter()
-        .any(|d| matches!(d.stacks, Drawing::Estimated(_)));
     let mut title = args.title.clone().unwrap_or_else(|| {
         if args.diff {
             "Differential Flame Graph".into()
@@ -166,6 +137,70 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     // Durably and whole, as every output (temporary file, renamed).
     tally_formats::output::write_file(&args.output, |mut w| write_svg(&tree, &options, &mut w))?;
     Ok(Outcome::Ok)
+}
+
+/// The merged tree of one folded file read straight from its lines, when
+/// that is all the picture needs (no --diff, the file's one event): the
+/// tree [`through_model`] makes of it, without building a profile first.
+fn direct(args: &Args) -> anyhow::Result<Option<(Tree, String, bool)>> {
+    // Standard input is read once, by whichever path takes it.
+    let [file] = &args.files[..] else {
+        return Ok(None);
+    };
+    if file.as_os_str() == "-" {
+        return Ok(None);
+    }
+    let event = tally_formats::folded::EVENT;
+    if args.diff || args.binary.is_some() || args.event.as_deref().is_some_and(|e| e != event) {
+        return Ok(None);
+    }
+    let source = Source::open(file)?;
+    if source.format() != FileFormat::Folded {
+        return Ok(None);
+    }
+    let mut tree = tally_report::flame::read_folded(source.input()?)?;
+    tree.finish();
+    Ok(Some((tree, event.to_owned(), false)))
+}
+
+/// The merged tree of the inputs read as profiles (B's shape with A's
+/// costs for --diff), the event drawn and whether the stacks are
+/// estimated.
+fn through_model(args: &Args, min_share: f64) -> anyhow::Result<(Tree, String, bool)> {
+    let groups: Vec<&[PathBuf]> = if args.diff {
+        args.files.chunks(1).collect()
+    } else {
+        vec![&args.files[..]]
+    };
+    let drawn = groups
+        .iter()
+        .map(|files| read(files, args.binary.as_deref(), min_share))
+        .collect::<anyhow::Result<Vec<Drawn>>>()?;
+
+    let first = &drawn[0].profile;
+    let columns = EventColumns::new(&first.events);
+    let name = match &args.event {
+        Some(e) => e.clone(),
+        None => columns
+            .names()
+            .first()
+            .cloned()
+            .ok_or_else(|| anyhow!("{}: the profile has no event", args.files[0].display()))?,
+    };
+    let mut tree = Tree::new();
+    for (i, d) in drawn.iter().enumerate().rev() {
+        let event = event_of(&d.profile, &name, &args.files[i.min(args.files.len() - 1)])?;
+        let base = args.diff && i == 0;
+        match &d.stacks {
+            Drawing::Recorded(s) => tree.add_stacks(&d.profile, s, &event, false, base),
+            Drawing::Estimated(s) => tree.add_stack_tree(&d.profile, s, &event, true, base),
+        }
+    }
+    tree.finish();
+    let estimated = drawn
+        .iter()
+        .any(|d| matches!(d.stacks, Drawing::Estimated(_)));
+    Ok((tree, name, estimated))
 }
 
 /// The event `name` of `profile`, a count (not a ratio).

@@ -348,3 +348,41 @@ fn bad_input_exits_1() {
     let r = tally!().run(&["flame", "--diff", d, "-o", o]);
     assert_eq!(r.status.code(), Some(2));
 }
+
+/// One folded file is drawn straight from its lines, with no profile
+/// built; standard input goes through the profile. The SVGs are the same
+/// byte for byte, on the stacks of a real program (the estimate of a real
+/// Callgrind run written as folded: sorted, and the same lines reversed),
+/// and a bad line is named as the profile reader names it.
+#[test]
+fn folded_file_drawn_straight_as_through_the_profile() {
+    let dir = temp_dir();
+    let t = tally!().in_dir(dir.path());
+    let data = tally_testutil::data("callgrind/workload.combo.out");
+    t.ok(&["convert", data.to_str().unwrap(), "-o", "est.folded"]);
+    let text = std::fs::read(dir.path().join("est.folded")).unwrap();
+    let mut lines: Vec<&[u8]> = text.split(|&c| c == b'\n').collect();
+    assert!(lines.len() > 20, "{} lines", lines.len());
+    lines.reverse();
+    std::fs::write(dir.path().join("rev.folded"), lines.join(&b'\n')).unwrap();
+    for name in ["est.folded", "rev.folded"] {
+        for extra in [&[][..], &["--icicle", "--minwidth", "0"]] {
+            let common = ["-o", "x.svg", "--subtitle", "s"];
+            t.ok(&[&["flame", name][..], &common, extra].concat());
+            let straight = std::fs::read(dir.path().join("x.svg")).unwrap();
+            let o = t
+                .command()
+                .args([&["flame", "-"][..], &common, extra].concat())
+                .stdin(std::fs::File::open(dir.path().join(name)).unwrap())
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let through = std::fs::read(dir.path().join("x.svg")).unwrap();
+            assert!(straight == through, "{name} {extra:?}");
+        }
+    }
+    std::fs::write(dir.path().join("bad.folded"), "main;a 1\nmain;;b 2\n").unwrap();
+    let e = t.fails(&["flame", "bad.folded", "-o", "y.svg"]);
+    assert!(e.contains("bad.folded:2: an empty frame"), "{e}");
+    assert!(!dir.path().join("y.svg").exists());
+}

@@ -13,6 +13,7 @@
 //! name by `:`, and a line break by a space, so that each frame stays one.
 
 use crate::error::{Error, ParseErrorKind};
+use crate::input::Input;
 use crate::stacked::StackProfile;
 use std::io::{self, Write};
 use std::path::Path;
@@ -20,6 +21,37 @@ use tally_model::{Cost, Events, FrameId, Names, Positions, Profile, Stacks};
 
 /// The event name of a folded file read, which does not name its own.
 pub const EVENT: &str = "samples";
+
+/// One line: `Ok(None)` if blank, else its stack (frames joined by `;`,
+/// root first, every frame non-empty) and count, or what is wrong with it.
+fn parse_line(raw: &[u8]) -> Result<Option<(&[u8], u64)>, String> {
+    let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+    if line.trim_ascii().is_empty() {
+        return Ok(None);
+    }
+    let line = line.trim_ascii_end();
+    let Some(space) = line.iter().rposition(|c| c.is_ascii_whitespace()) else {
+        return Err(format!(
+            "expected `frame;frame;... count`, found `{}`",
+            String::from_utf8_lossy(line)
+        ));
+    };
+    let (stack, count) = (line[..space].trim_ascii_end(), &line[space + 1..]);
+    let count = tally_model::parse_u64(count).map_err(|_| {
+        format!(
+            "the count `{}` is not a whole number of samples",
+            String::from_utf8_lossy(count)
+        )
+    })?;
+    if stack.is_empty()
+        || stack[0] == b';'
+        || stack[stack.len() - 1] == b';'
+        || memchr::memmem::find(stack, b";;").is_some()
+    {
+        return Err("an empty frame (`;;`, or `;` at an end)".into());
+    }
+    Ok(Some((stack, count)))
+}
 
 /// Reads folded stacks. Blank lines are skipped; any other line must be
 /// `frames count` with a non-empty frame between every `;`.
@@ -37,38 +69,11 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
     let mut any = false;
     for (i, raw) in bytes.split(|&c| c == b'\n').enumerate() {
         let line_no = i as u64 + 1;
-        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
-        if line.trim_ascii().is_empty() {
+        let Some((stack, count)) = parse_line(raw).map_err(|m| err(line_no, m))? else {
             continue;
-        }
-        let line = line.trim_ascii_end();
-        let Some(space) = line.iter().rposition(|c| c.is_ascii_whitespace()) else {
-            return Err(err(
-                line_no,
-                format!(
-                    "expected `frame;frame;... count`, found `{}`",
-                    String::from_utf8_lossy(line)
-                ),
-            ));
         };
-        let (stack, count) = (line[..space].trim_ascii_end(), &line[space + 1..]);
-        let count = tally_model::parse_u64(count).map_err(|_| {
-            err(
-                line_no,
-                format!(
-                    "the count `{}` is not a whole number of samples",
-                    String::from_utf8_lossy(count)
-                ),
-            )
-        })?;
         frames.clear();
         for name in stack.split(|&c| c == b';') {
-            if name.is_empty() {
-                return Err(err(
-                    line_no,
-                    "an empty frame (`;;`, or `;` at an end)".into(),
-                ));
-            }
             let frame = match by_name.get(name) {
                 Some(&frame) => frame,
                 None => {
@@ -95,6 +100,43 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
     }
     b.finish(Events::new([EVENT]).expect("one event"))
         .ok_or_else(|| err(1, "the counts sum to more than 64 bits hold".into()))
+}
+
+/// Reads folded stacks from `input` as they stream in, with no profile
+/// built: each stack (its frames joined by `;`, root first, none empty)
+/// and its count go to `stack`, which may refuse one with a message. The
+/// lines are checked as [`read`] checks them, and an error names the line.
+/// This is how a picture that needs nothing but the stacks (`tally flame`
+/// of one folded file) reads them, at the cost of one pass.
+pub fn for_each_stack(
+    input: Input,
+    mut stack: impl FnMut(&[u8], u64) -> Result<(), String>,
+) -> Result<(), Error> {
+    let mut lines = input.into_lines();
+    let path = lines.path.clone();
+    let err = |line: u64, msg: String| Error::Parse {
+        path: path.clone(),
+        line,
+        kind: ParseErrorKind::Malformed(msg),
+    };
+    let mut line_no = 0u64;
+    let mut any = false;
+    while let Some((data, len)) = lines.next_chunk()? {
+        let data = &data[..len];
+        let data = data.strip_suffix(b"\n").unwrap_or(data);
+        for raw in data.split(|&c| c == b'\n') {
+            line_no += 1;
+            let Some((frames, count)) = parse_line(raw).map_err(|m| err(line_no, m))? else {
+                continue;
+            };
+            stack(frames, count).map_err(|m| err(line_no, m))?;
+            any = true;
+        }
+    }
+    if !any {
+        return Err(err(1, "no stack in the file".into()));
+    }
+    Ok(())
 }
 
 /// Writes `stacks` as folded lines of the recorded event `event`: frames
@@ -204,6 +246,37 @@ mod tests {
         assert!(e(b"main\n").starts_with("t.folded:1: expected"));
         assert!(e(b"a 18446744073709551615\na 1\n").contains("64 bits"));
         assert!(e(b"\n").contains("no stack"));
+    }
+
+    #[test]
+    fn streamed_lines_are_checked_as_read_checks_them() {
+        let streamed = |t: &[u8]| {
+            let input = Input::from_bytes("t.folded", t.to_vec()).unwrap();
+            let mut seen = Vec::new();
+            for_each_stack(input, |s, c| {
+                seen.push((String::from_utf8_lossy(s).into_owned(), c));
+                Ok(())
+            })
+            .map(|()| seen)
+            .map_err(|e| e.to_string())
+        };
+        for bad in [
+            &b"main 1\nmain;a x\n"[..],
+            b"main;;a 1\n",
+            b";a 1\n",
+            b"a; 1\n",
+            b" 1\n",
+            b"main\n",
+            b"\n",
+            b"",
+        ] {
+            let e = read(Path::new("t.folded"), bad).unwrap_err().to_string();
+            assert_eq!(streamed(bad).unwrap_err(), e);
+        }
+        assert_eq!(
+            streamed(b"main;a 2\r\n\n  \nf(a b) 3").unwrap(),
+            [("main;a".to_string(), 2), ("f(a b)".to_string(), 3)]
+        );
     }
 
     #[test]

@@ -108,18 +108,18 @@ impl Tree {
 
     /// The child of `at` named `name`, added if new.
     fn child(&mut self, at: u32, name: u32) -> u32 {
-        if let Some(&c) = self.child_index.get(&(at, name)) {
-            return c;
+        // One probe whether the child is new or not.
+        let next = self.nodes.len() as u32;
+        let c = *self.child_index.entry((at, name)).or_insert(next);
+        if c == next {
+            self.nodes.push(Node {
+                name,
+                value: 0,
+                base: 0,
+                children: Vec::new(),
+            });
+            self.nodes[at as usize].children.push(c);
         }
-        let c = self.nodes.len() as u32;
-        self.nodes.push(Node {
-            name,
-            value: 0,
-            base: 0,
-            children: Vec::new(),
-        });
-        self.nodes[at as usize].children.push(c);
-        self.child_index.insert((at, name), c);
         c
     }
 
@@ -141,12 +141,18 @@ impl Tree {
 
     /// Sorts every node's children by name (flamegraph.pl's order).
     pub fn finish(&mut self) {
+        // Names are distinct, so ranking them once lets the children be
+        // sorted by a number instead of comparing strings node by node.
         let names = &self.names;
-        let keys: Vec<u32> = self.nodes.iter().map(|n| n.name).collect();
+        let mut order: Vec<u32> = (0..names.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| names[a as usize].cmp(&names[b as usize]));
+        let mut rank = vec![0u32; names.len()];
+        for (r, &n) in order.iter().enumerate() {
+            rank[n as usize] = r as u32;
+        }
+        let keys: Vec<u32> = self.nodes.iter().map(|n| rank[n.name as usize]).collect();
         for node in &mut self.nodes {
-            node.children.sort_by(|&a, &b| {
-                names[keys[a as usize] as usize].cmp(&names[keys[b as usize] as usize])
-            });
+            node.children.sort_unstable_by_key(|&c| keys[c as usize]);
         }
     }
 
@@ -290,6 +296,71 @@ impl Tree {
     }
 }
 
+/// Folded stacks read straight into a tree, with no profile built (see
+/// [`tally_formats::folded::for_each_stack`]): the tree
+/// [`Tree::add_stacks`] makes of the same file read as a profile, as
+/// `tally flame` of one folded file needs nothing else. Folded files are
+/// usually sorted (stackcollapse sorts them), so a line shares its first
+/// frames with the line before: those are found by comparing bytes, and
+/// only the frames after them are looked up by name.
+pub fn read_folded(input: tally_formats::Input) -> Result<Tree, tally_formats::Error> {
+    let mut tree = Tree::new();
+    // The previous stack, where each of its frames ends in it, and the
+    // node of each.
+    let mut prev: Vec<u8> = Vec::new();
+    let mut ends: Vec<usize> = Vec::new();
+    let mut path: Vec<u32> = Vec::new();
+    let mut names: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
+    tally_formats::folded::for_each_stack(input, |stack, count| {
+        if count == 0 {
+            return Ok(());
+        }
+        tree.nodes[0].value = tree.nodes[0]
+            .value
+            .checked_add(count)
+            .ok_or("the counts sum to more than 64 bits hold")?;
+        let (mut kept, mut start) = (0, 0);
+        while let Some(&end) = ends.get(kept) {
+            let same = stack.len() >= end
+                && stack[start..end] == prev[start..end]
+                && stack.get(end).is_none_or(|&c| c == b';');
+            if !same {
+                break;
+            }
+            start = end + 1;
+            kept += 1;
+        }
+        ends.truncate(kept);
+        path.truncate(kept);
+        let mut at = path.last().copied().unwrap_or(0);
+        if start < stack.len() {
+            for name in stack[start..].split(|&c| c == b';') {
+                let id = match names.get(name) {
+                    Some(&id) => id,
+                    None => {
+                        let id = tree.name(&String::from_utf8_lossy(name));
+                        names.insert(name.into(), id);
+                        id
+                    }
+                };
+                at = tree.child(at, id);
+                path.push(at);
+                start += name.len();
+                ends.push(start);
+                start += 1;
+            }
+        }
+        prev.clear();
+        prev.extend_from_slice(stack);
+        // No node's value exceeds the root's, which did not overflow.
+        for &n in &path {
+            tree.nodes[n as usize].value += count;
+        }
+        Ok(())
+    })?;
+    Ok(tree)
+}
+
 /// How the SVG looks.
 #[derive(Clone, Debug)]
 pub struct FlameOptions {
@@ -321,5 +392,85 @@ impl Default for FlameOptions {
             min_width: 0.1,
             icicle: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+    use tally_formats::{Input, folded};
+    use tally_model::EventColumns;
+
+    fn svg(tree: &Tree) -> Vec<u8> {
+        let options = FlameOptions {
+            min_width: 0.0,
+            ..FlameOptions::default()
+        };
+        let mut out = Vec::new();
+        write_svg(tree, &options, &mut out).unwrap();
+        out
+    }
+
+    /// The tree of `text` read as a profile, as `tally flame` draws it.
+    fn through_profile(text: &[u8]) -> Tree {
+        let p = folded::read(Path::new("t.folded"), text).unwrap();
+        let columns = EventColumns::new(&p.events);
+        let event = columns.column(columns.find(folded::EVENT).unwrap());
+        let mut tree = Tree::new();
+        tree.add_stacks(&p, p.stacks.as_ref().unwrap(), event.unwrap(), false, false);
+        tree.finish();
+        tree
+    }
+
+    fn straight(text: &[u8]) -> Tree {
+        let mut tree = read_folded(Input::from_bytes("t.folded", text.to_vec()).unwrap()).unwrap();
+        tree.finish();
+        tree
+    }
+
+    /// Folded stacks of real programs (the stacks estimated from Callgrind
+    /// fixtures, as `tally convert --to folded` writes them: sorted), the
+    /// same lines in reverse (few shared beginnings) and lines whose
+    /// frames are prefixes of each other's: the same SVG either way.
+    #[test]
+    fn folded_read_straight_draws_as_through_the_profile() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/callgrind");
+        let mut texts = Vec::new();
+        for fixture in ["workload.combo.out", "mutual.callers2.out"] {
+            let input = Input::open(&dir.join(fixture)).unwrap();
+            let (p, _) = tally_formats::callgrind::read::<u64>(input).unwrap();
+            let stacks = tally_analysis::estimate_stacks(&p).unwrap();
+            let mut text = Vec::new();
+            folded::write(&p.names, &stacks, 0, &mut text).unwrap();
+            assert!(text.split(|&c| c == b'\n').count() > 20, "{fixture}");
+            let mut reversed: Vec<&[u8]> = text.split(|&c| c == b'\n').collect();
+            reversed.reverse();
+            let reversed = reversed.join(&b'\n');
+            texts.push(text);
+            texts.push(reversed);
+        }
+        texts.push(
+            b"a;bc 1\na;b 2\na;b;c 3\nab;c 4\na;b;c 5\na;b 0\nz 0\na;b\xff;c 1\na;b\xfe;c 2\nall;x 3\r\n\n".to_vec(),
+        );
+        for text in &texts {
+            let (direct, model) = (straight(text), through_profile(text));
+            assert_eq!(direct.nodes[0].value, model.nodes[0].value);
+            assert_eq!(direct.nodes.len(), model.nodes.len());
+            assert!(svg(&direct) == svg(&model));
+        }
+    }
+
+    #[test]
+    fn folded_counts_that_overflow_are_an_error_with_the_line() {
+        let e = read_folded(
+            Input::from_bytes("t.folded", b"a 18446744073709551615\nb 1\n".to_vec()).unwrap(),
+        )
+        .err()
+        .unwrap();
+        assert_eq!(
+            e.to_string(),
+            "t.folded:2: the counts sum to more than 64 bits hold"
+        );
     }
 }
