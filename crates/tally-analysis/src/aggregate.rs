@@ -343,22 +343,36 @@ impl<C: Cost> AggregateBuilder<C> {
             if !chosen(pi) {
                 continue;
             }
-            for (r, key) in p.keys.iter().enumerate() {
-                let costs = p.sums.get(r);
-                let row = match a.row_index.get(key) {
-                    Some(&x) => x as usize,
-                    None => {
-                        let x = a.rows.len();
-                        a.rows.push(*key);
-                        a.row_self.push_zero();
-                        a.row_index.insert(*key, x as u32);
-                        x
-                    }
-                };
-                a.row_self.add(row, costs);
-                a.function_self.add(key.function.index(), costs);
-                a.function_present[key.function.index()] = true;
-                add_into(&mut a.totals, costs);
+            if single {
+                // The one part's rows are the aggregate's, in the same
+                // order: taken as they are rather than indexed again.
+                for (r, key) in p.keys.iter().enumerate() {
+                    let costs = p.sums.get(r);
+                    a.function_self.add(key.function.index(), costs);
+                    a.function_present[key.function.index()] = true;
+                    add_into(&mut a.totals, costs);
+                }
+                a.rows = p.keys;
+                a.row_self = p.sums;
+                a.row_index = p.rows;
+            } else {
+                for (r, key) in p.keys.iter().enumerate() {
+                    let costs = p.sums.get(r);
+                    let row = match a.row_index.get(key) {
+                        Some(&x) => x as usize,
+                        None => {
+                            let x = a.rows.len();
+                            a.rows.push(*key);
+                            a.row_self.push_zero();
+                            a.row_index.insert(*key, x as u32);
+                            x
+                        }
+                    };
+                    a.row_self.add(row, costs);
+                    a.function_self.add(key.function.index(), costs);
+                    a.function_present[key.function.index()] = true;
+                    add_into(&mut a.totals, costs);
+                }
             }
             for (f, &jumped) in p.present.iter().enumerate() {
                 a.function_present[f] |= jumped;

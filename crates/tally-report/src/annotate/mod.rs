@@ -201,8 +201,47 @@ pub struct Analysis<'p, C> {
     pub totals: Vec<C>,
     /// Notes for the user (printed on stderr by the CLI).
     pub warnings: Vec<String>,
-    callers_of: rustc_hash::FxHashMap<FunctionId, Vec<u32>>,
-    callees_of: rustc_hash::FxHashMap<RowKey, Vec<u32>>,
+    callers_of: Adjacency,
+    callees_of: Adjacency,
+}
+
+/// Arc indices grouped by a dense id (a function's or a row's): the
+/// arcs of id `i` are `arcs[start[i]..start[i + 1]]`.
+#[derive(Default)]
+struct Adjacency {
+    start: Vec<u32>,
+    arcs: Vec<u32>,
+}
+
+impl Adjacency {
+    /// Groups arc `k` under `ids[k]` (none where `None`), keeping the
+    /// arcs' order within each group.
+    fn new(n: usize, ids: impl Iterator<Item = Option<usize>> + Clone) -> Self {
+        let mut start = vec![0u32; n + 1];
+        for i in ids.clone().flatten() {
+            start[i + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut next = start.clone();
+        let mut arcs = vec![0u32; start[n] as usize];
+        for (k, i) in ids.enumerate() {
+            if let Some(i) = i {
+                arcs[next[i] as usize] = k as u32;
+                next[i] += 1;
+            }
+        }
+        Adjacency { start, arcs }
+    }
+
+    /// The arcs of id `i` (none for an id out of range).
+    fn of(&self, i: usize) -> &[u32] {
+        match (self.start.get(i), self.start.get(i + 1)) {
+            (Some(&a), Some(&b)) => &self.arcs[a as usize..b as usize],
+            _ => &[],
+        }
+    }
 }
 
 impl<'p, C: Cost> Analysis<'p, C> {
@@ -407,33 +446,52 @@ impl<'p, C: Cost> Analysis<'p, C> {
     }
 
     /// Sorts `keys` by their sort-event values (then by name) and keeps
-    /// those above the threshold.
+    /// those above the threshold. Names are compared only between equal
+    /// values, from the interned bytes (see [`cmp_names`]), so that no
+    /// name is built for the rows the threshold leaves out.
     fn select<'k, K: Copy>(
         &'k self,
         keys: Vec<K>,
         rank: impl Fn(K) -> &'k [C],
-        name: impl Fn(K) -> String,
+        name: impl Fn(K) -> [&'k [u8]; 2],
     ) -> Vec<K> {
         let sort_ev: Vec<usize> = self.sort.iter().map(|s| s.0).collect();
-        let mut ranked: Vec<(Vec<i128>, String, K)> = keys
-            .into_iter()
-            .map(|k| {
-                let r = rank(k);
-                let v = sort_ev.iter().map(|&e| self.value(r, e));
-                // cg_annotate ranks by size, sign aside (cg_diff's output).
-                let v = if self.opts.magnitude || self.per_function {
-                    v.map(i128::abs).collect()
-                } else {
-                    v.collect()
-                };
-                (v, name(k), k)
+        let width = sort_ev.len();
+        // cg_annotate ranks by size, sign aside (cg_diff's output).
+        let abs = self.opts.magnitude || self.per_function;
+        let mut vals: Vec<i128> = Vec::with_capacity(keys.len() * width);
+        for &k in &keys {
+            let r = rank(k);
+            vals.extend(sort_ev.iter().map(|&e| {
+                let v = self.value(r, e);
+                if abs { v.abs() } else { v }
+            }));
+        }
+        let vals_of = |i: usize| &vals[i * width..(i + 1) * width];
+        // Each name once, with whether it is UTF-8; the keys' own order
+        // last, as a stable sort would leave equal names.
+        let names: Vec<([&[u8]; 2], bool)> = keys
+            .iter()
+            .map(|&k| {
+                let n = name(k);
+                (n, utf8(n))
             })
             .collect();
-        ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        let mut order: Vec<u32> = (0..keys.len() as u32).collect();
+        order.sort_unstable_by(|&x, &y| {
+            let (xi, yi) = (x as usize, y as usize);
+            vals_of(yi)
+                .cmp(vals_of(xi))
+                .then_with(|| {
+                    let ((a, a_ok), (b, b_ok)) = (names[xi], names[yi]);
+                    cmp_names(a, a_ok && b_ok, b)
+                })
+                .then(x.cmp(&y))
+        });
         let all = self.show_all;
         let totals: Vec<i128> = if self.opts.magnitude {
-            (0..sort_ev.len())
-                .map(|i| ranked.iter().map(|r| r.0[i]).sum())
+            (0..width)
+                .map(|i| (0..keys.len()).map(|k| vals_of(k)[i]).sum())
                 .collect()
         } else {
             sort_ev
@@ -441,9 +499,10 @@ impl<'p, C: Cost> Analysis<'p, C> {
                 .map(|&e| self.value(&self.totals, e))
                 .collect()
         };
-        let mut cum = vec![0i128; sort_ev.len()];
+        let mut cum = vec![0i128; width];
         let mut out = Vec::new();
-        for (vals, _, k) in ranked {
+        for &o in &order {
+            let vals = vals_of(o as usize);
             if !all && self.per_function {
                 // cg_annotate: stop at the first function that has its
                 // event's threshold share of no sort event.
@@ -481,17 +540,21 @@ impl<'p, C: Cost> Analysis<'p, C> {
                     cum[i] += vals[i];
                 }
             }
-            out.push(k);
+            out.push(keys[o as usize]);
         }
         out
     }
 
     fn select_rows(&self) -> Vec<usize> {
         let keys: Vec<usize> = (0..self.agg.rows.len()).collect();
+        let n = &self.profile.names;
         self.select(
             keys,
             |r| self.row_rank(r),
-            |r| self.row_name(self.agg.rows[r]),
+            |r| {
+                let k = self.agg.rows[r];
+                [n.file_name(k.file), n.function_name(k.function)]
+            },
         )
     }
 
@@ -500,7 +563,12 @@ impl<'p, C: Cost> Analysis<'p, C> {
             .filter(|&f| self.agg.function_present[f])
             .map(|f| FunctionId(f as u32))
             .collect();
-        self.select(keys, |f| self.function_rank(f), |f| self.function_name(f))
+        let n = &self.profile.names;
+        self.select(
+            keys,
+            |f| self.function_rank(f),
+            |f| [n.function_name(f), n.function_file(f)],
+        )
     }
 
     /// `function:file` as shown in the by-function table.
@@ -522,26 +590,31 @@ impl<'p, C: Cost> Analysis<'p, C> {
         }
     }
 
+    /// Lists the arcs into each function and out of each row, as flat
+    /// arrays indexed by the dense function and row ids, arcs in their
+    /// order within each list.
     fn index_arcs(&mut self) {
-        let mut callers: rustc_hash::FxHashMap<FunctionId, Vec<u32>> = Default::default();
-        let mut callees: rustc_hash::FxHashMap<RowKey, Vec<u32>> = Default::default();
-        for (i, arc) in self.agg.arcs.iter().enumerate() {
-            callers.entry(arc.callee).or_default().push(i as u32);
-            callees
-                .entry(RowKey {
+        let arcs = &self.agg.arcs;
+        let callers = Adjacency::new(
+            self.agg.function_present.len(),
+            arcs.iter().map(|arc| Some(arc.callee.index())),
+        );
+        let callees = Adjacency::new(
+            self.agg.rows.len(),
+            arcs.iter().map(|arc| {
+                self.agg.row_of(RowKey {
                     function: arc.caller,
                     file: arc.site_file,
                 })
-                .or_default()
-                .push(i as u32);
-        }
+            }),
+        );
         self.callers_of = callers;
         self.callees_of = callees;
     }
 
     /// Arcs into `f`, costliest first (needs a tree to be asked for).
     pub fn callers(&self, f: FunctionId) -> Vec<&tally_analysis::Arc<C>> {
-        self.sorted_arcs(self.callers_of.get(&f), |arc| {
+        self.sorted_arcs(self.callers_of.of(f.index()), |arc| {
             self.row_name(RowKey {
                 function: arc.caller,
                 file: arc.site_file,
@@ -551,21 +624,22 @@ impl<'p, C: Cost> Analysis<'p, C> {
 
     /// Arcs made from the row `key`, costliest first.
     pub fn callees(&self, key: RowKey) -> Vec<&tally_analysis::Arc<C>> {
-        self.sorted_arcs(self.callees_of.get(&key), |arc| {
-            self.row_name(self.callee_row(arc.callee))
-        })
+        let arcs = self
+            .agg
+            .row_of(key)
+            .map_or(&[][..], |r| self.callees_of.of(r));
+        self.sorted_arcs(arcs, |arc| self.row_name(self.callee_row(arc.callee)))
     }
 
     /// Arcs by decreasing cost of the sort events, then by name; sorted when
     /// asked, since only the rows shown need it.
     fn sorted_arcs(
         &self,
-        arcs: Option<&Vec<u32>>,
+        arcs: &[u32],
         name: impl Fn(&tally_analysis::Arc<C>) -> String,
     ) -> Vec<&tally_analysis::Arc<C>> {
         let mut v: Vec<(CallRank, &tally_analysis::Arc<C>)> = arcs
-            .into_iter()
-            .flatten()
+            .iter()
             .map(|&i| {
                 let arc = &self.agg.arcs[i as usize];
                 (
@@ -641,6 +715,42 @@ pub(crate) fn inside_mark(kind: CallKind) -> String {
         CallKind::Exact => String::new(),
         CallKind::Recursive => " [recursive: cost counted in the caller's]".to_string(),
         CallKind::WithinCycle(n) => format!(" [within <cycle {n}>: cost counted in the cycle's]"),
+    }
+}
+
+/// [`cmp_names`] for any two names.
+#[cfg(test)]
+fn cmp_shown(a: [&[u8]; 2], b: [&[u8]; 2]) -> std::cmp::Ordering {
+    cmp_names(a, utf8(a) && utf8(b), b)
+}
+
+/// Whether both parts of a name are UTF-8.
+fn utf8(p: [&[u8]; 2]) -> bool {
+    p.iter().all(|s| std::str::from_utf8(s).is_ok())
+}
+
+/// Orders two names as their shown text (`a[0]:a[1]`, each part as
+/// `String::from_utf8_lossy` shows it) orders: byte by byte when all four
+/// parts are UTF-8 (`all_utf8`), as the text is then the bytes; through
+/// the text otherwise.
+fn cmp_names(a: [&[u8]; 2], all_utf8: bool, b: [&[u8]; 2]) -> std::cmp::Ordering {
+    if all_utf8 {
+        fn bytes<'a>(p: [&'a [u8]; 2]) -> impl Iterator<Item = u8> + 'a {
+            p[0].iter()
+                .chain(std::iter::once(&b':'))
+                .chain(p[1].iter())
+                .copied()
+        }
+        bytes(a).cmp(bytes(b))
+    } else {
+        let text = |p: [&[u8]; 2]| {
+            format!(
+                "{}:{}",
+                String::from_utf8_lossy(p[0]),
+                String::from_utf8_lossy(p[1])
+            )
+        };
+        text(a).cmp(&text(b))
     }
 }
 
@@ -835,6 +945,46 @@ impl<C: Cost> Analysis<'_, C> {
             (Some(i), None) => format!("0x{:x}", pos[i]),
             (None, Some(l)) => format!("{file}:{}", pos[l]),
             (None, None) => file.into_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cmp_shown;
+
+    /// Names are sorted by the text shown, whatever their bytes: the
+    /// byte-wise comparison must agree with comparing the lossy text,
+    /// including where a part is not UTF-8 (U+FFFD sorts above ASCII) or
+    /// where one name is a prefix of another across the `:`.
+    #[test]
+    fn names_compare_as_their_shown_text() {
+        let parts: [&[u8]; 8] = [
+            b"",
+            b"a",
+            b"a:b",
+            b"ab",
+            b"\xff",
+            b"a\xffb",
+            "é".as_bytes(),
+            b"z",
+        ];
+        let shown = |p: [&[u8]; 2]| {
+            format!(
+                "{}:{}",
+                String::from_utf8_lossy(p[0]),
+                String::from_utf8_lossy(p[1])
+            )
+        };
+        for &a0 in &parts {
+            for &a1 in &parts {
+                for &b0 in &parts {
+                    for &b1 in &parts {
+                        let (a, b) = ([a0, a1], [b0, b1]);
+                        assert_eq!(cmp_shown(a, b), shown(a).cmp(&shown(b)), "{a:?} {b:?}");
+                    }
+                }
+            }
         }
     }
 }
