@@ -548,6 +548,34 @@ fn bad_input_fails_before_serving() {
     assert!(!dir.path().join("r.html").exists());
 }
 
+/// The server answers from the profile as it was read: the file rewritten
+/// (cut in half, then garbage) while served changes no answer.
+#[test]
+fn a_profile_rewritten_while_served_is_not_read_again() {
+    let dir = temp_dir();
+    let data =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/callgrind/mutual.cache.out");
+    let profile = dir.path().join("served.out");
+    std::fs::copy(&data, &profile).unwrap();
+    let server = serve(&[profile.to_str().unwrap()]);
+    // Sorting by inclusive cost waits for the analysis: the full view.
+    let calls = [
+        "functions?sort=inclusive&limit=50",
+        "functions?sort=self&limit=50",
+        "meta",
+    ];
+    let before: Vec<(u16, String)> = calls.iter().map(|c| fetch(&server, c)).collect();
+    for (status, body) in &before {
+        assert_eq!(*status, 200, "{body}");
+    }
+    let text = std::fs::read(&profile).unwrap();
+    let mut half = text[..text.len() / 2].to_vec();
+    half.extend_from_slice(b"\nfn=(99\n1 x y z\n");
+    std::fs::write(&profile, &half).unwrap();
+    let after: Vec<(u16, String)> = calls.iter().map(|c| fetch(&server, c)).collect();
+    assert_eq!(before, after);
+}
+
 /// A raw HTTP/1.1 GET on the server; returns the status and the body.
 fn fetch(server: &Server, call: &str) -> (u16, String) {
     let token = server.url.split("?t=").nth(1).unwrap();
