@@ -99,7 +99,7 @@ if [ -s "$gmon" ]; then
         "gprof -b -l $prog $gmon" "$tally gprof -b -l $prog $gmon"
 fi
 
-size_of() { [ -s "$1" ] && awk -v b="$(stat -c %s "$1")" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
+size_of() { [ -s "$1" ] && awk -v b="$(stat -L -c %s "$1")" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
 echo "## Real corpus: tally against Valgrind's and GNU's tools"
 echo
 echo "The corpus (\`bench/corpus.sh\`):"

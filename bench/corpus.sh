@@ -112,7 +112,7 @@ row() { # FILE WHAT LOG
     [ -s "$f" ] || { printf '| `%s` | | not made | |\n' "$1"; return; }
     [ -f "$dir/$3.seconds" ] && secs="$(cat "$dir/$3.seconds") s"
     printf '| `%s` | %s | %s | %s |\n' "$1" \
-        "$(awk -v b="$(stat -c %s "$f")" 'BEGIN { printf "%.1f MB", b / 1e6 }')" "$2" "$secs"
+        "$(awk -v b="$(stat -L -c %s "$f")" 'BEGIN { printf "%.1f MB", b / 1e6 }')" "$2" "$secs"
 }
 echo "| file | size | what | Valgrind's (or the run's) time |"
 echo "|---|---:|---|---:|"
