@@ -106,6 +106,23 @@ fn costs(
     (own, incl, total)
 }
 
+/// `tally record --follow-children` at 4,999 Hz of `command` (another
+/// profiler running the program), into `callgrind.out` in `d`: both
+/// profilers then sample the same run.
+fn record_around(d: &Path, command: &[&str]) {
+    let mut args = vec![
+        "record",
+        "--follow-children",
+        "-F",
+        "4999",
+        "-o",
+        "callgrind.out",
+        "--",
+    ];
+    args.extend_from_slice(command);
+    tally!().in_dir(d).ok(&args);
+}
+
 /// The shares in percent of [`OURS`] (the program's own functions) among
 /// themselves.
 fn over_ours(m: &BTreeMap<String, f64>) -> BTreeMap<String, f64> {
@@ -279,32 +296,24 @@ fn self_shares_agree_with_perf_report() {
         PROGRAM,
         &["-O2", "-fno-omit-frame-pointer", "-fno-inline"],
     );
-    let perf_bin = String::from_utf8(run(Command::new("sh").args(["-c", "command -v perf"])))
-        .unwrap()
-        .trim()
-        .to_string();
-    tally!().in_dir(d).ok(&[
-        "record",
-        "--follow-children",
-        "-F",
-        "4999",
-        "-o",
-        "callgrind.out",
-        "--",
-        &perf_bin,
-        "record",
-        "-q",
-        "-F",
-        "4999",
-        "-g",
-        "-e",
-        "cpu-clock",
-        "-o",
-        "perf.data",
-        "--",
-        path_str(&exe),
-        "6000",
-    ]);
+    record_around(
+        d,
+        &[
+            "perf",
+            "record",
+            "-q",
+            "-F",
+            "4999",
+            "-g",
+            "-e",
+            "cpu-clock",
+            "-o",
+            "perf.data",
+            "--",
+            path_str(&exe),
+            "6000",
+        ],
+    );
     let report = String::from_utf8_lossy(&run(Command::new("perf").current_dir(d).args([
         "report",
         "-i",
@@ -598,26 +607,20 @@ fn gmon_output_is_read_by_gprof() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let exe = compile(d, "work", PROGRAM, &["-O0", "-fno-omit-frame-pointer"]);
-    let t = tally!().in_dir(d);
-    let inner = env!("CARGO_BIN_EXE_tally");
-    t.ok(&[
-        "record",
-        "--follow-children",
-        "-F",
-        "4999",
-        "-o",
-        "callgrind.out",
-        "--",
-        inner,
-        "record",
-        "-F",
-        "4999",
-        "-o",
-        "gmon.out",
-        "--",
-        path_str(&exe),
-        N,
-    ]);
+    record_around(
+        d,
+        &[
+            env!("CARGO_BIN_EXE_tally"),
+            "record",
+            "-F",
+            "4999",
+            "-o",
+            "gmon.out",
+            "--",
+            path_str(&exe),
+            N,
+        ],
+    );
     let flat = String::from_utf8_lossy(&run(Command::new("gprof")
         .current_dir(d)
         .args(["-p", "-b"])

@@ -208,21 +208,11 @@ pub fn functions(s: &Session, q: &Query) -> Result<Value, Error> {
         && from_sums
         && let Some(p) = s.provisional(get(q, "event"), number(q, "part")?)?
     {
-        let desc = get(q, "desc").map_or(sort != "name", |d| d == "1");
-        let idx = order(&p.table, get(q, "filter"), sort, desc)?;
-        let offset = number(q, "offset")?.unwrap_or(0);
-        let limit = number(q, "limit")?.unwrap_or(200).min(5000);
-        let count = idx.len();
-        let page: Vec<Value> = idx
-            .into_iter()
-            .skip(offset)
-            .take(limit)
-            .map(|i| {
-                let mut j = row_json(&p.table.rows[i], None, p.total);
-                j["calls"] = Value::Null;
-                j
-            })
-            .collect();
+        let (count, offset, page) = page_of(&p.table, q, sort, |i| {
+            let mut j = row_json(&p.table.rows[i], None, p.total);
+            j["calls"] = Value::Null;
+            j
+        })?;
         return Ok(json!({
             "event": p.event,
             "events": p.events,
@@ -238,17 +228,9 @@ pub fn functions(s: &Session, q: &Query) -> Result<Value, Error> {
     let v = view_of(s, q, s.main())?;
     let total = v.total();
     let t = s.table(Some(&v.event), number(q, "part")?, grouping)?;
-    let desc = get(q, "desc").map_or(sort != "name", |d| d == "1");
-    let idx = order(&t, get(q, "filter"), sort, desc)?;
-    let offset = number(q, "offset")?.unwrap_or(0);
-    let limit = number(q, "limit")?.unwrap_or(200).min(5000);
-    let count = idx.len();
-    let page: Vec<Value> = idx
-        .into_iter()
-        .skip(offset)
-        .take(limit)
-        .map(|i| row_json(&t.rows[i], t.base.as_ref().map(|b| &b[i]), total))
-        .collect();
+    let (count, offset, page) = page_of(&t, q, sort, |i| {
+        row_json(&t.rows[i], t.base.as_ref().map(|b| &b[i]), total)
+    })?;
     Ok(json!({
         "event": v.event,
         "events": v.events,
@@ -259,6 +241,24 @@ pub fn functions(s: &Session, q: &Query) -> Result<Value, Error> {
         "rows": page,
         "diff": s.diff,
     }))
+}
+
+/// The page of `t` that `q` asks for (`filter`, `desc`, `offset`,
+/// `limit`), sorted by `sort`: the number of rows matching, the offset,
+/// and the page's rows as `row` makes them from a row's index.
+fn page_of(
+    t: &Table,
+    q: &Query,
+    sort: &str,
+    row: impl Fn(usize) -> Value,
+) -> Result<(usize, usize, Vec<Value>), Error> {
+    let desc = get(q, "desc").map_or(sort != "name", |d| d == "1");
+    let idx = order(t, get(q, "filter"), sort, desc)?;
+    let offset = number(q, "offset")?.unwrap_or(0);
+    let limit = number(q, "limit")?.unwrap_or(200).min(5000);
+    let count = idx.len();
+    let page = idx.into_iter().skip(offset).take(limit).map(row).collect();
+    Ok((count, offset, page))
 }
 
 /// Waits until gprof's analysis of the view (`event`, `part`) is done:

@@ -144,11 +144,6 @@ impl Symbols {
     pub fn load_kernel(&self, release: Option<&str>) {
         self.kernel.get_or_init(|| KernelSymbols::load(release));
     }
-
-    /// Whether the kernel's symbols have been read (or found unreadable).
-    pub fn kernel_loaded(&self) -> bool {
-        self.kernel.get().is_some()
-    }
 }
 
 /// The object file at a mapping's `path`, if it is an absolute path to a
