@@ -167,8 +167,10 @@ impl<'c> Driver<'c> {
         }
         match case.input.len() % 6 {
             0 => match &read {
-                AnyCost::Unsigned(p) => round_trip(p, "write-read"),
-                AnyCost::Signed(p) => round_trip(p, "write-read"),
+                AnyCost::Unsigned(p) => {
+                    round_trip(p, "write-read").and_then(|()| cachegrind_trip(p))
+                }
+                AnyCost::Signed(p) => round_trip(p, "write-read").and_then(|()| cachegrind_trip(p)),
             },
             1 => match &read {
                 AnyCost::Unsigned(p) => annotate(p, extent),
@@ -450,6 +452,32 @@ pub fn round_trip<C: Cost>(p: &Profile<C>, path: &'static str) -> Res {
 
 /// A profile's stacks, if it has any, sum to its self totals: the part
 /// derived from them holds every stack's cost at its leaf.
+/// A profile of another format written as Cachegrind (`tally convert
+/// --to cachegrind`) reads back, with the same totals: the writer must
+/// keep every name on its line whatever bytes the input's names hold.
+fn cachegrind_trip<C: Cost>(p: &Profile<C>) -> Res {
+    let fail = |m: String| Err(Failure::new("read-back", "cachegrind-write", m));
+    let mut out = Vec::new();
+    if let Err(e) = tally_formats::cachegrind::write(p, &mut out) {
+        // A sum that does not fit is refused, and said so: not a failure.
+        if e.get_ref()
+            .is_some_and(|e| e.is::<tally_formats::cachegrind::SumOverflow>())
+        {
+            return Ok(());
+        }
+        return fail(format!("the Cachegrind writer failed: {e}"));
+    }
+    match reread::<C>(out) {
+        Ok(q) if q.totals() == p.totals() => Ok(()),
+        Ok(q) => fail(format!(
+            "the Cachegrind output reads back with totals {:?}, not {:?}",
+            q.totals(),
+            p.totals()
+        )),
+        Err(e) => fail(format!("the Cachegrind output does not read back: {e}")),
+    }
+}
+
 fn stacks_agree<C: Cost>(p: &Profile<C>, path: &'static str) -> Res {
     let Some(s) = &p.stacks else { return Ok(()) };
     let n = p.events.len();

@@ -6,6 +6,7 @@
 //! [`tally_model::Format`]). This module writes them: self costs per file,
 //! function and line, from any profile.
 
+use crate::callgrind::writer::push_one_line;
 use rustc_hash::FxHashMap;
 use std::io::{self, Write};
 use tally_model::{Cost, FileId, Positions, Profile, SymbolId};
@@ -35,15 +36,15 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
     if let Some(first) = profile.parts.first() {
         for (t, v) in &first.info.desc {
             buf.extend_from_slice(b"desc: ");
-            buf.extend_from_slice(t);
+            push_one_line(&mut buf, t);
             buf.push(b':');
-            buf.extend_from_slice(v);
+            push_one_line(&mut buf, v);
             buf.push(b'\n');
         }
     }
     let cmd = profile.parts.iter().find_map(|p| p.info.cmd.as_deref());
     buf.extend_from_slice(b"cmd: ");
-    buf.extend_from_slice(cmd.unwrap_or(b""));
+    push_one_line(&mut buf, cmd.unwrap_or(b""));
     buf.push(b'\n');
     buf.extend_from_slice(b"events:");
     for e in profile.events.recorded() {
@@ -66,12 +67,12 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
     let mut emit = |buf: &mut Vec<u8>, file: FileId, sym: SymbolId, line: u64, costs: &[C]| {
         if cur.map(|c| c.0) != Some(file) {
             buf.extend_from_slice(b"fl=");
-            buf.extend_from_slice(name_or_unknown(names.files.get(file.0)));
+            push_one_line(buf, name_or_unknown(names.files.get(file.0)));
             buf.push(b'\n');
         }
         if cur != Some((file, sym)) {
             buf.extend_from_slice(b"fn=");
-            buf.extend_from_slice(name_or_unknown(names.symbols.get(sym.0)));
+            push_one_line(buf, name_or_unknown(names.symbols.get(sym.0)));
             buf.push(b'\n');
         }
         cur = Some((file, sym));

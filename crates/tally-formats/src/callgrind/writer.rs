@@ -40,6 +40,22 @@ use tally_model::{
     Profile,
 };
 
+/// Appends `value` as part of one line: a line break inside a name or a
+/// header value (possible in names read from pprof, perf or speedscope
+/// input) is written as a space, as the folded writer does, since the
+/// format has no escape for it and the rest of the name would be read as
+/// a line of its own.
+pub(crate) fn push_one_line(buf: &mut Vec<u8>, value: &[u8]) {
+    if memchr::memchr2(b'\n', b'\r', value).is_none() {
+        buf.extend_from_slice(value);
+    } else {
+        buf.extend(value.iter().map(|&b| match b {
+            b'\n' | b'\r' => b' ',
+            b => b,
+        }));
+    }
+}
+
 /// How to write.
 #[derive(Clone, Copy, Debug)]
 pub struct WriteOptions {
@@ -200,7 +216,7 @@ impl Writer<'_> {
 
     fn line(&mut self, key: &[u8], value: &[u8]) {
         self.buf.extend_from_slice(key);
-        self.buf.extend_from_slice(value);
+        push_one_line(&mut self.buf, value);
         self.buf.push(b'\n');
     }
 
@@ -224,9 +240,9 @@ impl Writer<'_> {
         num(self, b"thread: ", info.thread);
         for (t, v) in &info.desc {
             self.buf.extend_from_slice(b"desc: ");
-            self.buf.extend_from_slice(t);
+            push_one_line(&mut self.buf, t);
             self.buf.push(b':');
-            self.buf.extend_from_slice(v);
+            push_one_line(&mut self.buf, v);
             self.buf.push(b'\n');
         }
         for o in &info.other {
@@ -332,7 +348,7 @@ impl Writer<'_> {
             id.write_to_buf(&mut self.buf);
             self.buf.extend_from_slice(b") ");
         }
-        self.buf.extend_from_slice(bytes);
+        push_one_line(&mut self.buf, bytes);
         self.buf.push(b'\n');
     }
 
