@@ -13,7 +13,9 @@
 
 use super::samples::SampledStacks;
 use crate::error::Error;
-use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord};
+use linux_perf_data::linux_perf_event_reader::{
+    CpuMode, EventRecord, RawEventRecord, RecordType, constants,
+};
 use linux_perf_data::{PerfFileReader, PerfFileRecord};
 use std::cell::Cell;
 use std::io::{Read, Seek, SeekFrom};
@@ -224,6 +226,20 @@ fn check_sections(bytes: &[u8]) -> Result<(), (String, u64)> {
     Ok(())
 }
 
+/// The length of an MMAP2 record's build id when it is over the 20 bytes
+/// the record has room for: the parser asserts on it (a panic), so it is
+/// checked first.
+fn oversized_build_id(record: &RawEventRecord<'_>) -> Option<u8> {
+    if record.record_type != RecordType::MMAP2
+        || record.misc & constants::PERF_RECORD_MISC_MMAP_BUILD_ID == 0
+    {
+        return None;
+    }
+    // pid, tid (4 bytes each), address, length, page offset (8 each).
+    let n = *record.data.get(32..33)?.as_slice().first()?;
+    (n > 20).then_some(n)
+}
+
 /// Reads a perf.data file held in `bytes`.
 pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
     let furthest = Rc::new(Cell::new(0u64));
@@ -280,6 +296,12 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
         let PerfFileRecord::EventRecord { attr_index, record } = record else {
             continue;
         };
+        if let Some(n) = oversized_build_id(&record) {
+            return Err(fail(
+                format!("an MMAP2 record gives a build id of {n} bytes (at most 20)"),
+                furthest.get(),
+            ));
+        }
         let parsed = match record.parse() {
             Ok(p) => p,
             Err(e) => return Err(broken(e.into(), furthest.get())),
