@@ -27,7 +27,7 @@
 //! sum to the profile's totals exactly, event by event. Where every
 //! function has a single caller the estimate is the true stack.
 
-use crate::{Aggregate, Inclusive};
+use crate::Aggregate;
 use rustc_hash::FxHashMap;
 use tally_model::{Frame, FrameId, FunctionId, Profile, Stacks};
 
@@ -56,7 +56,10 @@ pub struct EstimateOptions {
 struct Way {
     /// `(caller, callee)`; `None` for the entry as a root.
     arc: Option<(FunctionId, FunctionId)>,
-    weights: Vec<u64>,
+    /// Where its weights (the arc's inclusive cost, or the cost of the
+    /// entry as a root; one value per event) begin in [`Walk::weights`]: one
+    /// table rather than a vector per way, as there is a way per arc.
+    weights: u32,
     count: u64,
 }
 
@@ -130,28 +133,52 @@ impl StackTree {
     ) -> Result<(), EstimateError> {
         let mut at = 0u32;
         for f in frames {
-            at = match self.child.get(&(at, f)) {
-                Some(&c) => c,
-                None => {
-                    let c = self.nodes.len() as u32;
-                    self.nodes.push((at, f));
-                    self.costs.extend(std::iter::repeat_n(0, self.events));
-                    self.child.insert((at, f), c);
-                    c
-                }
-            };
+            at = self.child_of(at, f);
         }
+        self.add_at(at, costs)
+    }
+
+    /// The node of function `f` called from node `at`, added if new.
+    fn child_of(&mut self, at: u32, f: FunctionId) -> u32 {
+        let next = self.nodes.len() as u32;
+        let c = *self.child.entry((at, f)).or_insert(next);
+        if c == next {
+            self.nodes.push((at, f));
+            self.costs.extend(std::iter::repeat_n(0, self.events));
+        }
+        c
+    }
+
+    /// Adds `costs` to the stacks ending at node `at`.
+    fn add_at(&mut self, at: u32, costs: &[u64]) -> Result<(), EstimateError> {
         let ev = self.events;
         let row = &mut self.costs[at as usize * ev..(at as usize + 1) * ev];
         if row.iter().all(|&c| c == 0) {
             self.ends.push(at);
         }
-        let sums: Option<Vec<u64>> = row
-            .iter()
-            .zip(costs)
-            .map(|(a, b)| a.checked_add(*b))
-            .collect();
-        row.copy_from_slice(&sums.ok_or(EstimateError::Overflow)?);
+        for (a, &b) in row.iter().zip(costs) {
+            a.checked_add(b).ok_or(EstimateError::Overflow)?;
+        }
+        for (a, &b) in row.iter_mut().zip(costs) {
+            *a += b;
+        }
+        Ok(())
+    }
+
+    /// Adds the stacks of `later`, the estimate of functions after this
+    /// tree's, as if its walk had gone on here: its nodes in order (a
+    /// parent first), then its ends in the order it reached them. The
+    /// sums are the same whatever the order, and a stack is new here
+    /// exactly when a single walk would have reached it first in `later`'s
+    /// functions, so the result is that walk's tree.
+    fn append(&mut self, later: &StackTree) -> Result<(), EstimateError> {
+        let mut map = vec![0u32; later.nodes.len()];
+        for (i, &(parent, f)) in later.nodes.iter().enumerate().skip(1) {
+            map[i] = self.child_of(map[parent as usize], f);
+        }
+        for &end in &later.ends {
+            self.add_at(map[end as usize], later.cost(end))?;
+        }
         Ok(())
     }
 
@@ -191,159 +218,337 @@ impl StackTree {
 
 /// The estimate itself, as a [`StackTree`]; [`estimate_from`] lists its
 /// stacks.
+///
+/// On a large profile the walk is shared between threads: each walks the
+/// stacks of a range of functions into a tree of its own, and the trees are
+/// appended in function order ([`StackTree::append`]), which gives the tree
+/// (and the order of [`StackTree::ends`]) of one walk over all functions.
 pub fn estimate_tree(
     agg: &Aggregate<u64>,
     options: EstimateOptions,
 ) -> Result<StackTree, EstimateError> {
-    let inc = Inclusive::new(agg);
-    let ev = agg.events;
-    let nf = agg.function_self.len();
-    // Component of a function: itself, or `nf + cycle number`.
-    let node = |f: FunctionId| match inc.cycle_of.get(f.index()).copied().flatten() {
-        Some(c) => nf + c as usize,
-        None => f.index(),
-    };
-    let nodes = nf + inc.cycles.len() + 1; // cycles are numbered from 1
-    let mut ways: Vec<Vec<Way>> = vec![Vec::new(); nodes];
-    let mut own = vec![0u64; nodes * ev];
-    for f in 0..nf {
-        let n = node(FunctionId(f as u32));
-        for (o, &s) in own[n * ev..(n + 1) * ev]
-            .iter_mut()
-            .zip(agg.function_self.get(f))
-        {
-            *o = o.saturating_add(s);
-        }
+    // Below this many arcs the walk takes well under a millisecond: a
+    // thread would cost more than it saves.
+    if agg.arcs.len() < 4096 {
+        return estimate_split(agg, options, 1);
     }
-    // Arcs between components, summed over call-site files.
-    let mut arc_index: FxHashMap<(FunctionId, FunctionId), (usize, usize)> = FxHashMap::default();
-    for arc in &agg.arcs {
-        let (from, to) = (node(arc.caller), node(arc.callee));
-        if from == to || arc.caller.index() >= nf || arc.callee.index() >= nf {
-            continue;
-        }
-        for (o, &s) in own[from * ev..(from + 1) * ev]
-            .iter_mut()
-            .zip(&arc.inclusive)
-        {
-            *o = o.saturating_add(s);
-        }
-        let key = (arc.caller, arc.callee);
-        let (n, i) = *arc_index.entry(key).or_insert_with(|| {
-            ways[to].push(Way {
-                arc: Some(key),
-                weights: vec![0; ev],
-                count: 0,
-            });
-            (to, ways[to].len() - 1)
-        });
-        let w = &mut ways[n][i];
-        w.count = w.count.saturating_add(arc.count);
-        for (a, &b) in w.weights.iter_mut().zip(&arc.inclusive) {
-            *a = a.saturating_add(b);
-        }
-    }
-    // Entry as a root: whatever a component costs beyond the calls to it.
-    for (n, list) in ways.iter_mut().enumerate() {
-        let own = &own[n * ev..(n + 1) * ev];
-        let mut rest = own.to_vec();
-        for w in list.iter() {
-            for (r, &x) in rest.iter_mut().zip(&w.weights) {
-                *r = r.saturating_sub(x);
-            }
-        }
-        if list.is_empty() || rest.iter().any(|&r| r > 0) {
-            list.push(Way {
-                arc: None,
-                weights: rest,
-                count: 0,
-            });
-        }
-    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    estimate_split(agg, options, threads.min(MAX_THREADS) * PIECES_PER_THREAD)
+}
 
-    let totals: Vec<f64> = agg.totals.iter().map(|&t| t as f64).collect();
-    let small = |amount: &[u64]| {
-        options.min_share > 0.0
-            && amount
-                .iter()
-                .zip(&totals)
-                .all(|(&a, &t)| (a as f64) < options.min_share * t)
-    };
+/// More threads than this gain little: the walks are short and the trees'
+/// appending is done by one.
+const MAX_THREADS: usize = 4;
 
-    let mut tree = StackTree::new(ev, nf);
-    // The stacks being followed are leaf-first chains in `chain`: an entry
-    // is (the entry below it, function), so a caller is pushed in constant
-    // time and, read from the top down, a chain is its stack root first.
-    let mut chain: Vec<(u32, FunctionId)> = Vec::new();
-    // Work: (top function, chain entry of the top, amount at `amounts`'
-    // end, ev values each, last in first out).
-    let mut work: Vec<(FunctionId, u32)> = Vec::new();
-    let mut amounts: Vec<u64> = Vec::new();
-    let mut amount = vec![0u64; ev];
-    let mut parts: Vec<u64> = Vec::new();
-    let mut scratch = SplitScratch::default();
-    let mut heaviest_of: Vec<u32> = vec![u32::MAX; nodes];
-    for f in 0..nf {
-        let own = agg.function_self.get(f);
-        if own.iter().all(|&a| a == 0) {
-            continue;
+/// Pieces per thread: more and smaller pieces even out the threads' work
+/// (a thread takes the next piece when it is done with one), fewer cost
+/// less to append.
+const PIECES_PER_THREAD: usize = 2;
+
+/// [`estimate_tree`] with the functions cut into `pieces` ranges of about
+/// equal work (1: one walk, no thread), walked by as many threads as the
+/// machine has processors (at most 4), each taking the next range when
+/// done with one. The result does not depend on `pieces` or the threads.
+pub fn estimate_split(
+    agg: &Aggregate<u64>,
+    options: EstimateOptions,
+    pieces: usize,
+) -> Result<StackTree, EstimateError> {
+    let walk = Walk::new(agg, options);
+    let cuts = walk.cuts(pieces.max(1));
+    if cuts.len() <= 2 {
+        return walk.run(0..walk.nf);
+    }
+    let ranges: Vec<std::ops::Range<usize>> = cuts.windows(2).map(|w| w[0]..w[1]).collect();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, MAX_THREADS)
+        .min(ranges.len());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done: Vec<std::sync::Mutex<Option<Result<StackTree, EstimateError>>>> =
+        ranges.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let work = || {
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(range) = ranges.get(i) else { break };
+            let tree = walk.run(range.clone());
+            *done[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(tree);
         }
-        let f = FunctionId(f as u32);
-        chain.clear();
-        chain.push((u32::MAX, f));
-        work.push((f, 0));
-        amounts.extend_from_slice(own);
-        while let Some((top, at)) = work.pop() {
-            let from = amounts.len() - ev;
-            amount.copy_from_slice(&amounts[from..]);
-            amounts.truncate(from);
-            let list = &ways[node(top)];
-            let whole = small(&amount).then(|| heaviest(&mut heaviest_of, node(top), list));
-            split(&amount, list, whole, &mut parts, &mut scratch);
-            for (way, part) in list.iter().zip(parts.chunks_exact(ev)) {
-                if part.iter().all(|&a| a == 0) {
-                    continue;
-                }
-                match way.arc {
-                    None => {
-                        let mut i = at;
-                        tree.add(
-                            std::iter::from_fn(|| {
-                                let (below, f) = *chain.get(i as usize)?;
-                                i = below;
-                                Some(f)
-                            }),
-                            part,
-                        )?;
-                    }
-                    Some((caller, callee)) => {
-                        let mut top_at = at;
-                        if callee != top {
-                            chain.push((top_at, callee));
-                            top_at = chain.len() as u32 - 1;
-                        }
-                        chain.push((top_at, caller));
-                        work.push((caller, chain.len() as u32 - 1));
-                        amounts.extend_from_slice(part);
-                    }
-                }
-            }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..threads {
+            scope.spawn(work);
         }
+        work();
+    });
+    let mut trees = done.into_iter().map(|m| {
+        m.into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .expect("every piece walked")
+    });
+    let mut tree = trees.next().expect("one piece at least")?;
+    for t in trees {
+        tree.append(&t?)?;
     }
     Ok(tree)
 }
 
+/// What the walk of every function needs, built once and shared by the
+/// threads that walk.
+struct Walk<'a> {
+    agg: &'a Aggregate<u64>,
+    options: EstimateOptions,
+    /// Number of functions.
+    nf: usize,
+    /// Component of each function: itself, or `nf + cycle index`.
+    node_of: Vec<u32>,
+    /// The ways into each component.
+    ways: Vec<Vec<Way>>,
+    /// The ways' weights, [`Aggregate::events`] values per way.
+    weights: Vec<u64>,
+    /// The totals as floats, for [`EstimateOptions::min_share`].
+    totals: Vec<f64>,
+}
+
+impl<'a> Walk<'a> {
+    fn new(agg: &'a Aggregate<u64>, options: EstimateOptions) -> Walk<'a> {
+        let ev = agg.events;
+        let nf = agg.function_self.len();
+        // Components of the call graph (self calls and arcs naming unknown
+        // functions left out): cycles become one node each; which number a
+        // cycle gets does not matter, only which functions share it.
+        let graph = crate::scc::Graph::from_edges(
+            nf,
+            agg.arcs
+                .iter()
+                .filter(|a| a.caller != a.callee && a.caller.index() < nf && a.callee.index() < nf)
+                .map(|a| (a.caller.0, a.callee.0)),
+        );
+        let comps = crate::scc::strongly_connected(&graph);
+        let mut cycle_node: Vec<u32> = vec![u32::MAX; comps.sizes.len()];
+        let mut cycles = 0u32;
+        let node_of: Vec<u32> = (0..nf)
+            .map(|f| {
+                let c = comps.component[f] as usize;
+                if comps.sizes[c] < 2 {
+                    return f as u32;
+                }
+                if cycle_node[c] == u32::MAX {
+                    cycle_node[c] = (nf as u32) + cycles;
+                    cycles += 1;
+                }
+                cycle_node[c]
+            })
+            .collect();
+        let nodes = nf + cycles as usize;
+        let node = |f: FunctionId| node_of[f.index()] as usize;
+        let mut ways: Vec<Vec<Way>> = vec![Vec::new(); nodes];
+        let mut weights: Vec<u64> = Vec::new();
+        let mut own = vec![0u64; nodes * ev];
+        for f in 0..nf {
+            let n = node(FunctionId(f as u32));
+            for (o, &s) in own[n * ev..(n + 1) * ev]
+                .iter_mut()
+                .zip(agg.function_self.get(f))
+            {
+                *o = o.saturating_add(s);
+            }
+        }
+        // Arcs between components, summed over call-site files.
+        let mut arc_index: FxHashMap<(FunctionId, FunctionId), (usize, usize)> =
+            FxHashMap::default();
+        for arc in &agg.arcs {
+            if arc.caller.index() >= nf || arc.callee.index() >= nf {
+                continue;
+            }
+            let (from, to) = (node(arc.caller), node(arc.callee));
+            if from == to {
+                continue;
+            }
+            for (o, &s) in own[from * ev..(from + 1) * ev]
+                .iter_mut()
+                .zip(&arc.inclusive)
+            {
+                *o = o.saturating_add(s);
+            }
+            let key = (arc.caller, arc.callee);
+            let (n, i) = *arc_index.entry(key).or_insert_with(|| {
+                ways[to].push(Way {
+                    arc: Some(key),
+                    weights: weights.len() as u32,
+                    count: 0,
+                });
+                weights.extend(std::iter::repeat_n(0, ev));
+                (to, ways[to].len() - 1)
+            });
+            let w = &mut ways[n][i];
+            w.count = w.count.saturating_add(arc.count);
+            let at = w.weights as usize;
+            for (a, &b) in weights[at..at + ev].iter_mut().zip(&arc.inclusive) {
+                *a = a.saturating_add(b);
+            }
+        }
+        // Entry as a root: whatever a component costs beyond the calls to it.
+        for (n, list) in ways.iter_mut().enumerate() {
+            let own = &own[n * ev..(n + 1) * ev];
+            let mut rest = own.to_vec();
+            for w in list.iter() {
+                let at = w.weights as usize;
+                for (r, &x) in rest.iter_mut().zip(&weights[at..at + ev]) {
+                    *r = r.saturating_sub(x);
+                }
+            }
+            if list.is_empty() || rest.iter().any(|&r| r > 0) {
+                list.push(Way {
+                    arc: None,
+                    weights: weights.len() as u32,
+                    count: 0,
+                });
+                weights.extend_from_slice(&rest);
+            }
+        }
+        let totals: Vec<f64> = agg.totals.iter().map(|&t| t as f64).collect();
+        Walk {
+            agg,
+            options,
+            nf,
+            node_of,
+            ways,
+            weights,
+            totals,
+        }
+    }
+
+    fn node(&self, f: FunctionId) -> usize {
+        self.node_of[f.index()] as usize
+    }
+
+    /// Where to cut the functions into `pieces` ranges of about equal
+    /// work: `[0, .., nf]`. A function's walk is counted by the ways into
+    /// its component (one for a root), as splitting there is what makes
+    /// walks long.
+    fn cuts(&self, pieces: usize) -> Vec<usize> {
+        let weight = |f: usize| -> u64 {
+            if self.agg.function_self.get(f).iter().all(|&a| a == 0) {
+                0
+            } else {
+                1 + self.ways[self.node(FunctionId(f as u32))].len() as u64
+            }
+        };
+        let total: u64 = (0..self.nf).map(weight).sum();
+        let mut cuts = vec![0];
+        let mut sum = 0u64;
+        for f in 0..self.nf {
+            let next = cuts.len() as u64;
+            if next < pieces as u64 && sum >= total * next / pieces as u64 && f > 0 {
+                cuts.push(f);
+            }
+            sum += weight(f);
+        }
+        cuts.push(self.nf);
+        cuts.dedup();
+        cuts
+    }
+
+    /// The stacks of the functions in `range`, as a tree.
+    fn run(&self, range: std::ops::Range<usize>) -> Result<StackTree, EstimateError> {
+        let agg = self.agg;
+        let ev = agg.events;
+        let nf = self.nf;
+        let ways = &self.ways;
+        let options = self.options;
+        let totals = &self.totals;
+        let small = |amount: &[u64]| {
+            options.min_share > 0.0
+                && amount
+                    .iter()
+                    .zip(totals)
+                    .all(|(&a, &t)| (a as f64) < options.min_share * t)
+        };
+
+        let mut tree = StackTree::new(ev, nf);
+        // The stacks being followed are leaf-first chains in `chain`: an
+        // entry is (the entry below it, function), so a caller is pushed in
+        // constant time and, read from the top down, a chain is its stack
+        // root first.
+        let mut chain: Vec<(u32, FunctionId)> = Vec::new();
+        // Work: (top function, chain entry of the top, amount at `amounts`'
+        // end, ev values each, last in first out).
+        let mut work: Vec<(FunctionId, u32)> = Vec::new();
+        let mut amounts: Vec<u64> = Vec::new();
+        let mut amount = vec![0u64; ev];
+        let mut parts: Vec<u64> = Vec::new();
+        let mut scratch = SplitScratch::default();
+        let mut heaviest_of: Vec<u32> = vec![u32::MAX; ways.len()];
+        for f in range {
+            let own = agg.function_self.get(f);
+            if own.iter().all(|&a| a == 0) {
+                continue;
+            }
+            let f = FunctionId(f as u32);
+            chain.clear();
+            chain.push((u32::MAX, f));
+            work.push((f, 0));
+            amounts.extend_from_slice(own);
+            while let Some((top, at)) = work.pop() {
+                let from = amounts.len() - ev;
+                amount.copy_from_slice(&amounts[from..]);
+                amounts.truncate(from);
+                let n = self.node(top);
+                let list = &ways[n];
+                let whole =
+                    small(&amount).then(|| heaviest(&mut heaviest_of, n, list, &self.weights, ev));
+                split(
+                    &amount,
+                    list,
+                    &self.weights,
+                    whole,
+                    &mut parts,
+                    &mut scratch,
+                );
+                for (way, part) in list.iter().zip(parts.chunks_exact(ev)) {
+                    if part.iter().all(|&a| a == 0) {
+                        continue;
+                    }
+                    match way.arc {
+                        None => {
+                            let mut i = at;
+                            tree.add(
+                                std::iter::from_fn(|| {
+                                    let (below, f) = *chain.get(i as usize)?;
+                                    i = below;
+                                    Some(f)
+                                }),
+                                part,
+                            )?;
+                        }
+                        Some((caller, callee)) => {
+                            let mut top_at = at;
+                            if callee != top {
+                                chain.push((top_at, callee));
+                                top_at = chain.len() as u32 - 1;
+                            }
+                            chain.push((top_at, caller));
+                            work.push((caller, chain.len() as u32 - 1));
+                            amounts.extend_from_slice(part);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(tree)
+    }
+}
+
 /// The way of component `n` whose arc costs most (then is called most,
 /// then comes first), found once per component and kept in `memo`.
-fn heaviest(memo: &mut [u32], n: usize, ways: &[Way]) -> usize {
+fn heaviest(memo: &mut [u32], n: usize, ways: &[Way], weights: &[u64], ev: usize) -> usize {
     if memo[n] == u32::MAX {
+        let of = |w: &Way| &weights[w.weights as usize..w.weights as usize + ev];
         memo[n] = (0..ways.len())
             .max_by(|&a, &b| {
                 let (x, y) = (&ways[a], &ways[b]);
-                x.weights
-                    .cmp(&y.weights)
-                    .then(x.count.cmp(&y.count))
-                    .then(b.cmp(&a))
+                of(x).cmp(of(y)).then(x.count.cmp(&y.count)).then(b.cmp(&a))
             })
             .unwrap_or(0) as u32;
     }
@@ -365,6 +570,7 @@ struct SplitScratch {
 fn split(
     amount: &[u64],
     ways: &[Way],
+    weights: &[u64],
     whole: Option<usize>,
     out: &mut Vec<u64>,
     sc: &mut SplitScratch,
@@ -387,7 +593,7 @@ fn split(
             continue;
         }
         weight.clear();
-        weight.extend(ways.iter().map(|w| w.weights[e] as u128));
+        weight.extend(ways.iter().map(|w| weights[w.weights as usize + e] as u128));
         if weight.iter().all(|&w| w == 0) {
             weight.clear();
             weight.extend(ways.iter().map(|w| w.count as u128));

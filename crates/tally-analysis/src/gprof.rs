@@ -465,18 +465,21 @@ impl Dfn<'_> {
     }
 
     fn run(&mut self, root: usize) {
-        // Frames: (node, its child arcs newest first, position).
-        let mut frames: Vec<(usize, Vec<usize>, usize)> = Vec::new();
+        // Frames: (node, how many of its child arcs are left). The arcs are
+        // taken newest first ([`Graph::children_of`]), from the end of the
+        // node's list, which the walk does not change: no list is copied.
+        let mut frames: Vec<(usize, usize)> = Vec::new();
         if !self.enter(root) {
             return;
         }
-        frames.push((root, self.graph.children_of(root).collect(), 0));
-        while let Some((node, kids, pos)) = frames.last_mut() {
-            if let Some(&a) = kids.get(*pos) {
-                *pos += 1;
+        frames.push((root, self.graph.children[root].len()));
+        while let Some((node, left)) = frames.last_mut() {
+            if *left > 0 {
+                *left -= 1;
+                let a = self.graph.children[*node][*left];
                 let child = self.graph.arcs[a].child;
                 if self.enter(child) {
-                    frames.push((child, self.graph.children_of(child).collect(), 0));
+                    frames.push((child, self.graph.children[child].len()));
                 }
             } else {
                 let node = *node;
@@ -747,8 +750,10 @@ pub fn assemble(
         if fract[parent] == 0.0 {
             continue;
         }
-        let arcs: Vec<usize> = graph.children_of(parent).collect();
-        for a in arcs {
+        // Newest first, as `children_of`, by index: the arcs' times are
+        // written as they are visited.
+        for k in (0..graph.children[parent].len()).rev() {
+            let a = graph.children[parent][k];
             let (count, mut child) = (graph.arcs[a].count, graph.arcs[a].child);
             if count == 0 || child == parent || fract[child] == 0.0 {
                 continue;

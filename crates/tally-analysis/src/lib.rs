@@ -19,7 +19,7 @@ pub mod subst;
 
 pub use aggregate::{Aggregate, AggregateBuilder, Arc, CostTable, RowKey, add_into};
 pub use estimate::{
-    EstimateError, EstimateOptions, StackTree, estimate_from, estimate_stacks,
+    EstimateError, EstimateOptions, StackTree, estimate_from, estimate_split, estimate_stacks,
     estimate_stacks_with, estimate_tree,
 };
 pub use inclusive::{CallKind, Cycle, Inclusive};

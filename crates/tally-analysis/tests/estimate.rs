@@ -4,7 +4,9 @@
 
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use tally_analysis::{EstimateOptions, estimate_stacks, estimate_stacks_with};
+use tally_analysis::{
+    Aggregate, EstimateOptions, StackTree, estimate_split, estimate_stacks, estimate_stacks_with,
+};
 use tally_model::{CallInfo, Events, FileId, Format, FunctionId, FunctionKey, Positions, Profile};
 
 /// A random execution: a tree of activations, each of one function with a
@@ -122,6 +124,20 @@ proptest! {
             prop_assert!(sample.frames.len() <= 7);
             prop_assert!(sample.costs.iter().any(|&c| c > 0));
         }
+    }
+
+    #[test]
+    fn a_split_walk_gives_the_one_walk(
+        root in tree(6),
+        coarse in any::<bool>(),
+        pieces in 2usize..6,
+    ) {
+        let (p, _) = profile(&root, 6);
+        let options = EstimateOptions { min_share: if coarse { 0.05 } else { 0.0 } };
+        let agg = Aggregate::new(&p, |_| true);
+        let one = estimate_split(&agg, options, 1).unwrap();
+        let split = estimate_split(&agg, options, pieces).unwrap();
+        prop_assert_eq!(listed(&split), listed(&one));
     }
 
     #[test]
@@ -254,4 +270,75 @@ fn=c
     .map(|(k, v)| (k.to_string(), vec![v]))
     .collect();
     assert_eq!(got, want);
+}
+
+/// A tree's stacks as listed (in [`StackTree::ends`] order), frames by
+/// function id.
+fn listed(t: &StackTree) -> Vec<(Vec<u32>, Vec<u64>)> {
+    let s = t.to_stacks();
+    s.samples
+        .iter()
+        .map(|x| {
+            let frames = x
+                .frames
+                .iter()
+                .map(|f| s.frames[f.index()].function.0)
+                .collect();
+            (frames, x.costs.clone())
+        })
+        .collect()
+}
+
+/// Walked by threads over ranges of functions, the estimate is the one of
+/// a single walk, stack for stack and in the same order, on real profiles
+/// (threads, recursion, caller contexts) and a generated one large enough
+/// for `estimate_tree` to use threads itself.
+#[test]
+fn split_walks_of_real_and_generated_profiles_are_the_one_walk() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/callgrind");
+    let mut profiles = Vec::new();
+    for f in [
+        "workload.combo.out",
+        "threads.jumps.out",
+        "mutual.callers2.out",
+        "mutual.combined.out",
+    ] {
+        let input = tally_formats::Input::open(&dir.join(f)).unwrap();
+        profiles.push((
+            f.to_owned(),
+            tally_formats::callgrind::read::<u64>(input).unwrap().0,
+        ));
+    }
+    let config = tally_gen::Config {
+        seed: 3,
+        size: 4 << 20,
+        events: tally_gen::EventSet::Ir,
+        compress: true,
+        blocks: None,
+    };
+    let mut text = Vec::new();
+    tally_gen::generate(&config, &mut text).unwrap();
+    let input = tally_formats::Input::from_bytes("gen.out", text).unwrap();
+    profiles.push((
+        "generated".to_owned(),
+        tally_formats::callgrind::read::<u64>(input).unwrap().0,
+    ));
+    for (name, p) in &profiles {
+        let agg = Aggregate::new(p, |_| true);
+        assert!(agg.arcs.len() > 10, "{name}");
+        for min_share in [0.0, 0.1 / 1200.0] {
+            let options = EstimateOptions { min_share };
+            let one = listed(&estimate_split(&agg, options, 1).unwrap());
+            assert!(one.len() > 10, "{name}");
+            for pieces in [2, 3, 7] {
+                let split = listed(&estimate_split(&agg, options, pieces).unwrap());
+                assert!(
+                    split == one,
+                    "{name}, {pieces} pieces, min_share {min_share}"
+                );
+            }
+            let auto = listed(&tally_analysis::estimate_tree(&agg, options).unwrap());
+            assert!(auto == one, "{name}, min_share {min_share}");
+        }
+    }
 }

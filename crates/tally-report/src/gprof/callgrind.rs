@@ -166,20 +166,34 @@ pub fn analyse<C: Cost>(
     } else {
         agg
     };
-    let incl = Inclusive::new(incl_src);
-
     let time: Vec<f64> = self_cost.iter().map(|&c| c as f64).collect();
     let raw_names: Vec<&str> = table.routines.iter().map(|r| r.name.as_str()).collect();
-    let cg = assemble(
-        graph,
-        &time,
-        &raw_names,
-        &AssembleOptions {
-            graph: graph_selection,
-            time: time_selection,
-            static_arcs: Vec::new(),
-        },
-    );
+    let propagate = || {
+        assemble(
+            graph,
+            &time,
+            &raw_names,
+            &AssembleOptions {
+                graph: graph_selection,
+                time: time_selection,
+                static_arcs: Vec::new(),
+            },
+        )
+    };
+    // gprof's propagation and the measured costs need nothing of each
+    // other: on a large profile they run on two threads.
+    let (cg, incl) = if incl_src.arcs.len() < 4096 {
+        (propagate(), Inclusive::new(incl_src))
+    } else {
+        std::thread::scope(|scope| {
+            let incl = scope.spawn(|| Inclusive::new(incl_src));
+            let cg = propagate();
+            (
+                cg,
+                incl.join().expect("the inclusive costs' thread panicked"),
+            )
+        })
+    };
 
     let mut measured: Vec<Option<i128>> = (0..n)
         .map(|f| {
