@@ -38,6 +38,10 @@ pub(super) struct Plan<C> {
     pub not_found: Vec<(String, Vec<C>)>,
 }
 
+/// A wanted source file found: its path and bytes, or why it could not
+/// be read.
+type Looked = Result<(PathBuf, Vec<u8>), String>;
+
 fn is_unknown(name: &[u8]) -> bool {
     name.is_empty() || name == b"???"
 }
@@ -108,7 +112,7 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
     // Each file is looked for first, so that the lines of the profile are
     // summed for the files found only (a profile names many sources that
     // are not on this machine).
-    let looked: Vec<Option<Result<(PathBuf, Vec<u8>), String>>> = wanted
+    let looked: Vec<Option<Looked>> = wanted
         .iter()
         .map(|&(f, _)| {
             let name = String::from_utf8_lossy(names.file_name(f));
