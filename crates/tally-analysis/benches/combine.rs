@@ -2,8 +2,9 @@
 //! line-level Cachegrind files (a generated profile with the nine cache
 //! events, summed per line as Cachegrind writes, and the same with other
 //! counts) read and summed, either folded as they are read
-//! ([`Folding`] and [`Combiner::add_folded`], what the commands do) or
-//! loaded whole first and then added ([`Combiner::add`]).
+//! ([`Folding`] and [`Combiner::add_folded_owned`], what `tally merge`
+//! does; per function as read for a diff, as `tally diff` does) or loaded
+//! whole first and then added ([`Combiner::add`]).
 //!
 //! Run with `cargo bench -p tally-analysis --bench combine`.
 
@@ -34,8 +35,11 @@ fn cachegrind_text(seed: u64) -> Vec<u8> {
 }
 
 fn folded(text: &[u8]) -> (callgrind::ReadOutcome<u64>, Folding<u64>) {
+    folded_into(text, Folding::default())
+}
+
+fn folded_into(text: &[u8], mut sink: Folding<u64>) -> (callgrind::ReadOutcome<u64>, Folding<u64>) {
     let input = Input::from_bytes("a.cg", text.to_vec()).expect("input");
-    let mut sink = Folding::default();
     let o = callgrind::parse::<u64, _>(input, &mut sink, Default::default()).expect("reading");
     (o, sink)
 }
@@ -53,7 +57,7 @@ fn bench(c: &mut Criterion) {
             let mut c = Combiner::<u64>::new(CombineOptions::default());
             for t in [&a, &b] {
                 let (o, f) = folded(t);
-                c.add_folded(&o.profile, &f, Sign::Plus, "x")
+                c.add_folded_owned(&o.profile, f, Sign::Plus, "x")
                     .expect("adding");
             }
             black_box(c.finish().expect("finishing"))
@@ -78,7 +82,7 @@ fn bench(c: &mut Criterion) {
             };
             let mut c = Combiner::<i64>::new(options);
             for (t, sign) in [(&a, Sign::Minus), (&b, Sign::Plus)] {
-                let (o, f) = folded(t);
+                let (o, f) = folded_into(t, Folding::per_function());
                 c.add_folded(&o.profile, &f, sign, "x").expect("adding");
             }
             black_box(c.finish().expect("finishing"))

@@ -20,7 +20,7 @@
 //! summed with their sign; so a merge or diff of stack profiles still
 //! draws and exports real stacks. One input without stacks drops them.
 
-use crate::folding::{BlockLines, CallKey, Folding, JumpKey, Pos, pos};
+use crate::folding::{BlockLines, CallKey, FoldPart, Folding, JumpKey, Pos, pos};
 use crate::subst::Subst;
 use rustc_hash::FxHashMap;
 use std::borrow::Cow;
@@ -355,6 +355,39 @@ impl<'a, C: Cost> LineFold<'a, C> {
 }
 
 impl<C: Cost> PartAcc<C> {
+    /// Becomes the folded part `fp` of an input whose names, events and
+    /// positions are the output's, into this empty part: its arrays are
+    /// moved and each block's records listed in the order
+    /// [`Combiner::add_folded`] adds them (lines, then calls, then jumps).
+    fn adopt(&mut self, fp: FoldPart<C>) {
+        self.blocks = fp
+            .blocks
+            .into_iter()
+            .map(|b| BlockAcc {
+                function: b.function,
+                file: b.file,
+                recs: b.lines.lines.iter().map(|&i| Rec::Line(i)).collect(),
+                lines: b.lines,
+            })
+            .collect();
+        self.block_index = fp.block_index;
+        self.line_pos = fp.line_pos;
+        self.line_costs = fp.line_costs;
+        for (i, (k, _)) in fp.calls.iter().enumerate() {
+            let b = self.block(k.caller, k.site_file);
+            self.blocks[b].recs.push(Rec::Call(i as u32));
+        }
+        for (i, (k, _, _)) in fp.jumps.iter().enumerate() {
+            let b = self.block(k.function, k.file);
+            self.blocks[b].recs.push(Rec::Jump(i as u32));
+        }
+        self.call_index = fp.call_index;
+        self.calls = fp.calls;
+        self.call_costs = fp.call_costs;
+        self.jump_index = fp.jump_index;
+        self.jumps = fp.jumps;
+    }
+
     /// Adds one call; on failure the output's value and the input's.
     fn add_call<I: Cost>(
         &mut self,
@@ -613,7 +646,6 @@ impl<C: Cost> Combiner<C> {
         label: &str,
     ) -> Result<(), CombineError> {
         let map = self.prepare(p, label)?;
-        let per_function = self.options.per_function;
         let ne = self.events.as_ref().map_or(0, Events::len);
         let default_info = PartInfo::default();
         for pi in 0..p.parts.len().max(folded.parts.len()) {
@@ -621,60 +653,142 @@ impl<C: Cost> Combiner<C> {
                 Some(part) => (&part.info, stated_total(part, p.events.len())),
                 None => (&default_info, None),
             };
-            let acc = self.part_for(pi, ne, info, stated, &map, sign);
-            let Some(fp) = folded.parts.get(pi) else {
-                continue;
-            };
-            if acc.line_pos.is_empty() {
-                acc.line_pos.reserve(fp.line_pos.len());
-                acc.line_costs.reserve(fp.line_pos.len() * ne);
-            }
-            let ie = fp.events;
-            for blk in &fp.blocks {
-                let b = acc.block(map.function(blk.function), map.file(blk.file));
-                let mut fold = LineFold::new(acc, b, per_function, &map.events, sign);
-                for &i in &blk.lines.lines {
-                    let i = i as usize;
-                    let costs = &fp.line_costs[i * ie..(i + 1) * ie];
-                    fold.add(&fp.line_pos[i], costs).map_err(|(d, v)| {
-                        arith_failure(d, v, sign, label, p.names.function_name(blk.function))
-                    })?;
-                }
-            }
-            for (i, (k, count)) in fp.calls.iter().enumerate() {
-                let info = CallInfo {
-                    caller: k.caller,
-                    site_file: k.site_file,
-                    callee: k.callee,
-                    count: *count,
-                    seq: 0,
-                };
-                let key = map.call_key(&info, &k.site, &k.target, per_function);
-                let inclusive = &fp.call_costs[i * ie..(i + 1) * ie];
-                acc.add_call(key, *count, inclusive, &map.events, sign)
-                    .map_err(|(d, v)| {
-                        arith_failure(d, v, sign, label, p.names.function_name(k.caller))
-                    })?;
-            }
-            for (k, executed, taken) in &fp.jumps {
-                let info = JumpInfo {
-                    function: k.function,
-                    file: k.file,
-                    target_function: k.target_function,
-                    target_file: k.target_file,
-                    conditional: k.conditional,
-                    executed: *executed,
-                    taken: *taken,
-                    seq: 0,
-                };
-                let key = map.jump_key(&info, &k.source, &k.target, per_function);
-                acc.add_jump(key, *executed, *taken, sign)
-                    .map_err(|(d, v)| {
-                        arith_failure(d, v, sign, label, p.names.function_name(k.function))
-                    })?;
+            self.part_for(pi, ne, info, stated, &map, sign);
+            if let Some(fp) = folded.parts.get(pi) {
+                self.fold_part(pi, fp, &map, p, sign, label)?;
             }
         }
         self.add_stacks(p, &map.functions, &map.events, sign, label)
+    }
+
+    /// [`Combiner::add_folded`], taking the folding: an input part that
+    /// lands in an output part still empty, added with its own names,
+    /// events and positions (the first input of a merge), becomes that
+    /// part as it is, its arrays moved rather than folded again. The
+    /// result is the same.
+    pub fn add_folded_owned<I: Cost + 'static>(
+        &mut self,
+        p: &Profile<I>,
+        mut folded: Folding<I>,
+        sign: Sign,
+        label: &str,
+    ) -> Result<(), CombineError>
+    where
+        C: 'static,
+    {
+        let adopt = sign == Sign::Plus
+            && self.events.is_none()
+            && !self.options.per_function
+            && !folded.is_per_function()
+            && self.options.rename_file.is_none()
+            && self.options.rename_function.is_none();
+        if !adopt {
+            return self.add_folded(p, &folded, sign, label);
+        }
+        let map = self.prepare(p, label)?;
+        let ne = self.events.as_ref().map_or(0, Events::len);
+        let same_names = map.events.iter().enumerate().all(|(o, &e)| o == e)
+            && map.events.len() == p.events.len()
+            && map
+                .functions
+                .iter()
+                .enumerate()
+                .all(|(i, f)| f.index() == i)
+            && map.files.iter().enumerate().all(|(i, f)| f.index() == i);
+        let default_info = PartInfo::default();
+        let parts = std::mem::take(&mut folded.parts);
+        let n = p.parts.len().max(parts.len());
+        let mut parts = parts.into_iter();
+        for pi in 0..n {
+            let (info, stated) = match p.parts.get(pi) {
+                Some(part) => (&part.info, stated_total(part, p.events.len())),
+                None => (&default_info, None),
+            };
+            let acc = self.part_for(pi, ne, info, stated, &map, sign);
+            let Some(fp) = parts.next() else {
+                continue;
+            };
+            let fresh = acc.blocks.is_empty() && acc.calls.is_empty() && acc.jumps.is_empty();
+            let fp: Box<dyn std::any::Any> = Box::new(fp);
+            match fp.downcast::<FoldPart<C>>() {
+                Ok(fp) if same_names && fresh && fp.events == ne => acc.adopt(*fp),
+                Ok(fp) => {
+                    let fp: Box<dyn std::any::Any> = fp;
+                    let fp = fp.downcast::<FoldPart<I>>().expect("C is I");
+                    self.fold_part(pi, &fp, &map, p, sign, label)?;
+                }
+                Err(fp) => {
+                    let fp = fp.downcast::<FoldPart<I>>().expect("the part's own type");
+                    self.fold_part(pi, &fp, &map, p, sign, label)?;
+                }
+            }
+        }
+        self.add_stacks(p, &map.functions, &map.events, sign, label)
+    }
+
+    /// Folds one input part into the output part `pi` goes to.
+    fn fold_part<I: Cost>(
+        &mut self,
+        pi: usize,
+        fp: &FoldPart<I>,
+        map: &Mapping,
+        p: &Profile<I>,
+        sign: Sign,
+        label: &str,
+    ) -> Result<(), CombineError> {
+        let per_function = self.options.per_function;
+        let ne = self.events.as_ref().map_or(0, Events::len);
+        let target = if self.options.combine_parts { 0 } else { pi };
+        let acc = &mut self.parts[target];
+        if acc.line_pos.is_empty() {
+            acc.line_pos.reserve(fp.line_pos.len());
+            acc.line_costs.reserve(fp.line_pos.len() * ne);
+        }
+        let ie = fp.events;
+        for blk in &fp.blocks {
+            let b = acc.block(map.function(blk.function), map.file(blk.file));
+            let mut fold = LineFold::new(acc, b, per_function, &map.events, sign);
+            for &i in &blk.lines.lines {
+                let i = i as usize;
+                let costs = &fp.line_costs[i * ie..(i + 1) * ie];
+                fold.add(&fp.line_pos[i], costs).map_err(|(d, v)| {
+                    arith_failure(d, v, sign, label, p.names.function_name(blk.function))
+                })?;
+            }
+        }
+        for (i, (k, count)) in fp.calls.iter().enumerate() {
+            let info = CallInfo {
+                caller: k.caller,
+                site_file: k.site_file,
+                callee: k.callee,
+                count: *count,
+                seq: 0,
+            };
+            let key = map.call_key(&info, &k.site, &k.target, per_function);
+            let inclusive = &fp.call_costs[i * ie..(i + 1) * ie];
+            acc.add_call(key, *count, inclusive, &map.events, sign)
+                .map_err(|(d, v)| {
+                    arith_failure(d, v, sign, label, p.names.function_name(k.caller))
+                })?;
+        }
+        for (k, executed, taken) in &fp.jumps {
+            let info = JumpInfo {
+                function: k.function,
+                file: k.file,
+                target_function: k.target_function,
+                target_file: k.target_file,
+                conditional: k.conditional,
+                executed: *executed,
+                taken: *taken,
+                seq: 0,
+            };
+            let key = map.jump_key(&info, &k.source, &k.target, per_function);
+            acc.add_jump(key, *executed, *taken, sign)
+                .map_err(|(d, v)| {
+                    arith_failure(d, v, sign, label, p.names.function_name(k.function))
+                })?;
+        }
+        Ok(())
     }
 
     /// Checks an input against the output (format, positions, events) and

@@ -132,16 +132,16 @@ pub(crate) struct FoldBlock {
 pub(crate) struct FoldPart<C> {
     pub(crate) events: usize,
     pub(crate) blocks: Vec<FoldBlock>,
-    block_index: FxHashMap<(FunctionId, FileId), u32>,
+    pub(crate) block_index: FxHashMap<(FunctionId, FileId), u32>,
     /// The block of the line met last.
     current: usize,
     pub(crate) line_pos: Vec<Pos>,
     pub(crate) line_costs: Vec<C>,
-    call_index: FxHashMap<CallKey, u32>,
+    pub(crate) call_index: FxHashMap<CallKey, u32>,
     /// Calls in first-seen order, with their counts.
     pub(crate) calls: Vec<(CallKey, C)>,
     pub(crate) call_costs: Vec<C>,
-    jump_index: FxHashMap<JumpKey, u32>,
+    pub(crate) jump_index: FxHashMap<JumpKey, u32>,
     /// Jumps in first-seen order, with executed and taken counts.
     pub(crate) jumps: Vec<(JumpKey, C, C)>,
 }
@@ -165,6 +165,8 @@ fn add_all<C: Cost>(dst: &mut [C], src: &[C]) -> bool {
 pub struct Folding<C> {
     pub(crate) parts: Vec<FoldPart<C>>,
     overflow: Option<FunctionId>,
+    /// Every record is kept at position 0 (see [`Folding::per_function`]).
+    per_function: bool,
 }
 
 impl<C> Default for Folding<C> {
@@ -172,11 +174,35 @@ impl<C> Default for Folding<C> {
         Folding {
             parts: Vec::new(),
             overflow: None,
+            per_function: false,
         }
     }
 }
 
 impl<C: Cost> Folding<C> {
+    /// A folding that keeps one line per (function, file) block, at
+    /// position 0, and calls and jumps at position 0: what a combiner with
+    /// [`CombineOptions::per_function`](crate::combine::CombineOptions::per_function)
+    /// makes of the input, so that a per-function diff holds a few
+    /// thousand records per input rather than every line.
+    pub fn per_function() -> Self {
+        Folding {
+            per_function: true,
+            ..Folding::default()
+        }
+    }
+
+    /// Whether records are kept per function (see [`Folding::per_function`]).
+    pub fn is_per_function(&self) -> bool {
+        self.per_function
+    }
+
+    /// The positions a record is kept at.
+    #[inline]
+    fn at(&self, p: &[u64]) -> Pos {
+        if self.per_function { [0; 3] } else { pos(p) }
+    }
+
     /// The function of the first sum of repeated records that did not fit
     /// the cost type (the readers' running sums rule it out for costs and
     /// call counts; jump counts can still pass it).
@@ -214,6 +240,7 @@ impl<C: Cost> Sink<C> for Folding<C> {
 
     #[inline]
     fn line(&mut self, function: FunctionId, file: FileId, positions: &[u64], costs: &[C]) {
+        let key = self.at(positions);
         let p = self.part();
         let ne = p.events;
         let b = match p.blocks.get(p.current) {
@@ -233,9 +260,7 @@ impl<C: Cost> Sink<C> for Folding<C> {
                 b
             }
         };
-        let (i, new) = p.blocks[b]
-            .lines
-            .find_or_add(pos(positions), &mut p.line_pos);
+        let (i, new) = p.blocks[b].lines.find_or_add(key, &mut p.line_pos);
         if new {
             p.line_costs.extend(std::iter::repeat_n(C::ZERO, ne));
         }
@@ -245,14 +270,15 @@ impl<C: Cost> Sink<C> for Folding<C> {
     }
 
     fn call(&mut self, info: CallInfo<C>, site: &[u64], target: &[u64], inclusive: &[C]) {
+        let (site, target) = (self.at(site), self.at(target));
         let p = self.part();
         let ne = p.events;
         let key = CallKey {
             caller: info.caller,
             site_file: info.site_file,
             callee: info.callee,
-            site: pos(site),
-            target: pos(target),
+            site,
+            target,
         };
         let n = p.calls.len() as u32;
         let i = *p.call_index.entry(key).or_insert(n) as usize;
@@ -271,6 +297,7 @@ impl<C: Cost> Sink<C> for Folding<C> {
     }
 
     fn jump(&mut self, info: JumpInfo<C>, source: &[u64], target: &[u64]) {
+        let (source, target) = (self.at(source), self.at(target));
         let p = self.part();
         let key = JumpKey {
             function: info.function,
@@ -278,8 +305,8 @@ impl<C: Cost> Sink<C> for Folding<C> {
             target_function: info.target_function,
             target_file: info.target_file,
             conditional: info.conditional,
-            source: pos(source),
-            target: pos(target),
+            source,
+            target,
         };
         let n = p.jumps.len() as u32;
         let i = *p.jump_index.entry(key).or_insert(n) as usize;

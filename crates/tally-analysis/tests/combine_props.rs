@@ -276,8 +276,12 @@ fn an_unsigned_sum_cannot_go_negative() {
 /// them (lines, then calls, then jumps of each part), and returns the
 /// profile without its records: what a read gives besides the sink.
 fn fold<C: Cost>(p: &Profile<C>) -> (Profile<C>, Folding<C>) {
+    fold_into(p, Folding::default())
+}
+
+/// [`fold`] into a given folding.
+fn fold_into<C: Cost>(p: &Profile<C>, mut sink: Folding<C>) -> (Profile<C>, Folding<C>) {
     use tally_model::Sink;
-    let mut sink = Folding::default();
     let ne = p.events.len();
     let mut header = p.clone();
     for (part, h) in p.parts.iter().zip(&mut header.parts) {
@@ -317,6 +321,31 @@ proptest! {
             loaded.add(p, sign, "p").unwrap();
             let (header, sink) = fold(p);
             folded.add_folded(&header, &sink, sign, "p").unwrap();
+        }
+        let (l, f) = (loaded.finish().unwrap(), folded.finish().unwrap());
+        prop_assert_eq!(l.profile, f.profile);
+        prop_assert_eq!(l.stated, f.stated);
+    }
+
+    /// The same with each folding handed over (the first input, added to
+    /// an empty sum, becomes it as it is) and, for a per-function
+    /// combination, folded per function as it is read.
+    #[test]
+    fn owned_and_per_function_foldings_combine_as_loaded_ones(
+        a in parts(), b in parts(), instr in any::<bool>(), combine in any::<bool>(),
+        per_function in any::<bool>()
+    ) {
+        let (a, b) = (build(&a, instr), build(&b, instr));
+        let o = CombineOptions { per_function, ..opts(combine) };
+        // Unsigned, as a merge sums: the inputs' cost type, so that the
+        // first input can become the sum.
+        let mut loaded = Combiner::<u64>::new(o.clone());
+        let mut folded = Combiner::<u64>::new(o);
+        for (p, sign) in [(&a, Sign::Plus), (&b, Sign::Plus), (&a, Sign::Plus)] {
+            loaded.add(p, sign, "p").unwrap();
+            let sink = if per_function { Folding::per_function() } else { Folding::default() };
+            let (header, sink) = fold_into(p, sink);
+            folded.add_folded_owned(&header, sink, sign, "p").unwrap();
         }
         let (l, f) = (loaded.finish().unwrap(), folded.finish().unwrap());
         prop_assert_eq!(l.profile, f.profile);

@@ -10,6 +10,7 @@ use tally_analysis::AggregateBuilder;
 use tally_formats::Source;
 use tally_formats::callgrind::ReadOutcome;
 use tally_model::{AnyCost, Cost, Profile};
+use tally_report::annotate::AggregateAndRecords;
 use tally_report::annotate::{Grouping, Options, PartFilter, Threshold, Tree};
 
 /// Arguments of `tally annotate`. Option names follow callgrind_annotate and
@@ -204,13 +205,25 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let total: u64 = sources.iter().filter_map(Source::size).sum();
     let mut progress = Progress::new(Some(total));
     let mut update = |n| progress.update(n);
-    // One file and no source or assembly: sum while reading, keep no lines.
-    // (Stack formats are loaded whole: their stacks give exact inclusive
-    // costs.)
+    // One file: sum while reading; keep the lines only for source or
+    // assembly annotation. (Stack formats are loaded whole: their stacks
+    // give exact inclusive costs.)
     if let [source] = &sources[..]
         && source.detected().is_callgrind_reader_input()
-        && !tally_report::annotate::needs_lines(&opts)
     {
+        if tally_report::annotate::needs_lines(&opts) {
+            let read = tally_formats::parse_any(
+                source,
+                AggregateAndRecords::default(),
+                AggregateAndRecords::default,
+                Some(&mut update),
+            )?;
+            drop(progress);
+            return match read {
+                AnyCost::Unsigned((o, s)) => streamed_with_lines(source, o, s, &args, &opts),
+                AnyCost::Signed((o, s)) => streamed_with_lines(source, o, s, &args, &opts),
+            };
+        }
         let keep = opts.jumps.is_some();
         let read = tally_formats::parse_any(
             source,
@@ -249,6 +262,21 @@ fn streamed<C: Cost>(
     for (part, jumps) in profile.parts.iter_mut().zip(sums.take_jumps()) {
         part.jumps = jumps;
     }
+    report(profile, Some(sums), Vec::new(), args, opts)
+}
+
+/// Reports a profile summed while it was read, its records kept.
+fn streamed_with_lines<C: Cost>(
+    source: &Source,
+    read: ReadOutcome<C>,
+    both: AggregateAndRecords<C>,
+    args: &Args,
+    opts: &Options,
+) -> anyhow::Result<Outcome> {
+    let AggregateAndRecords { mut sums, records } = both;
+    sums.set_events(read.profile.events.len());
+    let (profile, warnings) = records.into_profile(read);
+    warn(source, &warnings);
     report(profile, Some(sums), Vec::new(), args, opts)
 }
 

@@ -22,8 +22,37 @@ pub type Folded = AnyCost<(ReadOutcome<u64>, Folding<u64>), (ReadOutcome<i64>, F
 /// them, so memory grows with the distinct records and no profile is
 /// built per input.
 pub fn load_folded(path: &Path) -> anyhow::Result<Folded> {
+    load_folded_by(path, |_| false)
+}
+
+/// [`load_folded`], keeping one record per function ([`Folding::per_function`])
+/// when `per_function` says so for the input's format. The format is known
+/// for sure only once the file is read: the guess from its first bytes
+/// decides how it is read, and an input that turns out otherwise is read
+/// again.
+pub fn load_folded_by(
+    path: &Path,
+    per_function: impl Fn(Format) -> bool,
+) -> anyhow::Result<Folded> {
     let source = Source::open(path)?;
-    let read = tally_formats::parse_any(&source, Folding::default(), Folding::default, None)?;
+    fn make<C: Cost>(by_function: bool) -> Folding<C> {
+        if by_function {
+            Folding::per_function()
+        } else {
+            Folding::default()
+        }
+    }
+    let read_as = |by_function: bool| {
+        tally_formats::parse_any(&source, make(by_function), || make(by_function), None)
+    };
+    let guess = per_function(match source.format() {
+        tally_formats::detect::Format::Cachegrind => Format::Cachegrind,
+        _ => Format::Callgrind,
+    });
+    let mut read = read_as(guess)?;
+    if per_function(folded_format(&read)) != guess {
+        read = read_as(!guess)?;
+    }
     fn check<C: Cost>(o: &ReadOutcome<C>, f: &Folding<C>, path: &Path) -> anyhow::Result<()> {
         if let Some(function) = f.overflow() {
             bail!(
@@ -67,6 +96,21 @@ pub fn add_folded_to<C: Cost>(
     match f {
         AnyCost::Unsigned((o, f)) => c.add_folded(&o.profile, f, sign, label),
         AnyCost::Signed((o, f)) => c.add_folded(&o.profile, f, sign, label),
+    }
+}
+
+/// [`add_folded_to`], handing the input over so that the first one
+/// becomes the sum without being folded again
+/// ([`Combiner::add_folded_owned`]).
+pub fn add_folded_owned_to<C: Cost + 'static>(
+    c: &mut Combiner<C>,
+    f: Folded,
+    sign: Sign,
+    label: &str,
+) -> Result<(), CombineError> {
+    match f {
+        AnyCost::Unsigned((o, f)) => c.add_folded_owned(&o.profile, f, sign, label),
+        AnyCost::Signed((o, f)) => c.add_folded_owned(&o.profile, f, sign, label),
     }
 }
 

@@ -77,11 +77,13 @@ pub fn inputs(
     // Each file is read and summed on its own thread (per function for
     // Cachegrind, unless asked otherwise); B − A is then a fold of the two
     // sums, small when per function.
+    let by_function = |f: Format| per_function || (f == Format::Cachegrind && !per_line);
     let reduce = |path: &Path| -> anyhow::Result<AnyProfile> {
-        let loaded = combine::load_folded(path)?;
+        // Per function, each line is summed into its function as it is
+        // read, so no input's lines are kept.
+        let loaded = combine::load_folded_by(path, by_function)?;
         let mut o = options.clone();
-        o.per_function =
-            per_function || (combine::folded_format(&loaded) == Format::Cachegrind && !per_line);
+        o.per_function = by_function(combine::folded_format(&loaded));
         o.keep_zero = false;
         let mut c = Combiner::<i64>::new(o);
         let located =

@@ -104,9 +104,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                     sum = Sum::Signed(s);
                 }
                 match &mut sum {
-                    Sum::Unsigned(u) => combine::add_folded_to(u, &p, Sign::Plus, &label)
+                    Sum::Unsigned(u) => combine::add_folded_owned_to(u, p, Sign::Plus, &label)
                         .map_err(|e| located(e, u, &files[..=i]))?,
-                    Sum::Signed(s) => combine::add_folded_to(s, &p, Sign::Plus, &label)
+                    Sum::Signed(s) => combine::add_folded_owned_to(s, p, Sign::Plus, &label)
                         .map_err(|e| located(e, s, &files[..=i]))?,
                 }
             }

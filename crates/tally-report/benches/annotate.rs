@@ -2,14 +2,19 @@
 //! 32 MB, instructions and jumps) already read: the sums, the inclusive
 //! costs, ranking every row and function against the threshold and the
 //! call trees of the rows shown, written as text to nowhere. With
-//! `--threshold=all` every row is ranked and printed.
+//! `--threshold=all` every row is ranked and printed. `read_and_annotate`
+//! is what `tally annotate FILE` does by default: the read sums the rows
+//! and keeps the records in one pass, then the report with source
+//! annotation (the generated sources are not on disk).
 //!
 //! Run with `cargo bench -p tally-report --bench annotate`.
 
 use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
 use std::time::Duration;
 use tally_gen::{Config, EventSet};
-use tally_report::annotate::{Options, Threshold, Tree, annotate};
+use tally_report::annotate::{
+    AggregateAndRecords, Options, Threshold, Tree, annotate, annotate_sums,
+};
 
 fn bench(c: &mut Criterion) {
     let config = Config {
@@ -21,7 +26,7 @@ fn bench(c: &mut Criterion) {
     };
     let mut text = Vec::new();
     tally_gen::generate(&config, &mut text).expect("generating into memory");
-    let input = tally_formats::Input::from_bytes("bench.out", text).expect("input");
+    let input = tally_formats::Input::from_bytes("bench.out", text.clone()).expect("input");
     let (profile, _) = tally_formats::callgrind::read::<u64>(input).expect("reading");
     let mut g = c.benchmark_group("annotate-report-32MB");
     g.sampling_mode(SamplingMode::Flat)
@@ -42,6 +47,20 @@ fn bench(c: &mut Criterion) {
             b.iter(|| annotate(&profile, &opts, &mut std::io::sink()).expect("annotating"))
         });
     }
+    let opts = Options::default();
+    g.bench_function("read_and_annotate", |b| {
+        b.iter(|| {
+            let input = tally_formats::Input::from_bytes("bench.out", text.clone()).expect("input");
+            let mut both = AggregateAndRecords::default();
+            let read =
+                tally_formats::callgrind::parse::<u64, _>(input, &mut both, Default::default())
+                    .expect("reading");
+            let AggregateAndRecords { mut sums, records } = both;
+            sums.set_events(read.profile.events.len());
+            let (profile, _) = records.into_profile(read);
+            annotate_sums(&profile, sums, &opts, &mut std::io::sink()).expect("annotating")
+        })
+    });
     g.finish();
 }
 

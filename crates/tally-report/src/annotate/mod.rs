@@ -834,6 +834,61 @@ pub fn annotate_difference<C: Cost>(
     write(Analysis::for_difference(profile, opts, calls)?, out)
 }
 
+/// An [`AggregateBuilder`] and a whole profile's records, filled by one
+/// read: for a report that needs the lines themselves (source or assembly
+/// annotation) as well as the sums, which are then made while reading
+/// rather than by decoding every line again afterwards.
+pub struct AggregateAndRecords<C: Cost> {
+    /// The sums.
+    pub sums: AggregateBuilder<C>,
+    /// The records.
+    pub records: tally_formats::callgrind::ProfileSink<C>,
+}
+
+impl<C: Cost> Default for AggregateAndRecords<C> {
+    fn default() -> Self {
+        AggregateAndRecords {
+            sums: AggregateBuilder::keeping_jumps(false),
+            records: Default::default(),
+        }
+    }
+}
+
+impl<C: Cost> tally_model::Sink<C> for AggregateAndRecords<C> {
+    fn start_part(&mut self, positions: tally_model::Positions, events: usize) {
+        tally_model::Sink::<C>::start_part(&mut self.sums, positions, events);
+        tally_model::Sink::<C>::start_part(&mut self.records, positions, events);
+    }
+    #[inline]
+    fn line(
+        &mut self,
+        function: FunctionId,
+        file: tally_model::FileId,
+        positions: &[u64],
+        costs: &[C],
+    ) {
+        AggregateBuilder::line(&mut self.sums, function, file, costs);
+        tally_model::Sink::<C>::line(&mut self.records, function, file, positions, costs);
+    }
+    fn call(
+        &mut self,
+        info: tally_model::CallInfo<C>,
+        site: &[u64],
+        target: &[u64],
+        inclusive: &[C],
+    ) {
+        AggregateBuilder::call(&mut self.sums, &info, inclusive);
+        tally_model::Sink::<C>::call(&mut self.records, info, site, target, inclusive);
+    }
+    fn jump(&mut self, info: tally_model::JumpInfo<C>, source: &[u64], target: &[u64]) {
+        AggregateBuilder::jump(&mut self.sums, info.function);
+        tally_model::Sink::<C>::jump(&mut self.records, info, source, target);
+    }
+    fn held_bytes(&self) -> usize {
+        tally_model::Sink::<C>::held_bytes(&self.records)
+    }
+}
+
 /// Writes the report from sums made while reading; see [`needs_lines`].
 pub fn annotate_sums<C: Cost>(
     profile: &Profile<C>,

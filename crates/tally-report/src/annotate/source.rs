@@ -38,6 +38,10 @@ pub(super) struct Plan<C> {
     pub not_found: Vec<(String, Vec<C>)>,
 }
 
+/// A wanted source file found: its path and bytes, or why it could not
+/// be read.
+type Looked = Result<(PathBuf, Vec<u8>), String>;
+
 fn is_unknown(name: &[u8]) -> bool {
     name.is_empty() || name == b"???"
 }
@@ -105,7 +109,26 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
         }
     }
     let ids: Vec<FileId> = wanted.iter().map(|w| w.0).collect();
-    let mut by_file = tally_analysis::by_line(a.profile, |i| a.chosen[i], |f| ids.contains(&f));
+    // Each file is looked for first, so that the lines of the profile are
+    // summed for the files found only (a profile names many sources that
+    // are not on this machine).
+    let looked: Vec<Option<Looked>> = wanted
+        .iter()
+        .map(|&(f, _)| {
+            let name = String::from_utf8_lossy(names.file_name(f));
+            locate(&name, &o.include, &o.inputs).map(|path| match std::fs::read(&path) {
+                Ok(b) => Ok((path, b)),
+                Err(e) => Err(format!("{}: {e}", path.display())),
+            })
+        })
+        .collect();
+    let found: Vec<FileId> = ids
+        .iter()
+        .zip(&looked)
+        .filter(|(_, l)| matches!(l, Some(Ok(_))))
+        .map(|(&f, _)| f)
+        .collect();
+    let mut by_file = tally_analysis::by_line(a.profile, |i| a.chosen[i], |f| found.contains(&f));
     let profile_time = o
         .inputs
         .iter()
@@ -128,18 +151,17 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
             add_into(&mut below_threshold, cost);
         }
     }
-    for (f, user) in wanted {
+    for ((f, user), looked) in wanted.into_iter().zip(looked) {
         let name = String::from_utf8_lossy(names.file_name(f)).into_owned();
         let costs = by_file.remove(&f).unwrap_or_default();
         // A file that cannot be found or read counts as not found.
-        let found =
-            locate(&name, &o.include, &o.inputs).and_then(|path| match std::fs::read(&path) {
-                Ok(b) => Some((path, b)),
-                Err(e) => {
-                    warnings.push(format!("{}: {e}", path.display()));
-                    None
-                }
-            });
+        let found = looked.and_then(|l| match l {
+            Ok(found) => Some(found),
+            Err(e) => {
+                warnings.push(e);
+                None
+            }
+        });
         let Some((path, bytes)) = found else {
             let c = file_cost
                 .get(&f)
