@@ -5,6 +5,11 @@
 # minimum and median of each row and their ratio to the native run's.
 #
 #   bench/record-overhead.sh [ROUNDS]     # default 10
+#
+# The program runs on one CPU in every row (`taskset -c CPU`, the last
+# CPU by default; TALLY_BENCH_CPU= to let it move), and the recorder on
+# the others: the overhead measured is what the program loses, not the
+# scheduler moving it onto the CPU where the recorder reads its samples.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p tally-cli >&2
@@ -17,13 +22,22 @@ trap 'rm -rf "$tmp"' EXIT
 sed -n '/^cat > "$tmp\/work.c" <<.EOF.$/,/^EOF$/p' bench/record.sh | sed '1d;$d' > "$tmp/work.c"
 gcc -O2 -g -fno-omit-frame-pointer -o "$tmp/fp" "$tmp/work.c"
 gcc -O2 -g -o "$tmp/nofp" "$tmp/work.c"
+cpus=$(nproc)
+cpu=${TALLY_BENCH_CPU-$((cpus - 1))}
+pin="" rest=""
+if [ -n "$cpu" ] && [ "$cpus" -gt 1 ]; then
+    pin="taskset -c $cpu"
+    rest="taskset -c 0-$((cpu - 1))"
+    [ "$cpu" -eq 0 ] && rest="taskset -c 1-$((cpus - 1))"
+fi
+echo "program pinned: ${pin:-no}; recorders: ${rest:-anywhere}"
 rows=(
-    "native, fp|$tmp/fp $n"
-    "tally record --call-graph fp|$tally record -F 999 --call-graph fp -o $tmp/t.out -- $tmp/fp $n"
-    "perf record -g|perf record -q -F 999 -g -o $tmp/p.data -- $tmp/fp $n"
-    "native, no fp|$tmp/nofp $n"
-    "tally record --call-graph dwarf|$tally record -F 999 --call-graph dwarf -o $tmp/t.out -- $tmp/nofp $n"
-    "perf record --call-graph dwarf,16384|perf record -q -F 999 --call-graph dwarf,16384 -o $tmp/p.data -- $tmp/nofp $n"
+    "native, fp|$pin $tmp/fp $n"
+    "tally record --call-graph fp|$rest $tally record -F 999 --call-graph fp -o $tmp/t.out -- $pin $tmp/fp $n"
+    "perf record -g|$rest perf record -q -F 999 -g -o $tmp/p.data -- $pin $tmp/fp $n"
+    "native, no fp|$pin $tmp/nofp $n"
+    "tally record --call-graph dwarf|$rest $tally record -F 999 --call-graph dwarf -o $tmp/t.out -- $pin $tmp/nofp $n"
+    "perf record --call-graph dwarf,16384|$rest perf record -q -F 999 --call-graph dwarf,16384 -o $tmp/p.data -- $pin $tmp/nofp $n"
 )
 for _ in $(seq "$rounds"); do
     for r in "${rows[@]}"; do
