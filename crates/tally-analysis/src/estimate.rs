@@ -221,7 +221,7 @@ impl StackTree {
 ///
 /// On a large profile the walk is shared between threads: each walks the
 /// stacks of a range of functions into a tree of its own, and the trees are
-/// appended in function order ([`StackTree::append`]), which gives the tree
+/// appended in function order, which gives the tree
 /// (and the order of [`StackTree::ends`]) of one walk over all functions.
 pub fn estimate_tree(
     agg: &Aggregate<u64>,
