@@ -40,19 +40,17 @@ use tally_model::{
     Profile,
 };
 
-/// Appends `value` as part of one line: a line break inside a name or a
+/// Appends `value` as part of one line: a line feed inside a name or a
 /// header value (possible in names read from pprof, perf or speedscope
 /// input) is written as a space, as the folded writer does, since the
 /// format has no escape for it and the rest of the name would be read as
-/// a line of its own.
+/// a line of its own. A carriage return inside a line reads back as it
+/// is, so it is kept.
 pub(crate) fn push_one_line(buf: &mut Vec<u8>, value: &[u8]) {
-    if memchr::memchr2(b'\n', b'\r', value).is_none() {
+    if memchr::memchr(b'\n', value).is_none() {
         buf.extend_from_slice(value);
     } else {
-        buf.extend(value.iter().map(|&b| match b {
-            b'\n' | b'\r' => b' ',
-            b => b,
-        }));
+        buf.extend(value.iter().map(|&b| if b == b'\n' { b' ' } else { b }));
     }
 }
 
