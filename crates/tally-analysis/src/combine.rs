@@ -661,21 +661,18 @@ impl<C: Cost> Combiner<C> {
         self.add_stacks(p, &map.functions, &map.events, sign, label)
     }
 
-    /// [`Combiner::add_folded`], taking the folding: an input part that
-    /// lands in an output part still empty, added with its own names,
-    /// events and positions (the first input of a merge), becomes that
-    /// part as it is, its arrays moved rather than folded again. The
-    /// result is the same.
-    pub fn add_folded_owned<I: Cost + 'static>(
+    /// [`Combiner::add_folded`], taking the folding of an input with the
+    /// output's cost type: an input part that lands in an output part still
+    /// empty, added with its own names, events and positions (the first
+    /// input of a merge), becomes that part as it is, its arrays moved
+    /// rather than folded again. The result is the same.
+    pub fn add_folded_owned(
         &mut self,
-        p: &Profile<I>,
-        mut folded: Folding<I>,
+        p: &Profile<C>,
+        mut folded: Folding<C>,
         sign: Sign,
         label: &str,
-    ) -> Result<(), CombineError>
-    where
-        C: 'static,
-    {
+    ) -> Result<(), CombineError> {
         let adopt = sign == Sign::Plus
             && self.events.is_none()
             && !self.options.per_function
@@ -709,18 +706,10 @@ impl<C: Cost> Combiner<C> {
                 continue;
             };
             let fresh = acc.blocks.is_empty() && acc.calls.is_empty() && acc.jumps.is_empty();
-            let fp: Box<dyn std::any::Any> = Box::new(fp);
-            match fp.downcast::<FoldPart<C>>() {
-                Ok(fp) if same_names && fresh && fp.events == ne => acc.adopt(*fp),
-                Ok(fp) => {
-                    let fp: Box<dyn std::any::Any> = fp;
-                    let fp = fp.downcast::<FoldPart<I>>().expect("C is I");
-                    self.fold_part(pi, &fp, &map, p, sign, label)?;
-                }
-                Err(fp) => {
-                    let fp = fp.downcast::<FoldPart<I>>().expect("the part's own type");
-                    self.fold_part(pi, &fp, &map, p, sign, label)?;
-                }
+            if same_names && fresh && fp.events == ne {
+                acc.adopt(fp);
+            } else {
+                self.fold_part(pi, &fp, &map, p, sign, label)?;
             }
         }
         self.add_stacks(p, &map.functions, &map.events, sign, label)

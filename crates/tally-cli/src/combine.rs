@@ -99,21 +99,6 @@ pub fn add_folded_to<C: Cost>(
     }
 }
 
-/// [`add_folded_to`], handing the input over so that the first one
-/// becomes the sum without being folded again
-/// ([`Combiner::add_folded_owned`]).
-pub fn add_folded_owned_to<C: Cost + 'static>(
-    c: &mut Combiner<C>,
-    f: Folded,
-    sign: Sign,
-    label: &str,
-) -> Result<(), CombineError> {
-    match f {
-        AnyCost::Unsigned((o, f)) => c.add_folded_owned(&o.profile, f, sign, label),
-        AnyCost::Signed((o, f)) => c.add_folded_owned(&o.profile, f, sign, label),
-    }
-}
-
 /// Refuses standard input (`-`) named more than once: it can be read only
 /// once, so a second `-` would be an empty profile or a second reader of
 /// the same stream.

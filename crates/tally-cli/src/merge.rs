@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use tally_analysis::combine::{CombineOptions, Combiner, Sign};
+use tally_model::AnyCost;
 
 /// Arguments of `tally merge`.
 #[derive(clap::Args)]
@@ -103,10 +104,18 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                     }
                     sum = Sum::Signed(s);
                 }
-                match &mut sum {
-                    Sum::Unsigned(u) => combine::add_folded_owned_to(u, p, Sign::Plus, &label)
+                // An input of the sum's cost type is handed over, so that
+                // the first becomes the sum without being folded again.
+                match (&mut sum, p) {
+                    (Sum::Unsigned(u), AnyCost::Unsigned((o, f))) => u
+                        .add_folded_owned(&o.profile, f, Sign::Plus, &label)
                         .map_err(|e| located(e, u, &files[..=i]))?,
-                    Sum::Signed(s) => combine::add_folded_owned_to(s, p, Sign::Plus, &label)
+                    (Sum::Signed(s), AnyCost::Signed((o, f))) => s
+                        .add_folded_owned(&o.profile, f, Sign::Plus, &label)
+                        .map_err(|e| located(e, s, &files[..=i]))?,
+                    (Sum::Unsigned(u), p) => combine::add_folded_to(u, &p, Sign::Plus, &label)
+                        .map_err(|e| located(e, u, &files[..=i]))?,
+                    (Sum::Signed(s), p) => combine::add_folded_to(s, &p, Sign::Plus, &label)
                         .map_err(|e| located(e, s, &files[..=i]))?,
                 }
             }

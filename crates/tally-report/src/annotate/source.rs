@@ -122,13 +122,18 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
             })
         })
         .collect();
-    let found: Vec<FileId> = ids
-        .iter()
-        .zip(&looked)
-        .filter(|(_, l)| matches!(l, Some(Ok(_))))
-        .map(|(&f, _)| f)
-        .collect();
-    let mut by_file = tally_analysis::by_line(a.profile, |i| a.chosen[i], |f| found.contains(&f));
+    // Asked per block, call and jump: a lookup by index, not a search.
+    let mut found = vec![false; names.files.len()];
+    for (&f, l) in ids.iter().zip(&looked) {
+        if matches!(l, Some(Ok(_))) {
+            found[f.index()] = true;
+        }
+    }
+    let mut by_file = tally_analysis::by_line(
+        a.profile,
+        |i| a.chosen[i],
+        |f| found.get(f.index()).copied().unwrap_or(false),
+    );
     let profile_time = o
         .inputs
         .iter()
