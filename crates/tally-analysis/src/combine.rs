@@ -26,7 +26,7 @@ use rustc_hash::FxHashMap;
 use std::borrow::Cow;
 use tally_model::{
     CallInfo, Cost, Events, FileId, Format, Frame, FrameId, FunctionId, FunctionKey, JumpInfo,
-    ObjectId, Part, PartInfo, Positions, Profile, Stacks, SymbolId, stated_total,
+    Names, ObjectId, Part, PartInfo, Positions, Profile, Stacks, SymbolId, stated_total,
 };
 
 /// Which events the output has.
@@ -808,6 +808,16 @@ impl<C: Cost> Combiner<C> {
         }
         let events = self.event_map(p, label)?;
 
+        if self.adopts_names(&p.names) {
+            self.names = p.names.clone();
+            return Ok(Mapping {
+                events,
+                functions: (0..p.names.function_count() as u32)
+                    .map(FunctionId)
+                    .collect(),
+                files: (0..p.names.files.len() as u32).map(FileId).collect(),
+            });
+        }
         // Re-intern the input's names (renamed as asked).
         let files: Vec<FileId> = p
             .names
@@ -850,6 +860,37 @@ impl<C: Cost> Combiner<C> {
             functions,
             files,
         })
+    }
+
+    /// Whether re-interning `names` (below, in [`Combiner::prepare`]) would
+    /// give a copy of them: nothing interned yet, no renaming, and every
+    /// object and symbol first named by the functions in table order. The
+    /// copy then costs a few `memcpy`s instead of a lookup per name.
+    fn adopts_names(&self, names: &Names) -> bool {
+        let fresh = |i: &tally_model::Interner| i.len() == 1;
+        if !(fresh(&self.names.objects)
+            && fresh(&self.names.files)
+            && fresh(&self.names.symbols)
+            && self.names.function_count() == 0
+            && self.options.rename_file.is_none()
+            && self.options.rename_function.is_none())
+        {
+            return false;
+        }
+        // Interning in the order the functions name them gives index i to
+        // the i-th name first met: the input's own index if each new name
+        // is the next one, and all are met.
+        let (mut objects, mut symbols) = (1, 1);
+        for (_, k) in names.functions() {
+            for (id, next) in [(k.object.0, &mut objects), (k.name.0, &mut symbols)] {
+                if id == *next {
+                    *next += 1;
+                } else if id > *next {
+                    return false;
+                }
+            }
+        }
+        objects as usize == names.objects.len() && symbols as usize == names.symbols.len()
     }
 
     /// The output part input part `pi` goes to, its facts and stated
