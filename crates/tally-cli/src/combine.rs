@@ -17,8 +17,8 @@ use tally_model::{AnyCost, AnyProfile, Cost, Format};
 pub type Folded = AnyCost<(ReadOutcome<u64>, Folding<u64>), (ReadOutcome<i64>, Folding<i64>)>;
 
 /// Reads a Callgrind or Cachegrind file (or `-`) straight into a
-/// [`Folding`] (signed if it holds a negative count) and prints its
-/// warnings: each distinct record once, grouped as the combiner takes
+/// [`Folding`] (signed if it holds a negative count; its warnings in
+/// [`read_warnings`]): each distinct record once, grouped as the combiner takes
 /// them, so memory grows with the distinct records and no profile is
 /// built per input.
 pub fn load_folded(path: &Path) -> anyhow::Result<Folded> {
@@ -61,9 +61,6 @@ pub fn load_folded_by(
                 String::from_utf8_lossy(o.profile.names.function_name(function))
             );
         }
-        for w in o.warnings.iter() {
-            eprintln!("{}: warning: {w}", path.display());
-        }
         Ok(())
     }
     match &read {
@@ -71,6 +68,27 @@ pub fn load_folded_by(
         AnyCost::Signed((o, f)) => check(o, f, path)?,
     }
     Ok(read)
+}
+
+/// The reader's warnings about an input, one line each. Inputs read on
+/// threads are warned about in the order they were named, not the order
+/// their reads end in, so the messages do not vary from run to run.
+pub fn read_warnings(f: &Folded, path: &Path) -> Vec<String> {
+    let warnings = match f {
+        AnyCost::Unsigned((o, _)) => &o.warnings,
+        AnyCost::Signed((o, _)) => &o.warnings,
+    };
+    warnings
+        .iter()
+        .map(|w| format!("{}: warning: {w}", path.display()))
+        .collect()
+}
+
+/// Prints lines collected for standard error.
+pub fn print_lines(lines: &[String]) {
+    for l in lines {
+        eprintln!("{l}");
+    }
 }
 
 /// Whether a folded input holds negative counts.
@@ -247,6 +265,12 @@ pub fn write_result<C: Cost>(
 /// Warns where the inputs' stated totals (`summary:`/`totals:`) do not add
 /// up to their costs; the output states the costs.
 pub fn warn_stated<C: Cost>(c: &Combined<C>, command: &str, what: &Path) {
+    print_lines(&stated_warnings(c, command, what));
+}
+
+/// The lines [`warn_stated`] prints.
+pub fn stated_warnings<C: Cost>(c: &Combined<C>, command: &str, what: &Path) -> Vec<String> {
+    let mut lines = Vec::new();
     for (i, (part, stated)) in c.profile.parts.iter().zip(&c.stated).enumerate() {
         let Some(stated) = stated else { continue };
         let computed = part.info.totals.as_ref().or(part.info.summary.as_ref());
@@ -257,15 +281,16 @@ pub fn warn_stated<C: Cost>(c: &Combined<C>, command: &str, what: &Path) {
                 .ne(stated.iter().copied())
         {
             let show = |v: &mut dyn Iterator<Item = String>| v.collect::<Vec<_>>().join(" ");
-            eprintln!(
+            lines.push(format!(
                 "tally {command}: warning: {}: part {}: the inputs' stated totals add up to {} but their costs to {}; the output states the costs",
                 what.display(),
                 i + 1,
                 show(&mut stated.iter().map(|v| v.to_string())),
                 show(&mut computed.iter().map(|v| v.to_string())),
-            );
+            ));
         }
     }
+    lines
 }
 
 /// The label of an input in messages.

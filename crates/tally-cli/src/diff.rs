@@ -78,10 +78,12 @@ pub fn inputs(
     // Cachegrind, unless asked otherwise); B − A is then a fold of the two
     // sums, small when per function.
     let by_function = |f: Format| per_function || (f == Format::Cachegrind && !per_line);
-    let reduce = |path: &Path| -> anyhow::Result<AnyProfile> {
+    // Each returns its warnings, printed for A and then for B.
+    let reduce = |path: &Path| -> anyhow::Result<(AnyProfile, Vec<String>)> {
         // Per function, each line is summed into its function as it is
         // read, so no input's lines are kept.
         let loaded = combine::load_folded_by(path, by_function)?;
+        let mut warnings = combine::read_warnings(&loaded, path);
         let mut o = options.clone();
         o.per_function = by_function(combine::folded_format(&loaded));
         o.keep_zero = false;
@@ -94,8 +96,8 @@ pub fn inputs(
         let sum = c
             .finish()
             .map_err(|e| combine::locate::<i64>(e, &[path], &events))?;
-        combine::warn_stated(&sum, "diff", path);
-        Ok(AnyCost::Signed(sum.profile))
+        warnings.extend(combine::stated_warnings(&sum, "diff", path));
+        Ok((AnyCost::Signed(sum.profile), warnings))
     };
     let (la, lb) = std::thread::scope(|scope| {
         let other = scope.spawn(|| reduce(b));
@@ -105,7 +107,10 @@ pub fn inputs(
             .unwrap_or_else(|_| Err(anyhow::anyhow!("{}: reading failed", b.display())));
         (la, lb)
     });
-    let (la, lb) = (la?, lb?);
+    let (la, wa) = la?;
+    combine::print_lines(&wa);
+    let (lb, wb) = lb?;
+    combine::print_lines(&wb);
     if la.format() != lb.format() {
         let name = |f| match f {
             Format::Callgrind => "Callgrind",

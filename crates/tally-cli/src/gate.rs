@@ -111,14 +111,18 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         rename_function: combine::subst(args.mod_funcname.as_deref(), "--mod-funcname")?,
     };
     // Each side is read and summed on its own thread.
+    // Their warnings are printed base first, whichever ends first.
+    let (mut wb, mut wn) = (Vec::new(), Vec::new());
     let (pb, pn) = std::thread::scope(|scope| {
-        let other = scope.spawn(|| sum(&new, &options));
-        let pb = sum(&base, &options);
+        let other = scope.spawn(|| sum(&new, &options, &mut wn));
+        let pb = sum(&base, &options, &mut wb);
         let pn = other
             .join()
             .unwrap_or_else(|_| Err(anyhow::anyhow!("reading the new profiles failed")));
         (pb, pn)
     });
+    combine::print_lines(&wb);
+    combine::print_lines(&wn);
     let (mut pb, mut pn) = (pb?, pn?);
     let event = event_name(args.event.as_deref(), &mut [&mut pb, &mut pn])?;
     let sb = SideCosts::new(&pb, &event, &names(&base).join(", "))?;
@@ -160,11 +164,16 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
 
 /// The files of one side summed into one profile (per function: the gate
 /// needs no lines).
-fn sum(files: &[PathBuf], options: &CombineOptions) -> anyhow::Result<Profile<i64>> {
+fn sum(
+    files: &[PathBuf],
+    options: &CombineOptions,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<Profile<i64>> {
     let mut c = Combiner::<i64>::new(options.clone());
     let all: Vec<&Path> = files.iter().map(|f| f.as_path()).collect();
     for f in files {
         let loaded = combine::load_folded(f)?;
+        warnings.extend(combine::read_warnings(&loaded, f));
         combine::add_folded_to(&mut c, &loaded, Sign::Plus, &combine::label(f))
             .map_err(|e| combine::locate::<i64>(e, &all, &combine::event_names(&c)))?;
     }
@@ -172,7 +181,11 @@ fn sum(files: &[PathBuf], options: &CombineOptions) -> anyhow::Result<Profile<i6
     let summed = c
         .finish()
         .map_err(|e| combine::locate::<i64>(e, &all, &events))?;
-    combine::warn_stated(&summed, "gate", files.first().map_or(Path::new("-"), |f| f));
+    warnings.extend(combine::stated_warnings(
+        &summed,
+        "gate",
+        files.first().map_or(Path::new("-"), |f| f),
+    ));
     Ok(summed.profile)
 }
 

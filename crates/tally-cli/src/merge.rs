@@ -92,6 +92,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                         .map_err(|_| anyhow::anyhow!("{}: the readers stopped", f.display()))?;
                     ready.insert(j, r);
                 }?;
+                combine::print_lines(&combine::read_warnings(&p, f));
                 let label = combine::label(f);
                 if combine::folded_signed(&p)
                     && let Sum::Unsigned(_) = sum

@@ -406,3 +406,40 @@ fn merge_keeps_or_combines_parts() {
     assert_eq!(o.parts[0].info.totals.as_ref(), Some(&all));
     assert_eq!(read(&kept), read(&one));
 }
+
+/// Inputs are read on threads, but their warnings come in the order the
+/// inputs are named, every time: the first input's reading is made the
+/// slower one (a larger file), so that a race would show.
+#[test]
+fn warnings_come_in_input_order() {
+    let dir = tmp();
+    // A stated total above the cost lines: a warning naming the file.
+    let small =
+        std::fs::read_to_string(tally_testutil::data_dir().join("callgrind/workload.combo.out"))
+            .unwrap();
+    assert!(small.contains("summary:"));
+    let a = dir.path().join("a.out");
+    let b = dir.path().join("b.out");
+    let c = dir.path().join("c.out");
+    // A: the same profile with many more (zero-cost) lines, so it reads last.
+    let mut big = small.clone();
+    big.push_str("fn=padding\n");
+    for i in 0..200_000 {
+        big.push_str(&format!("{} 0\n", i + 1));
+    }
+    std::fs::write(&a, big).unwrap();
+    std::fs::write(&b, &small).unwrap();
+    std::fs::write(&c, &small).unwrap();
+    let first = |err: &str, p: &Path| err.find(&format!("{}: warning", p.display()));
+    for _ in 0..5 {
+        let out = ok(&["diff", s(&a), s(&b)]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        let (wa, wb) = (first(&err, &a), first(&err, &b));
+        assert!(wa.is_some() && wb.is_some() && wa < wb, "{err}");
+        let merged = dir.path().join("m.out");
+        let out = ok(&["merge", s(&a), s(&b), s(&c), "-o", s(&merged)]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        let (wa, wb, wc) = (first(&err, &a), first(&err, &b), first(&err, &c));
+        assert!(wa.is_some() && wa < wb && wb < wc, "{err}");
+    }
+}
