@@ -834,22 +834,100 @@ pub fn annotate_difference<C: Cost>(
     write(Analysis::for_difference(profile, opts, calls)?, out)
 }
 
-/// An [`AggregateBuilder`] and a whole profile's records, filled by one
+/// An [`AggregateBuilder`] and the records a report needs, filled by one
 /// read: for a report that needs the lines themselves (source or assembly
 /// annotation) as well as the sums, which are then made while reading
 /// rather than by decoding every line again afterwards.
+///
+/// Source annotation only shows files found on disk, and a profile names
+/// many that are not (`???`, or sources of another machine): whether a
+/// file can be found is decided when the reader first names it, and the
+/// lines and calls of the others are not kept (see [`AggregateAndRecords::new`]).
 pub struct AggregateAndRecords<C: Cost> {
-    /// The sums.
-    pub sums: AggregateBuilder<C>,
-    /// The records.
-    pub records: tally_formats::callgrind::ProfileSink<C>,
+    sums: AggregateBuilder<C>,
+    records: tally_formats::callgrind::ProfileSink<C>,
+    /// Which files' lines and calls to keep; `None`: all.
+    files: Option<FileFilter>,
+    /// Keep the jumps (a jump listing or assembly annotation shows them).
+    jumps: bool,
 }
 
+/// Which files' records to keep: those source annotation can find, with
+/// the search it uses ([`source::locate`]), each decided once.
+struct FileFilter {
+    include: Vec<PathBuf>,
+    inputs: Vec<PathBuf>,
+    /// Per file id: kept or not; ids past the end are not decided yet.
+    keep: Vec<Option<bool>>,
+}
+
+impl FileFilter {
+    fn decide(&mut self, file: tally_model::FileId, name: &[u8]) {
+        let i = file.index();
+        if i >= self.keep.len() {
+            self.keep.resize(i + 1, None);
+        }
+        if self.keep[i].is_none() {
+            let found = !source::is_unknown(name)
+                && source::locate(&String::from_utf8_lossy(name), &self.include, &self.inputs)
+                    .is_some();
+            self.keep[i] = Some(found);
+        }
+    }
+
+    #[inline]
+    fn keeps(&self, file: tally_model::FileId) -> bool {
+        match self.keep.get(file.index()) {
+            Some(&Some(k)) => k,
+            // Never named: the empty name (no file given), which is never
+            // annotated; any other id is kept, to be safe.
+            _ => file != tally_model::FileId::NONE,
+        }
+    }
+}
+
+impl<C: Cost> AggregateAndRecords<C> {
+    /// A sink for a report with `opts`: everything is kept for assembly
+    /// annotation (it finds object files, not sources); otherwise the lines
+    /// and calls of files source annotation can find, and the jumps only
+    /// for a jump listing.
+    pub fn new(opts: &Options) -> Self {
+        AggregateAndRecords {
+            sums: AggregateBuilder::keeping_jumps(false),
+            records: Default::default(),
+            files: (!opts.asm).then(|| FileFilter {
+                include: opts.include.clone(),
+                inputs: opts.inputs.clone(),
+                keep: Vec::new(),
+            }),
+            jumps: opts.asm || opts.jumps.is_some(),
+        }
+    }
+
+    /// The sums and the records.
+    pub fn into_parts(
+        self,
+    ) -> (
+        AggregateBuilder<C>,
+        tally_formats::callgrind::ProfileSink<C>,
+    ) {
+        (self.sums, self.records)
+    }
+
+    #[inline]
+    fn keeps(&self, file: tally_model::FileId) -> bool {
+        self.files.as_ref().is_none_or(|f| f.keeps(file))
+    }
+}
+
+/// Everything kept, as a whole profile's read keeps it.
 impl<C: Cost> Default for AggregateAndRecords<C> {
     fn default() -> Self {
         AggregateAndRecords {
             sums: AggregateBuilder::keeping_jumps(false),
             records: Default::default(),
+            files: None,
+            jumps: true,
         }
     }
 }
@@ -868,7 +946,9 @@ impl<C: Cost> tally_model::Sink<C> for AggregateAndRecords<C> {
         costs: &[C],
     ) {
         AggregateBuilder::line(&mut self.sums, function, file, costs);
-        tally_model::Sink::<C>::line(&mut self.records, function, file, positions, costs);
+        if self.keeps(file) {
+            tally_model::Sink::<C>::line(&mut self.records, function, file, positions, costs);
+        }
     }
     fn call(
         &mut self,
@@ -878,11 +958,20 @@ impl<C: Cost> tally_model::Sink<C> for AggregateAndRecords<C> {
         inclusive: &[C],
     ) {
         AggregateBuilder::call(&mut self.sums, &info, inclusive);
-        tally_model::Sink::<C>::call(&mut self.records, info, site, target, inclusive);
+        if self.keeps(info.site_file) {
+            tally_model::Sink::<C>::call(&mut self.records, info, site, target, inclusive);
+        }
     }
     fn jump(&mut self, info: tally_model::JumpInfo<C>, source: &[u64], target: &[u64]) {
         AggregateBuilder::jump(&mut self.sums, info.function);
-        tally_model::Sink::<C>::jump(&mut self.records, info, source, target);
+        if self.jumps {
+            tally_model::Sink::<C>::jump(&mut self.records, info, source, target);
+        }
+    }
+    fn file_named(&mut self, file: tally_model::FileId, name: &[u8]) {
+        if let Some(f) = &mut self.files {
+            f.decide(file, name);
+        }
     }
     fn held_bytes(&self) -> usize {
         tally_model::Sink::<C>::held_bytes(&self.records)
@@ -1007,6 +1096,49 @@ impl<C: Cost> Analysis<'_, C> {
 #[cfg(test)]
 mod tests {
     use super::cmp_shown;
+
+    /// Reads `text` with the sink source annotation uses; returns the
+    /// files of the lines, calls and jumps kept, and the sums' row count.
+    fn kept(text: &str, opts: &super::Options) -> (Vec<u32>, Vec<u32>, usize, usize) {
+        let input = tally_formats::Input::from_bytes("t.out", text.as_bytes().to_vec()).unwrap();
+        let mut both = super::AggregateAndRecords::<u64>::new(opts);
+        let read = tally_formats::callgrind::parse::<u64, _>(input, &mut both, Default::default())
+            .unwrap();
+        let (sums, records) = both.into_parts();
+        let (profile, _) = records.into_profile(read);
+        let part = &profile.parts[0];
+        let mut lines = Vec::new();
+        for (i, b) in part.lines.blocks().iter().enumerate() {
+            part.lines.for_each_in_block(i, |_| lines.push(b.file.0));
+        }
+        let calls = part.calls.iter().map(|c| c.info.site_file.0).collect();
+        let rows = sums
+            .finish(profile.names.function_count(), |_| true)
+            .rows
+            .len();
+        (lines, calls, part.jumps.iter().count(), rows)
+    }
+
+    /// Only the lines and calls of files that can be found are kept (the
+    /// sums have every row); jumps only for a jump listing; everything for
+    /// assembly annotation.
+    #[test]
+    fn records_are_kept_for_files_found_only() {
+        let here = concat!(env!("CARGO_MANIFEST_DIR"), "/src/lib.rs");
+        let text = format!(
+            "positions: line\nevents: Ir\nfl=(1) {here}\nfn=(1) a\n1 5\ncfn=(2) b\ncalls=1 1\n2 7\njump=1 4\n\
+             fl=(2) /nonexistent/x.c\nfn=(2)\n3 7\ncfn=(1)\ncalls=1 1\n4 1\n\
+             fl=(3) ???\nfn=(3) c\n5 1\nfl=(1)\nfn=(1)\n6 2\n"
+        );
+        let mut opts = super::Options::default();
+        let (lines, calls, jumps, rows) = kept(&text, &opts);
+        assert_eq!((lines, calls, jumps, rows), (vec![1, 1], vec![1], 0, 3));
+        opts.jumps = Some(5);
+        assert_eq!(kept(&text, &opts).2, 1);
+        opts.asm = true;
+        let (lines, calls, jumps, _) = kept(&text, &opts);
+        assert_eq!((lines, calls, jumps), (vec![1, 2, 3, 1], vec![1, 2], 1));
+    }
 
     /// Names are sorted by the text shown, whatever their bytes: the
     /// byte-wise comparison must agree with comparing the lossy text,
