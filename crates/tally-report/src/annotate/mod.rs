@@ -195,7 +195,8 @@ pub struct Analysis<'p, C> {
     pub row_incl: Vec<Option<Vec<C>>>,
     /// `file:function` rows above the threshold, sorted.
     pub rows: Vec<usize>,
-    /// Functions above the threshold, sorted (function:file grouping).
+    /// Functions above the threshold, sorted (function:file grouping; empty
+    /// when no function:file table is printed).
     pub functions: Vec<FunctionId>,
     /// Program totals over the chosen parts.
     pub totals: Vec<C>,
@@ -399,7 +400,10 @@ impl<'p, C: Cost> Analysis<'p, C> {
             a.index_arcs();
         }
         a.rows = a.select_rows();
-        a.functions = a.select_functions();
+        // Only the function:file table (text or JSON) shows them.
+        if opts.json || opts.grouping.functions() {
+            a.functions = a.select_functions();
+        }
         Ok(a)
     }
 
@@ -446,9 +450,11 @@ impl<'p, C: Cost> Analysis<'p, C> {
     }
 
     /// Sorts `keys` by their sort-event values (then by name) and keeps
-    /// those above the threshold. Names are compared only between equal
-    /// values, from the interned bytes (see [`cmp_names`]), so that no
-    /// name is built for the rows the threshold leaves out.
+    /// those above the threshold. Which rows pass depends on the values
+    /// only, so the keys are sorted by value first and names are compared
+    /// only within runs of equal values that reach the rows shown, from the
+    /// interned bytes (see [`cmp_names`]): no name is read for the many
+    /// rows the threshold leaves out.
     fn select<'k, K: Copy>(
         &'k self,
         keys: Vec<K>,
@@ -468,30 +474,57 @@ impl<'p, C: Cost> Analysis<'p, C> {
             }));
         }
         let vals_of = |i: usize| &vals[i * width..(i + 1) * width];
-        // Each name once, with whether it is UTF-8; the keys' own order
-        // last, as a stable sort would leave equal names.
-        let names: Vec<([&[u8]; 2], bool)> = keys
-            .iter()
-            .map(|&k| {
-                let n = name(k);
-                (n, utf8(n))
-            })
-            .collect();
+        // By decreasing values, then the keys' own order (as a stable sort
+        // would leave equal names).
         let mut order: Vec<u32> = (0..keys.len() as u32).collect();
-        order.sort_unstable_by(|&x, &y| {
-            let (xi, yi) = (x as usize, y as usize);
-            vals_of(yi)
-                .cmp(vals_of(xi))
-                .then_with(|| {
-                    let ((a, a_ok), (b, b_ok)) = (names[xi], names[yi]);
-                    cmp_names(a, a_ok && b_ok, b)
-                })
-                .then(x.cmp(&y))
-        });
+        if width == 1 {
+            order.sort_unstable_by_key(|&x| (std::cmp::Reverse(vals[x as usize]), x));
+        } else {
+            order.sort_unstable_by(|&x, &y| {
+                vals_of(y as usize).cmp(vals_of(x as usize)).then(x.cmp(&y))
+            });
+        }
+        let shown = self.shown_count(&order, width, &vals, keys.len());
+        // Equal values in name order, for the runs the rows shown reach
+        // (each name once, with whether it is UTF-8).
+        let mut start = 0;
+        while start < shown {
+            let v = vals_of(order[start] as usize);
+            let end = start
+                + order[start..]
+                    .iter()
+                    .take_while(|&&o| vals_of(o as usize) == v)
+                    .count();
+            if end - start > 1 {
+                let mut run: Vec<(([&[u8]; 2], bool), u32)> = order[start..end]
+                    .iter()
+                    .map(|&o| {
+                        let n = name(keys[o as usize]);
+                        ((n, utf8(n)), o)
+                    })
+                    .collect();
+                run.sort_unstable_by(|((a, a_ok), x), ((b, b_ok), y)| {
+                    cmp_names(*a, *a_ok && *b_ok, *b).then(x.cmp(y))
+                });
+                for (slot, (_, o)) in order[start..end].iter_mut().zip(run) {
+                    *slot = o;
+                }
+            }
+            start = end;
+        }
+        order[..shown].iter().map(|&o| keys[o as usize]).collect()
+    }
+
+    /// How many of the keys in `order` (sorted by decreasing values) the
+    /// threshold shows; it depends on the values only, not on how equal
+    /// values are ordered.
+    fn shown_count(&self, order: &[u32], width: usize, vals: &[i128], n: usize) -> usize {
+        let vals_of = |i: usize| &vals[i * width..(i + 1) * width];
+        let sort_ev: Vec<usize> = self.sort.iter().map(|s| s.0).collect();
         let all = self.show_all;
         let totals: Vec<i128> = if self.opts.magnitude {
             (0..width)
-                .map(|i| (0..keys.len()).map(|k| vals_of(k)[i]).sum())
+                .map(|i| (0..n).map(|k| vals_of(k)[i]).sum())
                 .collect()
         } else {
             sort_ev
@@ -500,8 +533,8 @@ impl<'p, C: Cost> Analysis<'p, C> {
                 .collect()
         };
         let mut cum = vec![0i128; width];
-        let mut out = Vec::new();
-        for &o in &order {
+        let mut shown = 0;
+        for &o in order {
             let vals = vals_of(o as usize);
             if !all && self.per_function {
                 // cg_annotate: stop at the first function that has its
@@ -540,9 +573,9 @@ impl<'p, C: Cost> Analysis<'p, C> {
                     cum[i] += vals[i];
                 }
             }
-            out.push(keys[o as usize]);
+            shown += 1;
         }
-        out
+        shown
     }
 
     fn select_rows(&self) -> Vec<usize> {
