@@ -496,7 +496,7 @@ impl<'p, C: Cost> Analysis<'p, C> {
                     .take_while(|&&o| vals_of(o as usize) == v)
                     .count();
             if end - start > 1 {
-                let mut run: Vec<(([&[u8]; 2], bool), u32)> = order[start..end]
+                let mut run: Vec<(NameBytes<'_>, u32)> = order[start..end]
                     .iter()
                     .map(|&o| {
                         let n = name(keys[o as usize]);
@@ -756,6 +756,9 @@ pub(crate) fn inside_mark(kind: CallKind) -> String {
 fn cmp_shown(a: [&[u8]; 2], b: [&[u8]; 2]) -> std::cmp::Ordering {
     cmp_names(a, utf8(a) && utf8(b), b)
 }
+
+/// A name's two parts as interned, and whether both are UTF-8.
+type NameBytes<'a> = ([&'a [u8]; 2], bool);
 
 /// Whether both parts of a name are UTF-8.
 fn utf8(p: [&[u8]; 2]) -> bool {
