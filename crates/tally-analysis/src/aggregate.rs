@@ -86,6 +86,47 @@ pub struct RowKey {
     pub file: FileId,
 }
 
+/// Row indices by key. Most functions have lines in one source file only,
+/// so the row of each function's first file is found in a flat array by
+/// function id; only the rows of its other files (inlined code) are
+/// hashed.
+#[derive(Clone, Debug, Default)]
+struct RowIndex {
+    /// Per function id: its first row's file and index (`u32::MAX`: none).
+    first: Vec<(FileId, u32)>,
+    /// The other rows.
+    others: FxHashMap<RowKey, u32>,
+}
+
+impl RowIndex {
+    #[inline]
+    fn get(&self, key: RowKey) -> Option<u32> {
+        match self.first.get(key.function.index()) {
+            Some(&(file, r)) if r != u32::MAX => {
+                if file == key.file {
+                    Some(r)
+                } else {
+                    self.others.get(&key).copied()
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// Adds a key that has no row yet.
+    fn insert(&mut self, key: RowKey, r: u32) {
+        let i = key.function.index();
+        if i >= self.first.len() {
+            self.first.resize(i + 1, (FileId::NONE, u32::MAX));
+        }
+        if self.first[i].1 == u32::MAX {
+            self.first[i] = (key.file, r);
+        } else {
+            self.others.insert(key, r);
+        }
+    }
+}
+
 /// A call arc summed over parts, keyed by caller, call-site file and callee.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Arc<C> {
@@ -118,7 +159,7 @@ pub struct Aggregate<C> {
     pub function_present: Vec<bool>,
     /// Call arcs.
     pub arcs: Vec<Arc<C>>,
-    row_index: FxHashMap<RowKey, u32>,
+    row_index: RowIndex,
 }
 
 impl<C: Cost> Aggregate<C> {
@@ -150,13 +191,13 @@ impl<C: Cost> Aggregate<C> {
 
     /// Index of a row, if the chosen parts have it.
     pub fn row_of(&self, key: RowKey) -> Option<usize> {
-        self.row_index.get(&key).map(|&r| r as usize)
+        self.row_index.get(key).map(|r| r as usize)
     }
 }
 
 /// Sums of one part, built while the part is read.
 struct PartSums<C> {
-    rows: FxHashMap<RowKey, u32>,
+    rows: RowIndex,
     keys: Vec<RowKey>,
     sums: CostTable<C>,
     arcs: FxHashMap<(FunctionId, FileId, FunctionId), u32>,
@@ -217,7 +258,7 @@ impl<C: Cost> AggregateBuilder<C> {
     /// The next part begins.
     pub fn start_part(&mut self) {
         self.parts.push(PartSums {
-            rows: FxHashMap::default(),
+            rows: RowIndex::default(),
             keys: Vec::new(),
             sums: CostTable::new(self.events),
             arcs: FxHashMap::default(),
@@ -240,8 +281,8 @@ impl<C: Cost> AggregateBuilder<C> {
         {
             return r as usize;
         }
-        let r = match p.rows.get(&key) {
-            Some(&r) => r,
+        let r = match p.rows.get(key) {
+            Some(r) => r,
             None => {
                 let r = p.keys.len() as u32;
                 p.keys.push(key);
@@ -329,7 +370,7 @@ impl<C: Cost> AggregateBuilder<C> {
             function_self: CostTable::zeroed(events, functions),
             function_present: vec![false; functions],
             arcs: Vec::new(),
-            row_index: FxHashMap::default(),
+            row_index: RowIndex::default(),
         };
         let mut arc_index: FxHashMap<(FunctionId, FileId, FunctionId), u32> = FxHashMap::default();
         let single = self
@@ -358,8 +399,8 @@ impl<C: Cost> AggregateBuilder<C> {
             } else {
                 for (r, key) in p.keys.iter().enumerate() {
                     let costs = p.sums.get(r);
-                    let row = match a.row_index.get(key) {
-                        Some(&x) => x as usize,
+                    let row = match a.row_index.get(*key) {
+                        Some(x) => x as usize,
                         None => {
                             let x = a.rows.len();
                             a.rows.push(*key);

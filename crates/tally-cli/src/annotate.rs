@@ -214,8 +214,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         if tally_report::annotate::needs_lines(&opts) {
             let read = tally_formats::parse_any(
                 source,
-                AggregateAndRecords::default(),
-                AggregateAndRecords::default,
+                AggregateAndRecords::new(&opts),
+                || AggregateAndRecords::new(&opts),
                 Some(&mut update),
             )?;
             drop(progress);
@@ -273,7 +273,7 @@ fn streamed_with_lines<C: Cost>(
     args: &Args,
     opts: &Options,
 ) -> anyhow::Result<Outcome> {
-    let AggregateAndRecords { mut sums, records } = both;
+    let (mut sums, records) = both.into_parts();
     sums.set_events(read.profile.events.len());
     let (profile, warnings) = records.into_profile(read);
     warn(source, &warnings);

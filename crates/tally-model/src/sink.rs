@@ -19,6 +19,11 @@ pub trait Sink<C: Cost> {
     fn call(&mut self, info: CallInfo<C>, site: &[u64], target: &[u64], inclusive: &[C]);
     /// A jump.
     fn jump(&mut self, info: JumpInfo<C>, source: &[u64], target: &[u64]);
+    /// A file name is defined (`fl=`, `fi=`, `cfi=`...; again for each
+    /// definition): a sink that keeps records only for some files can
+    /// decide here, once per name, rather than after the read. Ids the
+    /// reader never names are [`FileId::NONE`] (no file given).
+    fn file_named(&mut self, _file: FileId, _name: &[u8]) {}
     /// Bytes of memory the sink holds for the records so far, for a
     /// reader's memory ceiling (asked now and then, not per record). Sinks
     /// whose memory does not grow with the records say 0.

@@ -51,11 +51,11 @@ fn bench(c: &mut Criterion) {
     g.bench_function("read_and_annotate", |b| {
         b.iter(|| {
             let input = tally_formats::Input::from_bytes("bench.out", text.clone()).expect("input");
-            let mut both = AggregateAndRecords::default();
+            let mut both = AggregateAndRecords::new(&opts);
             let read =
                 tally_formats::callgrind::parse::<u64, _>(input, &mut both, Default::default())
                     .expect("reading");
-            let AggregateAndRecords { mut sums, records } = both;
+            let (mut sums, records) = both.into_parts();
             sums.set_events(read.profile.events.len());
             let (profile, _) = records.into_profile(read);
             annotate_sums(&profile, sums, &opts, &mut std::io::sink()).expect("annotating")

@@ -725,6 +725,9 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             }
             let name = &rest[skip_spaces(rest, 0)..];
             let index = intern(&mut self.profile, name).ok_or(ParseErrorKind::TooManyNames)?;
+            if space == Space::File {
+                self.sink.file_named(FileId(index), name);
+            }
             if self.ids[space as usize].set(id, index).is_some() {
                 let line = self.line_no;
                 self.warnings.add(WarningKind::IdRedefined, line, || {
@@ -736,7 +739,11 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             }
             Ok(index)
         } else {
-            intern(&mut self.profile, v).ok_or(ParseErrorKind::TooManyNames)
+            let index = intern(&mut self.profile, v).ok_or(ParseErrorKind::TooManyNames)?;
+            if space == Space::File {
+                self.sink.file_named(FileId(index), v);
+            }
+            Ok(index)
         }
     }
 

@@ -195,7 +195,8 @@ pub struct Analysis<'p, C> {
     pub row_incl: Vec<Option<Vec<C>>>,
     /// `file:function` rows above the threshold, sorted.
     pub rows: Vec<usize>,
-    /// Functions above the threshold, sorted (function:file grouping).
+    /// Functions above the threshold, sorted (function:file grouping; empty
+    /// when no function:file table is printed).
     pub functions: Vec<FunctionId>,
     /// Program totals over the chosen parts.
     pub totals: Vec<C>,
@@ -399,7 +400,10 @@ impl<'p, C: Cost> Analysis<'p, C> {
             a.index_arcs();
         }
         a.rows = a.select_rows();
-        a.functions = a.select_functions();
+        // Only the function:file table (text or JSON) shows them.
+        if opts.json || opts.grouping.functions() {
+            a.functions = a.select_functions();
+        }
         Ok(a)
     }
 
@@ -446,9 +450,11 @@ impl<'p, C: Cost> Analysis<'p, C> {
     }
 
     /// Sorts `keys` by their sort-event values (then by name) and keeps
-    /// those above the threshold. Names are compared only between equal
-    /// values, from the interned bytes (see [`cmp_names`]), so that no
-    /// name is built for the rows the threshold leaves out.
+    /// those above the threshold. Which rows pass depends on the values
+    /// only, so the keys are sorted by value first and names are compared
+    /// only within runs of equal values that reach the rows shown, from the
+    /// interned bytes (see [`cmp_names`]): no name is read for the many
+    /// rows the threshold leaves out.
     fn select<'k, K: Copy>(
         &'k self,
         keys: Vec<K>,
@@ -468,30 +474,57 @@ impl<'p, C: Cost> Analysis<'p, C> {
             }));
         }
         let vals_of = |i: usize| &vals[i * width..(i + 1) * width];
-        // Each name once, with whether it is UTF-8; the keys' own order
-        // last, as a stable sort would leave equal names.
-        let names: Vec<([&[u8]; 2], bool)> = keys
-            .iter()
-            .map(|&k| {
-                let n = name(k);
-                (n, utf8(n))
-            })
-            .collect();
+        // By decreasing values, then the keys' own order (as a stable sort
+        // would leave equal names).
         let mut order: Vec<u32> = (0..keys.len() as u32).collect();
-        order.sort_unstable_by(|&x, &y| {
-            let (xi, yi) = (x as usize, y as usize);
-            vals_of(yi)
-                .cmp(vals_of(xi))
-                .then_with(|| {
-                    let ((a, a_ok), (b, b_ok)) = (names[xi], names[yi]);
-                    cmp_names(a, a_ok && b_ok, b)
-                })
-                .then(x.cmp(&y))
-        });
+        if width == 1 {
+            order.sort_unstable_by_key(|&x| (std::cmp::Reverse(vals[x as usize]), x));
+        } else {
+            order.sort_unstable_by(|&x, &y| {
+                vals_of(y as usize).cmp(vals_of(x as usize)).then(x.cmp(&y))
+            });
+        }
+        let shown = self.shown_count(&order, width, &vals, keys.len());
+        // Equal values in name order, for the runs the rows shown reach
+        // (each name once, with whether it is UTF-8).
+        let mut start = 0;
+        while start < shown {
+            let v = vals_of(order[start] as usize);
+            let end = start
+                + order[start..]
+                    .iter()
+                    .take_while(|&&o| vals_of(o as usize) == v)
+                    .count();
+            if end - start > 1 {
+                let mut run: Vec<(NameBytes<'_>, u32)> = order[start..end]
+                    .iter()
+                    .map(|&o| {
+                        let n = name(keys[o as usize]);
+                        ((n, utf8(n)), o)
+                    })
+                    .collect();
+                run.sort_unstable_by(|((a, a_ok), x), ((b, b_ok), y)| {
+                    cmp_names(*a, *a_ok && *b_ok, *b).then(x.cmp(y))
+                });
+                for (slot, (_, o)) in order[start..end].iter_mut().zip(run) {
+                    *slot = o;
+                }
+            }
+            start = end;
+        }
+        order[..shown].iter().map(|&o| keys[o as usize]).collect()
+    }
+
+    /// How many of the keys in `order` (sorted by decreasing values) the
+    /// threshold shows; it depends on the values only, not on how equal
+    /// values are ordered.
+    fn shown_count(&self, order: &[u32], width: usize, vals: &[i128], n: usize) -> usize {
+        let vals_of = |i: usize| &vals[i * width..(i + 1) * width];
+        let sort_ev: Vec<usize> = self.sort.iter().map(|s| s.0).collect();
         let all = self.show_all;
         let totals: Vec<i128> = if self.opts.magnitude {
             (0..width)
-                .map(|i| (0..keys.len()).map(|k| vals_of(k)[i]).sum())
+                .map(|i| (0..n).map(|k| vals_of(k)[i]).sum())
                 .collect()
         } else {
             sort_ev
@@ -500,8 +533,8 @@ impl<'p, C: Cost> Analysis<'p, C> {
                 .collect()
         };
         let mut cum = vec![0i128; width];
-        let mut out = Vec::new();
-        for &o in &order {
+        let mut shown = 0;
+        for &o in order {
             let vals = vals_of(o as usize);
             if !all && self.per_function {
                 // cg_annotate: stop at the first function that has its
@@ -540,9 +573,9 @@ impl<'p, C: Cost> Analysis<'p, C> {
                     cum[i] += vals[i];
                 }
             }
-            out.push(keys[o as usize]);
+            shown += 1;
         }
-        out
+        shown
     }
 
     fn select_rows(&self) -> Vec<usize> {
@@ -724,6 +757,9 @@ fn cmp_shown(a: [&[u8]; 2], b: [&[u8]; 2]) -> std::cmp::Ordering {
     cmp_names(a, utf8(a) && utf8(b), b)
 }
 
+/// A name's two parts as interned, and whether both are UTF-8.
+type NameBytes<'a> = ([&'a [u8]; 2], bool);
+
 /// Whether both parts of a name are UTF-8.
 fn utf8(p: [&[u8]; 2]) -> bool {
     p.iter().all(|s| std::str::from_utf8(s).is_ok())
@@ -834,22 +870,100 @@ pub fn annotate_difference<C: Cost>(
     write(Analysis::for_difference(profile, opts, calls)?, out)
 }
 
-/// An [`AggregateBuilder`] and a whole profile's records, filled by one
+/// An [`AggregateBuilder`] and the records a report needs, filled by one
 /// read: for a report that needs the lines themselves (source or assembly
 /// annotation) as well as the sums, which are then made while reading
 /// rather than by decoding every line again afterwards.
+///
+/// Source annotation only shows files found on disk, and a profile names
+/// many that are not (`???`, or sources of another machine): whether a
+/// file can be found is decided when the reader first names it, and the
+/// lines and calls of the others are not kept (see [`AggregateAndRecords::new`]).
 pub struct AggregateAndRecords<C: Cost> {
-    /// The sums.
-    pub sums: AggregateBuilder<C>,
-    /// The records.
-    pub records: tally_formats::callgrind::ProfileSink<C>,
+    sums: AggregateBuilder<C>,
+    records: tally_formats::callgrind::ProfileSink<C>,
+    /// Which files' lines and calls to keep; `None`: all.
+    files: Option<FileFilter>,
+    /// Keep the jumps (a jump listing or assembly annotation shows them).
+    jumps: bool,
 }
 
+/// Which files' records to keep: those source annotation can find, with
+/// the search it uses ([`source::locate`]), each decided once.
+struct FileFilter {
+    include: Vec<PathBuf>,
+    inputs: Vec<PathBuf>,
+    /// Per file id: kept or not; ids past the end are not decided yet.
+    keep: Vec<Option<bool>>,
+}
+
+impl FileFilter {
+    fn decide(&mut self, file: tally_model::FileId, name: &[u8]) {
+        let i = file.index();
+        if i >= self.keep.len() {
+            self.keep.resize(i + 1, None);
+        }
+        if self.keep[i].is_none() {
+            let found = !source::is_unknown(name)
+                && source::locate(&String::from_utf8_lossy(name), &self.include, &self.inputs)
+                    .is_some();
+            self.keep[i] = Some(found);
+        }
+    }
+
+    #[inline]
+    fn keeps(&self, file: tally_model::FileId) -> bool {
+        match self.keep.get(file.index()) {
+            Some(&Some(k)) => k,
+            // Never named: the empty name (no file given), which is never
+            // annotated; any other id is kept, to be safe.
+            _ => file != tally_model::FileId::NONE,
+        }
+    }
+}
+
+impl<C: Cost> AggregateAndRecords<C> {
+    /// A sink for a report with `opts`: everything is kept for assembly
+    /// annotation (it finds object files, not sources); otherwise the lines
+    /// and calls of files source annotation can find, and the jumps only
+    /// for a jump listing.
+    pub fn new(opts: &Options) -> Self {
+        AggregateAndRecords {
+            sums: AggregateBuilder::keeping_jumps(false),
+            records: Default::default(),
+            files: (!opts.asm).then(|| FileFilter {
+                include: opts.include.clone(),
+                inputs: opts.inputs.clone(),
+                keep: Vec::new(),
+            }),
+            jumps: opts.asm || opts.jumps.is_some(),
+        }
+    }
+
+    /// The sums and the records.
+    pub fn into_parts(
+        self,
+    ) -> (
+        AggregateBuilder<C>,
+        tally_formats::callgrind::ProfileSink<C>,
+    ) {
+        (self.sums, self.records)
+    }
+
+    #[inline]
+    fn keeps(&self, file: tally_model::FileId) -> bool {
+        self.files.as_ref().is_none_or(|f| f.keeps(file))
+    }
+}
+
+/// Everything kept, as a whole profile's read keeps it.
 impl<C: Cost> Default for AggregateAndRecords<C> {
     fn default() -> Self {
         AggregateAndRecords {
             sums: AggregateBuilder::keeping_jumps(false),
             records: Default::default(),
+            files: None,
+            jumps: true,
         }
     }
 }
@@ -868,7 +982,9 @@ impl<C: Cost> tally_model::Sink<C> for AggregateAndRecords<C> {
         costs: &[C],
     ) {
         AggregateBuilder::line(&mut self.sums, function, file, costs);
-        tally_model::Sink::<C>::line(&mut self.records, function, file, positions, costs);
+        if self.keeps(file) {
+            tally_model::Sink::<C>::line(&mut self.records, function, file, positions, costs);
+        }
     }
     fn call(
         &mut self,
@@ -878,11 +994,20 @@ impl<C: Cost> tally_model::Sink<C> for AggregateAndRecords<C> {
         inclusive: &[C],
     ) {
         AggregateBuilder::call(&mut self.sums, &info, inclusive);
-        tally_model::Sink::<C>::call(&mut self.records, info, site, target, inclusive);
+        if self.keeps(info.site_file) {
+            tally_model::Sink::<C>::call(&mut self.records, info, site, target, inclusive);
+        }
     }
     fn jump(&mut self, info: tally_model::JumpInfo<C>, source: &[u64], target: &[u64]) {
         AggregateBuilder::jump(&mut self.sums, info.function);
-        tally_model::Sink::<C>::jump(&mut self.records, info, source, target);
+        if self.jumps {
+            tally_model::Sink::<C>::jump(&mut self.records, info, source, target);
+        }
+    }
+    fn file_named(&mut self, file: tally_model::FileId, name: &[u8]) {
+        if let Some(f) = &mut self.files {
+            f.decide(file, name);
+        }
     }
     fn held_bytes(&self) -> usize {
         tally_model::Sink::<C>::held_bytes(&self.records)
@@ -1007,6 +1132,49 @@ impl<C: Cost> Analysis<'_, C> {
 #[cfg(test)]
 mod tests {
     use super::cmp_shown;
+
+    /// Reads `text` with the sink source annotation uses; returns the
+    /// files of the lines, calls and jumps kept, and the sums' row count.
+    fn kept(text: &str, opts: &super::Options) -> (Vec<u32>, Vec<u32>, usize, usize) {
+        let input = tally_formats::Input::from_bytes("t.out", text.as_bytes().to_vec()).unwrap();
+        let mut both = super::AggregateAndRecords::<u64>::new(opts);
+        let read = tally_formats::callgrind::parse::<u64, _>(input, &mut both, Default::default())
+            .unwrap();
+        let (sums, records) = both.into_parts();
+        let (profile, _) = records.into_profile(read);
+        let part = &profile.parts[0];
+        let mut lines = Vec::new();
+        for (i, b) in part.lines.blocks().iter().enumerate() {
+            part.lines.for_each_in_block(i, |_| lines.push(b.file.0));
+        }
+        let calls = part.calls.iter().map(|c| c.info.site_file.0).collect();
+        let rows = sums
+            .finish(profile.names.function_count(), |_| true)
+            .rows
+            .len();
+        (lines, calls, part.jumps.iter().count(), rows)
+    }
+
+    /// Only the lines and calls of files that can be found are kept (the
+    /// sums have every row); jumps only for a jump listing; everything for
+    /// assembly annotation.
+    #[test]
+    fn records_are_kept_for_files_found_only() {
+        let here = concat!(env!("CARGO_MANIFEST_DIR"), "/src/lib.rs");
+        let text = format!(
+            "positions: line\nevents: Ir\nfl=(1) {here}\nfn=(1) a\n1 5\ncfn=(2) b\ncalls=1 1\n2 7\njump=1 4\n\
+             fl=(2) /nonexistent/x.c\nfn=(2)\n3 7\ncfn=(1)\ncalls=1 1\n4 1\n\
+             fl=(3) ???\nfn=(3) c\n5 1\nfl=(1)\nfn=(1)\n6 2\n"
+        );
+        let mut opts = super::Options::default();
+        let (lines, calls, jumps, rows) = kept(&text, &opts);
+        assert_eq!((lines, calls, jumps, rows), (vec![1, 1], vec![1], 0, 3));
+        opts.jumps = Some(5);
+        assert_eq!(kept(&text, &opts).2, 1);
+        opts.asm = true;
+        let (lines, calls, jumps, _) = kept(&text, &opts);
+        assert_eq!((lines, calls, jumps), (vec![1, 2, 3, 1], vec![1, 2], 1));
+    }
 
     /// Names are sorted by the text shown, whatever their bytes: the
     /// byte-wise comparison must agree with comparing the lossy text,

@@ -42,13 +42,13 @@ pub(super) struct Plan<C> {
 /// be read.
 type Looked = Result<(PathBuf, Vec<u8>), String>;
 
-fn is_unknown(name: &[u8]) -> bool {
+pub(super) fn is_unknown(name: &[u8]) -> bool {
     name.is_empty() || name == b"???"
 }
 
 /// Finds the source of `name` as the profile gives it: as is, then under
 /// each include directory, then next to each input file.
-fn locate(name: &str, include: &[PathBuf], inputs: &[PathBuf]) -> Option<PathBuf> {
+pub(super) fn locate(name: &str, include: &[PathBuf], inputs: &[PathBuf]) -> Option<PathBuf> {
     let p = Path::new(name);
     if p.is_file() {
         return Some(p.to_path_buf());
