@@ -1,14 +1,18 @@
-//! Reading on two cores: a second thread reads the input and turns the
-//! numbers of its cost lines into values (the part of the work that needs
-//! no context), while the parser applies them in file order. Names, calls,
-//! jumps and every check stay on the parser's thread, so the records, the
-//! interning order, the warnings and the errors are those of the
-//! single-thread read.
+//! Reading on two cores: a second thread reads the input straight into
+//! the chunk it hands over and does the part of the work that needs no
+//! context: it turns the numbers of the cost lines into values and hashes
+//! the names of first definitions (`fn=(id) name`, ...). The parser applies
+//! them in file order; interning, calls, jumps and every check stay on its
+//! thread, so the records, the interning order, the warnings and the
+//! errors are those of the single-thread read.
 //!
-//! A decoded line is only a proposal: the parser takes it where the fast
-//! path would have taken the line (its positions and counts in the forms
-//! [`super::fast::scan_cost_line`] reads, applied to the current context)
-//! and otherwise reads the text as before.
+//! What is decoded is only a proposal: the parser takes a decoded line
+//! where the fast path would have taken the line (its positions and
+//! counts in the forms [`super::fast::scan_cost_line`] reads, applied to
+//! the current context), a hash where the keyed fast path defines a name,
+//! and otherwise reads the text as before. The decoded lines are kept
+//! small (eight bytes a line, four a number), as they cross from one core
+//! to the other.
 
 use super::Parser;
 use super::fast::number;
