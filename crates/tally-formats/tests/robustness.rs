@@ -281,11 +281,12 @@ fn body_line() -> impl Strategy<Value = String> {
     let key = prop::sample::select(vec![
         "fn", "fl", "fi", "fe", "ob", "cfn", "cfi", "cob", "jfi", "jfn",
     ]);
+    // Few names, so that one is often interned again by another line.
     let name = prop_oneof![
-        Just("main".to_string()),
-        Just(" spaced".to_string()),
-        Just("cr\r".to_string()),
-        "[a-z'(): ]{1,12}",
+        4 => prop::sample::select(vec!["f", "f.c", "main", "g h"]).prop_map(str::to_string),
+        1 => Just(" spaced".to_string()),
+        1 => Just("cr\r".to_string()),
+        1 => "[a-z'(): ]{1,12}",
     ];
     let def = (key.clone(), 0u64..6, name, 0u8..4).prop_map(|(k, id, n, form)| match form {
         0 => format!("{k}=({id})"),
