@@ -124,6 +124,66 @@ impl Lines {
         }
     }
 
+    /// The next run of whole lines read straight into `buf` (the reading
+    /// thread's own buffer), so that the text is not copied a second time:
+    /// `buf[..len]` are complete lines (the last one may lack its `\n` at
+    /// the end of the input) and `buf` extends at least [`PAD`] bytes
+    /// further (zero past the end of the input). The partial line after
+    /// them is kept for the next call. `buf` keeps its length between calls
+    /// (it only grows, for a line longer than it), so it is zeroed once.
+    pub(crate) fn next_chunk_into(&mut self, buf: &mut Vec<u8>) -> Result<Option<usize>, Error> {
+        let want = self.buf.len();
+        if buf.len() < want {
+            buf.resize(want, 0);
+        }
+        // The partial line left from the last call comes first.
+        let carry = self.end - self.start;
+        if carry + PAD >= buf.len() {
+            buf.resize((carry + PAD) * 2, 0);
+        }
+        buf[..carry].copy_from_slice(&self.buf[self.start..self.end]);
+        self.start = 0;
+        self.end = 0;
+        let mut filled = carry;
+        loop {
+            if self.eof {
+                if filled == 0 {
+                    return Ok(None);
+                }
+                buf[filled..filled + PAD].fill(0);
+                self.consumed += filled as u64;
+                return Ok(Some(filled));
+            }
+            if filled + PAD >= buf.len() {
+                let n = buf.len() * 2;
+                buf.resize(n, 0);
+            }
+            let limit = buf.len() - PAD;
+            let n = match self.reader.read(&mut buf[filled..limit]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::io(&self.path, e)),
+            };
+            if n == 0 {
+                self.eof = true;
+                continue;
+            }
+            let read = filled..filled + n;
+            filled += n;
+            if let Some(k) = memchr::memrchr(b'\n', &buf[read.clone()]) {
+                let len = read.start + k + 1;
+                let rest = &buf[len..filled];
+                if self.buf.len() < rest.len() + PAD {
+                    self.buf.resize(rest.len() + PAD, 0);
+                }
+                self.buf[..rest.len()].copy_from_slice(rest);
+                self.end = rest.len();
+                self.consumed += len as u64;
+                return Ok(Some(len));
+            }
+        }
+    }
+
     #[cold]
     fn fill(&mut self) -> Result<(), Error> {
         // Move the partial line to the front; grow if a line fills the buffer.

@@ -244,3 +244,88 @@ fn an_overflowing_line_fails_alike_on_one_and_two_threads() {
         threads_agree::<i64>(big, chunk);
     }
 }
+
+/// One line of a generated body: the forms the two-thread reader decodes
+/// (cost lines, name definitions and references) and their near misses.
+fn body_line() -> impl Strategy<Value = String> {
+    // Mostly numbers the decoder takes, so that whole lines are decoded.
+    let number = prop_oneof![
+        8 => 0u64..10,
+        8 => 0u64..100_000,
+        1 => Just(u64::from(u32::MAX)),
+        1 => Just(u64::from(u32::MAX) + 1),
+        1 => Just(u64::MAX),
+        1 => any::<u64>(),
+    ];
+    let token = (0u8..6, number.clone()).prop_map(|(form, n)| match form {
+        0 => format!("+{n}"),
+        1 => format!("-{n}"),
+        2 => "*".to_string(),
+        3 => format!("0x{n:x}"),
+        _ => n.to_string(),
+    });
+    let sep = prop_oneof![20 => Just(" "), 1 => Just("  "), 1 => Just("\t")];
+    let cost = (
+        prop::collection::vec((sep.clone(), token), 1..7),
+        prop_oneof![12 => Just(""), 1 => Just(" "), 1 => Just("\r")],
+    )
+        .prop_map(|(tokens, end)| {
+            let mut s = String::new();
+            for (i, (sep, t)) in tokens.iter().enumerate() {
+                if i > 0 {
+                    s.push_str(sep);
+                }
+                s.push_str(t);
+            }
+            s + end
+        });
+    let key = prop::sample::select(vec![
+        "fn", "fl", "fi", "fe", "ob", "cfn", "cfi", "cob", "jfi", "jfn",
+    ]);
+    // Few names, so that one is often interned again by another line.
+    let name = prop_oneof![
+        4 => prop::sample::select(vec!["f", "f.c", "main", "g h"]).prop_map(str::to_string),
+        1 => Just(" spaced".to_string()),
+        1 => Just("cr\r".to_string()),
+        1 => "[a-z'(): ]{1,12}",
+    ];
+    let def = (key.clone(), 0u64..6, name, 0u8..4).prop_map(|(k, id, n, form)| match form {
+        0 => format!("{k}=({id})"),
+        1 => format!("{k}=({id}) "),
+        2 => format!("{k}={n}"),
+        _ => format!("{k}=({id}) {n}"),
+    });
+    let call = (0u8..3, 0u64..1000, 0u64..50).prop_map(|(k, c, t)| match k {
+        0 => format!("calls={c} +{t} 0"),
+        1 => format!("jump={c} -{t} 0"),
+        _ => format!("jcnd={t}/{c} {t} *"),
+    });
+    prop_oneof![6 => cost, 3 => def, 1 => call, 1 => Just(String::new())]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Generated bodies read the same on one and two threads at any chunk
+    /// size, and on the fast and the careful path.
+    #[test]
+    fn generated_bodies_read_alike_on_every_path(
+        lines in prop::collection::vec(body_line(), 0..40),
+        np in 1usize..4,
+        events in 1usize..3,
+        chunk in 1usize..200,
+        newline_at_end in any::<bool>(),
+    ) {
+        let positions = ["line", "instr line", "instr line x"][np - 1];
+        let names = ["a", "a b"][events - 1];
+        let mut text = format!("positions: {positions}\nevents: {names}\nfl=(1) f.c\nfn=(1) f\n");
+        text.push_str(&lines.join("\n"));
+        if newline_at_end {
+            text.push('\n');
+        }
+        let bytes = text.into_bytes();
+        paths_agree(&bytes);
+        threads_agree::<u64>(&bytes, chunk);
+        threads_agree::<i64>(&bytes, chunk);
+    }
+}

@@ -127,7 +127,20 @@ impl Interner {
     /// The index of `s`, adding it if new; `None` if the table would pass
     /// 4 GiB of name bytes.
     pub fn try_intern(&mut self, s: &[u8]) -> Option<u32> {
-        let h = hash(s);
+        self.try_intern_hashed(s, hash(s))
+    }
+
+    /// The hash [`Interner::try_intern_hashed`] takes: computed where it is
+    /// cheaper (a reader's other thread) than on the interning one.
+    #[inline]
+    pub fn hash(s: &[u8]) -> u64 {
+        hash(s)
+    }
+
+    /// [`Interner::try_intern`] with `h`, which must be
+    /// [`Interner::hash`]`(s)`.
+    pub fn try_intern_hashed(&mut self, s: &[u8], h: u64) -> Option<u32> {
+        debug_assert_eq!(h, hash(s), "hash of another string");
         let Self {
             offsets,
             bytes,
@@ -310,6 +323,11 @@ mod tests {
         assert_eq!(i.lookup(b"\xff\x00 x"), Some(c));
         assert_eq!(i.intern(b""), 0);
         assert_eq!(i.len(), 4);
+        let h = Interner::hash(b"fib'2");
+        assert_eq!(i.try_intern_hashed(b"fib'2", h), Some(b));
+        let d = i.try_intern_hashed(b"other", Interner::hash(b"other"));
+        assert_eq!(d, Some(4));
+        assert_eq!(i.lookup(b"other"), d);
     }
 
     #[test]

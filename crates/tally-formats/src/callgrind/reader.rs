@@ -420,7 +420,7 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                     p = next;
                     continue;
                 }
-                if let Some(next) = self.fast_keyed(data, p, len) {
+                if let Some(next) = self.fast_keyed(data, p, len, decoded.as_mut()) {
                     p = next;
                     continue;
                 }

@@ -14,12 +14,13 @@
 //! are all declined.
 
 use super::fast::{subposition_at, swar_decimal};
+use super::pipeline::Decoded;
 use super::{Parser, Pending, Space};
-use tally_model::{Cost, FileId, FunctionKey, JumpInfo, ObjectId, Sink, SymbolId};
+use tally_model::{Cost, FileId, FunctionKey, Interner, JumpInfo, ObjectId, Sink, SymbolId};
 
 /// Which context slot a name line sets.
 #[derive(Clone, Copy)]
-enum NameKey {
+pub(super) enum NameKey {
     Fn,
     Fl,
     Fi,
@@ -42,7 +43,7 @@ impl NameKey {
 }
 
 /// The keyed lines the fast path reads.
-enum Key {
+pub(super) enum Key {
     Name(NameKey),
     Calls,
     Jump { conditional: bool },
@@ -51,7 +52,7 @@ enum Key {
 /// The key of a line starting at `data[p]` and the index of its value
 /// (after `=`), for the keys read here; dispatched on the first byte.
 #[inline(always)]
-fn key(data: &[u8], p: usize) -> Option<(Key, usize)> {
+pub(super) fn key(data: &[u8], p: usize) -> Option<(Key, usize)> {
     let k = |len: usize, key: Key| (data[p + len] == b'=').then_some((key, p + len + 1));
     // `data` is padded past the chunk: reading a few bytes ahead is safe,
     // and a line shorter than its key fails the `=` test.
@@ -86,6 +87,30 @@ fn digits(data: &[u8], i: usize) -> Option<(u64, usize)> {
     swar_decimal(data, i)
 }
 
+/// A first definition `(id) name` at `data[v..]` (after the key's `=`), in
+/// the form Valgrind writes (one space, a name that does not start with a
+/// space, no `\r`, a `\n` within the chunk): the id and the name's range,
+/// the name being what the careful path would take.
+#[inline(always)]
+pub(super) fn name_def(data: &[u8], v: usize, len: usize) -> Option<(u64, usize, usize)> {
+    if data[v] != b'(' {
+        return None;
+    }
+    let (id, j) = digits(data, v + 1)?;
+    if data[j] != b')' || data[j + 1] != b' ' {
+        return None;
+    }
+    let s = j + 2;
+    if s >= len || matches!(data[s], b' ' | b'\t' | b'\n') {
+        return None;
+    }
+    let end = s + memchr::memchr(b'\n', &data[s..len])?;
+    if data[end - 1] == b'\r' {
+        return None;
+    }
+    Some((id, s, end))
+}
+
 /// Index of the `\n` that ends the line after optional spaces at `i`, if
 /// nothing else follows and it lies within the chunk.
 #[inline(always)]
@@ -101,21 +126,36 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
     /// forms; returns the index after it, or `None` (nothing changed) for
     /// the careful path.
     #[inline]
-    pub(super) fn fast_keyed(&mut self, data: &[u8], p: usize, len: usize) -> Option<usize> {
+    pub(super) fn fast_keyed(
+        &mut self,
+        data: &[u8],
+        p: usize,
+        len: usize,
+        decoded: Option<&mut Decoded<'_>>,
+    ) -> Option<usize> {
         if !matches!(self.pending, Pending::None) {
             return None;
         }
         let (key, v) = key(data, p)?;
         match key {
-            Key::Name(k) => self.fast_name(k, data, v, len),
+            Key::Name(k) => self.fast_name(k, data, p, v, len, decoded),
             Key::Calls => self.fast_calls(data, v, len),
             Key::Jump { conditional } => self.fast_jump(conditional, data, v, len),
         }
     }
 
-    /// `KEY=(id)` with the id already defined.
+    /// `KEY=(id)` with the id already defined, or `KEY=(id) name` defining
+    /// it for the first time (its hash from the reading thread, if any).
     #[inline]
-    fn fast_name(&mut self, k: NameKey, data: &[u8], v: usize, len: usize) -> Option<usize> {
+    fn fast_name(
+        &mut self,
+        k: NameKey,
+        data: &[u8],
+        p: usize,
+        v: usize,
+        len: usize,
+        decoded: Option<&mut Decoded<'_>>,
+    ) -> Option<usize> {
         if data[v] != b'(' {
             return None;
         }
@@ -123,13 +163,29 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
         if data[j] != b')' {
             return None;
         }
-        let end = line_end(data, j + 1, len)?;
-        if end != j + 1 {
-            // `(id) ` with spaces but no name: rare, and the careful path
-            // decides what it means.
-            return None;
-        }
-        let index = self.ids[k.space() as usize].get(id)?;
+        let space = k.space();
+        let (index, end) = if j + 1 < len && data[j + 1] == b'\n' {
+            (self.ids[space as usize].get(id)?, j + 1)
+        } else {
+            // A name defined again goes to the careful path, which warns.
+            let (id, s, end) = name_def(data, v, len)?;
+            if self.ids[space as usize].get(id).is_some() {
+                return None;
+            }
+            let name = &data[s..end];
+            let h = decoded
+                .and_then(|d| d.name_hash(p, end))
+                .unwrap_or_else(|| Interner::hash(name));
+            let names = &mut self.profile.names;
+            let table = match space {
+                Space::Object => &mut names.objects,
+                Space::File => &mut names.files,
+                Space::Symbol => &mut names.symbols,
+            };
+            let index = table.try_intern_hashed(name, h)?;
+            self.ids[space as usize].set(id, index);
+            (index, end)
+        };
         match k {
             NameKey::Fn => {
                 self.symbol = Some(SymbolId(index));
