@@ -329,3 +329,49 @@ proptest! {
         threads_agree::<i64>(&bytes, chunk);
     }
 }
+
+/// Every file name a profile defines reaches the sink's `file_named`, on
+/// every path (fast and careful, one thread and two, any chunk size), so a
+/// sink that keeps records only for some files sees each file's name
+/// before its records.
+#[test]
+fn every_file_name_reaches_the_sink() {
+    use std::collections::BTreeSet;
+    use tally_model::{CallInfo, FileId, FunctionId, JumpInfo, Positions, Sink};
+    #[derive(Default)]
+    struct Named(BTreeSet<u32>);
+    impl Sink<u64> for Named {
+        fn start_part(&mut self, _: Positions, _: usize) {}
+        fn line(&mut self, _: FunctionId, _: FileId, _: &[u64], _: &[u64]) {}
+        fn call(&mut self, _: CallInfo<u64>, _: &[u64], _: &[u64], _: &[u64]) {}
+        fn jump(&mut self, _: JumpInfo<u64>, _: &[u64], _: &[u64]) {}
+        fn file_named(&mut self, file: FileId, _: &[u8]) {
+            self.0.insert(file.0);
+        }
+    }
+    for src in SOURCES {
+        let data = fixture(src);
+        for (two, chunk) in [
+            (false, None),
+            (true, Some(7)),
+            (true, Some(4096)),
+            (false, Some(64)),
+        ] {
+            for text in [data.clone(), tabbed(&data)] {
+                let mut sink = Named::default();
+                let options = callgrind::ReadOptions {
+                    two_threads: Some(two),
+                    chunk_size: chunk,
+                    ..Default::default()
+                };
+                let input = Input::from_bytes("x", text).unwrap();
+                let Ok(out) = callgrind::parse(input, &mut sink, options) else {
+                    continue;
+                };
+                let files = &out.profile.names.files;
+                let want: BTreeSet<u32> = (1..files.len() as u32).collect();
+                assert_eq!(sink.0, want, "{src}, two threads {two}, chunk {chunk:?}");
+            }
+        }
+    }
+}

@@ -183,6 +183,9 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
                 Space::Symbol => &mut names.symbols,
             };
             let index = table.try_intern_hashed(name, h)?;
+            if space == Space::File {
+                self.sink.file_named(FileId(index), name);
+            }
             self.ids[space as usize].set(id, index);
             (index, end)
         };
