@@ -362,3 +362,89 @@ fn other_profilers_files_are_named() {
         "{e}"
     );
 }
+
+/// Callgrind with `--separate-threads=yes` creates its output file empty
+/// and writes each thread to `FILE-01`, `FILE-02`, …: the empty file is
+/// refused with a message that names those, and they read summed, to the
+/// sum of callgrind_annotate's totals of each.
+#[test]
+fn separate_threads_files_are_pointed_to() {
+    if !tally_testutil::require(&["gcc", "valgrind", "callgrind_annotate"]) {
+        return;
+    }
+    let dir = tally_testutil::temp_dir();
+    let src = dir.path().join("thr.c");
+    std::fs::write(
+        &src,
+        "#include <pthread.h>\n\
+         static long work(long n){ long s=0; for(long i=0;i<n;i++) s+=i%7; return s; }\n\
+         static void *run(void *a){ return (void*)work((long)a); }\n\
+         int main(void){ pthread_t t[2]; for(long i=0;i<2;i++) pthread_create(&t[i],0,run,(void*)(20000*(i+1)));\n\
+         long s=work(10000); for(int i=0;i<2;i++){ void *r; pthread_join(t[i],&r); s+=(long)r; } return s==42; }\n",
+    )
+    .unwrap();
+    let exe = dir.path().join("thr");
+    let built = Command::new("gcc")
+        .args(["-g", "-O1", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let base = dir.path().join("cg.out");
+    let ran = Command::new("valgrind")
+        .args(["--tool=callgrind", "--separate-threads=yes"])
+        .arg(format!("--callgrind-out-file={}", base.display()))
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(base.is_file(), "{}", text(&ran.stderr));
+    assert_eq!(std::fs::metadata(&base).unwrap().len(), 0);
+    let threads: Vec<PathBuf> = (1..)
+        .map(|n| PathBuf::from(format!("{}-{n:02}", base.display())))
+        .take_while(|p| p.is_file())
+        .collect();
+    // Valgrind numbers threads as it sees them; one that has ended may
+    // lend its number to the next.
+    let n = threads.len();
+    assert!(n >= 2, "{n} thread files");
+
+    let out = run(&["annotate", base.to_str().unwrap()], None);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!("{}:1:", base.display()))
+            && err.contains(&format!(
+                "{}-01 to {}-{n:02}",
+                base.display(),
+                base.display()
+            ))
+            && err.contains(&format!("({n} files): name those")),
+        "{err}"
+    );
+
+    let total = |report: &str| -> u64 {
+        let line = report
+            .lines()
+            .find(|l| l.contains("PROGRAM TOTALS"))
+            .unwrap_or_else(|| panic!("{report}"));
+        line.split_whitespace()
+            .next()
+            .unwrap()
+            .replace(',', "")
+            .parse()
+            .unwrap()
+    };
+    let want: u64 = threads
+        .iter()
+        .map(|t| {
+            let o = Command::new("callgrind_annotate").arg(t).output().unwrap();
+            total(&text(&o.stdout))
+        })
+        .sum();
+    let mut args = vec!["annotate", "--auto=no"];
+    args.extend(threads.iter().map(|p| p.to_str().unwrap()));
+    let out = run(&args, None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(total(&text(&out.stdout)), want);
+}

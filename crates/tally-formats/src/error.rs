@@ -130,6 +130,20 @@ pub enum ParseErrorKind {
     /// The input is empty.
     #[error("empty input")]
     Empty,
+    /// The input is empty and per-thread files of it exist: Callgrind
+    /// with `--separate-threads=yes` leaves its output file empty and
+    /// writes each thread to `FILE-01`, `FILE-02`, ….
+    #[error(
+        "empty input; Callgrind with --separate-threads=yes writes each thread to a file of its own: {first} to {last} ({count} files): name those instead"
+    )]
+    EmptyThreads {
+        /// The first thread's file.
+        first: String,
+        /// The last one's.
+        last: String,
+        /// How many there are.
+        count: usize,
+    },
     /// The input is not text (e.g. a binary file given by mistake).
     #[error("binary data (byte 0x{0:02x}) in a text profile")]
     Binary(u8),

@@ -53,6 +53,26 @@ use tally_model::{
     Jumps, NumberError, ObjectId, Part, PartInfo, Positions, Profile, SymbolId, parse_formula,
 };
 
+/// Why an input is empty: plain [`ParseErrorKind::Empty`], or, when
+/// `PATH-01`, `PATH-02`, … exist next to it, the per-thread files that
+/// Callgrind wrote instead (it creates `PATH` empty at its start).
+fn empty_kind(path: &std::path::Path) -> ParseErrorKind {
+    let thread = |n: usize| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!("-{n:02}"));
+        std::path::PathBuf::from(name)
+    };
+    let count = (1..).take_while(|&n| thread(n).is_file()).count();
+    if count == 0 {
+        return ParseErrorKind::Empty;
+    }
+    ParseErrorKind::EmptyThreads {
+        first: thread(1).display().to_string(),
+        last: thread(count).display().to_string(),
+        count,
+    }
+}
+
 /// A sink that keeps everything: the records become the parts of a profile.
 #[derive(Default)]
 pub struct ProfileSink<C: Cost> {
@@ -451,7 +471,7 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             }
         }
         if self.line_no == 0 {
-            return Err(self.error(&path, 1, ParseErrorKind::Empty));
+            return Err(self.error(&path, 1, empty_kind(&path)));
         }
         self.finish()
             .map_err(|kind| self.error(&path, self.line_no, kind))
