@@ -11,6 +11,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use tally_testutil::{path_str, require, tally};
 
+/// The tests of this file run one at a time: they compare time shares
+/// (and `--system` samples every process), which another test's program
+/// running beside them moves by several points (shared caches).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Self work in `spin` and `leaf`, a self recursion `rec` whose inclusive
 /// share is known (all of `rec`'s work), and `main`'s own loop calling
 /// `spin` directly. `noipa`, not `noinline`: at -O2 gcc finds these
@@ -174,6 +183,7 @@ fn desc(path: &Path) -> String {
 /// self shares against `tally sim` and the inclusive share of `rec`.
 #[test]
 fn frame_pointers_agree_with_the_exact_run() {
+    let _serial = serial();
     if !require(&["gcc", "callgrind_annotate", "qemu-x86_64"]) {
         return;
     }
@@ -285,6 +295,7 @@ fn frame_pointers_agree_with_the_exact_run() {
 /// about 1.3 points at a 25 % share; 6 points is over four of them.
 #[test]
 fn self_shares_agree_with_perf_report() {
+    let _serial = serial();
     if !require(&["gcc", "perf"]) {
         return;
     }
@@ -360,6 +371,7 @@ fn self_shares_agree_with_perf_report() {
 /// still rank as the exact run does.
 #[test]
 fn without_frame_pointers_self_samples_still_rank() {
+    let _serial = serial();
     if !require(&["gcc"]) {
         return;
     }
@@ -382,6 +394,7 @@ fn without_frame_pointers_self_samples_still_rank() {
 
 #[test]
 fn threads_each_get_samples() {
+    let _serial = serial();
     if !require(&["gcc"]) {
         return;
     }
@@ -419,6 +432,7 @@ fn threads_each_get_samples() {
 
 #[test]
 fn errors_crashes_and_interrupts() {
+    let _serial = serial();
     if !require(&["gcc"]) {
         return;
     }
@@ -537,6 +551,7 @@ fn real_chains(stacks: &[(Vec<String>, u64)]) -> (u64, u64) {
 /// inclusive share agrees with the exact run.
 #[test]
 fn dwarf_unwinding_without_frame_pointers() {
+    let _serial = serial();
     if !require(&["gcc", "qemu-x86_64"]) {
         return;
     }
@@ -601,6 +616,7 @@ fn dwarf_unwinding_without_frame_pointers() {
 /// more than sampling noise; see the perf test for the tolerance).
 #[test]
 fn gmon_output_is_read_by_gprof() {
+    let _serial = serial();
     if !require(&["gcc", "gprof"]) {
         return;
     }
@@ -671,6 +687,7 @@ fn gmon_output_is_read_by_gprof() {
 /// real `gcc -pg` gmon.out has no such line.
 #[test]
 fn tally_gprof_says_when_arcs_are_sampled() {
+    let _serial = serial();
     if !require(&["gcc"]) {
         return;
     }
@@ -716,6 +733,7 @@ fn tally_gprof_says_when_arcs_are_sampled() {
 /// which `tally dcpi prof` reads.
 #[test]
 fn dcpi_output_is_read_by_tally_dcpi() {
+    let _serial = serial();
     if !require(&["gcc"]) {
         return;
     }
@@ -778,6 +796,7 @@ fn dcpi_output_is_read_by_tally_dcpi() {
 /// symbolised with `--follow-children`, not sampled without it.
 #[test]
 fn children_are_followed_when_asked() {
+    let _serial = serial();
     if !require(&["gcc", "sh"]) {
         return;
     }
@@ -868,6 +887,7 @@ fn hottest(t: &tally_testutil::Tally, exe: &Path, profiles: &[PathBuf]) -> Strin
 /// still writes it whole; without the right, a clear message.
 #[test]
 fn system_mode_samples_every_process() {
+    let _serial = serial();
     if !require(&["gcc"]) {
         return;
     }
