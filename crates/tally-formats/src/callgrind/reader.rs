@@ -49,8 +49,9 @@ use crate::error::{Error, ParseErrorKind, WarningKind, Warnings, excerpt};
 use crate::input::Input;
 pub use tally_model::Sink;
 use tally_model::{
-    CallInfo, Calls, Cost, CostLines, Events, FileId, Format, FunctionId, FunctionKey, JumpInfo,
-    Jumps, NumberError, ObjectId, Part, PartInfo, Positions, Profile, SymbolId, parse_formula,
+    CallInfo, Calls, Cost, CostLines, Events, FileId, Format, FunctionId, FunctionKey, Interner,
+    JumpInfo, Jumps, NumberError, ObjectId, Part, PartInfo, Positions, Profile, SymbolId,
+    parse_formula,
 };
 
 /// Why an input is empty: plain [`ParseErrorKind::Empty`], or, when
@@ -717,14 +718,28 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
         }
     }
 
+    /// Interns `name` (whose [`Interner::hash`] is `h`) in one id space's
+    /// table; a file name is also told to the sink, which may decide per
+    /// file what it keeps. Every path that meets a name comes through here.
+    /// `None`: more names than the model holds.
+    #[inline]
+    fn intern(&mut self, space: Space, name: &[u8], h: u64) -> Option<u32> {
+        let names = &mut self.profile.names;
+        let table = match space {
+            Space::Object => &mut names.objects,
+            Space::File => &mut names.files,
+            Space::Symbol => &mut names.symbols,
+        };
+        let index = table.try_intern_hashed(name, h)?;
+        if space == Space::File {
+            self.sink.file_named(FileId(index), name);
+        }
+        Some(index)
+    }
+
     /// Resolves `(id) name`, `(id)` or `name` in one id space.
     fn name(&mut self, space: Space, key: &[u8], value: &[u8]) -> R<u32> {
         let v = &value[skip_spaces(value, 0)..];
-        let intern = |p: &mut Profile<C>, name: &[u8]| match space {
-            Space::Object => p.names.objects.try_intern(name),
-            Space::File => p.names.files.try_intern(name),
-            Space::Symbol => p.names.symbols.try_intern(name),
-        };
         if v.len() >= 2 && v[0] == b'(' && v[1].is_ascii_digit() {
             let close = v
                 .iter()
@@ -744,10 +759,9 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                 return Err(ParseErrorKind::BadCompressedName(excerpt(value)));
             }
             let name = &rest[skip_spaces(rest, 0)..];
-            let index = intern(&mut self.profile, name).ok_or(ParseErrorKind::TooManyNames)?;
-            if space == Space::File {
-                self.sink.file_named(FileId(index), name);
-            }
+            let index = self
+                .intern(space, name, Interner::hash(name))
+                .ok_or(ParseErrorKind::TooManyNames)?;
             if self.ids[space as usize].set(id, index).is_some() {
                 let line = self.line_no;
                 self.warnings.add(WarningKind::IdRedefined, line, || {
@@ -759,11 +773,8 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             }
             Ok(index)
         } else {
-            let index = intern(&mut self.profile, v).ok_or(ParseErrorKind::TooManyNames)?;
-            if space == Space::File {
-                self.sink.file_named(FileId(index), v);
-            }
-            Ok(index)
+            self.intern(space, v, Interner::hash(v))
+                .ok_or(ParseErrorKind::TooManyNames)
         }
     }
 

@@ -176,16 +176,7 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
             let h = decoded
                 .and_then(|d| d.name_hash(p, end))
                 .unwrap_or_else(|| Interner::hash(name));
-            let names = &mut self.profile.names;
-            let table = match space {
-                Space::Object => &mut names.objects,
-                Space::File => &mut names.files,
-                Space::Symbol => &mut names.symbols,
-            };
-            let index = table.try_intern_hashed(name, h)?;
-            if space == Space::File {
-                self.sink.file_named(FileId(index), name);
-            }
+            let index = self.intern(space, name, h)?;
             self.ids[space as usize].set(id, index);
             (index, end)
         };
