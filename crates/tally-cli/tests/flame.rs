@@ -130,17 +130,7 @@ fn annotate_total(file: &Path) -> u64 {
         .arg(file)
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&o.stdout);
-    let line = text
-        .lines()
-        .find(|l| l.contains("PROGRAM TOTALS"))
-        .expect("PROGRAM TOTALS");
-    line.split_whitespace()
-        .next()
-        .unwrap()
-        .replace(',', "")
-        .parse()
-        .unwrap()
+    tally_testutil::program_total(&String::from_utf8_lossy(&o.stdout))
 }
 
 /// Every level: a frame's children lie inside it and their widths add up

@@ -423,18 +423,7 @@ fn separate_threads_files_are_pointed_to() {
         "{err}"
     );
 
-    let total = |report: &str| -> u64 {
-        let line = report
-            .lines()
-            .find(|l| l.contains("PROGRAM TOTALS"))
-            .unwrap_or_else(|| panic!("{report}"));
-        line.split_whitespace()
-            .next()
-            .unwrap()
-            .replace(',', "")
-            .parse()
-            .unwrap()
-    };
+    let total = tally_testutil::program_total;
     let want: u64 = threads
         .iter()
         .map(|t| {

@@ -38,6 +38,18 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// The first count on the `PROGRAM TOTALS` line of an annotate report
+/// (tally's, callgrind_annotate's or cg_annotate's); panics with the
+/// report if there is none.
+pub fn program_total(report: &str) -> u64 {
+    report
+        .lines()
+        .find(|l| l.contains("PROGRAM TOTALS"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("no PROGRAM TOTALS count in:\n{report}"))
+}
+
 /// A path as the `&str` a command line takes; test paths are UTF-8, so
 /// anything else is a broken test setup and panics.
 pub fn path_str(p: &Path) -> &str {
