@@ -818,12 +818,35 @@ impl<C: Cost> Combiner<C> {
                 files: (0..p.names.files.len() as u32).map(FileId).collect(),
             });
         }
-        // Re-intern the input's names (renamed as asked).
+        // Re-intern the input's names (renamed as asked). A name the sum
+        // already holds at the input's own index is that index: the runs
+        // of one program list their names in the same order, and the
+        // lookups it saves were a good part of folding a second input.
+        let (plain_files, plain_symbols) = (
+            self.options.rename_file.is_none(),
+            self.options.rename_function.is_none(),
+        );
+        let kept =
+            |mine: &tally_model::Interner, theirs: &tally_model::Interner, unchanged: bool| {
+                if !unchanged {
+                    return 0;
+                }
+                (0..mine.len().min(theirs.len()) as u32)
+                    .take_while(|&i| mine.get(i) == theirs.get(i))
+                    .count() as u32
+            };
+        let same_files = kept(&self.names.files, &p.names.files, plain_files);
+        let same_objects = kept(&self.names.objects, &p.names.objects, true);
+        let same_symbols = kept(&self.names.symbols, &p.names.symbols, plain_symbols);
         let files: Vec<FileId> = p
             .names
             .files
             .iter()
-            .map(|n| {
+            .enumerate()
+            .map(|(i, n)| {
+                if (i as u32) < same_files {
+                    return Some(FileId(i as u32));
+                }
                 let n = rename(n, self.options.rename_file.as_ref());
                 self.names.files.try_intern(&n).map(FileId)
             })
@@ -831,20 +854,26 @@ impl<C: Cost> Combiner<C> {
             .ok_or(CombineError::TooManyNames)?;
         let mut functions = Vec::with_capacity(p.names.function_count());
         for (_, k) in p.names.functions() {
-            let object = self
-                .names
-                .objects
-                .try_intern(p.names.objects.get(k.object.0))
-                .ok_or(CombineError::TooManyNames)?;
-            let name = rename(
-                p.names.symbols.get(k.name.0),
-                self.options.rename_function.as_ref(),
-            );
-            let name = self
-                .names
-                .symbols
-                .try_intern(&name)
-                .ok_or(CombineError::TooManyNames)?;
+            let object = if k.object.0 < same_objects {
+                k.object.0
+            } else {
+                self.names
+                    .objects
+                    .try_intern(p.names.objects.get(k.object.0))
+                    .ok_or(CombineError::TooManyNames)?
+            };
+            let name = if k.name.0 < same_symbols {
+                k.name.0
+            } else {
+                let name = rename(
+                    p.names.symbols.get(k.name.0),
+                    self.options.rename_function.as_ref(),
+                );
+                self.names
+                    .symbols
+                    .try_intern(&name)
+                    .ok_or(CombineError::TooManyNames)?
+            };
             let f = self
                 .names
                 .try_function(FunctionKey {

@@ -18,6 +18,16 @@ type Jump = (u8, u8, u8, u8, bool, u16, u16);
 /// A profile from small numbers: function, file, positions and costs drawn
 /// from small ranges so that records collide across profiles.
 fn build(parts: &[(Vec<Line>, Vec<Call>, Vec<Jump>)], instr: bool) -> Profile<u64> {
+    build_rotated(parts, instr, 0)
+}
+
+/// [`build`] with the names interned in another order (starting at
+/// function `rot`), so that two inputs share only some of their name ids.
+fn build_rotated(
+    parts: &[(Vec<Line>, Vec<Call>, Vec<Jump>)],
+    instr: bool,
+    rot: u8,
+) -> Profile<u64> {
     let positions = if instr {
         Positions::INSTR_LINE
     } else {
@@ -28,8 +38,8 @@ fn build(parts: &[(Vec<Line>, Vec<Call>, Vec<Jump>)], instr: bool) -> Profile<u6
         Events::new(["Ir", "Dr"]).unwrap(),
         positions,
     );
-    let mut funcs = Vec::new();
-    for i in 0..5u8 {
+    let mut funcs = vec![tally_model::FunctionId(0); 5];
+    for i in (0..5u8).map(|i| (i + rot) % 5) {
         let object = ObjectId(
             p.names
                 .objects
@@ -37,11 +47,12 @@ fn build(parts: &[(Vec<Line>, Vec<Call>, Vec<Jump>)], instr: bool) -> Profile<u6
         );
         let file = p.names.file(format!("src/f{}.c", i % 3).as_bytes());
         let name = SymbolId(p.names.symbols.intern(format!("fn{i}").as_bytes()));
-        funcs.push(p.names.function(FunctionKey { object, file, name }));
+        funcs[usize::from(i)] = p.names.function(FunctionKey { object, file, name });
     }
-    let files: Vec<_> = (0..3)
-        .map(|i| p.names.file(format!("src/f{i}.c").as_bytes()))
-        .collect();
+    let mut files = vec![tally_model::FileId(0); 3];
+    for i in (0..3u8).map(|i| (i + rot) % 3) {
+        files[usize::from(i)] = p.names.file(format!("src/f{i}.c").as_bytes());
+    }
     let pos = |a: u8, l: u8| -> Vec<u64> {
         if instr {
             vec![0x1000 + u64::from(a), u64::from(l)]
@@ -142,9 +153,12 @@ proptest! {
 
     #[test]
     fn merge_is_commutative_and_associative(
-        a in parts(), b in parts(), c in parts(), instr in any::<bool>(), combine in any::<bool>()
+        a in parts(), b in parts(), c in parts(), instr in any::<bool>(), combine in any::<bool>(),
+        rot in 0u8..5
     ) {
-        let (a, b, c) = (build(&a, instr), build(&b, instr), build(&c, instr));
+        // `b` names things in another order: a sum takes the names it
+        // shares at the same index without a lookup, and the rest by one.
+        let (a, b, c) = (build(&a, instr), build_rotated(&b, instr, rot), build(&c, instr));
         let o = opts(combine);
         let ab: Profile<u64> = merge(&[&a, &b], &o);
         let ba: Profile<u64> = merge(&[&b, &a], &o);
