@@ -266,7 +266,7 @@ fn body_line() -> impl Strategy<Value = String> {
     });
     let sep = prop_oneof![20 => Just(" "), 1 => Just("  "), 1 => Just("\t")];
     let cost = (
-        prop::collection::vec((sep.clone(), token), 1..7),
+        prop::collection::vec((sep.clone(), token.clone()), 1..7),
         prop_oneof![12 => Just(""), 1 => Just(" "), 1 => Just("\r")],
     )
         .prop_map(|(tokens, end)| {
@@ -295,12 +295,27 @@ fn body_line() -> impl Strategy<Value = String> {
         2 => format!("{k}={n}"),
         _ => format!("{k}=({id}) {n}"),
     });
-    let call = (0u8..3, 0u64..1000, 0u64..50).prop_map(|(k, c, t)| match k {
-        0 => format!("calls={c} +{t} 0"),
-        1 => format!("jump={c} -{t} 0"),
-        _ => format!("jcnd={t}/{c} {t} *"),
+    // Calls and jumps with targets of zero to four subpositions, so that
+    // some have as many as the positions and some do not.
+    let target = (
+        prop::collection::vec((sep.clone(), token), 0..5),
+        prop_oneof![8 => Just(""), 1 => Just(" "), 1 => Just("  "), 1 => Just("\r")],
+    )
+        .prop_map(|(tokens, end)| {
+            let mut s = String::new();
+            for (sep, t) in tokens {
+                s.push_str(sep);
+                s.push_str(&t);
+            }
+            s + end
+        });
+    let call = (0u8..4, number.clone(), number, target).prop_map(|(k, c, t, target)| match k {
+        0 => format!("calls={c}{target}"),
+        1 => format!("jump={c}{target}"),
+        2 => format!("jcnd={t}/{c}{target}"),
+        _ => format!("calls={t} +{} 0", c % 50),
     });
-    prop_oneof![6 => cost, 3 => def, 1 => call, 1 => Just(String::new())]
+    prop_oneof![6 => cost, 3 => def, 2 => call, 1 => Just(String::new())]
 }
 
 proptest! {
