@@ -435,7 +435,9 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                     if let Some(d) = decoded.as_mut() {
                         p = self.decoded_run(d, p, len);
                     }
-                    if p < len {
+                    // The text's fast path, for a cost line the decoded
+                    // run declined (it declines every other line at once).
+                    if p < len && matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*') {
                         p = self.fast_run(data, p, len);
                     }
                     if p >= len {

@@ -277,6 +277,10 @@ pub(super) fn number(data: &[u8], i: usize) -> Option<(u64, usize)> {
     let next = data[i + 1];
     let (v, j) = if d <= 9 && (next == b' ' || next == b'\n') {
         (u64::from(d), i + 1)
+    } else if d <= 9 && next.wrapping_sub(b'0') <= 9 && matches!(data[i + 2], b' ' | b'\n') {
+        // Two digits, common enough (small deltas, counts) to skip the
+        // eight-digit combination.
+        (u64::from(d) * 10 + u64::from(next - b'0'), i + 2)
     } else if d == 0 && next == b'x' {
         let end = memchr::memchr2(b' ', b'\n', &data[i..]).map_or(data.len(), |k| i + k);
         fast_hex(&data[..end], i + 2)?

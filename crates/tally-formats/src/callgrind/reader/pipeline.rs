@@ -148,19 +148,24 @@ impl Chunk {
         }
         let (data, values, mut p) = (&self.data[..], &mut self.values[..], 0);
         let mut nv = 0;
+        // Local vectors (put back below): pushing to a field behind
+        // `&mut self` reloads its length and capacity every time.
+        let mut lines = std::mem::take(&mut self.lines);
+        let mut defs = std::mem::take(&mut self.defs);
+        let mut keyed = std::mem::take(&mut self.keyed);
         while p < len {
             let b = data[p];
             if matches!(b, b'0'..=b'9' | b'+' | b'-' | b'*') {
                 if let Some(line) = decode(data, p, len, values, &mut nv) {
                     p += usize::from(line.len) + 1;
-                    self.lines.push(line);
+                    lines.push(line);
                     continue;
                 }
             } else if let Some((k, v)) = key(data, p) {
                 if let Key::Name(_) = k
                     && let Some((_, s, end)) = name_def(data, v, len)
                 {
-                    self.defs.push(NameDef {
+                    defs.push(NameDef {
                         start: p as u32,
                         end: end as u32,
                         hash: Interner::hash(&data[s..end]),
@@ -168,33 +173,36 @@ impl Chunk {
                     p = end + 1;
                     continue;
                 }
-                if let Some(item) = decode_keyed(data, p, k, v, len) {
-                    p = item.end as usize + 1;
-                    self.keyed.push(item);
+                if let Some(end) = decode_keyed(data, p, k, v, len, &mut keyed) {
+                    p = end + 1;
                     continue;
                 }
             }
             p = memchr::memchr(b'\n', &data[p..len]).map_or(len, |k| p + k + 1);
         }
         self.nvalues = nv;
+        self.lines = lines;
+        self.defs = defs;
+        self.keyed = keyed;
     }
 }
 
 /// The keyed line at `data[p..]` whose key is `key` and value starts at
-/// `v`, in the forms [`Keyed`] holds; `None` for anything else.
+/// `v`, in the forms [`Keyed`] holds, pushed to `out`; the index of its
+/// `\n`, or `None` (nothing pushed) for anything else. The fields are
+/// kept in locals and written once: filling a struct on the stack field by
+/// field and then copying it stalls on store forwarding.
 #[inline(always)]
-fn decode_keyed(data: &[u8], p: usize, key: Key, v: usize, len: usize) -> Option<Keyed> {
-    let mut item = Keyed {
-        start: u32::try_from(p).ok()?,
-        end: 0,
-        key,
-        a: 0,
-        b: 0,
-        n: 0,
-        kinds: 0,
-        target: [0; 3],
-    };
-    let mut i = match key {
+fn decode_keyed(
+    data: &[u8],
+    p: usize,
+    key: Key,
+    v: usize,
+    len: usize,
+    out: &mut Vec<Keyed>,
+) -> Option<usize> {
+    let start = u32::try_from(p).ok()?;
+    let (a, b, mut i) = match key {
         Key::Name(_) => {
             // `(id)` and the end of the line, as the fast path reads it.
             if data[v] != b'(' {
@@ -204,14 +212,21 @@ fn decode_keyed(data: &[u8], p: usize, key: Key, v: usize, len: usize) -> Option
             if data[j] != b')' || j + 1 >= len || data[j + 1] != b'\n' {
                 return None;
             }
-            item.a = u32::try_from(id).ok()?;
-            item.end = (j + 1) as u32;
-            return Some(item);
+            out.push(Keyed {
+                start,
+                end: u32::try_from(j + 1).ok()?,
+                key,
+                a: u32::try_from(id).ok()?,
+                b: 0,
+                n: 0,
+                kinds: 0,
+                target: [0; 3],
+            });
+            return Some(j + 1);
         }
         Key::Calls | Key::Jump { conditional: false } => {
             let (count, j) = digits(data, v)?;
-            item.a = u32::try_from(count).ok()?;
-            j
+            (u32::try_from(count).ok()?, 0, j)
         }
         Key::Jump { conditional: true } => {
             let (followed, j) = digits(data, v)?;
@@ -219,13 +234,17 @@ fn decode_keyed(data: &[u8], p: usize, key: Key, v: usize, len: usize) -> Option
                 return None;
             }
             let (executed, j) = digits(data, j + 1)?;
-            item.a = u32::try_from(followed).ok()?;
-            item.b = u32::try_from(executed).ok()?;
-            j
+            (
+                u32::try_from(followed).ok()?,
+                u32::try_from(executed).ok()?,
+                j,
+            )
         }
     };
     // The target: subpositions each after one space, then at most one
     // space before the newline.
+    let (mut n, mut kinds) = (0u8, 0u8);
+    let (mut t0, mut t1, mut t2) = (0u32, 0u32, 0u32);
     loop {
         if data[i] != b' ' {
             break;
@@ -241,17 +260,31 @@ fn decode_keyed(data: &[u8], p: usize, key: Key, v: usize, len: usize) -> Option
             _ => (ABS, number(data, i + 1)),
         };
         let (x, j) = r?;
-        let slot = item.target.get_mut(usize::from(item.n))?;
-        *slot = u32::try_from(x).ok()?;
-        item.kinds |= kind << (2 * item.n);
-        item.n += 1;
+        let x = u32::try_from(x).ok()?;
+        match n {
+            0 => t0 = x,
+            1 => t1 = x,
+            2 => t2 = x,
+            _ => return None,
+        }
+        kinds |= kind << (2 * n);
+        n += 1;
         i = j;
     }
     if i >= len || data[i] != b'\n' {
         return None;
     }
-    item.end = u32::try_from(i).ok()?;
-    Some(item)
+    out.push(Keyed {
+        start,
+        end: u32::try_from(i).ok()?,
+        key,
+        a,
+        b,
+        n,
+        kinds,
+        target: [t0, t1, t2],
+    });
+    Some(i)
 }
 
 /// The numbers of the cost line at `data[p..]`, separated by single spaces
