@@ -243,6 +243,27 @@ fn an_overflowing_line_fails_alike_on_one_and_two_threads() {
         threads_agree::<u64>(big, chunk);
         threads_agree::<i64>(big, chunk);
     }
+    // One event, small counts after a large one: the decoded run checks
+    // the room left in the sums; the sum may reach the largest value
+    // exactly, and one more fails at that line.
+    let signed = |d: &[u8]| callgrind::read::<i64>(Input::from_bytes("x", d.to_vec()).unwrap());
+    let head = "positions: line\nevents: a\nfl=f.c\nfn=f\n";
+    for max in [u64::MAX, i64::MAX as u64] {
+        let fits = format!("{head}5 {}\n+1 1\n+1 0\n", max - 1);
+        let over = format!("{head}5 {}\n+1 1\n+1 0\n+1 1\n", max - 1);
+        for chunk in [1, 7, 64, 4096] {
+            for d in [&fits, &over] {
+                threads_agree::<u64>(d.as_bytes(), chunk);
+                threads_agree::<i64>(d.as_bytes(), chunk);
+            }
+        }
+    }
+    let at_max = |max: u64| format!("{head}5 {}\n+1 1\n", max - 1);
+    let past_max = |max: u64| format!("{head}5 {}\n+1 1\n+1 1\n", max - 1);
+    assert!(one(at_max(u64::MAX).as_bytes()).is_ok());
+    assert!(one(past_max(u64::MAX).as_bytes()).is_err());
+    assert!(signed(at_max(i64::MAX as u64).as_bytes()).is_ok());
+    assert!(signed(past_max(i64::MAX as u64).as_bytes()).is_err());
 }
 
 /// One line of a generated body: the forms the two-thread reader decodes
