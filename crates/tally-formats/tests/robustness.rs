@@ -243,6 +243,27 @@ fn an_overflowing_line_fails_alike_on_one_and_two_threads() {
         threads_agree::<u64>(big, chunk);
         threads_agree::<i64>(big, chunk);
     }
+    // One event, small counts after a large one: the decoded run checks
+    // the room left in the sums; the sum may reach the largest value
+    // exactly, and one more fails at that line.
+    let signed = |d: &[u8]| callgrind::read::<i64>(Input::from_bytes("x", d.to_vec()).unwrap());
+    let head = "positions: line\nevents: a\nfl=f.c\nfn=f\n";
+    for max in [u64::MAX, i64::MAX as u64] {
+        let fits = format!("{head}5 {}\n+1 1\n+1 0\n", max - 1);
+        let over = format!("{head}5 {}\n+1 1\n+1 0\n+1 1\n", max - 1);
+        for chunk in [1, 7, 64, 4096] {
+            for d in [&fits, &over] {
+                threads_agree::<u64>(d.as_bytes(), chunk);
+                threads_agree::<i64>(d.as_bytes(), chunk);
+            }
+        }
+    }
+    let at_max = |max: u64| format!("{head}5 {}\n+1 1\n", max - 1);
+    let past_max = |max: u64| format!("{head}5 {}\n+1 1\n+1 1\n", max - 1);
+    assert!(one(at_max(u64::MAX).as_bytes()).is_ok());
+    assert!(one(past_max(u64::MAX).as_bytes()).is_err());
+    assert!(signed(at_max(i64::MAX as u64).as_bytes()).is_ok());
+    assert!(signed(past_max(i64::MAX as u64).as_bytes()).is_err());
 }
 
 /// One line of a generated body: the forms the two-thread reader decodes
@@ -266,7 +287,7 @@ fn body_line() -> impl Strategy<Value = String> {
     });
     let sep = prop_oneof![20 => Just(" "), 1 => Just("  "), 1 => Just("\t")];
     let cost = (
-        prop::collection::vec((sep.clone(), token), 1..7),
+        prop::collection::vec((sep.clone(), token.clone()), 1..7),
         prop_oneof![12 => Just(""), 1 => Just(" "), 1 => Just("\r")],
     )
         .prop_map(|(tokens, end)| {
@@ -295,12 +316,27 @@ fn body_line() -> impl Strategy<Value = String> {
         2 => format!("{k}={n}"),
         _ => format!("{k}=({id}) {n}"),
     });
-    let call = (0u8..3, 0u64..1000, 0u64..50).prop_map(|(k, c, t)| match k {
-        0 => format!("calls={c} +{t} 0"),
-        1 => format!("jump={c} -{t} 0"),
-        _ => format!("jcnd={t}/{c} {t} *"),
+    // Calls and jumps with targets of zero to four subpositions, so that
+    // some have as many as the positions and some do not.
+    let target = (
+        prop::collection::vec((sep.clone(), token), 0..5),
+        prop_oneof![8 => Just(""), 1 => Just(" "), 1 => Just("  "), 1 => Just("\r")],
+    )
+        .prop_map(|(tokens, end)| {
+            let mut s = String::new();
+            for (sep, t) in tokens {
+                s.push_str(sep);
+                s.push_str(&t);
+            }
+            s + end
+        });
+    let call = (0u8..4, number.clone(), number, target).prop_map(|(k, c, t, target)| match k {
+        0 => format!("calls={c}{target}"),
+        1 => format!("jump={c}{target}"),
+        2 => format!("jcnd={t}/{c}{target}"),
+        _ => format!("calls={t} +{} 0", c % 50),
     });
-    prop_oneof![6 => cost, 3 => def, 1 => call, 1 => Just(String::new())]
+    prop_oneof![6 => cost, 3 => def, 2 => call, 1 => Just(String::new())]
 }
 
 proptest! {

@@ -254,6 +254,7 @@ impl IdMap {
     const DENSE_LIMIT: u64 = 1 << 22;
     const UNSET: u32 = u32::MAX;
 
+    #[inline]
     fn get(&self, id: u64) -> Option<u32> {
         if id < Self::DENSE_LIMIT {
             self.dense
@@ -426,18 +427,24 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             };
             let mut p = 0;
             while p < len {
-                if matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*') {
+                // A run of cost lines cannot start while a call or jump
+                // waits for its line.
+                if matches!(self.pending, Pending::None)
+                    && matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*')
+                {
                     if let Some(d) = decoded.as_mut() {
                         p = self.decoded_run(d, p, len);
                     }
-                    if p < len {
+                    // The text's fast path, for a cost line the decoded
+                    // run declined (it declines every other line at once).
+                    if p < len && matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*') {
                         p = self.fast_run(data, p, len);
                     }
                     if p >= len {
                         break;
                     }
                 }
-                if let Some(next) = self.fast_pending_line(data, p, len) {
+                if let Some(next) = self.fast_pending_line(data, p, len, decoded.as_mut()) {
                     p = next;
                     continue;
                 }

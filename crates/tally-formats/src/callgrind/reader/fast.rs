@@ -5,6 +5,7 @@
 //! would, or declines (`None`, or stops the run) before changing anything,
 //! so that the careful path reads the line again and reports its errors.
 
+use super::pipeline::Decoded;
 use super::sums::{add_magnitudes, sub_magnitudes};
 use super::{Parser, Pending, is_space};
 use tally_model::{Cost, Sink};
@@ -83,12 +84,24 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
     /// The line after `calls=` or a jump line, when it is in the usual form;
     /// `None` sends it to the careful path.
     #[inline]
-    pub(super) fn fast_pending_line(&mut self, data: &[u8], p: usize, len: usize) -> Option<usize> {
+    pub(super) fn fast_pending_line(
+        &mut self,
+        data: &[u8],
+        p: usize,
+        len: usize,
+        decoded: Option<&mut Decoded<'_>>,
+    ) -> Option<usize> {
         if matches!(self.pending, Pending::None) || !self.started {
             return None;
         }
         let function = self.function?;
-        let (pos, n, end) = scan_cost_line(data, p, len, self.np, self.last, &mut self.costs)?;
+        let (np, last) = (self.np, self.last);
+        // The decoded line where the reading thread made one; it reads as
+        // the text would, so a line it declines is declined below too.
+        let (pos, n, end) = match decoded.and_then(|d| d.cost_line(p, np, last, &mut self.costs)) {
+            Some(line) => line,
+            None => scan_cost_line(data, p, len, np, last, &mut self.costs)?,
+        };
         match self.pending {
             Pending::Call { count, .. } => {
                 if !self.sums.add_call(count, &self.costs[..n]) {
@@ -264,6 +277,10 @@ pub(super) fn number(data: &[u8], i: usize) -> Option<(u64, usize)> {
     let next = data[i + 1];
     let (v, j) = if d <= 9 && (next == b' ' || next == b'\n') {
         (u64::from(d), i + 1)
+    } else if d <= 9 && next.wrapping_sub(b'0') <= 9 && matches!(data[i + 2], b' ' | b'\n') {
+        // Two digits, common enough (small deltas, counts) to skip the
+        // eight-digit combination.
+        (u64::from(d) * 10 + u64::from(next - b'0'), i + 2)
     } else if d == 0 && next == b'x' {
         let end = memchr::memchr2(b' ', b'\n', &data[i..]).map_or(data.len(), |k| i + k);
         fast_hex(&data[..end], i + 2)?

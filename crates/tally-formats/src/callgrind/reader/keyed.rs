@@ -14,7 +14,7 @@
 //! are all declined.
 
 use super::fast::{subposition_at, swar_decimal};
-use super::pipeline::Decoded;
+use super::pipeline::{Decoded, Keyed};
 use super::{Parser, Pending, Space};
 use tally_model::{Cost, FileId, FunctionKey, Interner, JumpInfo, ObjectId, Sink, SymbolId};
 
@@ -43,6 +43,7 @@ impl NameKey {
 }
 
 /// The keyed lines the fast path reads.
+#[derive(Clone, Copy)]
 pub(super) enum Key {
     Name(NameKey),
     Calls,
@@ -80,7 +81,7 @@ pub(super) fn key(data: &[u8], p: usize) -> Option<(Key, usize)> {
 
 /// Up to 19 decimal digits at `data[i..]` (padded), ending anywhere.
 #[inline(always)]
-fn digits(data: &[u8], i: usize) -> Option<(u64, usize)> {
+pub(super) fn digits(data: &[u8], i: usize) -> Option<(u64, usize)> {
     if !data.get(i)?.is_ascii_digit() {
         return None;
     }
@@ -121,6 +122,9 @@ fn line_end(data: &[u8], mut i: usize, len: usize) -> Option<usize> {
     (i < len && data[i] == b'\n').then_some(i)
 }
 
+/// How many keyed lines ahead the parser touches the id maps.
+const AHEAD: usize = 8;
+
 impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
     /// Reads the keyed line at `data[p..]` if it is one of the common
     /// forms; returns the index after it, or `None` (nothing changed) for
@@ -131,16 +135,85 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
         data: &[u8],
         p: usize,
         len: usize,
-        decoded: Option<&mut Decoded<'_>>,
+        mut decoded: Option<&mut Decoded<'_>>,
     ) -> Option<usize> {
         if !matches!(self.pending, Pending::None) {
             return None;
+        }
+        if let Some(d) = decoded.as_deref_mut()
+            && let Some(item) = d.keyed_at(p)
+        {
+            if let Some(ahead) = d.keyed_ahead(AHEAD) {
+                self.touch(ahead);
+            }
+            if let Some(next) = self.decoded_keyed(item) {
+                return Some(next);
+            }
         }
         let (key, v) = key(data, p)?;
         match key {
             Key::Name(k) => self.fast_name(k, data, p, v, len, decoded),
             Key::Calls => self.fast_calls(data, v, len),
             Key::Jump { conditional } => self.fast_jump(conditional, data, v, len),
+        }
+    }
+
+    /// A keyed line the reading thread read, applied as the text's fast
+    /// path would apply it; `None` (nothing changed) where it would
+    /// decline, and the text is then read.
+    #[inline(always)]
+    fn decoded_keyed(&mut self, item: Keyed) -> Option<usize> {
+        let end = item.end as usize;
+        match item.key {
+            Key::Name(k) => {
+                let index = self.ids[k.space() as usize].get(u64::from(item.a))?;
+                self.set_name(k, index);
+                self.line_no += 1;
+                Some(end + 1)
+            }
+            Key::Calls => {
+                if !self.started {
+                    return None;
+                }
+                let count = C::from_u64(u64::from(item.a))?;
+                let target = item.target(self.np, self.last)?;
+                self.start_call(count, target, end)
+            }
+            Key::Jump { conditional } => {
+                if !self.started {
+                    return None;
+                }
+                let (executed, taken) = if conditional {
+                    (
+                        C::from_u64(u64::from(item.b))?,
+                        C::from_u64(u64::from(item.a))?,
+                    )
+                } else {
+                    let c = C::from_u64(u64::from(item.a))?;
+                    (c, c)
+                };
+                let target = item.target(self.np, self.last)?;
+                self.start_jump(conditional, executed, taken, target, end)
+            }
+        }
+    }
+
+    /// Loads the id map's entry for a name line read ahead, and for a
+    /// function name the last function resolved for it, so that their
+    /// cache misses (the tables of a profile with `--separate-callers`
+    /// span megabytes) overlap the lines before it instead of stalling on
+    /// them.
+    #[inline(always)]
+    fn touch(&self, ahead: &Keyed) {
+        if let Key::Name(k) = ahead.key {
+            let space = k.space();
+            let index = self.ids[space as usize].get(u64::from(ahead.a));
+            if space == Space::Symbol
+                && let Some(i) = index
+            {
+                std::hint::black_box(self.recent.get(i as usize).map(|r| r.is_some()));
+            }
+            std::hint::black_box(index);
         }
     }
 
@@ -180,6 +253,14 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
             self.ids[space as usize].set(id, index);
             (index, end)
         };
+        self.set_name(k, index);
+        self.line_no += 1;
+        Some(end + 1)
+    }
+
+    /// Sets the context slot of `k` to the name `index`.
+    #[inline(always)]
+    fn set_name(&mut self, k: NameKey, index: u32) {
         match k {
             NameKey::Fn => {
                 self.symbol = Some(SymbolId(index));
@@ -221,8 +302,6 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
                 self.jfn = Some(SymbolId(index));
             }
         }
-        self.line_no += 1;
-        Some(end + 1)
     }
 
     /// The target position of a `calls=` or jump line at `data[i..]` (after
@@ -254,6 +333,13 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
         let count = C::from_u64(count)?;
         let (target, j) = self.fast_target(data, j)?;
         let end = line_end(data, j, len)?;
+        self.start_call(count, target, end)
+    }
+
+    /// A `calls=` line read (ending at `end`): resolves the caller and the
+    /// callee and waits for the call's cost line.
+    #[inline(always)]
+    fn start_call(&mut self, count: C, target: [u64; 3], end: usize) -> Option<usize> {
         // As the careful path: the caller first, then the callee.
         self.current_function().ok()?;
         let name = self.cfn?;
@@ -292,6 +378,20 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
         };
         let (target, j) = self.fast_target(data, j)?;
         let end = line_end(data, j, len)?;
+        self.start_jump(conditional, executed, taken, target, end)
+    }
+
+    /// A jump line read (ending at `end`): resolves its functions and waits
+    /// for its source line.
+    #[inline(always)]
+    fn start_jump(
+        &mut self,
+        conditional: bool,
+        executed: C,
+        taken: C,
+        target: [u64; 3],
+        end: usize,
+    ) -> Option<usize> {
         let function = self.current_function().ok()?;
         let target_file = self.jfi.unwrap_or(self.fi);
         let target_function = match self.jfn {

@@ -1,22 +1,25 @@
 //! Reading on two cores: a second thread reads the input straight into
 //! the chunk it hands over and does the part of the work that needs no
-//! context: it turns the numbers of the cost lines into values and hashes
-//! the names of first definitions (`fn=(id) name`, ...). The parser applies
-//! them in file order; interning, calls, jumps and every check stay on its
+//! context: it turns the numbers of the cost lines into values, reads the
+//! keyed lines the fast path takes (the id of `cfn=(12)`, the counts and
+//! target of `calls=`, `jump=` and `jcnd=`) and hashes the names of first
+//! definitions (`fn=(id) name`, ...). The parser applies them in file
+//! order; interning, id lookups, calls, jumps and every check stay on its
 //! thread, so the records, the interning order, the warnings and the
 //! errors are those of the single-thread read.
 //!
 //! What is decoded is only a proposal: the parser takes a decoded line
 //! where the fast path would have taken the line (its positions and
-//! counts in the forms [`super::fast::scan_cost_line`] reads, applied to
-//! the current context), a hash where the keyed fast path defines a name,
-//! and otherwise reads the text as before. The decoded lines are kept
-//! small (eight bytes a line, four a number), as they cross from one core
-//! to the other.
+//! counts in the forms [`super::fast::scan_cost_line`] reads, a keyed
+//! line in the forms `keyed` reads, applied to the current context), a
+//! hash where the keyed fast path defines a name, and otherwise reads the
+//! text as before. The decoded lines are kept small (eight bytes a cost
+//! line, four a number, 32 a keyed line), as they cross from one core to
+//! the other.
 
-use super::Parser;
 use super::fast::number;
-use super::keyed::{Key, key, name_def};
+use super::keyed::{Key, digits, key, name_def};
+use super::{Parser, Pending};
 use crate::error::Error;
 use crate::input::Lines;
 use std::path::Path;
@@ -58,10 +61,62 @@ pub(super) struct Chunk {
     /// `u32::MAX` (rare: 64-bit addresses, huge counts) is left to the
     /// parser's own scan, so that the common numbers take four bytes.
     values: Vec<u32>,
+    /// How many of `values` the decoded lines use: the vector keeps its
+    /// length from chunk to chunk and is written by index, so that a value
+    /// costs one store rather than a push's length and capacity reloads.
+    nvalues: usize,
     /// The first name definitions (`fn=(id) name`, …) and their hashes:
     /// context names of a few hundred bytes make hashing them a good part
     /// of interning.
     defs: Vec<NameDef>,
+    /// The keyed lines in the fast forms, read.
+    keyed: Vec<Keyed>,
+}
+
+/// A keyed line in a form the keyed fast path reads, with its numbers: a
+/// name by its id alone (`cfn=(12)`), `calls=COUNT TARGET`,
+/// `jump=COUNT TARGET` or `jcnd=FOLLOWED/EXECUTED TARGET`, the target's
+/// subpositions each after one space, then at most one space. Numbers
+/// past `u32::MAX` leave the line to the parser's own reading.
+#[derive(Clone, Copy)]
+pub(super) struct Keyed {
+    /// Where the line starts in the chunk.
+    start: u32,
+    /// Where it ends (its `\n`).
+    pub(super) end: u32,
+    pub(super) key: Key,
+    /// The id of a name, the count of `calls=` or `jump=`, the followed
+    /// count of `jcnd=`.
+    pub(super) a: u32,
+    /// The executed count of `jcnd=`.
+    pub(super) b: u32,
+    /// The target's subpositions: how many, their kinds (two bits each)
+    /// and their numbers.
+    n: u8,
+    kinds: u8,
+    target: [u32; 3],
+}
+
+impl Keyed {
+    /// The target position against `last`, if the line has `np`
+    /// subpositions and they apply (as [`super::fast::subposition_at`]).
+    #[inline(always)]
+    pub(super) fn target(&self, np: usize, last: [u64; 3]) -> Option<[u64; 3]> {
+        if usize::from(self.n) != np {
+            return None;
+        }
+        let mut pos = last;
+        for (k, slot) in pos.iter_mut().enumerate().take(np) {
+            let x = u64::from(self.target[k]);
+            *slot = match (self.kinds >> (2 * k)) & 3 {
+                ABS => x,
+                PLUS => slot.checked_add(x)?,
+                MINUS => slot.checked_sub(x)?,
+                _ => *slot,
+            };
+        }
+        Some(pos)
+    }
 }
 
 /// A name definition line and the hash of its name.
@@ -80,37 +135,156 @@ impl Chunk {
     fn decode(&mut self) {
         let len = self.len;
         self.lines.clear();
-        self.values.clear();
+        self.nvalues = 0;
         self.defs.clear();
+        self.keyed.clear();
         if u32::try_from(len).is_err() {
             return;
         }
         // Every number takes two bytes at least (a digit and a space or
-        // newline), so the values never reallocate.
-        self.values.reserve(len / 2 + 2);
-        let (data, mut p) = (&self.data[..], 0);
+        // newline; the last one of the input one), so this many always do.
+        if self.values.len() < len / 2 + 2 {
+            self.values.resize(len / 2 + 2, 0);
+        }
+        let (data, values, mut p) = (&self.data[..], &mut self.values[..], 0);
+        let mut nv = 0;
+        // Local vectors (put back below): pushing to a field behind
+        // `&mut self` reloads its length and capacity every time.
+        let mut lines = std::mem::take(&mut self.lines);
+        let mut defs = std::mem::take(&mut self.defs);
+        let mut keyed = std::mem::take(&mut self.keyed);
         while p < len {
-            if matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*')
-                && let Some(line) = decode(data, p, len, &mut self.values)
-            {
-                p += usize::from(line.len) + 1;
-                self.lines.push(line);
-                continue;
-            }
-            if let Some((Key::Name(_), v)) = key(data, p)
-                && let Some((_, s, end)) = name_def(data, v, len)
-            {
-                self.defs.push(NameDef {
-                    start: p as u32,
-                    end: end as u32,
-                    hash: Interner::hash(&data[s..end]),
-                });
-                p = end + 1;
-                continue;
+            let b = data[p];
+            if matches!(b, b'0'..=b'9' | b'+' | b'-' | b'*') {
+                if let Some(line) = decode(data, p, len, values, &mut nv) {
+                    p += usize::from(line.len) + 1;
+                    lines.push(line);
+                    continue;
+                }
+            } else if let Some((k, v)) = key(data, p) {
+                if let Key::Name(_) = k
+                    && let Some((_, s, end)) = name_def(data, v, len)
+                {
+                    defs.push(NameDef {
+                        start: p as u32,
+                        end: end as u32,
+                        hash: Interner::hash(&data[s..end]),
+                    });
+                    p = end + 1;
+                    continue;
+                }
+                if let Some(end) = decode_keyed(data, p, k, v, len, &mut keyed) {
+                    p = end + 1;
+                    continue;
+                }
             }
             p = memchr::memchr(b'\n', &data[p..len]).map_or(len, |k| p + k + 1);
         }
+        self.nvalues = nv;
+        self.lines = lines;
+        self.defs = defs;
+        self.keyed = keyed;
     }
+}
+
+/// The keyed line at `data[p..]` whose key is `key` and value starts at
+/// `v`, in the forms [`Keyed`] holds, pushed to `out`; the index of its
+/// `\n`, or `None` (nothing pushed) for anything else. The fields are
+/// kept in locals and written once: filling a struct on the stack field by
+/// field and then copying it stalls on store forwarding.
+#[inline(always)]
+fn decode_keyed(
+    data: &[u8],
+    p: usize,
+    key: Key,
+    v: usize,
+    len: usize,
+    out: &mut Vec<Keyed>,
+) -> Option<usize> {
+    let start = u32::try_from(p).ok()?;
+    let (a, b, mut i) = match key {
+        Key::Name(_) => {
+            // `(id)` and the end of the line, as the fast path reads it.
+            if data[v] != b'(' {
+                return None;
+            }
+            let (id, j) = digits(data, v + 1)?;
+            if data[j] != b')' || j + 1 >= len || data[j + 1] != b'\n' {
+                return None;
+            }
+            out.push(Keyed {
+                start,
+                end: u32::try_from(j + 1).ok()?,
+                key,
+                a: u32::try_from(id).ok()?,
+                b: 0,
+                n: 0,
+                kinds: 0,
+                target: [0; 3],
+            });
+            return Some(j + 1);
+        }
+        Key::Calls | Key::Jump { conditional: false } => {
+            let (count, j) = digits(data, v)?;
+            (u32::try_from(count).ok()?, 0, j)
+        }
+        Key::Jump { conditional: true } => {
+            let (followed, j) = digits(data, v)?;
+            if data[j] != b'/' {
+                return None;
+            }
+            let (executed, j) = digits(data, j + 1)?;
+            (
+                u32::try_from(followed).ok()?,
+                u32::try_from(executed).ok()?,
+                j,
+            )
+        }
+    };
+    // The target: subpositions each after one space, then at most one
+    // space before the newline.
+    let (mut n, mut kinds) = (0u8, 0u8);
+    let (mut t0, mut t1, mut t2) = (0u32, 0u32, 0u32);
+    loop {
+        if data[i] != b' ' {
+            break;
+        }
+        if data[i + 1] == b'\n' {
+            i += 1;
+            break;
+        }
+        let (kind, r) = match data[i + 1] {
+            b'*' => (STAR, Some((0, i + 2))),
+            b'+' => (PLUS, number(data, i + 2)),
+            b'-' => (MINUS, number(data, i + 2)),
+            _ => (ABS, number(data, i + 1)),
+        };
+        let (x, j) = r?;
+        let x = u32::try_from(x).ok()?;
+        match n {
+            0 => t0 = x,
+            1 => t1 = x,
+            2 => t2 = x,
+            _ => return None,
+        }
+        kinds |= kind << (2 * n);
+        n += 1;
+        i = j;
+    }
+    if i >= len || data[i] != b'\n' {
+        return None;
+    }
+    out.push(Keyed {
+        start,
+        end: u32::try_from(i).ok()?,
+        key,
+        a,
+        b,
+        n,
+        kinds,
+        target: [t0, t1, t2],
+    });
+    Some(i)
 }
 
 /// The numbers of the cost line at `data[p..]`, separated by single spaces
@@ -118,8 +292,9 @@ impl Chunk {
 /// reads it; `None` (and `values` as before) for anything else, and for
 /// lines that do not fit a [`Line`].
 #[inline(always)]
-fn decode(data: &[u8], p: usize, len: usize, values: &mut Vec<u32>) -> Option<Line> {
-    let first = values.len();
+fn decode(data: &[u8], p: usize, len: usize, values: &mut [u32], nv: &mut usize) -> Option<Line> {
+    let first = *nv;
+    let mut n = first;
     let mut i = p;
     let mut kinds = 0u8;
     let mut count = 0usize;
@@ -139,7 +314,13 @@ fn decode(data: &[u8], p: usize, len: usize, values: &mut Vec<u32>) -> Option<Li
             // declines a signed count.
             break false;
         }
-        values.push(v);
+        // Never out of range (see `Chunk::decode`); a line is declined
+        // rather than a panic if it were.
+        let Some(slot) = values.get_mut(n) else {
+            break false;
+        };
+        *slot = v;
+        n += 1;
         count += 1;
         i = j;
         if data[i] != b' ' {
@@ -152,9 +333,10 @@ fn decode(data: &[u8], p: usize, len: usize, values: &mut Vec<u32>) -> Option<Li
     };
     let fits = count <= usize::from(u8::MAX) && i - p <= usize::from(u16::MAX);
     if !ok || !fits || (i < len && data[i] != b'\n') {
-        values.truncate(first);
         return None;
     }
+    debug_assert_eq!(n - first, count);
+    *nv = n;
     Some(Line {
         start: p as u32,
         len: (i - p) as u16,
@@ -224,11 +406,13 @@ impl Source for Piped<'_> {
         Ok(self.next()?.map(|c| {
             let decoded = Decoded {
                 lines: &c.lines,
-                values: &c.values,
+                values: &c.values[..c.nvalues],
                 cursor: 0,
                 value: 0,
                 defs: &c.defs,
                 def: 0,
+                keyed: &c.keyed,
+                next_keyed: 0,
             };
             (&c.data[..], c.len, Some(decoded))
         }))
@@ -252,6 +436,9 @@ pub(super) struct Decoded<'c> {
     defs: &'c [NameDef],
     /// The next name definition that may be asked for.
     def: usize,
+    keyed: &'c [Keyed],
+    /// The next keyed line that may be asked for.
+    next_keyed: usize,
 }
 
 impl Decoded<'_> {
@@ -271,6 +458,42 @@ impl Decoded<'_> {
             self.cursor += 1;
         }
         None
+    }
+
+    /// The cost line at `p` read against `last` with `np` positions, as
+    /// [`super::fast::scan_cost_line`] would read its text: its positions,
+    /// its number of counts (in `costs`) and its end.
+    #[inline(always)]
+    pub(super) fn cost_line<C: Cost>(
+        &mut self,
+        p: usize,
+        np: usize,
+        last: [u64; 3],
+        costs: &mut [C],
+    ) -> Option<([u64; 3], usize, usize)> {
+        let (line, values) = self.at(p)?;
+        let (pos, n) = apply(line, values, np, last, costs)?;
+        Some((pos, n, p + usize::from(line.len)))
+    }
+
+    /// The decoded keyed line starting at `p`, if any.
+    #[inline(always)]
+    pub(super) fn keyed_at(&mut self, p: usize) -> Option<Keyed> {
+        while let Some(&k) = self.keyed.get(self.next_keyed) {
+            let start = k.start as usize;
+            if start >= p {
+                return (start == p).then_some(k);
+            }
+            self.next_keyed += 1;
+        }
+        None
+    }
+
+    /// The keyed line `n` after the one [`Decoded::keyed_at`] gave last,
+    /// so that the parser can touch what it will need for it early.
+    #[inline(always)]
+    pub(super) fn keyed_ahead(&self, n: usize) -> Option<&Keyed> {
+        self.keyed.get(self.next_keyed + n)
     }
 
     /// The hash of the name defined on the line at `p`, whose name ends at
@@ -329,13 +552,136 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
     /// without reading the numbers again.
     #[inline(never)]
     pub(super) fn decoded_run(&mut self, dec: &mut Decoded<'_>, p: usize, len: usize) -> usize {
+        if self.ne == 1 {
+            match self.np {
+                1 => return self.decoded_run_one::<1>(dec, p, len),
+                2 => return self.decoded_run_one::<2>(dec, p, len),
+                3 => return self.decoded_run_one::<3>(dec, p, len),
+                _ => {}
+            }
+        }
         let np = self.np;
-        self.cost_run(p, len, |p, last, costs| {
-            let (line, values) = dec.at(p)?;
-            let (pos, n) = apply(line, values, np, last, costs)?;
-            Some((pos, n, p + usize::from(line.len)))
-        })
+        self.cost_run(p, len, |p, last, costs| dec.cost_line(p, np, last, costs))
     }
+
+    /// [`Parser::decoded_run`] for one event and `NP` positions, the
+    /// common shape of instruction-level profiles: the same lines taken and
+    /// the same records, with the sums checked against what room is left
+    /// at the run's start. Decoded counts are never negative, so the sums
+    /// only grow along a run: a line fits both the running magnitudes
+    /// ([`add_magnitudes`](super::sums::add_magnitudes)) and the part's
+    /// total (`add_totals`) exactly when the run's sum up to it fits the
+    /// smaller room, one comparison instead of two checked sums a line.
+    #[inline(always)]
+    fn decoded_run_one<const NP: usize>(
+        &mut self,
+        dec: &mut Decoded<'_>,
+        mut p: usize,
+        len: usize,
+    ) -> usize {
+        if !self.started || !matches!(self.pending, Pending::None) {
+            return p;
+        }
+        // After `fn=` the function is resolved here, as the careful path
+        // would on this line (the same interning, in the same order).
+        let Some(function) = self.function.or_else(|| self.current_function().ok()) else {
+            return p;
+        };
+        let fi = self.fi;
+        let mut last = self.last;
+        let Parser {
+            stats,
+            costs,
+            sink,
+            sums,
+            ..
+        } = self;
+        let stats = stats.last_mut().expect("part");
+        let (Some(total), Some(sum), Some(cost)) = (
+            stats.totals.first_mut(),
+            sums.costs.first_mut(),
+            costs.first_mut(),
+        ) else {
+            return p;
+        };
+        // Carried sums past this cost type's room: the text's fast path
+        // reads them (and declines), as before.
+        let Some(room_sum) = C::MAX_MAGNITUDE.checked_sub(*sum) else {
+            return p;
+        };
+        // The largest total of this cost type is its largest magnitude.
+        let room_total = i128::from(C::MAX_MAGNITUDE) - total.to_i128();
+        let room = room_sum.min(u64::try_from(room_total.max(0)).unwrap_or(u64::MAX));
+        let mut run = 0u64;
+        let mut lines = 0u64;
+        while p < len {
+            let Some((line, v)) = dec.at(p) else {
+                break;
+            };
+            let Some((pos, c)) = apply_one::<NP>(line, v, last) else {
+                break;
+            };
+            let one = match c {
+                Some(c) => {
+                    let Some(x) = run.checked_add(u64::from(c)).filter(|&x| x <= room) else {
+                        break;
+                    };
+                    let Some(c) = C::from_u64(u64::from(c)) else {
+                        break;
+                    };
+                    run = x;
+                    *cost = c;
+                    true
+                }
+                None => false,
+            };
+            let taken: &[C] = if one { std::slice::from_ref(cost) } else { &[] };
+            sink.line(function, fi, &pos[..NP], taken);
+            last = pos;
+            lines += 1;
+            p += usize::from(line.len) + 1;
+        }
+        if lines > 0 {
+            *sum += run;
+            // Within the room computed above, so it fits.
+            *total = C::from_u64(run)
+                .and_then(|r| total.checked_add(r))
+                .expect("within the room left");
+            stats.lines += lines;
+            self.last = last;
+            self.line_no += lines;
+            self.seq += lines;
+            self.in_body = true;
+        }
+        p
+    }
+}
+
+/// The positions (from `last`) and the count, if any, of a decoded line
+/// with `NP` positions and at most one count; `None` where
+/// [`super::fast::scan_cost_line`] would decline the line for one event.
+#[inline(always)]
+fn apply_one<const NP: usize>(
+    line: Line,
+    v: &[u32],
+    last: [u64; 3],
+) -> Option<([u64; 3], Option<u32>)> {
+    let count = v.len();
+    // A relative or repeated number after the positions is not a count.
+    if count < NP || count > NP + 1 || line.kinds >> (2 * NP) != 0 {
+        return None;
+    }
+    let mut pos = last;
+    for (k, slot) in pos.iter_mut().enumerate().take(NP) {
+        let x = u64::from(v[k]);
+        *slot = match (line.kinds >> (2 * k)) & 3 {
+            ABS => x,
+            PLUS => slot.checked_add(x)?,
+            MINUS => slot.checked_sub(x)?,
+            _ => *slot,
+        };
+    }
+    Some((pos, v.get(NP).copied()))
 }
 
 /// The positions (from `last`) and the number of counts (into `costs`) of
