@@ -313,22 +313,25 @@ impl<C: Cost> Inclusive<C> {
     /// Inclusive cost of every `file:function` row of `agg`: the row of the
     /// function's own file gets the whole function's inclusive cost (what a
     /// caller sees); a row of inlined code gets its self cost plus the calls
-    /// made from it. `None` for rows of cycle members.
-    pub fn rows(&self, agg: &Aggregate<C>, names: &Names) -> Vec<Option<Vec<C>>> {
-        let mut out: Vec<Option<Vec<C>>> = agg
-            .rows
-            .iter()
-            .enumerate()
-            .map(|(r, key)| {
-                if self.cycle_of[key.function.index()].is_some() {
-                    None
-                } else if names.key(key.function).file == key.file {
-                    Some(self.function.get(key.function.index()).to_vec())
-                } else {
-                    Some(agg.row_self.get(r).to_vec())
-                }
-            })
-            .collect();
+    /// made from it. Rows of cycle members have none.
+    pub fn rows(&self, agg: &Aggregate<C>, names: &Names) -> RowCosts<C> {
+        let ev = agg.events;
+        // One flat table rather than a vector per row: a large profile has
+        // hundreds of thousands of rows.
+        let mut costs = CostTable::zeroed(ev, agg.rows.len());
+        let mut present = vec![false; agg.rows.len()];
+        for (r, key) in agg.rows.iter().enumerate() {
+            if self.cycle_of[key.function.index()].is_some() {
+                continue;
+            }
+            present[r] = true;
+            let v = if names.key(key.function).file == key.file {
+                self.function.get(key.function.index())
+            } else {
+                agg.row_self.get(r)
+            };
+            costs.get_mut(r).copy_from_slice(v);
+        }
         for arc in &agg.arcs {
             if arc.caller == arc.callee || self.cycle_of[arc.caller.index()].is_some() {
                 continue;
@@ -340,10 +343,31 @@ impl<C: Cost> Inclusive<C> {
                 function: arc.caller,
                 file: arc.site_file,
             };
-            if let Some(Some(v)) = agg.row_of(key).map(|r| out[r].as_mut()) {
-                add_into(v, &arc.inclusive);
+            if let Some(r) = agg.row_of(key)
+                && present[r]
+            {
+                costs.add(r, &arc.inclusive);
             }
         }
-        out
+        RowCosts { costs, present }
+    }
+}
+
+/// Inclusive costs of the `file:function` rows ([`Inclusive::rows`]).
+#[derive(Clone, Debug, Default)]
+pub struct RowCosts<C> {
+    costs: CostTable<C>,
+    /// False for rows of cycle members.
+    present: Vec<bool>,
+}
+
+impl<C: Cost> RowCosts<C> {
+    /// Inclusive cost of row `r`; `None` for a cycle member's row or a row
+    /// out of range.
+    pub fn get(&self, r: usize) -> Option<&[C]> {
+        match self.present.get(r) {
+            Some(true) => Some(self.costs.get(r)),
+            _ => None,
+        }
     }
 }

@@ -192,7 +192,7 @@ pub struct Analysis<'p, C> {
     /// need it (cycles are then not shown in the tables).
     recursion: Option<Inclusive<C>>,
     /// Inclusive cost per `file:function` row.
-    pub row_incl: Vec<Option<Vec<C>>>,
+    pub row_incl: tally_analysis::RowCosts<C>,
     /// `file:function` rows above the threshold, sorted.
     pub rows: Vec<usize>,
     /// Functions above the threshold, sorted (function:file grouping; empty
@@ -359,7 +359,7 @@ impl<'p, C: Cost> Analysis<'p, C> {
         };
         let row_incl = match &incl {
             Some(i) => i.rows(&agg, &profile.names),
-            None => Vec::new(),
+            None => Default::default(),
         };
         if opts.tree != Tree::None && agg.arcs.is_empty() {
             warnings.push(
@@ -416,7 +416,7 @@ impl<'p, C: Cost> Analysis<'p, C> {
     /// (a cycle member sorts by its self cost).
     fn row_rank(&self, r: usize) -> &[C] {
         if self.opts.inclusive
-            && let Some(Some(v)) = self.row_incl.get(r)
+            && let Some(v) = self.row_incl.get(r)
         {
             return v;
         }
@@ -477,14 +477,39 @@ impl<'p, C: Cost> Analysis<'p, C> {
         // By decreasing values, then the keys' own order (as a stable sort
         // would leave equal names).
         let mut order: Vec<u32> = (0..keys.len() as u32).collect();
-        if width == 1 {
-            order.sort_unstable_by_key(|&x| (std::cmp::Reverse(vals[x as usize]), x));
-        } else {
-            order.sort_unstable_by(|&x, &y| {
+        let by_value = |&x: &u32, &y: &u32| {
+            if width == 1 {
+                vals[y as usize].cmp(&vals[x as usize]).then(x.cmp(&y))
+            } else {
                 vals_of(y as usize).cmp(vals_of(x as usize)).then(x.cmp(&y))
-            });
-        }
-        let shown = self.shown_count(&order, width, &vals, keys.len());
+            }
+        };
+        // The threshold usually shows few of many keys: only a prefix of
+        // the order is sorted, grown until it holds the rows shown and the
+        // whole run of values equal to the last one shown (which is then
+        // ordered by name). The order is total, so the prefix is the one a
+        // full sort gives.
+        let n = keys.len();
+        let mut sorted = if self.show_all { n } else { n.min(1024) };
+        let shown = loop {
+            if sorted < n {
+                order.select_nth_unstable_by(sorted - 1, by_value);
+                order[..sorted].sort_unstable_by(by_value);
+            } else {
+                order.sort_unstable_by(by_value);
+            }
+            let shown = self.shown_count(&order[..sorted], width, &vals, n);
+            let closed = sorted == n
+                || (shown < sorted
+                    && (shown == 0
+                        || vals_of(order[shown - 1] as usize)
+                            != vals_of(order[sorted - 1] as usize)));
+            if closed {
+                break shown;
+            }
+            sorted = n.min(sorted.saturating_mul(8));
+        };
+        let order = &mut order[..sorted];
         // Equal values in name order, for the runs the rows shown reach
         // (each name once, with whether it is UTF-8).
         let mut start = 0;
@@ -973,7 +998,7 @@ impl<C: Cost> tally_model::Sink<C> for AggregateAndRecords<C> {
         tally_model::Sink::<C>::start_part(&mut self.sums, positions, events);
         tally_model::Sink::<C>::start_part(&mut self.records, positions, events);
     }
-    #[inline]
+    #[inline(always)]
     fn line(
         &mut self,
         function: FunctionId,
