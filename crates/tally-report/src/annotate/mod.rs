@@ -1201,6 +1201,61 @@ mod tests {
         assert_eq!((lines, calls, jumps), (vec![1, 2, 3, 1], vec![1, 2], 1));
     }
 
+    /// The rows shown, and their order, are those of a full sort by value
+    /// then name, cut where the threshold says, whatever the threshold and
+    /// its reading (Callgrind's covered share, Cachegrind's share of each
+    /// function): also when the rows shown or their last run of equal
+    /// values reach past the prefix of the order that is sorted first.
+    #[test]
+    fn partial_ranking_equals_a_full_sort() {
+        // 5,000 functions; costs with long runs of ties.
+        let n = 5000u64;
+        let name = |i: u64| format!("f{:05}", (i * 7919) % n);
+        let mut all: Vec<(u64, String)> = (0..n)
+            .map(|i| (i % 3 + 1, format!("a.c:{}", name(i))))
+            .collect();
+        all.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let total: u64 = all.iter().map(|r| r.0).sum();
+        let share = |v: u64| v as f64 * 100.0 / total as f64;
+        for callgrind in [true, false] {
+            let mut text = String::new();
+            if callgrind {
+                text.push_str("# callgrind format\n");
+            }
+            text.push_str("events: Ir\nfl=(1) a.c\n");
+            for i in 0..n {
+                text.push_str(&format!("fn=({}) {}\n1 {}\n", i + 1, name(i), i % 3 + 1));
+            }
+            let input = tally_formats::Input::from_bytes("t.out", text.into_bytes()).unwrap();
+            let (profile, _) = tally_formats::callgrind::read::<u64>(input).unwrap();
+            for t in [
+                0.0, 0.01, 0.03, 1.0, 10.0, 33.0, 34.0, 60.0, 66.7, 90.0, 99.0, 99.99,
+            ] {
+                let opts = super::Options {
+                    threshold: super::Threshold::Percent(t),
+                    auto: false,
+                    ..Default::default()
+                };
+                let a = super::Analysis::new(&profile, &opts).unwrap();
+                let got: Vec<String> = a.rows.iter().map(|&r| a.row_name(a.agg.rows[r])).collect();
+                let mut cum = 0u64;
+                let want: Vec<String> = all
+                    .iter()
+                    .take_while(|r| {
+                        if !callgrind {
+                            return share(r.0) >= t;
+                        }
+                        let covered = share(cum) >= t;
+                        cum += r.0;
+                        !covered
+                    })
+                    .map(|r| r.1.clone())
+                    .collect();
+                assert_eq!(got, want, "callgrind {callgrind}, threshold {t}");
+            }
+        }
+    }
+
     /// Names are sorted by the text shown, whatever their bytes: the
     /// byte-wise comparison must agree with comparing the lossy text,
     /// including where a part is not UTF-8 (U+FFFD sorts above ASCII) or
