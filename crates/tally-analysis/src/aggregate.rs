@@ -55,22 +55,26 @@ impl<C: Cost> CostTable<C> {
     }
 
     /// Vector `i`.
+    #[inline]
     pub fn get(&self, i: usize) -> &[C] {
         &self.data[i * self.width..(i + 1) * self.width]
     }
 
     /// Vector `i`, mutably.
+    #[inline]
     pub fn get_mut(&mut self, i: usize) -> &mut [C] {
         &mut self.data[i * self.width..(i + 1) * self.width]
     }
 
     /// Adds `costs` to vector `i`, saturating.
+    #[inline]
     pub fn add(&mut self, i: usize, costs: &[C]) {
         add_into(self.get_mut(i), costs);
     }
 }
 
 /// `acc += costs`, saturating: sums shown in a report must not fail.
+#[inline]
 pub fn add_into<C: Cost>(acc: &mut [C], costs: &[C]) {
     for (a, &c) in acc.iter_mut().zip(costs) {
         *a = a.saturating_add(c);
@@ -139,7 +143,85 @@ pub struct Arc<C> {
     /// Number of calls.
     pub count: C,
     /// Inclusive cost of the calls.
-    pub inclusive: Vec<C>,
+    pub inclusive: ArcCosts<C>,
+}
+
+/// Events an [`ArcCosts`] holds without an allocation of its own.
+const INLINE_EVENTS: usize = 2;
+
+/// The cost vector of an arc, read as a slice: held inline for profiles of
+/// up to two events (Callgrind's default records one), on the heap for
+/// more. A large profile has hundreds of thousands of arcs, and an
+/// allocation each, made on the reader's busiest thread and freed at the
+/// end, is a visible part of reading it.
+#[derive(Clone)]
+pub struct ArcCosts<C>(Repr<C>);
+
+#[derive(Clone)]
+enum Repr<C> {
+    Inline(u8, [C; INLINE_EVENTS]),
+    Heap(Vec<C>),
+}
+
+impl<C: Cost> ArcCosts<C> {
+    /// `events` zeros.
+    pub fn zeroed(events: usize) -> Self {
+        if events <= INLINE_EVENTS {
+            ArcCosts(Repr::Inline(events as u8, [C::ZERO; INLINE_EVENTS]))
+        } else {
+            ArcCosts(Repr::Heap(vec![C::ZERO; events]))
+        }
+    }
+
+    /// A copy of `costs`.
+    pub fn from_slice(costs: &[C]) -> Self {
+        let mut v = Self::zeroed(costs.len());
+        v.copy_from_slice(costs);
+        v
+    }
+}
+
+impl<C> std::ops::Deref for ArcCosts<C> {
+    type Target = [C];
+    #[inline]
+    fn deref(&self) -> &[C] {
+        match &self.0 {
+            Repr::Inline(n, v) => &v[..*n as usize],
+            Repr::Heap(v) => v,
+        }
+    }
+}
+
+impl<C> std::ops::DerefMut for ArcCosts<C> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [C] {
+        match &mut self.0 {
+            Repr::Inline(n, v) => &mut v[..*n as usize],
+            Repr::Heap(v) => v,
+        }
+    }
+}
+
+impl<'a, C> IntoIterator for &'a ArcCosts<C> {
+    type Item = &'a C;
+    type IntoIter = std::slice::Iter<'a, C>;
+    fn into_iter(self) -> Self::IntoIter {
+        std::ops::Deref::deref(self).iter()
+    }
+}
+
+impl<C: PartialEq> PartialEq for ArcCosts<C> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl<C: Eq> Eq for ArcCosts<C> {}
+
+impl<C: std::fmt::Debug> std::fmt::Debug for ArcCosts<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
 }
 
 /// Self costs and arcs of the chosen parts.
@@ -296,10 +378,29 @@ impl<C: Cost> AggregateBuilder<C> {
     }
 
     /// Self cost of a line (or of a run of lines) of `function` in `file`.
-    #[inline]
+    ///
+    /// Called for every line of a profile on the reader's parser thread:
+    /// lines come in runs of one function and file, so the row of the
+    /// previous line is checked here, inlined into the reader's loop, and
+    /// only a change of row goes to the index.
+    #[inline(always)]
     pub fn line(&mut self, function: FunctionId, file: FileId, costs: &[C]) {
+        let key = RowKey { function, file };
+        if let Some(p) = self.parts.last_mut()
+            && let Some((k, r)) = p.last
+            && k == key
+        {
+            p.sums.add(r as usize, costs);
+            return;
+        }
+        self.line_in_new_row(key, costs);
+    }
+
+    /// [`AggregateBuilder::line`] when the row changes.
+    #[inline(never)]
+    fn line_in_new_row(&mut self, key: RowKey, costs: &[C]) {
         let p = self.part();
-        let r = Self::row(p, RowKey { function, file });
+        let r = Self::row(p, key);
         p.sums.add(r, costs);
     }
 
@@ -316,7 +417,7 @@ impl<C: Cost> AggregateBuilder<C> {
                     site_file: info.site_file,
                     callee: info.callee,
                     count: C::ZERO,
-                    inclusive: vec![C::ZERO; events],
+                    inclusive: ArcCosts::zeroed(events),
                 });
                 p.arcs.insert(k, (p.arc_list.len() - 1) as u32);
                 p.arc_list.len() - 1
@@ -456,7 +557,7 @@ impl<C: Cost> Sink<C> for AggregateBuilder<C> {
             j.push(Jumps::new(positions));
         }
     }
-    #[inline]
+    #[inline(always)]
     fn line(&mut self, function: FunctionId, file: FileId, _: &[u64], costs: &[C]) {
         AggregateBuilder::line(self, function, file, costs);
     }

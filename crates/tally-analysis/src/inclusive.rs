@@ -100,17 +100,37 @@ impl<C: Cost> Inclusive<C> {
         more: impl IntoIterator<Item = (FunctionId, FunctionId)>,
     ) -> Self {
         let nf = agg.function_self.len();
-        let graph = Graph::from_edges(
-            nf,
-            agg.arcs
-                .iter()
-                .map(|a| (a.caller, a.callee))
-                .chain(more)
-                .filter(|(a, b)| a != b && a.index() < nf && b.index() < nf)
-                .map(|(a, b)| (a.0, b.0)),
-        );
-        let comps = strongly_connected(&graph);
         let ev = agg.events;
+        let edges: Vec<(u32, u32)> = agg
+            .arcs
+            .iter()
+            .map(|a| (a.caller, a.callee))
+            .chain(more)
+            .filter(|(a, b)| a != b && a.index() < nf && b.index() < nf)
+            .map(|(a, b)| (a.0, b.0))
+            .collect();
+        // The components take a second core while the sums that do not
+        // depend on them are made: what the calls to each function cost
+        // (the sum of its incoming arcs from other functions), which is
+        // what its callers see, and each function's self cost plus its
+        // calls to others (what it costs outside cycles when nobody calls
+        // it: a root, a thread's entry; cycle members' are cleared below).
+        let (comps, (mut function, incoming, called)) = std::thread::scope(|s| {
+            let comps = s.spawn(move || strongly_connected(&Graph::from_edges(nf, edges)));
+            let mut function = agg.function_self.clone();
+            let mut incoming = CostTable::zeroed(ev, nf);
+            let mut called = vec![false; nf];
+            for arc in &agg.arcs {
+                if arc.caller == arc.callee {
+                    continue;
+                }
+                incoming.add(arc.callee.index(), &arc.inclusive);
+                called[arc.callee.index()] = true;
+                function.add(arc.caller.index(), &arc.inclusive);
+            }
+            let comps = comps.join().expect("the components' thread does not panic");
+            (comps, (function, incoming, called))
+        });
 
         // Cycles: components with more than one member.
         let mut cycle_slot: Vec<Option<usize>> = vec![None; comps.sizes.len()];
@@ -138,29 +158,32 @@ impl<C: Cost> Inclusive<C> {
         }
         let slot_of = |f: FunctionId| cycle_slot[comps.component[f.index()] as usize];
 
-        // Outside cycles: what the calls to a function cost (the sum of its
-        // incoming arcs from other functions), which is what its callers
-        // see; a function nobody calls (a root, a thread's entry) costs its
-        // self cost plus its calls to others.
-        let mut function = agg.function_self.clone();
-        let mut incoming = CostTable::zeroed(ev, nf);
+        // A cycle costs its members' self costs plus the arcs that leave
+        // it; calls into a member from outside are its entries, calls
+        // between members (and their self calls) are within it.
         let mut entered_cost = CostTable::zeroed(ev, nf);
         let mut entered_calls = vec![C::ZERO; nf];
-        let mut called = vec![false; nf];
-        for arc in &agg.arcs {
+        let cycle_arcs = if raw.is_empty() {
+            &[][..]
+        } else {
+            &agg.arcs[..]
+        };
+        for arc in cycle_arcs {
+            let from = slot_of(arc.caller);
             if arc.caller == arc.callee {
+                if let Some(a) = from {
+                    raw[a].calls_within = raw[a].calls_within.saturating_add(arc.count);
+                }
                 continue;
             }
-            incoming.add(arc.callee.index(), &arc.inclusive);
-            called[arc.callee.index()] = true;
-            let (from, to) = (slot_of(arc.caller), slot_of(arc.callee));
-            match (from, to) {
-                (Some(a), Some(b)) if a == b => {}
-                _ => {
+            match (from, slot_of(arc.callee)) {
+                (None, None) => {}
+                (Some(a), Some(b)) if a == b => {
+                    raw[a].calls_within = raw[a].calls_within.saturating_add(arc.count);
+                }
+                (from, to) => {
                     if let Some(a) = from {
                         add_into(&mut raw[a].inclusive, &arc.inclusive);
-                    } else {
-                        function.add(arc.caller.index(), &arc.inclusive);
                     }
                     if let Some(b) = to {
                         raw[b].calls_in = raw[b].calls_in.saturating_add(arc.count);
@@ -169,13 +192,6 @@ impl<C: Cost> Inclusive<C> {
                         entered_calls[m] = entered_calls[m].saturating_add(arc.count);
                     }
                 }
-            }
-        }
-        for arc in &agg.arcs {
-            if let Some(a) = slot_of(arc.caller)
-                && (arc.caller == arc.callee || slot_of(arc.callee) == Some(a))
-            {
-                raw[a].calls_within = raw[a].calls_within.saturating_add(arc.count);
             }
         }
         // A function also entered without a call (a thread's first
@@ -313,22 +329,25 @@ impl<C: Cost> Inclusive<C> {
     /// Inclusive cost of every `file:function` row of `agg`: the row of the
     /// function's own file gets the whole function's inclusive cost (what a
     /// caller sees); a row of inlined code gets its self cost plus the calls
-    /// made from it. `None` for rows of cycle members.
-    pub fn rows(&self, agg: &Aggregate<C>, names: &Names) -> Vec<Option<Vec<C>>> {
-        let mut out: Vec<Option<Vec<C>>> = agg
-            .rows
-            .iter()
-            .enumerate()
-            .map(|(r, key)| {
-                if self.cycle_of[key.function.index()].is_some() {
-                    None
-                } else if names.key(key.function).file == key.file {
-                    Some(self.function.get(key.function.index()).to_vec())
-                } else {
-                    Some(agg.row_self.get(r).to_vec())
-                }
-            })
-            .collect();
+    /// made from it. Rows of cycle members have none.
+    pub fn rows(&self, agg: &Aggregate<C>, names: &Names) -> RowCosts<C> {
+        let ev = agg.events;
+        // One flat table rather than a vector per row: a large profile has
+        // hundreds of thousands of rows.
+        let mut costs = CostTable::zeroed(ev, agg.rows.len());
+        let mut present = vec![false; agg.rows.len()];
+        for (r, key) in agg.rows.iter().enumerate() {
+            if self.cycle_of[key.function.index()].is_some() {
+                continue;
+            }
+            present[r] = true;
+            let v = if names.key(key.function).file == key.file {
+                self.function.get(key.function.index())
+            } else {
+                agg.row_self.get(r)
+            };
+            costs.get_mut(r).copy_from_slice(v);
+        }
         for arc in &agg.arcs {
             if arc.caller == arc.callee || self.cycle_of[arc.caller.index()].is_some() {
                 continue;
@@ -340,10 +359,31 @@ impl<C: Cost> Inclusive<C> {
                 function: arc.caller,
                 file: arc.site_file,
             };
-            if let Some(Some(v)) = agg.row_of(key).map(|r| out[r].as_mut()) {
-                add_into(v, &arc.inclusive);
+            if let Some(r) = agg.row_of(key)
+                && present[r]
+            {
+                costs.add(r, &arc.inclusive);
             }
         }
-        out
+        RowCosts { costs, present }
+    }
+}
+
+/// Inclusive costs of the `file:function` rows ([`Inclusive::rows`]).
+#[derive(Clone, Debug, Default)]
+pub struct RowCosts<C> {
+    costs: CostTable<C>,
+    /// False for rows of cycle members.
+    present: Vec<bool>,
+}
+
+impl<C: Cost> RowCosts<C> {
+    /// Inclusive cost of row `r`; `None` for a cycle member's row or a row
+    /// out of range.
+    pub fn get(&self, r: usize) -> Option<&[C]> {
+        match self.present.get(r) {
+            Some(true) => Some(self.costs.get(r)),
+            _ => None,
+        }
     }
 }

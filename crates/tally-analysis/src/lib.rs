@@ -17,10 +17,10 @@ pub mod positions;
 pub mod scc;
 pub mod subst;
 
-pub use aggregate::{Aggregate, AggregateBuilder, Arc, CostTable, RowKey, add_into};
+pub use aggregate::{Aggregate, AggregateBuilder, Arc, ArcCosts, CostTable, RowKey, add_into};
 pub use estimate::{
     EstimateError, EstimateOptions, StackTree, estimate_from, estimate_split, estimate_stacks,
     estimate_stacks_with, estimate_tree,
 };
-pub use inclusive::{CallKind, Cycle, Inclusive};
+pub use inclusive::{CallKind, Cycle, Inclusive, RowCosts};
 pub use positions::{CallSite, JumpSite, PositionCosts, by_instr, by_line};

@@ -167,7 +167,7 @@ pub(super) fn write<C: Cost>(
         let mut m = function_ref(a, key.function, key.file);
         m.insert("self".into(), costs(a, a.agg.row_self.get(r)));
         if a.opts.inclusive
-            && let Some(Some(v)) = a.row_incl.get(r)
+            && let Some(v) = a.row_incl.get(r)
         {
             m.insert("inclusive".into(), costs(a, v));
         }

@@ -192,7 +192,7 @@ pub struct Analysis<'p, C> {
     /// need it (cycles are then not shown in the tables).
     recursion: Option<Inclusive<C>>,
     /// Inclusive cost per `file:function` row.
-    pub row_incl: Vec<Option<Vec<C>>>,
+    pub row_incl: tally_analysis::RowCosts<C>,
     /// `file:function` rows above the threshold, sorted.
     pub rows: Vec<usize>,
     /// Functions above the threshold, sorted (function:file grouping; empty
@@ -359,7 +359,7 @@ impl<'p, C: Cost> Analysis<'p, C> {
         };
         let row_incl = match &incl {
             Some(i) => i.rows(&agg, &profile.names),
-            None => Vec::new(),
+            None => Default::default(),
         };
         if opts.tree != Tree::None && agg.arcs.is_empty() {
             warnings.push(
@@ -416,7 +416,7 @@ impl<'p, C: Cost> Analysis<'p, C> {
     /// (a cycle member sorts by its self cost).
     fn row_rank(&self, r: usize) -> &[C] {
         if self.opts.inclusive
-            && let Some(Some(v)) = self.row_incl.get(r)
+            && let Some(v) = self.row_incl.get(r)
         {
             return v;
         }
@@ -477,14 +477,39 @@ impl<'p, C: Cost> Analysis<'p, C> {
         // By decreasing values, then the keys' own order (as a stable sort
         // would leave equal names).
         let mut order: Vec<u32> = (0..keys.len() as u32).collect();
-        if width == 1 {
-            order.sort_unstable_by_key(|&x| (std::cmp::Reverse(vals[x as usize]), x));
-        } else {
-            order.sort_unstable_by(|&x, &y| {
+        let by_value = |&x: &u32, &y: &u32| {
+            if width == 1 {
+                vals[y as usize].cmp(&vals[x as usize]).then(x.cmp(&y))
+            } else {
                 vals_of(y as usize).cmp(vals_of(x as usize)).then(x.cmp(&y))
-            });
-        }
-        let shown = self.shown_count(&order, width, &vals, keys.len());
+            }
+        };
+        // The threshold usually shows few of many keys: only a prefix of
+        // the order is sorted, grown until it holds the rows shown and the
+        // whole run of values equal to the last one shown (which is then
+        // ordered by name). The order is total, so the prefix is the one a
+        // full sort gives.
+        let n = keys.len();
+        let mut sorted = if self.show_all { n } else { n.min(1024) };
+        let shown = loop {
+            if sorted < n {
+                order.select_nth_unstable_by(sorted - 1, by_value);
+                order[..sorted].sort_unstable_by(by_value);
+            } else {
+                order.sort_unstable_by(by_value);
+            }
+            let shown = self.shown_count(&order[..sorted], width, &vals, n);
+            let closed = sorted == n
+                || (shown < sorted
+                    && (shown == 0
+                        || vals_of(order[shown - 1] as usize)
+                            != vals_of(order[sorted - 1] as usize)));
+            if closed {
+                break shown;
+            }
+            sorted = n.min(sorted.saturating_mul(8));
+        };
+        let order = &mut order[..sorted];
         // Equal values in name order, for the runs the rows shown reach
         // (each name once, with whether it is UTF-8).
         let mut start = 0;
@@ -973,7 +998,7 @@ impl<C: Cost> tally_model::Sink<C> for AggregateAndRecords<C> {
         tally_model::Sink::<C>::start_part(&mut self.sums, positions, events);
         tally_model::Sink::<C>::start_part(&mut self.records, positions, events);
     }
-    #[inline]
+    #[inline(always)]
     fn line(
         &mut self,
         function: FunctionId,
@@ -1174,6 +1199,61 @@ mod tests {
         opts.asm = true;
         let (lines, calls, jumps, _) = kept(&text, &opts);
         assert_eq!((lines, calls, jumps), (vec![1, 2, 3, 1], vec![1, 2], 1));
+    }
+
+    /// The rows shown, and their order, are those of a full sort by value
+    /// then name, cut where the threshold says, whatever the threshold and
+    /// its reading (Callgrind's covered share, Cachegrind's share of each
+    /// function): also when the rows shown or their last run of equal
+    /// values reach past the prefix of the order that is sorted first.
+    #[test]
+    fn partial_ranking_equals_a_full_sort() {
+        // 5,000 functions; costs with long runs of ties.
+        let n = 5000u64;
+        let name = |i: u64| format!("f{:05}", (i * 7919) % n);
+        let mut all: Vec<(u64, String)> = (0..n)
+            .map(|i| (i % 3 + 1, format!("a.c:{}", name(i))))
+            .collect();
+        all.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let total: u64 = all.iter().map(|r| r.0).sum();
+        let share = |v: u64| v as f64 * 100.0 / total as f64;
+        for callgrind in [true, false] {
+            let mut text = String::new();
+            if callgrind {
+                text.push_str("# callgrind format\n");
+            }
+            text.push_str("events: Ir\nfl=(1) a.c\n");
+            for i in 0..n {
+                text.push_str(&format!("fn=({}) {}\n1 {}\n", i + 1, name(i), i % 3 + 1));
+            }
+            let input = tally_formats::Input::from_bytes("t.out", text.into_bytes()).unwrap();
+            let (profile, _) = tally_formats::callgrind::read::<u64>(input).unwrap();
+            for t in [
+                0.0, 0.01, 0.03, 1.0, 10.0, 33.0, 34.0, 60.0, 66.7, 90.0, 99.0, 99.99,
+            ] {
+                let opts = super::Options {
+                    threshold: super::Threshold::Percent(t),
+                    auto: false,
+                    ..Default::default()
+                };
+                let a = super::Analysis::new(&profile, &opts).unwrap();
+                let got: Vec<String> = a.rows.iter().map(|&r| a.row_name(a.agg.rows[r])).collect();
+                let mut cum = 0u64;
+                let want: Vec<String> = all
+                    .iter()
+                    .take_while(|r| {
+                        if !callgrind {
+                            return share(r.0) >= t;
+                        }
+                        let covered = share(cum) >= t;
+                        cum += r.0;
+                        !covered
+                    })
+                    .map(|r| r.1.clone())
+                    .collect();
+                assert_eq!(got, want, "callgrind {callgrind}, threshold {t}");
+            }
+        }
     }
 
     /// Names are sorted by the text shown, whatever their bytes: the

@@ -193,7 +193,7 @@ fn file_function_table<C: Cost>(
     let primary = a.sort.first().map(|s| s.0).unwrap_or(0);
     for &r in &a.rows {
         let key = a.agg.rows[r];
-        let own = a.row_incl.get(r).and_then(|v| v.as_deref());
+        let own = a.row_incl.get(r);
         let rank = if a.opts.inclusive {
             own.unwrap_or(a.agg.row_self.get(r))
         } else {
