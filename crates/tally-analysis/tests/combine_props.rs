@@ -38,7 +38,7 @@ fn build_rotated(
         Events::new(["Ir", "Dr"]).unwrap(),
         positions,
     );
-    let mut funcs = vec![tally_model::FunctionId(0); 5];
+    let mut funcs = [tally_model::FunctionId(0); 5];
     for i in (0..5u8).map(|i| (i + rot) % 5) {
         let object = ObjectId(
             p.names
@@ -49,7 +49,7 @@ fn build_rotated(
         let name = SymbolId(p.names.symbols.intern(format!("fn{i}").as_bytes()));
         funcs[usize::from(i)] = p.names.function(FunctionKey { object, file, name });
     }
-    let mut files = vec![tally_model::FileId(0); 3];
+    let mut files = [tally_model::FileId(0); 3];
     for i in (0..3u8).map(|i| (i + rot) % 3) {
         files[usize::from(i)] = p.names.file(format!("src/f{i}.c").as_bytes());
     }
