@@ -146,83 +146,12 @@ pub struct Arc<C> {
     pub inclusive: ArcCosts<C>,
 }
 
-/// Events an [`ArcCosts`] holds without an allocation of its own.
-const INLINE_EVENTS: usize = 2;
-
 /// The cost vector of an arc, read as a slice: held inline for profiles of
 /// up to two events (Callgrind's default records one), on the heap for
 /// more. A large profile has hundreds of thousands of arcs, and an
 /// allocation each, made on the reader's busiest thread and freed at the
 /// end, is a visible part of reading it.
-#[derive(Clone)]
-pub struct ArcCosts<C>(Repr<C>);
-
-#[derive(Clone)]
-enum Repr<C> {
-    Inline(u8, [C; INLINE_EVENTS]),
-    Heap(Vec<C>),
-}
-
-impl<C: Cost> ArcCosts<C> {
-    /// `events` zeros.
-    pub fn zeroed(events: usize) -> Self {
-        if events <= INLINE_EVENTS {
-            ArcCosts(Repr::Inline(events as u8, [C::ZERO; INLINE_EVENTS]))
-        } else {
-            ArcCosts(Repr::Heap(vec![C::ZERO; events]))
-        }
-    }
-
-    /// A copy of `costs`.
-    pub fn from_slice(costs: &[C]) -> Self {
-        let mut v = Self::zeroed(costs.len());
-        v.copy_from_slice(costs);
-        v
-    }
-}
-
-impl<C> std::ops::Deref for ArcCosts<C> {
-    type Target = [C];
-    #[inline]
-    fn deref(&self) -> &[C] {
-        match &self.0 {
-            Repr::Inline(n, v) => &v[..*n as usize],
-            Repr::Heap(v) => v,
-        }
-    }
-}
-
-impl<C> std::ops::DerefMut for ArcCosts<C> {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut [C] {
-        match &mut self.0 {
-            Repr::Inline(n, v) => &mut v[..*n as usize],
-            Repr::Heap(v) => v,
-        }
-    }
-}
-
-impl<'a, C> IntoIterator for &'a ArcCosts<C> {
-    type Item = &'a C;
-    type IntoIter = std::slice::Iter<'a, C>;
-    fn into_iter(self) -> Self::IntoIter {
-        std::ops::Deref::deref(self).iter()
-    }
-}
-
-impl<C: PartialEq> PartialEq for ArcCosts<C> {
-    fn eq(&self, other: &Self) -> bool {
-        **self == **other
-    }
-}
-
-impl<C: Eq> Eq for ArcCosts<C> {}
-
-impl<C: std::fmt::Debug> std::fmt::Debug for ArcCosts<C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
-    }
-}
+pub type ArcCosts<C> = smallvec::SmallVec<[C; 2]>;
 
 /// Self costs and arcs of the chosen parts.
 #[derive(Clone, Debug)]
@@ -417,7 +346,7 @@ impl<C: Cost> AggregateBuilder<C> {
                     site_file: info.site_file,
                     callee: info.callee,
                     count: C::ZERO,
-                    inclusive: ArcCosts::zeroed(events),
+                    inclusive: ArcCosts::from_elem(C::ZERO, events),
                 });
                 p.arcs.insert(k, (p.arc_list.len() - 1) as u32);
                 p.arc_list.len() - 1
