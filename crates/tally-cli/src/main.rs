@@ -161,6 +161,8 @@ fn main() -> ExitCode {
         Command::Report(a) => serve::report(a),
         Command::Record(a) => record::run(a),
     };
+    // A signal that came as the work finished still decides the status.
+    tally_formats::signals::await_stop();
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Invalid | Outcome::OverBudget) => ExitCode::from(1),

@@ -65,6 +65,11 @@ pub fn install(on_stop: impl FnOnce(&Stop) + Send + 'static) -> std::io::Result<
         return Ok(());
     }
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+    let received = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [SIGINT, SIGTERM, SIGHUP] {
+        signal_hook::flag::register(signal, std::sync::Arc::clone(&received))?;
+    }
+    let _ = RECEIVED.set(received);
     std::thread::Builder::new()
         .name("tally-signals".into())
         .spawn(move || {
@@ -83,6 +88,32 @@ pub fn install(on_stop: impl FnOnce(&Stop) + Send + 'static) -> std::io::Result<
     *installed = true;
     Ok(())
 }
+
+/// Set by the handler itself, as the signal comes: see [`await_stop`].
+#[cfg(unix)]
+static RECEIVED: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
+    std::sync::OnceLock::new();
+
+/// Called as tally is about to end by itself. A signal that came while
+/// the work was finishing has run its handler, but the thread that stops
+/// tally may not have run yet: the main thread's return would then win,
+/// and the exit status would be the work's instead of 128 + signal. So
+/// this waits for that thread to end the process (after a second without
+/// it, it returns).
+#[cfg(unix)]
+pub fn await_stop() {
+    use std::sync::atomic::Ordering;
+    if RECEIVED
+        .get()
+        .is_some_and(|received| received.load(Ordering::SeqCst))
+    {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+}
+
+/// Elsewhere there are no such signals: nothing to wait for.
+#[cfg(not(unix))]
+pub fn await_stop() {}
 
 /// Elsewhere there are no such signals: nothing to install.
 #[cfg(not(unix))]
