@@ -177,6 +177,14 @@ fn folded(path: &Path) -> Vec<(Vec<String>, u64)> {
         .collect()
 }
 
+/// Two sampled runs of `exe` at [`SAMPLED_N`] with the default options:
+/// `callgrind.out` and `work.folded`.
+fn record_both(t: &tally_testutil::Tally, exe: &Path) {
+    for out in ["callgrind.out", "work.folded"] {
+        t.ok(&["record", "-o", out, "--", path_str(exe), SAMPLED_N]);
+    }
+}
+
 /// `desc:` lines of a Callgrind file.
 fn desc(path: &Path) -> String {
     std::fs::read_to_string(path)
@@ -199,22 +207,7 @@ fn frame_pointers_agree_with_the_exact_run() {
     let d = dir.path();
     let exe = compile(d, "work", PROGRAM, &["-O0", "-fno-omit-frame-pointer"]);
     let t = tally!().in_dir(d);
-    t.ok(&[
-        "record",
-        "-o",
-        "callgrind.out",
-        "--",
-        path_str(&exe),
-        SAMPLED_N,
-    ]);
-    t.ok(&[
-        "record",
-        "-o",
-        "work.folded",
-        "--",
-        path_str(&exe),
-        SAMPLED_N,
-    ]);
+    record_both(&t, &exe);
     let head = desc(&d.join("callgrind.out"));
     assert!(
         head.contains("samples of cpu-clock at 999 Hz") && head.contains("desc: Lost samples: 0"),
@@ -591,22 +584,7 @@ fn dwarf_unwinding_without_frame_pointers() {
         &["-O2", "-fomit-frame-pointer", "-fno-inline"],
     );
     let t = tally!().in_dir(d);
-    t.ok(&[
-        "record",
-        "-o",
-        "callgrind.out",
-        "--",
-        path_str(&exe),
-        SAMPLED_N,
-    ]);
-    t.ok(&[
-        "record",
-        "-o",
-        "work.folded",
-        "--",
-        path_str(&exe),
-        SAMPLED_N,
-    ]);
+    record_both(&t, &exe);
     let head = desc(&d.join("callgrind.out"));
     assert!(
         head.contains("stacks by DWARF unwinding of 16384 bytes"),
