@@ -8,7 +8,7 @@
 use super::pipeline::Decoded;
 use super::sums::{add_magnitudes, sub_magnitudes};
 use super::{Parser, Pending, is_space};
-use tally_model::{Cost, Sink};
+use tally_model::{Cost, FunctionId, Sink};
 
 impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
     /// Reads a run of plain cost lines of one function straight from the
@@ -34,12 +34,7 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
         len: usize,
         mut next: impl FnMut(usize, [u64; 3], &mut [C]) -> Option<([u64; 3], usize, usize)>,
     ) -> usize {
-        if !self.started || !matches!(self.pending, Pending::None) {
-            return p;
-        }
-        // After `fn=` the function is resolved here, as the careful path
-        // would on this line (the same interning, in the same order).
-        let Some(function) = self.function.or_else(|| self.current_function().ok()) else {
+        let Some(function) = self.run_function() else {
             return p;
         };
         let (np, fi) = (self.np, self.fi);
@@ -71,14 +66,33 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
             lines += 1;
             p = end + 1;
         }
+        self.end_run(lines, last);
+        p
+    }
+
+    /// The function of a run of cost lines starting here, or `None` where
+    /// no run can start (before the first part, or while a call or jump
+    /// waits for its line). After `fn=` the function is resolved here, as
+    /// the careful path would on this line (the same interning, in the
+    /// same order).
+    #[inline(always)]
+    pub(super) fn run_function(&mut self) -> Option<FunctionId> {
+        if !self.started || !matches!(self.pending, Pending::None) {
+            return None;
+        }
+        self.function.or_else(|| self.current_function().ok())
+    }
+
+    /// Counts a run of `lines` cost lines taken, the last at `last`.
+    #[inline(always)]
+    pub(super) fn end_run(&mut self, lines: u64, last: [u64; 3]) {
         if lines > 0 {
-            stats.lines += lines;
+            self.stats.last_mut().expect("part").lines += lines;
             self.last = last;
             self.line_no += lines;
             self.seq += lines;
             self.in_body = true;
         }
-        p
     }
 
     /// The line after `calls=` or a jump line, when it is in the usual form;

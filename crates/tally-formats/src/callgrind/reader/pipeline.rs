@@ -17,9 +17,9 @@
 //! line, four a number, 32 a keyed line), as they cross from one core to
 //! the other.
 
+use super::Parser;
 use super::fast::number;
 use super::keyed::{Key, digits, key, name_def};
-use super::{Parser, Pending};
 use crate::error::Error;
 use crate::input::Lines;
 use std::path::Path;
@@ -579,12 +579,7 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
         mut p: usize,
         len: usize,
     ) -> usize {
-        if !self.started || !matches!(self.pending, Pending::None) {
-            return p;
-        }
-        // After `fn=` the function is resolved here, as the careful path
-        // would on this line (the same interning, in the same order).
-        let Some(function) = self.function.or_else(|| self.current_function().ok()) else {
+        let Some(function) = self.run_function() else {
             return p;
         };
         let fi = self.fi;
@@ -647,12 +642,8 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
             *total = C::from_u64(run)
                 .and_then(|r| total.checked_add(r))
                 .expect("within the room left");
-            stats.lines += lines;
-            self.last = last;
-            self.line_no += lines;
-            self.seq += lines;
-            self.in_body = true;
         }
+        self.end_run(lines, last);
         p
     }
 }
@@ -666,13 +657,22 @@ fn apply_one<const NP: usize>(
     v: &[u32],
     last: [u64; 3],
 ) -> Option<([u64; 3], Option<u32>)> {
-    let count = v.len();
-    // A relative or repeated number after the positions is not a count.
-    if count < NP || count > NP + 1 || line.kinds >> (2 * NP) != 0 {
+    if v.len() > NP + 1 {
+        return None;
+    }
+    Some((positions(line, v, NP, last)?, v.get(NP).copied()))
+}
+
+/// The first `np` values of a decoded line as positions, from `last`;
+/// `None` if the line has fewer, if a value after them is relative or
+/// repeated (not a count), or if a relative position leaves the range.
+#[inline(always)]
+fn positions(line: Line, v: &[u32], np: usize, last: [u64; 3]) -> Option<[u64; 3]> {
+    if v.len() < np || line.kinds >> (2 * np) != 0 {
         return None;
     }
     let mut pos = last;
-    for (k, slot) in pos.iter_mut().enumerate().take(NP) {
+    for (k, slot) in pos.iter_mut().enumerate().take(np) {
         let x = u64::from(v[k]);
         *slot = match (line.kinds >> (2 * k)) & 3 {
             ABS => x,
@@ -681,7 +681,7 @@ fn apply_one<const NP: usize>(
             _ => *slot,
         };
     }
-    Some((pos, v.get(NP).copied()))
+    Some(pos)
 }
 
 /// The positions (from `last`) and the number of counts (into `costs`) of
@@ -696,20 +696,10 @@ fn apply<C: Cost>(
     costs: &mut [C],
 ) -> Option<([u64; 3], usize)> {
     let count = v.len();
-    // A relative or repeated number after the positions is not a count.
-    if count < np || line.kinds >> (2 * np) != 0 || count - np > costs.len() {
+    if count.saturating_sub(np) > costs.len() {
         return None;
     }
-    let mut pos = last;
-    for (k, slot) in pos.iter_mut().enumerate().take(np) {
-        let x = u64::from(v[k]);
-        *slot = match (line.kinds >> (2 * k)) & 3 {
-            ABS => x,
-            PLUS => slot.checked_add(x)?,
-            MINUS => slot.checked_sub(x)?,
-            _ => *slot,
-        };
-    }
+    let pos = positions(line, v, np, last)?;
     for (slot, &x) in costs.iter_mut().zip(&v[np..]) {
         *slot = C::from_u64(u64::from(x))?;
     }
