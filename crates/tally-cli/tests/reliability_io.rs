@@ -193,10 +193,35 @@ impl Sig {
 
 /// When the signal is sent: a while after the start (tally is reading),
 /// or as soon as tally's temporary file appears in the folder (writing).
+///
+/// While reading, tally's standard input is `big()` fed through a pipe:
+/// half of it at once, the rest in small pieces over more than a second,
+/// so tally is between parsing and waiting for input when the signal
+/// comes, and cannot have finished however fast it reads.
 #[derive(Clone, Copy, Debug)]
 enum When {
     Reading,
     Writing,
+}
+
+/// Writes `big()` to `pipe` as `When::Reading` says, until tally closes
+/// its end (the write then fails) or all of it is written.
+fn feed(mut pipe: std::process::ChildStdin) -> std::thread::JoinHandle<()> {
+    use std::io::Write;
+    let data = fs::read(big()).unwrap();
+    std::thread::spawn(move || {
+        let (first, rest) = data.split_at(data.len() / 2);
+        if pipe.write_all(first).is_err() {
+            return;
+        }
+        let piece = rest.len() / 2000 + 1;
+        for chunk in rest.chunks(piece) {
+            std::thread::sleep(Duration::from_millis(1));
+            if pipe.write_all(chunk).is_err() {
+                return;
+            }
+        }
+    })
 }
 
 /// Runs `tally ARGS` in `dir` (its own process group), sends `sig` to its
@@ -211,12 +236,17 @@ fn stopped(args: &[&str], sig: Sig, group: bool, when: When) {
         .in_dir(dir.path())
         .command()
         .args(args)
+        .stdin(match when {
+            When::Reading => Stdio::piped(),
+            When::Writing => Stdio::null(),
+        })
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
         .unwrap();
     let start = Instant::now();
+    let feeder = child.stdin.take().map(feed);
     match when {
         When::Reading => std::thread::sleep(Duration::from_millis(200)),
         When::Writing => {
@@ -250,6 +280,9 @@ fn stopped(args: &[&str], sig: Sig, group: bool, when: When) {
     assert!(st.success());
     let status = wait_at_most(&mut child, Duration::from_secs(10));
     let took = sent.elapsed();
+    if let Some(f) = feeder {
+        f.join().unwrap();
+    }
     let stderr = {
         let mut e = String::new();
         std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut e).unwrap();
@@ -339,25 +372,25 @@ fn merge_stops_cleanly_while_writing() {
 fn long_commands_stop_cleanly_while_reading() {
     let big = s(big());
     stopped(
-        &["convert", big, "-o", "out.callgrind"],
+        &["convert", "-", "-o", "out.callgrind"],
         Sig::Term,
         false,
         When::Reading,
     );
     stopped(
-        &["merge", big, big, "-o", "out.callgrind"],
+        &["merge", big, "-", "-o", "out.callgrind"],
         Sig::Int,
         true,
         When::Reading,
     );
     stopped(
-        &["check", big, big, big, big],
+        &["check", big, big, "-", big],
         Sig::Hup,
         false,
         When::Reading,
     );
-    stopped(&["annotate", big], Sig::Int, false, When::Reading);
-    stopped(&["gprof", big], Sig::Term, true, When::Reading);
+    stopped(&["annotate", "-"], Sig::Int, false, When::Reading);
+    stopped(&["gprof", "-"], Sig::Term, true, When::Reading);
 }
 
 #[test]
