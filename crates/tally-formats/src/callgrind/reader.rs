@@ -185,6 +185,13 @@ pub struct ReadOptions<'a> {
 /// starting the thread costs more than it saves.
 pub const TWO_THREADS_FROM: u64 = 4 << 20;
 
+/// The read size of a one-thread read: under glibc's 128 KiB threshold,
+/// so the buffer comes from the heap rather than from fresh pages that
+/// fault in as the first read fills them (a fault costs more than the
+/// extra read calls), and over `Input`'s 64 KiB buffer, so reads bypass
+/// it rather than copy through it.
+const SMALL_CHUNK: usize = (128 << 10) - 4096;
+
 /// Reads a whole profile into memory.
 pub fn read<C: Cost>(input: Input) -> Result<(Profile<C>, Warnings), Error> {
     read_with(input, ReadOptions::default())
@@ -216,7 +223,8 @@ pub fn parse<C: Cost, S: Sink<C>>(
     };
     let lines = match options.chunk_size {
         Some(n) => input.into_lines_sized(n),
-        None => input.into_lines(),
+        None if two_threads => input.into_lines(),
+        None => input.into_lines_sized(SMALL_CHUNK),
     };
     let mut p = Parser::new(sink);
     p.progress = options.progress;
