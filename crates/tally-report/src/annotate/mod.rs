@@ -347,7 +347,10 @@ impl<'p, C: Cost> Analysis<'p, C> {
             .stacks
             .as_ref()
             .filter(|_| more_calls.is_empty() && chosen.iter().all(|&c| c));
-        let mut graph = (need_incl || needs_lines(opts)).then(|| {
+        // Source and assembly views ask it only where calls are: a profile
+        // without any (Cachegrind's) needs it for inclusive costs alone.
+        let calls = !agg.arcs.is_empty() || !more_calls.is_empty();
+        let mut graph = (need_incl || (needs_lines(opts) && calls)).then(|| {
             stacks
                 .and_then(|s| Inclusive::from_stacks(&agg, s))
                 .unwrap_or_else(|| Inclusive::with_calls(&agg, more_calls.iter().copied()))
@@ -920,6 +923,7 @@ struct FileFilter {
     inputs: Vec<PathBuf>,
     /// Per file id: kept or not; ids past the end are not decided yet.
     keep: Vec<Option<bool>>,
+    locator: source::Locator,
 }
 
 impl FileFilter {
@@ -930,7 +934,9 @@ impl FileFilter {
         }
         if self.keep[i].is_none() {
             let found = !source::is_unknown(name)
-                && source::locate(&String::from_utf8_lossy(name), &self.include, &self.inputs)
+                && self
+                    .locator
+                    .locate(&String::from_utf8_lossy(name), &self.include, &self.inputs)
                     .is_some();
             self.keep[i] = Some(found);
         }
@@ -960,6 +966,7 @@ impl<C: Cost> AggregateAndRecords<C> {
                 include: opts.include.clone(),
                 inputs: opts.inputs.clone(),
                 keep: Vec::new(),
+                locator: source::Locator::default(),
             }),
             jumps: opts.asm || opts.jumps.is_some(),
         }

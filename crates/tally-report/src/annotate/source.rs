@@ -46,26 +46,59 @@ pub(super) fn is_unknown(name: &[u8]) -> bool {
     name.is_empty() || name == b"???"
 }
 
-/// Finds the source of `name` as the profile gives it: as is, then under
-/// each include directory, then next to each input file.
-pub(super) fn locate(name: &str, include: &[PathBuf], inputs: &[PathBuf]) -> Option<PathBuf> {
-    let p = Path::new(name);
-    if p.is_file() {
-        return Some(p.to_path_buf());
-    }
-    let rel = p.strip_prefix("/").unwrap_or(p);
-    let dirs = include.iter().cloned().chain(
-        inputs
-            .iter()
-            .filter_map(|i| i.parent().map(Path::to_path_buf)),
-    );
-    for d in dirs {
-        let c = d.join(rel);
-        if c.is_file() {
-            return Some(c);
+/// Finds sources as the profile names them, remembering which folders
+/// are missing: a profile names hundreds of sources under a few build
+/// folders that are not on this machine, and one look at a folder then
+/// answers for all its files.
+#[derive(Default)]
+pub(super) struct Locator {
+    /// Folder → whether it is one.
+    dirs: FxHashMap<PathBuf, bool>,
+}
+
+impl Locator {
+    /// Finds the source of `name` as the profile gives it: as is, then
+    /// under each include directory, then next to each input file.
+    pub(super) fn locate(
+        &mut self,
+        name: &str,
+        include: &[PathBuf],
+        inputs: &[PathBuf],
+    ) -> Option<PathBuf> {
+        let p = Path::new(name);
+        if self.is_file(p) {
+            return Some(p.to_path_buf());
         }
+        let rel = p.strip_prefix("/").unwrap_or(p);
+        let dirs = include.iter().cloned().chain(
+            inputs
+                .iter()
+                .filter_map(|i| i.parent().map(Path::to_path_buf)),
+        );
+        for d in dirs {
+            let c = d.join(rel);
+            // An input in the working folder gives `name` again.
+            if c != p && self.is_file(&c) {
+                return Some(c);
+            }
+        }
+        None
     }
-    None
+
+    /// Whether `p` is a file; false without asking when its folder is
+    /// known to be missing.
+    fn is_file(&mut self, p: &Path) -> bool {
+        if let Some(dir) = p.parent()
+            && !dir.as_os_str().is_empty()
+            && !*self
+                .dirs
+                .entry(dir.to_path_buf())
+                .or_insert_with(|| dir.is_dir())
+        {
+            return false;
+        }
+        p.is_file()
+    }
 }
 
 pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> Plan<C> {
@@ -112,14 +145,17 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
     // Each file is looked for first, so that the lines of the profile are
     // summed for the files found only (a profile names many sources that
     // are not on this machine).
+    let mut locator = Locator::default();
     let looked: Vec<Option<Looked>> = wanted
         .iter()
         .map(|&(f, _)| {
             let name = String::from_utf8_lossy(names.file_name(f));
-            locate(&name, &o.include, &o.inputs).map(|path| match std::fs::read(&path) {
-                Ok(b) => Ok((path, b)),
-                Err(e) => Err(format!("{}: {e}", path.display())),
-            })
+            locator
+                .locate(&name, &o.include, &o.inputs)
+                .map(|path| match std::fs::read(&path) {
+                    Ok(b) => Ok((path, b)),
+                    Err(e) => Err(format!("{}: {e}", path.display())),
+                })
         })
         .collect();
     // Asked per block, call and jump: a lookup by index, not a search.
@@ -244,7 +280,9 @@ fn same_file(name: &[u8], user: &Path, o: &super::Options) -> bool {
         return true;
     }
     match (
-        locate(&name, &o.include, &o.inputs).and_then(|p| p.canonicalize().ok()),
+        Locator::default()
+            .locate(&name, &o.include, &o.inputs)
+            .and_then(|p| p.canonicalize().ok()),
         user.canonicalize().ok(),
     ) {
         (Some(a), Some(b)) => a == b,
@@ -459,5 +497,43 @@ fn call_lines<C: Cost>(
                 super::inside_mark(kind)
             ),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Locator;
+    use std::fs;
+
+    /// A missing folder answers for its files, and the search still finds
+    /// a file as named, under an include folder and next to the input.
+    #[test]
+    fn the_locator_finds_what_the_filesystem_has() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        fs::create_dir_all(d.join("src/sub")).unwrap();
+        fs::create_dir_all(d.join("inc/build/x")).unwrap();
+        fs::write(d.join("src/a.c"), "a\n").unwrap();
+        fs::write(d.join("inc/build/x/b.c"), "b\n").unwrap();
+        fs::write(d.join("c.c"), "c\n").unwrap();
+        let inputs = [d.join("callgrind.out")];
+        let include = [d.join("inc")];
+        let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
+        let mut l = Locator::default();
+        let missing = s(&d.join("gone/a.c"));
+        for _ in 0..2 {
+            assert_eq!(l.locate(&missing, &include, &inputs), None);
+        }
+        let a = s(&d.join("src/a.c"));
+        assert_eq!(l.locate(&a, &include, &inputs), Some(d.join("src/a.c")));
+        assert_eq!(l.locate(&s(&d.join("src/sub/none.c")), &include, &[]), None);
+        // Not under its own name: under the include folder, then next to
+        // the input.
+        assert_eq!(
+            l.locate("/build/x/b.c", &include, &inputs),
+            Some(d.join("inc/build/x/b.c"))
+        );
+        assert_eq!(l.locate("c.c", &include, &inputs), Some(d.join("c.c")));
+        assert_eq!(l.locate("build/y/b.c", &include, &inputs), None);
     }
 }
