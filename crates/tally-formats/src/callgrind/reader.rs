@@ -262,7 +262,7 @@ impl IdMap {
     const DENSE_LIMIT: u64 = 1 << 22;
     const UNSET: u32 = u32::MAX;
 
-    #[inline]
+    #[inline(always)]
     fn get(&self, id: u64) -> Option<u32> {
         if id < Self::DENSE_LIMIT {
             self.dense
@@ -730,6 +730,17 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             self.body_spec(key, value, line)
         } else {
             self.header(key, value, line)
+        }
+    }
+
+    /// The names of one id space.
+    #[inline(always)]
+    fn names_of(&self, space: Space) -> &tally_model::Interner {
+        let names = &self.profile.names;
+        match space {
+            Space::Object => &names.objects,
+            Space::File => &names.files,
+            Space::Symbol => &names.symbols,
         }
     }
 

@@ -122,8 +122,9 @@ fn line_end(data: &[u8], mut i: usize, len: usize) -> Option<usize> {
     (i < len && data[i] == b'\n').then_some(i)
 }
 
-/// How many keyed lines ahead the parser touches the id maps.
-const AHEAD: usize = 8;
+/// How many keyed lines the parser touches the id maps for at once, that
+/// many keyed lines ahead (see [`Parser::touch`]).
+const BATCH: usize = 16;
 
 impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
     /// Reads the keyed line at `data[p..]` if it is one of the common
@@ -143,8 +144,11 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
         if let Some(d) = decoded.as_deref_mut()
             && let Some(item) = d.keyed_at(p)
         {
-            if let Some(ahead) = d.keyed_ahead(AHEAD) {
-                self.touch(ahead);
+            if let Some(batch) = d.keyed_batch(BATCH) {
+                self.touch(batch.iter().filter_map(|k| match k.key {
+                    Key::Name(n) => Some((n, u64::from(k.a))),
+                    _ => None,
+                }));
             }
             if let Some(next) = self.decoded_keyed(item) {
                 return Some(next);
@@ -198,23 +202,26 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
         }
     }
 
-    /// Loads the id map's entry for a name line read ahead, and for a
-    /// function name the last function resolved for it, so that their
+    /// Loads the id maps' entries for names read ahead (references and
+    /// definitions, whose ids come in no order), and for
+    /// function names the last function resolved for each, so that their
     /// cache misses (the tables of a profile with `--separate-callers`
-    /// span megabytes) overlap the lines before it instead of stalling on
-    /// them.
+    /// span megabytes) are taken early and together: the loads of a batch
+    /// do not depend on each other, so their misses overlap, where one
+    /// load per line stalled the parser once per line.
     #[inline(always)]
-    fn touch(&self, ahead: &Keyed) {
-        if let Key::Name(k) = ahead.key {
+    fn touch(&self, batch: impl Iterator<Item = (NameKey, u64)>) {
+        let mut seen = 0u32;
+        for (k, id) in batch {
             let space = k.space();
-            let index = self.ids[space as usize].get(u64::from(ahead.a));
-            if space == Space::Symbol
-                && let Some(i) = index
-            {
-                std::hint::black_box(self.recent.get(i as usize).map(|r| r.is_some()));
+            if let Some(i) = self.ids[space as usize].get(id) {
+                seen ^= i;
+                if space == Space::Symbol {
+                    seen ^= u32::from(self.recent.get(i as usize).is_some_and(|r| r.is_some()));
+                }
             }
-            std::hint::black_box(index);
         }
+        std::hint::black_box(seen);
     }
 
     /// `KEY=(id)` with the id already defined, or `KEY=(id) name` defining
@@ -247,7 +254,16 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
             }
             let name = &data[s..end];
             let h = decoded
-                .and_then(|d| d.name_hash(p, end))
+                .and_then(|d| {
+                    let h = d.name_hash(p, end);
+                    if let Some(batch) = d.def_batch(BATCH) {
+                        self.touch(batch.iter().map(|d| (d.key, d.id)));
+                        for d in batch {
+                            self.names_of(d.key.space()).touch(d.hash);
+                        }
+                    }
+                    h
+                })
                 .unwrap_or_else(|| Interner::hash(name));
             let index = self.intern(space, name, h)?;
             self.ids[space as usize].set(id, index);

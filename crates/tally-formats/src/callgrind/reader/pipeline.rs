@@ -19,7 +19,7 @@
 
 use super::Parser;
 use super::fast::number;
-use super::keyed::{Key, digits, key, name_def};
+use super::keyed::{Key, NameKey, digits, key, name_def};
 use crate::error::Error;
 use crate::input::Lines;
 use std::path::Path;
@@ -121,13 +121,16 @@ impl Keyed {
 
 /// A name definition line and the hash of its name.
 #[derive(Clone, Copy)]
-struct NameDef {
+pub(super) struct NameDef {
     /// Where the line starts in the chunk.
     start: u32,
     /// Where its name ends (its `\n`).
     end: u32,
     /// [`Interner::hash`] of the name.
-    hash: u64,
+    pub(super) hash: u64,
+    /// Its key and id, for the parser to touch their entry early.
+    pub(super) key: NameKey,
+    pub(super) id: u64,
 }
 
 impl Chunk {
@@ -162,13 +165,15 @@ impl Chunk {
                     continue;
                 }
             } else if let Some((k, v)) = key(data, p) {
-                if let Key::Name(_) = k
-                    && let Some((_, s, end)) = name_def(data, v, len)
+                if let Key::Name(key) = k
+                    && let Some((id, s, end)) = name_def(data, v, len)
                 {
                     defs.push(NameDef {
                         start: p as u32,
                         end: end as u32,
                         hash: Interner::hash(&data[s..end]),
+                        key,
+                        id,
                     });
                     p = end + 1;
                     continue;
@@ -489,11 +494,29 @@ impl Decoded<'_> {
         None
     }
 
-    /// The keyed line `n` after the one [`Decoded::keyed_at`] gave last,
-    /// so that the parser can touch what it will need for it early.
+    /// At every `n`th keyed line, the `n` keyed lines after the next `n`
+    /// (fewer at the chunk's end), so that the parser can touch what it
+    /// will need for them early and together.
     #[inline(always)]
-    pub(super) fn keyed_ahead(&self, n: usize) -> Option<&Keyed> {
-        self.keyed.get(self.next_keyed + n)
+    pub(super) fn keyed_batch(&self, n: usize) -> Option<&[Keyed]> {
+        if self.next_keyed % n != 0 {
+            return None;
+        }
+        let len = self.keyed.len();
+        let start = (self.next_keyed + n).min(len);
+        Some(&self.keyed[start..(start + n).min(len)])
+    }
+
+    /// At every `n`th definition, the `n` definitions after the next `n`
+    /// (as [`Decoded::keyed_batch`]).
+    #[inline(always)]
+    pub(super) fn def_batch(&self, n: usize) -> Option<&[NameDef]> {
+        if self.def % n != 0 {
+            return None;
+        }
+        let len = self.defs.len();
+        let start = (self.def + n).min(len);
+        Some(&self.defs[start..(start + n).min(len)])
     }
 
     /// The hash of the name defined on the line at `p`, whose name ends at
