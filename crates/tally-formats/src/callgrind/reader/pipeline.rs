@@ -499,24 +499,14 @@ impl Decoded<'_> {
     /// will need for them early and together.
     #[inline(always)]
     pub(super) fn keyed_batch(&self, n: usize) -> Option<&[Keyed]> {
-        if self.next_keyed % n != 0 {
-            return None;
-        }
-        let len = self.keyed.len();
-        let start = (self.next_keyed + n).min(len);
-        Some(&self.keyed[start..(start + n).min(len)])
+        batch(self.keyed, self.next_keyed, n)
     }
 
     /// At every `n`th definition, the `n` definitions after the next `n`
     /// (as [`Decoded::keyed_batch`]).
     #[inline(always)]
     pub(super) fn def_batch(&self, n: usize) -> Option<&[NameDef]> {
-        if self.def % n != 0 {
-            return None;
-        }
-        let len = self.defs.len();
-        let start = (self.def + n).min(len);
-        Some(&self.defs[start..(start + n).min(len)])
+        batch(self.defs, self.def, n)
     }
 
     /// The hash of the name defined on the line at `p`, whose name ends at
@@ -532,6 +522,17 @@ impl Decoded<'_> {
         }
         None
     }
+}
+
+/// When `at` is a multiple of `n`, the `n` items of `items` after the
+/// next `n` (fewer, or none, at its end).
+#[inline(always)]
+fn batch<T>(items: &[T], at: usize, n: usize) -> Option<&[T]> {
+    if !at.is_multiple_of(n) {
+        return None;
+    }
+    let start = (at + n).min(items.len());
+    Some(&items[start..(start + n).min(items.len())])
 }
 
 /// Starts the reading thread in `scope` and returns the parser's end of it.
