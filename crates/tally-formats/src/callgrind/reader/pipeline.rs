@@ -105,17 +105,7 @@ impl Keyed {
         if usize::from(self.n) != np {
             return None;
         }
-        let mut pos = last;
-        for (k, slot) in pos.iter_mut().enumerate().take(np) {
-            let x = u64::from(self.target[k]);
-            *slot = match (self.kinds >> (2 * k)) & 3 {
-                ABS => x,
-                PLUS => slot.checked_add(x)?,
-                MINUS => slot.checked_sub(x)?,
-                _ => *slot,
-            };
-        }
-        Some(pos)
+        step(self.kinds, &self.target, np, last)
     }
 }
 
@@ -695,10 +685,17 @@ fn positions(line: Line, v: &[u32], np: usize, last: [u64; 3]) -> Option<[u64; 3
     if v.len() < np || line.kinds >> (2 * np) != 0 {
         return None;
     }
+    step(line.kinds, v, np, last)
+}
+
+/// The first `np` of `values`, of the kinds in `kinds` (two bits each),
+/// as positions from `last`; `None` if a relative one leaves the range.
+#[inline(always)]
+fn step(kinds: u8, values: &[u32], np: usize, last: [u64; 3]) -> Option<[u64; 3]> {
     let mut pos = last;
     for (k, slot) in pos.iter_mut().enumerate().take(np) {
-        let x = u64::from(v[k]);
-        *slot = match (line.kinds >> (2 * k)) & 3 {
+        let x = u64::from(values[k]);
+        *slot = match (kinds >> (2 * k)) & 3 {
             ABS => x,
             PLUS => slot.checked_add(x)?,
             MINUS => slot.checked_sub(x)?,
