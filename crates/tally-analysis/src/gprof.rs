@@ -245,13 +245,77 @@ pub struct Arc {
 /// first in both the caller's and the callee's list.
 #[derive(Debug, Clone, Default)]
 pub struct Graph {
-    /// All arcs, oldest first.
+    /// All arcs, oldest first. Add arcs with [`Graph::add`] only: it keeps
+    /// the lists of every routine's arcs up to date.
     pub arcs: Vec<Arc>,
-    children: Vec<Vec<usize>>,
-    parents: Vec<Vec<usize>>,
     index: FxHashMap<(usize, usize), usize>,
     /// Calls into every routine, self calls included until [`assemble`].
     pub ncalls: Vec<u64>,
+    /// Every routine's arcs, made when first asked for after the last
+    /// [`Graph::add`].
+    lists: std::sync::OnceLock<Lists>,
+}
+
+/// The arcs out of and into every routine, oldest first, in two flat
+/// tables (a list per routine would be an allocation per routine, and a
+/// walk over the graph would chase a pointer per routine).
+#[derive(Debug, Clone, Default)]
+struct Lists {
+    /// `child_arcs[child_start[r]..child_start[r + 1]]` are `r`'s arcs to
+    /// its callees; `child_nodes` has their callees, for the depth-first
+    /// walk, which needs nothing else of an arc.
+    child_start: Vec<usize>,
+    child_arcs: Vec<usize>,
+    child_nodes: Vec<usize>,
+    /// The same for the arcs into every routine.
+    parent_start: Vec<usize>,
+    parent_arcs: Vec<usize>,
+}
+
+impl Lists {
+    /// The lists of `arcs` over `routines` routines: a counting sort by
+    /// each end, which keeps every routine's arcs oldest first.
+    fn new(arcs: &[Arc], routines: usize) -> Lists {
+        fn by(
+            arcs: &[Arc],
+            routines: usize,
+            end: impl Fn(&Arc) -> usize,
+        ) -> (Vec<usize>, Vec<usize>) {
+            let mut start = vec![0usize; routines + 1];
+            for a in arcs {
+                start[end(a) + 1] += 1;
+            }
+            for r in 0..routines {
+                start[r + 1] += start[r];
+            }
+            let mut next = start.clone();
+            let mut out = vec![0usize; arcs.len()];
+            for (i, a) in arcs.iter().enumerate() {
+                let slot = &mut next[end(a)];
+                out[*slot] = i;
+                *slot += 1;
+            }
+            (start, out)
+        }
+        let (child_start, child_arcs) = by(arcs, routines, |a| a.parent);
+        let child_nodes = child_arcs.iter().map(|&a| arcs[a].child).collect();
+        let (parent_start, parent_arcs) = by(arcs, routines, |a| a.child);
+        Lists {
+            child_start,
+            child_arcs,
+            child_nodes,
+            parent_start,
+            parent_arcs,
+        }
+    }
+
+    fn children(&self, r: usize) -> std::ops::Range<usize> {
+        self.child_start[r]..self.child_start[r + 1]
+    }
+
+    fn parents(&self, r: usize) -> &[usize] {
+        &self.parent_arcs[self.parent_start[r]..self.parent_start[r + 1]]
+    }
 }
 
 impl Graph {
@@ -259,19 +323,31 @@ impl Graph {
     pub fn new(routines: usize) -> Graph {
         Graph {
             arcs: Vec::new(),
-            children: vec![Vec::new(); routines],
-            parents: vec![Vec::new(); routines],
             index: FxHashMap::default(),
             ncalls: vec![0; routines],
+            lists: std::sync::OnceLock::new(),
         }
     }
 
+    fn lists(&self) -> &Lists {
+        self.lists
+            .get_or_init(|| Lists::new(&self.arcs, self.ncalls.len()))
+    }
+
+    /// Room for `arcs` more arcs: a Callgrind profile knows its arc count
+    /// before adding them, and growing the index rehashes every arc.
+    pub fn reserve(&mut self, arcs: usize) {
+        self.arcs.reserve(arcs);
+        self.index.reserve(arcs);
+    }
+
     /// Adds `count` to the arc `parent → child`, creating it if new
-    /// (`arc_add`). Does not touch the call counts.
-    pub fn add(&mut self, parent: usize, child: usize, count: u64) {
+    /// (`arc_add`), and returns the arc's index. Does not touch the call
+    /// counts.
+    pub fn add(&mut self, parent: usize, child: usize, count: u64) -> usize {
         if let Some(&a) = self.index.get(&(parent, child)) {
             self.arcs[a].count = self.arcs[a].count.saturating_add(count);
-            return;
+            return a;
         }
         let a = self.arcs.len();
         self.arcs.push(Arc {
@@ -282,8 +358,8 @@ impl Graph {
             child_time: 0.0,
         });
         self.index.insert((parent, child), a);
-        self.children[parent].push(a);
-        self.parents[child].push(a);
+        self.lists.take();
+        a
     }
 
     /// Records a gmon arc record (`cg_tally`): both ends are looked up; a
@@ -318,12 +394,13 @@ impl Graph {
 
     /// Arc indices out of `r`, newest first (gprof's list order).
     pub fn children_of(&self, r: usize) -> impl DoubleEndedIterator<Item = usize> + '_ {
-        self.children[r].iter().rev().copied()
+        let l = self.lists();
+        l.child_arcs[l.children(r)].iter().rev().copied()
     }
 
     /// Arc indices into `r`, newest first.
     pub fn parents_of(&self, r: usize) -> impl DoubleEndedIterator<Item = usize> + '_ {
-        self.parents[r].iter().rev().copied()
+        self.lists().parents(r).iter().rev().copied()
     }
 
     /// The arc `parent → child`, if any.
@@ -441,7 +518,7 @@ const DFN_BUSY: i64 = -1;
 /// with an explicit stack: `head[n]` is the first-visited member of `n`'s
 /// strongly connected component and `next[n]` chains the members from it.
 struct Dfn<'g> {
-    graph: &'g Graph,
+    lists: &'g Lists,
     top: Vec<i64>,
     head: Vec<usize>,
     next: Vec<Option<usize>>,
@@ -465,21 +542,22 @@ impl Dfn<'_> {
     }
 
     fn run(&mut self, root: usize) {
-        // Frames: (node, how many of its child arcs are left). The arcs are
-        // taken newest first ([`Graph::children_of`]), from the end of the
-        // node's list, which the walk does not change: no list is copied.
+        // Frames: (node, the end of its child arcs not yet taken). The arcs
+        // are taken newest first ([`Graph::children_of`]), from the end of
+        // the node's list, which the walk does not change: no list is
+        // copied.
         let mut frames: Vec<(usize, usize)> = Vec::new();
         if !self.enter(root) {
             return;
         }
-        frames.push((root, self.graph.children[root].len()));
-        while let Some((node, left)) = frames.last_mut() {
-            if *left > 0 {
-                *left -= 1;
-                let a = self.graph.children[*node][*left];
-                let child = self.graph.arcs[a].child;
+        let l = self.lists;
+        frames.push((root, l.child_start[root + 1]));
+        while let Some((node, end)) = frames.last_mut() {
+            if *end > l.child_start[*node] {
+                *end -= 1;
+                let child = l.child_nodes[*end];
                 if self.enter(child) {
-                    frames.push((child, self.graph.children[child].len()));
+                    frames.push((child, l.child_start[child + 1]));
                 }
             } else {
                 let node = *node;
@@ -574,7 +652,7 @@ impl Dfn<'_> {
 pub fn depth_first(graph: &Graph) -> (Vec<i64>, Vec<usize>, Vec<Option<usize>>) {
     let n = graph.ncalls.len();
     let mut dfn = Dfn {
-        graph,
+        lists: graph.lists(),
         top: vec![DFN_NAN; n],
         head: (0..n).collect(),
         next: vec![None; n],
@@ -606,11 +684,12 @@ pub fn assemble(
     let n = graph.ncalls.len();
     let mut ncalls = graph.ncalls.clone();
     let mut self_calls = vec![0u64; n];
-    for r in 0..n {
-        if let Some(a) = graph.find(r, r) {
-            ncalls[r] = ncalls[r].saturating_sub(graph.arcs[a].count);
-            self_calls[r] = graph.arcs[a].count;
-        }
+    // Arcs are unique per (caller, callee): one pass over them finds the
+    // self calls, with no lookup per routine.
+    for a in graph.arcs.iter().filter(|a| a.parent == a.child) {
+        let r = a.parent;
+        ncalls[r] = ncalls[r].saturating_sub(a.count);
+        self_calls[r] = a.count;
     }
     for &(p, c) in &options.static_arcs {
         graph.add(p, c, 0);
@@ -659,8 +738,7 @@ pub fn assemble(
     // The node that stands for a routine in the collapsed graph.
     let group = |r: usize| if cycle[r] != 0 { cycle_of[r] } else { r };
 
-    let mut top_sorted: Vec<usize> = (0..n).collect();
-    top_sorted.sort_by_key(|&r| top_order[r]);
+    let top_sorted = by_number(&top_order);
 
     let mut print_flag = vec![false; total];
     let mut fract = vec![0.0f64; total];
@@ -745,15 +823,20 @@ pub fn assemble(
         prop_self[n + k] = fract[n + k] * hist[n + k];
     }
 
-    // propagate_time, callees first.
+    // propagate_time, callees first. The lists are taken out of the graph
+    // while its arcs' times are written, and put back after.
+    let lists = match graph.lists.take() {
+        Some(l) => l,
+        None => Lists::new(&graph.arcs, n),
+    };
     for &parent in &top_sorted {
         if fract[parent] == 0.0 {
             continue;
         }
         // Newest first, as `children_of`, by index: the arcs' times are
         // written as they are visited.
-        for k in (0..graph.children[parent].len()).rev() {
-            let a = graph.children[parent][k];
+        for k in lists.children(parent).rev() {
+            let a = lists.child_arcs[k];
             let (count, mut child) = (graph.arcs[a].count, graph.arcs[a].child);
             if count == 0 || child == parent || fract[child] == 0.0 {
                 continue;
@@ -785,13 +868,22 @@ pub fn assemble(
             }
         }
     }
+    graph.lists = std::sync::OnceLock::from(lists);
 
     // Order of entries: by total time, cycles first, names without a
-    // leading underscore first, more calls first, then by name.
+    // leading underscore first, more calls first, then by name. The keys
+    // are laid out side by side first: the names, apart in memory, are
+    // reached only on a tie.
+    let keys: Vec<(f64, bool, u64)> = (0..total)
+        .map(|i| {
+            let underscore = i < n && names[i].starts_with('_');
+            (prop_self[i] + prop_child[i], underscore, ncalls[i])
+        })
+        .collect();
     let mut order: Vec<usize> = (0..total).collect();
     order.sort_by(|&l, &r| {
-        let lt = prop_self[l] + prop_child[l];
-        let rt = prop_self[r] + prop_child[r];
+        let (lt, lu, lc) = keys[l];
+        let (rt, ru, rc) = keys[r];
         if lt < rt {
             return std::cmp::Ordering::Greater;
         }
@@ -803,16 +895,13 @@ pub fn assemble(
             (_, true) => return std::cmp::Ordering::Greater,
             _ => {}
         }
-        let lu = names[l].starts_with('_');
-        let ru = names[r].starts_with('_');
         if !lu && ru {
             return std::cmp::Ordering::Less;
         }
         if lu && !ru {
             return std::cmp::Ordering::Greater;
         }
-        ncalls[r]
-            .cmp(&ncalls[l])
+        rc.cmp(&lc)
             .then_with(|| names[l].as_bytes().cmp(names[r].as_bytes()))
     });
     let mut index = vec![0usize; total];
@@ -838,6 +927,27 @@ pub fn assemble(
         index,
         top_order,
     }
+}
+
+/// The routines in increasing `top` number, those with equal numbers (a
+/// cycle's members) in index order: a stable sort by number, counted
+/// (the numbers run from 1 to at most the routine count).
+fn by_number(top: &[i64]) -> Vec<usize> {
+    let max = top.iter().copied().max().unwrap_or(0).max(0) as usize;
+    let mut start = vec![0usize; max + 2];
+    for &t in top {
+        start[t.max(0) as usize + 1] += 1;
+    }
+    for k in 1..start.len() {
+        start[k] += start[k - 1];
+    }
+    let mut out = vec![0usize; top.len()];
+    for (r, &t) in top.iter().enumerate() {
+        let slot = &mut start[t.max(0) as usize];
+        out[*slot] = r;
+        *slot += 1;
+    }
+    out
 }
 
 impl CallGraph {

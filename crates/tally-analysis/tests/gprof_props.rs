@@ -314,6 +314,31 @@ proptest! {
         }
     }
 
+    /// Every routine's arc lists, asked for between additions (so that
+    /// they are made, dropped and made again), hold its arcs newest first,
+    /// and `add` returns the arc it added to.
+    #[test]
+    fn arc_lists_follow_additions(c in case(20, 60)) {
+        let mut g = Graph::new(c.n);
+        for (k, &(p, ch, count)) in c.arcs.iter().enumerate() {
+            let a = g.add(p, ch, count);
+            prop_assert_eq!((g.arcs[a].parent, g.arcs[a].child), (p, ch));
+            if k % 3 == 0 {
+                let mine: Vec<usize> = g.children_of(p).collect();
+                let naive: Vec<usize> =
+                    (0..g.arcs.len()).rev().filter(|&a| g.arcs[a].parent == p).collect();
+                prop_assert_eq!(mine, naive);
+            }
+        }
+        for r in 0..c.n {
+            let children: Vec<usize> = g.children_of(r).collect();
+            let parents: Vec<usize> = g.parents_of(r).collect();
+            let arcs = 0..g.arcs.len();
+            prop_assert_eq!(children, arcs.clone().rev().filter(|&a| g.arcs[a].parent == r).collect::<Vec<_>>());
+            prop_assert_eq!(parents, arcs.rev().filter(|&a| g.arcs[a].child == r).collect::<Vec<_>>());
+        }
+    }
+
     /// A cycle called from outside carries its members' self time and
     /// what they pass on; one that nothing calls shows none (GNU gprof).
     #[test]

@@ -91,8 +91,10 @@ pub fn analyse<C: Cost>(
         let id = FunctionId(f as u32);
         let name = lossy(names.function_name(id));
         let file = lossy(names.function_file(id));
+        // The report prints `display` below, made from `name`: the
+        // routine's own copy would be a third string per function.
         routines.push(Routine {
-            display: name.clone(),
+            display: String::new(),
             name,
             addr: f as u64,
             end_addr: f as u64,
@@ -127,7 +129,8 @@ pub fn analyse<C: Cost>(
     // first appearance; `-k` and `-q FROM/TO` as for gmon input.
     let (filtering, keep_arc) = arc_filter(&table, specs);
     let mut graph = Graph::new(n);
-    let mut arc_measured: Vec<i128> = Vec::new();
+    graph.reserve(agg.arcs.len());
+    let mut arc_measured: Vec<i128> = Vec::with_capacity(agg.arcs.len());
     let mut kept_arcs = Vec::new();
     for arc in &agg.arcs {
         let (p, c) = (arc.caller.index(), arc.callee.index());
@@ -138,8 +141,7 @@ pub fn analyse<C: Cost>(
         negative |= count < 0;
         let count = u64::try_from(count.max(0)).unwrap_or(u64::MAX);
         graph.ncalls[c] = graph.ncalls[c].saturating_add(count);
-        graph.add(p, c, count);
-        let a = graph.find(p, c).expect("arc just added");
+        let a = graph.add(p, c, count);
         if a == arc_measured.len() {
             arc_measured.push(0);
         }
@@ -244,7 +246,7 @@ pub fn analyse<C: Cost>(
         ));
     }
 
-    let display = table.routines.iter().map(|r| r.name.clone()).collect();
+    let display = raw_names.iter().map(|&r| r.to_owned()).collect();
     Ok(Report {
         ncalls: cg.ncalls[..n].to_vec(),
         table,
@@ -277,13 +279,41 @@ pub fn analyse<C: Cost>(
 /// For names shared by several functions: the file, or the object and
 /// the file when the file does not tell them apart.
 fn qualifiers(table: &SymbolTable, objects: &[String]) -> Vec<Option<String>> {
-    let mut by_name: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
+    // The routines of each name, chained through `next` from the first:
+    // nearly every name is unique, and a vector per name would be an
+    // allocation per function.
+    let n = table.len();
+    let mut first: FxHashMap<&str, usize> = FxHashMap::default();
+    first.reserve(n);
+    let mut next = vec![usize::MAX; n];
+    let mut last = vec![usize::MAX; n];
+    let mut shared = Vec::new();
     for (i, r) in table.routines.iter().enumerate() {
-        by_name.entry(r.name.as_str()).or_default().push(i);
+        match first.entry(r.name.as_str()) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(i);
+                last[i] = i;
+            }
+            std::collections::hash_map::Entry::Occupied(o) => {
+                let head = *o.get();
+                if next[head] == usize::MAX {
+                    shared.push(head);
+                }
+                next[last[head]] = i;
+                last[head] = i;
+            }
+        }
     }
-    let mut out = vec![None; table.len()];
-    for group in by_name.values().filter(|g| g.len() > 1) {
-        for &i in group {
+    drop(first);
+    let mut out = vec![None; n];
+    for head in shared {
+        let mut group = Vec::new();
+        let mut m = head;
+        while m != usize::MAX {
+            group.push(m);
+            m = next[m];
+        }
+        for &i in &group {
             let file = table.routines[i].file.as_deref().unwrap_or("");
             let shared = group
                 .iter()
