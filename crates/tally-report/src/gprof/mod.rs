@@ -26,7 +26,7 @@ mod specs;
 pub mod text;
 
 pub use gmon::{analyse, layout_of};
-pub use report::{Costs, EventCounts, Histogram, Measured, PrintName, Report};
+pub use report::{Costs, EventCounts, Histogram, Measured, Report};
 pub use routines::{display_name, function_table, function_table_with_files};
 pub use specs::{ArcSpec, Specs, SymSpec};
 pub(crate) use specs::{arc_filter, selection};

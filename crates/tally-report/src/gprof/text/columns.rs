@@ -220,6 +220,21 @@ pub(super) fn spaces(buf: &mut Vec<u8>, n: usize) {
 /// aligned with `left`). Padding through `fmt` goes a character at a time,
 /// which was most of the time of a report with millions of lines.
 pub(super) fn number(buf: &mut Vec<u8>, v: i128, w: usize, left: bool) {
+    // Counts fit 64 bits nearly always; 128-bit division is a call per
+    // digit.
+    if let Ok(u) = u64::try_from(v) {
+        let mut n = itoa::Buffer::new();
+        let d = n.format(u).as_bytes();
+        let pad = w.saturating_sub(d.len());
+        if !left {
+            spaces(buf, pad);
+        }
+        buf.extend_from_slice(d);
+        if left {
+            spaces(buf, pad);
+        }
+        return;
+    }
     let mut digits = [0u8; 48];
     let mut i = digits.len();
     let mut u = v.unsigned_abs();

@@ -94,7 +94,8 @@ fn flat<W: io::Write>(
         let buf = &mut s.buf;
         let cost = c.self_cost(i);
         accum = accum.add(cost);
-        write!(buf, "{:6.2} ", 100.0 * cost.as_f64() / c.flat.total)?;
+        fixed(buf, 100.0 * cost.as_f64() / c.flat.total, 6, 2);
+        buf.push(b' ');
         c.cost(buf, accum, w.cumulative);
         buf.push(b' ');
         c.cost(buf, cost, w.flat_self);
@@ -155,10 +156,20 @@ fn call_graph<W: io::Write>(
                 arc_line(r, c, g, a, g.graph.arcs[a].parent, buf);
             }
         }
-        // The entry's own line.
-        let idx = format!("[{}]", g.index[node]);
+        // The entry's own line: `[index]` left-aligned and cut to the
+        // column, then the percentage.
+        let mut idx = [0u8; 24];
+        idx[0] = b'[';
+        let mut n = itoa::Buffer::new();
+        let digits = n.format(g.index[node]).as_bytes();
+        idx[1..=digits.len()].copy_from_slice(digits);
+        idx[digits.len() + 1] = b']';
+        let idx = &idx[..digits.len() + 2];
+        buf.extend_from_slice(&idx[..idx.len().min(iw)]);
+        spaces(buf, iw.saturating_sub(idx.len()) + 1);
         let pct = 100.0 * (g.prop_self[node] + g.prop_child[node]) / c.graph.total;
-        write!(buf, "{idx:<iw$.iw$} {pct:5.1} ")?;
+        fixed(buf, pct, 5, 1);
+        buf.push(b' ');
         costs(c, g, node, buf);
         c.measured(buf, |m| m.nodes[node]);
         c.called(buf, g, node, false);
@@ -173,10 +184,14 @@ fn call_graph<W: io::Write>(
                 costs(c, g, m, buf);
                 c.measured(buf, |_| None);
                 c.called(buf, g, m, true);
-                writeln!(buf, "     {}", r.print_name(m))?;
+                buf.extend_from_slice(b"     ");
+                r.push_print_name(m, buf);
+                buf.push(b'\n');
             }
         } else {
-            writeln!(buf, " {}", r.print_name(node))?;
+            buf.push(b' ');
+            r.push_print_name(node, buf);
+            buf.push(b'\n');
             for a in g.sorted_children(node) {
                 arc_line(r, c, g, a, g.graph.arcs[a].child, buf);
             }
@@ -195,6 +210,25 @@ fn costs(c: &Columns<'_>, g: &CallGraph, node: usize, buf: &mut Vec<u8>) {
     buf.push(b' ');
     c.cost(buf, Cost::Fraction(g.prop_child[node]), c.width.cost);
     buf.push(b' ');
+}
+
+/// Appends `v` as `{v:w.d}` does, for one or two decimals (`d`). Nearly
+/// every percentage of a large report is below the smallest one printed,
+/// and those are written here without `fmt`'s exact float formatting: a
+/// value is printed as zero exactly when it is below half a unit of the
+/// last decimal (0.05, 0.005: both literals are just above the decimal
+/// value, so anything below them rounds down).
+fn fixed(buf: &mut Vec<u8>, v: f64, w: usize, d: usize) {
+    let (half, zero): (f64, &[u8]) = match d {
+        1 => (0.05, b"0.0"),
+        _ => (0.005, b"0.00"),
+    };
+    if v.is_sign_positive() && v < half {
+        spaces(buf, w.saturating_sub(zero.len()));
+        buf.extend_from_slice(zero);
+    } else {
+        let _ = write!(buf, "{v:w$.d$}");
+    }
 }
 
 /// A caller's or callee's line: the arc's propagated shares (none for a
@@ -220,7 +254,8 @@ fn arc_line(r: &Report, c: &Columns<'_>, g: &CallGraph, a: usize, other: usize, 
         number(buf, i128::from(g.ncalls[g.group(arc.child)]), kw, true);
         spaces(buf, 5);
     }
-    let _ = writeln!(buf, "{}", r.print_name(other));
+    r.push_print_name(other, buf);
+    buf.push(b'\n');
 }
 
 /// The index by function name, in gprof's layout: three columns filled

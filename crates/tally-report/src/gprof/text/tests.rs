@@ -71,3 +71,58 @@ fn names_stand_under_their_heading() {
         check(name);
     }
 }
+
+/// The percentages and counts written without `fmt` read as `fmt` writes
+/// them, at the edges of the short cuts (half a unit of the last decimal,
+/// negative zero, 64-bit counts) and on values spread over the range.
+#[test]
+fn cells_written_by_hand_match_fmt() {
+    let mut values = vec![
+        0.0,
+        -0.0,
+        0.05,
+        0.049_999_999_999_999_996,
+        0.005,
+        0.004_999_999_999_999_999,
+        0.25,
+        0.35,
+        99.95,
+        100.0,
+        -0.01,
+        f64::MIN_POSITIVE,
+        f64::INFINITY,
+        f64::NAN,
+    ];
+    let mut x = 1e-9;
+    while x < 1e4 {
+        values.push(x);
+        x *= 1.37;
+    }
+    for v in values {
+        for (w, d) in [(5, 1), (6, 2)] {
+            let mut buf = Vec::new();
+            super::fixed(&mut buf, v, w, d);
+            assert_eq!(String::from_utf8(buf).unwrap(), format!("{v:w$.d$}"), "{v}");
+        }
+    }
+    for v in [
+        0i128,
+        7,
+        -7,
+        1 << 40,
+        u64::MAX as i128,
+        u64::MAX as i128 + 1,
+        i128::MIN + 1,
+    ] {
+        for left in [false, true] {
+            let mut buf = Vec::new();
+            super::columns::number(&mut buf, v, 12, left);
+            let want = if left {
+                format!("{v:<12}")
+            } else {
+                format!("{v:>12}")
+            };
+            assert_eq!(String::from_utf8(buf).unwrap(), want);
+        }
+    }
+}
