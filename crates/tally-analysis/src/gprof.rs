@@ -970,50 +970,38 @@ impl CallGraph {
         }
     }
 
-    /// Order of arcs in gprof's listings: self calls least, then calls
-    /// within a cycle by count, then the others by propagated time and
-    /// count.
-    fn cmp_arc(&self, l: usize, r: usize) -> i32 {
-        let la = &self.graph.arcs[l];
-        let ra = &self.graph.arcs[r];
-        if la.parent == la.child {
-            return -1;
-        }
-        if ra.parent == ra.child {
-            return 1;
-        }
-        let within = |a: &Arc| {
-            self.cycle[a.parent] != 0
-                && self.cycle[a.child] != 0
-                && self.cycle[a.parent] == self.cycle[a.child]
-        };
-        let cmp = |x: f64, y: f64| {
-            if x < y {
-                -1
-            } else if x > y {
-                1
-            } else {
-                0
-            }
-        };
-        match (within(la), within(ra)) {
-            (true, true) => cmp(la.count as f64, ra.count as f64),
-            (true, false) => -1,
-            (false, true) => 1,
-            (false, false) => match cmp(la.time + la.child_time, ra.time + ra.child_time) {
-                0 => cmp(la.count as f64, ra.count as f64),
-                c => c,
-            },
+    /// Order of arcs in gprof's listings (`arc_compare`), as a key read
+    /// once per arc: a self call least, then calls within a cycle by
+    /// count, then the others by propagated time and count. Comparisons
+    /// then read the keys side by side rather than the arcs, which a list
+    /// reaches in no order.
+    fn arc_key(&self, a: usize) -> (u8, f64, f64) {
+        let arc = &self.graph.arcs[a];
+        if arc.parent == arc.child {
+            (0, 0.0, 0.0)
+        } else if self.cycle[arc.parent] != 0 && self.cycle[arc.parent] == self.cycle[arc.child] {
+            (1, arc.count as f64, 0.0)
+        } else {
+            (2, arc.time + arc.child_time, arc.count as f64)
         }
     }
 
-    /// [`CallGraph::cmp_arc`] as an ordering (a total preorder: at most one
-    /// self call per list, no NaN times).
-    fn arc_ordering(&self, l: usize, r: usize) -> std::cmp::Ordering {
-        if l == r {
-            return std::cmp::Ordering::Equal;
+    /// `arcs` sorted by [`CallGraph::arc_key`], ascending or descending,
+    /// stably (a total preorder: at most one self call per list).
+    fn sorted_arcs(&self, arcs: impl Iterator<Item = usize>, descending: bool) -> Vec<usize> {
+        let mut keyed: Vec<((u8, f64, f64), usize)> = arcs.map(|a| (self.arc_key(a), a)).collect();
+        // Floats compare as `cmp_arc` compares them: unordered is equal.
+        let order = |x: &(u8, f64, f64), y: &(u8, f64, f64)| {
+            x.0.cmp(&y.0)
+                .then(x.1.partial_cmp(&y.1).unwrap_or(std::cmp::Ordering::Equal))
+                .then(x.2.partial_cmp(&y.2).unwrap_or(std::cmp::Ordering::Equal))
+        };
+        if descending {
+            keyed.sort_by(|(x, _), (y, _)| order(y, x));
+        } else {
+            keyed.sort_by(|(x, _), (y, _)| order(x, y));
         }
-        self.cmp_arc(l, r).cmp(&0)
+        keyed.into_iter().map(|(_, a)| a).collect()
     }
 
     /// The arcs into `r` in print order (`sort_parents`: ascending, an arc
@@ -1022,17 +1010,13 @@ impl CallGraph {
     /// equal arcs end up oldest first: a stable sort of the arcs oldest
     /// first gives the same order without gprof's quadratic insertion.
     pub fn sorted_parents(&self, r: usize) -> Vec<usize> {
-        let mut sorted: Vec<usize> = self.graph.parents_of(r).rev().collect();
-        sorted.sort_by(|&a, &b| self.arc_ordering(a, b));
-        sorted
+        self.sorted_arcs(self.graph.parents_of(r).rev(), false)
     }
 
     /// The arcs out of `r` in print order (`sort_children`: descending;
     /// equal arcs oldest first, as gprof's insertion leaves them).
     pub fn sorted_children(&self, r: usize) -> Vec<usize> {
-        let mut sorted: Vec<usize> = self.graph.children_of(r).rev().collect();
-        sorted.sort_by(|&a, &b| self.arc_ordering(b, a));
-        sorted
+        self.sorted_arcs(self.graph.children_of(r).rev(), true)
     }
 
     /// Members of cycle node `c` in print order: by total time, then calls,
