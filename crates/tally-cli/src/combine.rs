@@ -142,7 +142,9 @@ pub fn write_error(e: tally_formats::Error, inputs: &[PathBuf]) -> anyhow::Error
                 let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
                 return anyhow::anyhow!("{}: {source}", names.join(", "));
             }
-            anyhow::anyhow!("{}: cannot write: {source}", path.display())
+            // The I/O error stays in the chain, so that a closed pipe
+            // (`tally merge A B | head`) ends quietly, as for the reports.
+            anyhow::Error::new(source).context(format!("{}: cannot write", path.display()))
         }
         e => e.into(),
     }

@@ -419,3 +419,36 @@ fn a_read_from_a_silent_pipe_stops_cleanly() {
     assert!(sent.elapsed() < Duration::from_secs(1));
     assert_eq!(status.and_then(|s| s.code()), Some(143));
 }
+
+/// A reader that stops early (`tally merge A B | head`) ends tally
+/// quietly with status 0, as it ends `cat`: the closed pipe is no error of
+/// tally's or the user's. Both outputs are larger than a pipe's buffer.
+#[test]
+fn a_closed_output_pipe_ends_quietly() {
+    use std::io::Read;
+    let a = tally_testutil::data("cachegrind/workload.branch.out");
+    let b = tally_testutil::data("cachegrind/inline.branch.out");
+    let c = tally_testutil::data("callgrind/mutual.cache.out");
+    for args in [
+        vec!["merge", s(&a), s(&b)],
+        vec!["annotate", "--inclusive=yes", "--tree=both", s(&c)],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tally"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 16];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}");
+        // Only the inputs' own warnings (Valgrind's cache-simulation
+        // summaries are off by a few counts), no error.
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.lines().all(|l| l.contains(": warning:")),
+            "{args:?}: {err}"
+        );
+    }
+}
