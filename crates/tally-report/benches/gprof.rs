@@ -1,0 +1,63 @@
+//! Speed of `tally gprof` on a Callgrind profile already summed: gprof's
+//! analysis (routines, arcs, cycles, propagation, the measured inclusive
+//! costs beside it) and the text report, flat profile and call graph,
+//! written to nowhere. The profile is generated (`tally-gen`, 64 MB, about
+//! 31,000 functions and the call arcs Valgrind writes with
+//! `--dump-instr=yes --collect-jumps=yes`); `TALLY_BENCH_PROFILE` adds a
+//! real one (such as the cc1 profile of BENCHMARKS.md).
+//!
+//! Run with `cargo bench -p tally-report --bench gprof`.
+
+use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
+use std::time::Duration;
+use tally_analysis::AggregateBuilder;
+use tally_gen::{Config, EventSet};
+use tally_report::gprof::{Options, Report, callgrind, text};
+
+fn bench(c: &mut Criterion) {
+    let config = Config {
+        seed: 1,
+        size: 64 << 20,
+        events: EventSet::Ir,
+        compress: true,
+        blocks: None,
+    };
+    let mut generated = Vec::new();
+    tally_gen::generate(&config, &mut generated).expect("generating into memory");
+    let real = std::env::var_os("TALLY_BENCH_PROFILE")
+        .map(|p| std::fs::read(&p).expect("reading TALLY_BENCH_PROFILE"));
+    let mut g = c.benchmark_group("gprof-callgrind");
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10));
+    for (name, bytes) in [("generated_64MB", Some(generated)), ("real", real)] {
+        let Some(bytes) = bytes else { continue };
+        // Read once, summing as `tally gprof` does.
+        let input = tally_formats::Input::from_bytes("bench.out", bytes).expect("input");
+        let mut sums = AggregateBuilder::keeping_jumps(false);
+        let read = tally_formats::callgrind::parse::<u64, _>(input, &mut sums, Default::default())
+            .expect("reading");
+        sums.set_events(read.profile.events.len());
+        let part_sums = sums.part_totals();
+        let agg = sums.finish(read.profile.names.function_count(), |_| true);
+        let opts = Options {
+            brief: true,
+            flat: true,
+            graph: true,
+            ..Options::default()
+        };
+        let analyse = || -> Report {
+            callgrind::analyse(&read.profile, &agg, &part_sums, None, &opts, name)
+                .expect("analysing")
+        };
+        g.bench_function(format!("{name}/analyse"), |b| b.iter(analyse));
+        let report = analyse();
+        g.bench_function(format!("{name}/write_flat_and_graph"), |b| {
+            b.iter(|| text::write_to(&report, &opts, &mut std::io::sink()).expect("writing"))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
