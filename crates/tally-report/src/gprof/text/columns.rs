@@ -149,7 +149,7 @@ impl<'a> Columns<'a> {
     pub fn cost(&self, buf: &mut Vec<u8>, v: Cost, w: usize) {
         match (&self.unit, v) {
             (Unit::Seconds { h, .. }, v) => {
-                let _ = write!(buf, "{:>w$.2}", v.as_f64() / h.hz);
+                fixed(buf, v.as_f64() / h.hz, w, 2);
             }
             (Unit::Counts(_), Cost::Exact(n)) => number(buf, n, w, false),
             (Unit::Counts(_), Cost::Fraction(v)) => {
@@ -259,4 +259,52 @@ pub(super) fn number(buf: &mut Vec<u8>, v: i128, w: usize, left: bool) {
     if left {
         spaces(buf, pad);
     }
+}
+
+/// Appends `v` as `format!("{v:>w$.d$}")` does, for up to two decimals.
+/// `fmt` prints the exact decimal value of the float, correctly rounded
+/// (ties to even), through a slow general path; a report has a few such
+/// cells on each of its hundreds of thousands of lines. Here `v` is scaled
+/// to an integer count of the last decimal: when the scaled value is below
+/// 2^32 its rounding error is under 5e-7, so unless its fraction is that
+/// close to one half, rounding it gives fmt's digits. Ties, near-ties, huge
+/// values, infinities and NaN are left to `fmt`.
+pub(super) fn fixed(buf: &mut Vec<u8>, v: f64, w: usize, d: usize) {
+    const SCALE: [f64; 3] = [1.0, 10.0, 100.0];
+    const UNIT: [u64; 3] = [1, 10, 100];
+    let x = v.abs() * SCALE[d.min(2)];
+    let frac = x - x.floor();
+    if d > 2 || !x.is_finite() || x >= 4_294_967_296.0 || (frac - 0.5).abs() < 1e-6 {
+        let _ = write!(buf, "{v:>w$.d$}");
+        return;
+    }
+    let n = x.floor() as u64 + u64::from(frac > 0.5);
+    let mut cell = [0u8; 24];
+    let mut at = cell.len();
+    let mut put = |b: u8| {
+        at -= 1;
+        cell[at] = b;
+    };
+    let mut f = n % UNIT[d];
+    for _ in 0..d {
+        put(b'0' + (f % 10) as u8);
+        f /= 10;
+    }
+    if d > 0 {
+        put(b'.');
+    }
+    let mut i = n / UNIT[d];
+    loop {
+        put(b'0' + (i % 10) as u8);
+        i /= 10;
+        if i == 0 {
+            break;
+        }
+    }
+    if v.is_sign_negative() {
+        put(b'-');
+    }
+    let cell = &cell[at..];
+    spaces(buf, w.saturating_sub(cell.len()));
+    buf.extend_from_slice(cell);
 }

@@ -18,7 +18,7 @@ use std::io::{self, Write};
 
 use tally_analysis::gprof::CallGraph;
 
-use self::columns::{Columns, Cost, number, spaces};
+use self::columns::{Columns, Cost, fixed, number, spaces};
 use super::{Options, Report};
 
 /// Writes the report: flat profile, call graph and index, as chosen.
@@ -103,9 +103,14 @@ fn flat<W: io::Write>(
         if calls != 0 {
             buf.push(b' ');
             number(buf, i128::from(calls), kw, false);
-            write!(buf, " {:>pw$.2}", c.per_call(cost.as_f64(), calls))?;
+            buf.push(b' ');
+            fixed(buf, c.per_call(cost.as_f64(), calls), pw, 2);
             match c.total_cost(r, i) {
-                Some(t) => write!(buf, " {:>pw$.2}  ", c.per_call(t, calls))?,
+                Some(t) => {
+                    buf.push(b' ');
+                    fixed(buf, c.per_call(t, calls), pw, 2);
+                    buf.extend_from_slice(b"  ");
+                }
                 None => spaces(buf, pw + 3),
             }
         } else {
@@ -210,25 +215,6 @@ fn costs(c: &Columns<'_>, g: &CallGraph, node: usize, buf: &mut Vec<u8>) {
     buf.push(b' ');
     c.cost(buf, Cost::Fraction(g.prop_child[node]), c.width.cost);
     buf.push(b' ');
-}
-
-/// Appends `v` as `{v:w.d}` does, for one or two decimals (`d`). Nearly
-/// every percentage of a large report is below the smallest one printed,
-/// and those are written here without `fmt`'s exact float formatting: a
-/// value is printed as zero exactly when it is below half a unit of the
-/// last decimal (0.05, 0.005: both literals are just above the decimal
-/// value, so anything below them rounds down).
-fn fixed(buf: &mut Vec<u8>, v: f64, w: usize, d: usize) {
-    let (half, zero): (f64, &[u8]) = match d {
-        1 => (0.05, b"0.0"),
-        _ => (0.005, b"0.00"),
-    };
-    if v.is_sign_positive() && v < half {
-        spaces(buf, w.saturating_sub(zero.len()));
-        buf.extend_from_slice(zero);
-    } else {
-        let _ = write!(buf, "{v:w$.d$}");
-    }
 }
 
 /// A caller's or callee's line: the arc's propagated shares (none for a

@@ -94,14 +94,36 @@ fn cells_written_by_hand_match_fmt() {
         f64::NAN,
     ];
     let mut x = 1e-9;
-    while x < 1e4 {
+    while x < 1e12 {
         values.push(x);
+        values.push(-x);
         x *= 1.37;
     }
+    // Ties and near-ties of each number of decimals, and values spread
+    // at random over many magnitudes (a fixed xorshift sequence).
+    for k in 0..2000 {
+        for d in [1.0, 10.0, 100.0] {
+            let t = (f64::from(k) + 0.5) / d;
+            values.extend([
+                t,
+                f64::from_bits(t.to_bits() + 1),
+                f64::from_bits(t.to_bits() - 1),
+            ]);
+        }
+    }
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    for _ in 0..200_000 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let mantissa = (state >> 11) as f64 / (1u64 << 53) as f64;
+        let exp = ((state & 63) as i32) - 30;
+        values.push(mantissa * 2f64.powi(exp));
+    }
     for v in values {
-        for (w, d) in [(5, 1), (6, 2)] {
+        for (w, d) in [(5, 1), (6, 2), (9, 2), (3, 0), (1, 1)] {
             let mut buf = Vec::new();
-            super::fixed(&mut buf, v, w, d);
+            super::columns::fixed(&mut buf, v, w, d);
             assert_eq!(String::from_utf8(buf).unwrap(), format!("{v:w$.d$}"), "{v}");
         }
     }
