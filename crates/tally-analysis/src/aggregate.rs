@@ -338,9 +338,13 @@ impl<C: Cost> AggregateBuilder<C> {
         let events = self.events;
         let p = self.part();
         let k = (info.caller, info.site_file, info.callee);
-        let idx = match p.arcs.get(&k) {
-            Some(&i) => i as usize,
-            None => {
+        // One probe of the table whether the arc is new or not: a large
+        // profile's arcs are mostly new, and each probe is a cache miss.
+        let idx = match p.arcs.entry(k) {
+            std::collections::hash_map::Entry::Occupied(o) => *o.get() as usize,
+            std::collections::hash_map::Entry::Vacant(v) => {
+                let i = p.arc_list.len();
+                v.insert(i as u32);
                 p.arc_list.push(Arc {
                     caller: info.caller,
                     site_file: info.site_file,
@@ -348,8 +352,7 @@ impl<C: Cost> AggregateBuilder<C> {
                     count: C::ZERO,
                     inclusive: ArcCosts::from_elem(C::ZERO, events),
                 });
-                p.arcs.insert(k, (p.arc_list.len() - 1) as u32);
-                p.arc_list.len() - 1
+                i
             }
         };
         let arc = &mut p.arc_list[idx];
