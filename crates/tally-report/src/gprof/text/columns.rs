@@ -220,42 +220,24 @@ pub(super) fn spaces(buf: &mut Vec<u8>, n: usize) {
 /// aligned with `left`). Padding through `fmt` goes a character at a time,
 /// which was most of the time of a report with millions of lines.
 pub(super) fn number(buf: &mut Vec<u8>, v: i128, w: usize, left: bool) {
-    // Counts fit 64 bits nearly always; 128-bit division is a call per
-    // digit.
-    if let Ok(u) = u64::try_from(v) {
-        let mut n = itoa::Buffer::new();
-        let d = n.format(u).as_bytes();
-        let pad = w.saturating_sub(d.len());
-        if !left {
-            spaces(buf, pad);
-        }
-        buf.extend_from_slice(d);
-        if left {
-            spaces(buf, pad);
-        }
-        return;
-    }
-    let mut digits = [0u8; 48];
-    let mut i = digits.len();
-    let mut u = v.unsigned_abs();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (u % 10) as u8;
-        u /= 10;
-        if u == 0 {
-            break;
-        }
-    }
-    if v < 0 {
-        i -= 1;
-        digits[i] = b'-';
-    }
-    let d = &digits[i..];
-    let pad = w.saturating_sub(d.len());
+    // Counts fit 64 bits nearly always, and itoa's 64-bit path is the
+    // faster one.
+    let mut n = itoa::Buffer::new();
+    let digits = match u64::try_from(v) {
+        Ok(u) => n.format(u),
+        Err(_) => n.format(v),
+    };
+    aligned(buf, digits.as_bytes(), w, left);
+}
+
+/// Appends `text` padded with blanks to `w` columns: right-aligned, or
+/// left-aligned with `left`.
+fn aligned(buf: &mut Vec<u8>, text: &[u8], w: usize, left: bool) {
+    let pad = w.saturating_sub(text.len());
     if !left {
         spaces(buf, pad);
     }
-    buf.extend_from_slice(d);
+    buf.extend_from_slice(text);
     if left {
         spaces(buf, pad);
     }
@@ -304,7 +286,5 @@ pub(super) fn fixed(buf: &mut Vec<u8>, v: f64, w: usize, d: usize) {
     if v.is_sign_negative() {
         put(b'-');
     }
-    let cell = &cell[at..];
-    spaces(buf, w.saturating_sub(cell.len()));
-    buf.extend_from_slice(cell);
+    aligned(buf, &cell[at..], w, false);
 }
