@@ -87,10 +87,21 @@ pub fn analyse<C: Cost>(
     // Routines: one per function, in id order; the id is the address.
     let mut routines = Vec::with_capacity(n);
     let mut objects = Vec::with_capacity(n);
+    // Files and objects are shared by many functions: each name is made
+    // text once and copied.
+    let mut files: Vec<Option<String>> = vec![None; names.files.len()];
+    let mut objs: Vec<Option<String>> = vec![None; names.objects.len()];
+    let once = |cache: &mut Vec<Option<String>>, i: u32, bytes: &[u8]| -> String {
+        match cache.get_mut(i as usize) {
+            Some(slot) => slot.get_or_insert_with(|| lossy(bytes)).clone(),
+            None => lossy(bytes),
+        }
+    };
     for f in 0..n {
         let id = FunctionId(f as u32);
+        let key = names.key(id);
         let name = lossy(names.function_name(id));
-        let file = lossy(names.function_file(id));
+        let file = once(&mut files, key.file.0, names.function_file(id));
         // The report prints `display` below, made from `name`: the
         // routine's own copy would be a third string per function.
         routines.push(Routine {
@@ -103,7 +114,7 @@ pub fn analyse<C: Cost>(
             file: (!file.is_empty()).then_some(file),
             line: 0,
         });
-        objects.push(lossy(names.function_object(id)));
+        objects.push(once(&mut objs, key.object.0, names.function_object(id)));
     }
     let table = SymbolTable { routines };
     let qualifier = qualifiers(&table, &objects);
