@@ -990,7 +990,8 @@ impl CallGraph {
     /// stably (a total preorder: at most one self call per list).
     fn sorted_arcs(&self, arcs: impl Iterator<Item = usize>, descending: bool) -> Vec<usize> {
         let mut keyed: Vec<((u8, f64, f64), usize)> = arcs.map(|a| (self.arc_key(a), a)).collect();
-        // Floats compare as `cmp_arc` compares them: unordered is equal.
+        // Floats compare as gprof's `arc_compare` compares them (`<`, `>`,
+        // else equal): unordered is equal.
         let order = |x: &(u8, f64, f64), y: &(u8, f64, f64)| {
             x.0.cmp(&y.0)
                 .then(x.1.partial_cmp(&y.1).unwrap_or(std::cmp::Ordering::Equal))

@@ -290,53 +290,84 @@ pub fn analyse<C: Cost>(
 /// For names shared by several functions: the file, or the object and
 /// the file when the file does not tell them apart.
 fn qualifiers(table: &SymbolTable, objects: &[String]) -> Vec<Option<String>> {
-    // The routines of each name, chained through `next` from the first:
-    // nearly every name is unique, and a vector per name would be an
-    // allocation per function.
-    let n = table.len();
+    // Counts, not groups: nearly every name is unique, and a vector per
+    // name would be an allocation per function. A function of a shared
+    // name needs the object too when another of its name has its file.
+    let file = |i: usize| table.routines[i].file.as_deref().unwrap_or("");
+    // Each routine's first routine of its name, and how many have it.
     let mut first: FxHashMap<&str, usize> = FxHashMap::default();
-    first.reserve(n);
-    let mut next = vec![usize::MAX; n];
-    let mut last = vec![usize::MAX; n];
-    let mut shared = Vec::new();
-    for (i, r) in table.routines.iter().enumerate() {
-        match first.entry(r.name.as_str()) {
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(i);
-                last[i] = i;
-            }
-            std::collections::hash_map::Entry::Occupied(o) => {
-                let head = *o.get();
-                if next[head] == usize::MAX {
-                    shared.push(head);
-                }
-                next[last[head]] = i;
-                last[head] = i;
-            }
-        }
-    }
+    first.reserve(table.len());
+    let head: Vec<usize> = (table.routines.iter().enumerate())
+        .map(|(i, r)| *first.entry(r.name.as_str()).or_insert(i))
+        .collect();
     drop(first);
-    let mut out = vec![None; n];
-    for head in shared {
-        let mut group = Vec::new();
-        let mut m = head;
-        while m != usize::MAX {
-            group.push(m);
-            m = next[m];
-        }
-        for &i in &group {
-            let file = table.routines[i].file.as_deref().unwrap_or("");
-            let shared = group
-                .iter()
-                .filter(|&&j| table.routines[j].file.as_deref().unwrap_or("") == file)
-                .count()
-                > 1;
-            out[i] = Some(if shared {
-                format!("{}, {file}", objects[i])
-            } else {
-                file.to_owned()
-            });
+    let mut count = vec![0u32; head.len()];
+    for &h in &head {
+        count[h] += 1;
+    }
+    let shared = |i: usize| count[head[i]] > 1;
+    let mut by_name_file: FxHashMap<(&str, &str), u32> = FxHashMap::default();
+    for i in (0..table.len()).filter(|&i| shared(i)) {
+        *by_name_file
+            .entry((table.routines[i].name.as_str(), file(i)))
+            .or_default() += 1;
+    }
+    (0..table.len())
+        .map(|i| {
+            shared(i).then(|| {
+                if by_name_file[&(table.routines[i].name.as_str(), file(i))] > 1 {
+                    format!("{}, {}", objects[i], file(i))
+                } else {
+                    file(i).to_owned()
+                }
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn routine(name: &str, file: Option<&str>) -> Routine {
+        Routine {
+            name: name.to_owned(),
+            display: String::new(),
+            addr: 0,
+            end_addr: 0,
+            is_static: false,
+            is_func: true,
+            file: file.map(str::to_owned),
+            line: 0,
         }
     }
-    out
+
+    /// A unique name has no qualifier; a shared one has its file, and its
+    /// object too where another of its name has the same file.
+    #[test]
+    fn qualifiers_tell_functions_of_one_name_apart() {
+        let table = SymbolTable {
+            routines: vec![
+                routine("a", Some("f1")),
+                routine("b", Some("f1")),
+                routine("a", Some("f1")),
+                routine("a", Some("f2")),
+                routine("c", None),
+                routine("c", None),
+            ],
+        };
+        let objects: Vec<String> = ["o1", "o2", "o3", "o4", "o5", "o6"]
+            .map(String::from)
+            .into();
+        let got = qualifiers(&table, &objects);
+        let want = [
+            Some("o1, f1"),
+            None,
+            Some("o3, f1"),
+            Some("f2"),
+            Some("o5, "),
+            Some("o6, "),
+        ];
+        assert_eq!(got, want.map(|q| q.map(String::from)));
+    }
 }

@@ -163,15 +163,12 @@ fn call_graph<W: io::Write>(
         }
         // The entry's own line: `[index]` left-aligned and cut to the
         // column, then the percentage.
-        let mut idx = [0u8; 24];
-        idx[0] = b'[';
-        let mut n = itoa::Buffer::new();
-        let digits = n.format(g.index[node]).as_bytes();
-        idx[1..=digits.len()].copy_from_slice(digits);
-        idx[digits.len() + 1] = b']';
-        let idx = &idx[..digits.len() + 2];
-        buf.extend_from_slice(&idx[..idx.len().min(iw)]);
-        spaces(buf, iw.saturating_sub(idx.len()) + 1);
+        let start = buf.len();
+        buf.push(b'[');
+        buf.extend_from_slice(itoa::Buffer::new().format(g.index[node]).as_bytes());
+        buf.push(b']');
+        buf.truncate(start + iw.min(buf.len() - start));
+        spaces(buf, start + iw + 1 - buf.len());
         let pct = 100.0 * (g.prop_self[node] + g.prop_child[node]) / c.graph.total;
         fixed(buf, pct, 5, 1);
         buf.push(b' ');
