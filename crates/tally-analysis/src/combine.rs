@@ -734,18 +734,35 @@ impl<C: Cost> Combiner<C> {
             acc.line_costs.reserve(fp.line_pos.len() * ne);
         }
         let ie = fp.events;
+        // Without `keep_zero`, a record that sums to zero in its input is
+        // not added, as if each input were summed alone and its zeros
+        // dropped first: a diff then lists A's changed records in A's
+        // order, and a block none of whose lines changed is made where
+        // its first other record is.
+        let keep_zero = self.options.keep_zero;
+        let zero = |costs: &[I]| !keep_zero && costs.iter().all(|c| c.is_zero());
         for blk in &fp.blocks {
+            let costs = |i: u32| &fp.line_costs[i as usize * ie..(i as usize + 1) * ie];
+            let Some(first) = blk.lines.lines.iter().position(|&i| !zero(costs(i))) else {
+                continue;
+            };
             let b = acc.block(map.function(blk.function), map.file(blk.file));
             let mut fold = LineFold::new(acc, b, per_function, &map.events, sign);
-            for &i in &blk.lines.lines {
-                let i = i as usize;
-                let costs = &fp.line_costs[i * ie..(i + 1) * ie];
-                fold.add(&fp.line_pos[i], costs).map_err(|(d, v)| {
-                    arith_failure(d, v, sign, label, p.names.function_name(blk.function))
-                })?;
+            for &i in &blk.lines.lines[first..] {
+                if zero(costs(i)) {
+                    continue;
+                }
+                fold.add(&fp.line_pos[i as usize], costs(i))
+                    .map_err(|(d, v)| {
+                        arith_failure(d, v, sign, label, p.names.function_name(blk.function))
+                    })?;
             }
         }
         for (i, (k, count)) in fp.calls.iter().enumerate() {
+            let inclusive = &fp.call_costs[i * ie..(i + 1) * ie];
+            if count.is_zero() && zero(inclusive) {
+                continue;
+            }
             let info = CallInfo {
                 caller: k.caller,
                 site_file: k.site_file,
@@ -754,13 +771,15 @@ impl<C: Cost> Combiner<C> {
                 seq: 0,
             };
             let key = map.call_key(&info, &k.site, &k.target, per_function);
-            let inclusive = &fp.call_costs[i * ie..(i + 1) * ie];
             acc.add_call(key, *count, inclusive, &map.events, sign)
                 .map_err(|(d, v)| {
                     arith_failure(d, v, sign, label, p.names.function_name(k.caller))
                 })?;
         }
         for (k, executed, taken) in &fp.jumps {
+            if !keep_zero && executed.is_zero() && taken.is_zero() {
+                continue;
+            }
             let info = JumpInfo {
                 function: k.function,
                 file: k.file,

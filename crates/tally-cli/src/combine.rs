@@ -104,6 +104,15 @@ pub fn folded_format(f: &Folded) -> Format {
     }
 }
 
+/// The command of a folded input: its first part's, as a sum of it with
+/// its parts combined states.
+pub fn folded_cmd(f: &Folded) -> Option<Vec<u8>> {
+    match f {
+        AnyCost::Unsigned((o, _)) => o.profile.parts.first()?.info.cmd.clone(),
+        AnyCost::Signed((o, _)) => o.profile.parts.first()?.info.cmd.clone(),
+    }
+}
+
 /// Adds or subtracts a folded input, whatever its counts.
 pub fn add_folded_to<C: Cost>(
     c: &mut Combiner<C>,

@@ -112,17 +112,7 @@ pub fn inputs(
     let (lb, wb) = lb?;
     combine::print_lines(&wb);
     if la.format() != lb.format() {
-        let name = |f| match f {
-            Format::Callgrind => "Callgrind",
-            Format::Cachegrind => "Cachegrind",
-        };
-        bail!(
-            "{} is a {} profile but {} is a {} profile: a diff needs two of one kind (convert the Callgrind one with `tally convert --to cachegrind` to compare self costs)",
-            a.display(),
-            name(la.format()),
-            b.display(),
-            name(lb.format())
-        );
+        bail!(mixed(a, la.format(), b, lb.format()));
     }
     options.per_function = per_function || (la.format() == Format::Cachegrind && !per_line);
     Ok(Inputs {
@@ -132,22 +122,72 @@ pub fn inputs(
     })
 }
 
-/// B − A.
-pub fn difference(i: &Inputs, a: &Path, b: &Path) -> anyhow::Result<Combined<i64>> {
-    let mut c = Combiner::<i64>::new(i.options.clone());
-    // A first, so that the first input named in errors is A and the
-    // output keeps A's order, with what is new in B after it.
-    // An overflow is located by scanning A and B again as one sum.
+/// B − A of both inputs' foldings, made straight from them: each input's
+/// records, summed as they were read, are subtracted or added once, with
+/// the renames applied once; no sum of either input is built on its own.
+/// What [`inputs`] and [`difference`] give, for a caller that needs
+/// nothing else of the inputs.
+pub fn direct(
+    a: &Path,
+    b: &Path,
+    mut options: CombineOptions,
+    per_function: bool,
+    per_line: bool,
+) -> anyhow::Result<Combined<i64>> {
+    let by_function = |f: Format| per_function || (f == Format::Cachegrind && !per_line);
+    let (la, lb) = std::thread::scope(|scope| {
+        let other = scope.spawn(|| combine::load_folded_by(b, by_function));
+        let la = combine::load_folded_by(a, by_function);
+        let lb = other
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("{}: reading failed", b.display())));
+        (la, lb)
+    });
+    let la = la?;
+    combine::print_lines(&combine::read_warnings(&la, a));
+    let lb = lb?;
+    combine::print_lines(&combine::read_warnings(&lb, b));
+    let (fa, fb) = (combine::folded_format(&la), combine::folded_format(&lb));
+    if fa != fb {
+        bail!(mixed(a, fa, b, fb));
+    }
+    options.per_function = by_function(fa);
+    options.keep_zero = false;
+    let mut c = Combiner::<i64>::new(options);
     let located =
         |e, c: &Combiner<i64>| combine::locate::<i64>(e, &[a, b], &combine::event_names(c));
-    combine::add_to(&mut c, &i.a, Sign::Minus, &combine::label(a)).map_err(|e| located(e, &c))?;
-    combine::add_to(&mut c, &i.b, Sign::Plus, &combine::label(b)).map_err(|e| located(e, &c))?;
+    combine::add_folded_to(&mut c, &la, Sign::Minus, &combine::label(a))
+        .map_err(|e| located(e, &c))?;
+    let cmds = [combine::folded_cmd(&la), combine::folded_cmd(&lb)];
+    drop(la);
+    combine::add_folded_to(&mut c, &lb, Sign::Plus, &combine::label(b))
+        .map_err(|e| located(e, &c))?;
+    drop(lb);
     let events = combine::event_names(&c);
     let mut d = c
         .finish()
         .map_err(|e| combine::locate::<i64>(e, &[a, b], &events))?;
-    // As cg_diff: say what was compared; the commands of both runs.
-    let cmds = [i.a.cmd(), i.b.cmd()];
+    describe(&mut d, a, b, [cmds[0].as_deref(), cmds[1].as_deref()]);
+    Ok(d)
+}
+
+/// The error of inputs of two formats.
+fn mixed(a: &Path, fa: Format, b: &Path, fb: Format) -> String {
+    let name = |f| match f {
+        Format::Callgrind => "Callgrind",
+        Format::Cachegrind => "Cachegrind",
+    };
+    format!(
+        "{} is a {} profile but {} is a {} profile: a diff needs two of one kind (convert the Callgrind one with `tally convert --to cachegrind` to compare self costs)",
+        a.display(),
+        name(fa),
+        b.display(),
+        name(fb)
+    )
+}
+
+/// As cg_diff: says what was compared and the commands of both runs.
+fn describe(d: &mut Combined<i64>, a: &Path, b: &Path, cmds: [Option<&[u8]>; 2]) {
     for part in &mut d.profile.parts {
         part.info.desc = vec![(
             b"Files compared".to_vec(),
@@ -162,6 +202,29 @@ pub fn difference(i: &Inputs, a: &Path, b: &Path) -> anyhow::Result<Combined<i64
     if d.profile.format == Format::Callgrind {
         d.profile.creator = Some(format!("tally {} diff", env!("CARGO_PKG_VERSION")).into_bytes());
     }
+}
+
+/// B − A of the inputs' sums. The sums have the renames applied, so the
+/// difference does not apply them again.
+pub fn difference(i: &Inputs, a: &Path, b: &Path) -> anyhow::Result<Combined<i64>> {
+    let options = CombineOptions {
+        rename_file: None,
+        rename_function: None,
+        ..i.options.clone()
+    };
+    let mut c = Combiner::<i64>::new(options);
+    // A first, so that the first input named in errors is A and the
+    // output keeps A's order, with what is new in B after it.
+    // An overflow is located by scanning A and B again as one sum.
+    let located =
+        |e, c: &Combiner<i64>| combine::locate::<i64>(e, &[a, b], &combine::event_names(c));
+    combine::add_to(&mut c, &i.a, Sign::Minus, &combine::label(a)).map_err(|e| located(e, &c))?;
+    combine::add_to(&mut c, &i.b, Sign::Plus, &combine::label(b)).map_err(|e| located(e, &c))?;
+    let events = combine::event_names(&c);
+    let mut d = c
+        .finish()
+        .map_err(|e| combine::locate::<i64>(e, &[a, b], &events))?;
+    describe(&mut d, a, b, [i.a.cmd(), i.b.cmd()]);
     Ok(d)
 }
 
@@ -175,16 +238,21 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         rename_file: combine::subst(args.mod_filename.as_deref(), "--mod-filename")?,
         rename_function: combine::subst(args.mod_funcname.as_deref(), "--mod-funcname")?,
     };
-    let inputs = inputs(&args.a, &args.b, options, args.per_function, args.per_line)?;
-    let d = difference(&inputs, &args.a, &args.b)?;
-    if args.json {
+    // The JSON summary ranks each side's own sums; without it, the
+    // difference is made straight from the inputs as read.
+    let d = if args.json {
+        let inputs = inputs(&args.a, &args.b, options, args.per_function, args.per_line)?;
+        let d = difference(&inputs, &args.a, &args.b)?;
         let summary = summary(&inputs, &args)?;
         let stdout = io::stdout();
         let mut out = io::BufWriter::new(stdout.lock());
         serde_json::to_writer_pretty(&mut out, &summary)?;
         writeln!(out)?;
         out.flush()?;
-    }
+        d
+    } else {
+        direct(&args.a, &args.b, options, args.per_function, args.per_line)?
+    };
     let output = match (&args.output, args.json) {
         (Some(o), _) => o.clone(),
         (None, true) => return Ok(Outcome::Ok),

@@ -200,6 +200,57 @@ fn diff_renames_as_cg_diff_does() {
     assert_eq!(read(&out), read(&data("ac.modi.cg_diff")));
 }
 
+/// `--mod-filename` and `--mod-funcname` apply once to each name, as in
+/// cg_diff, with and without `--json` (whose path sums each input first):
+/// a substitution that is not idempotent tells once from twice.
+#[test]
+fn diff_renames_each_name_once() {
+    let d = tmp();
+    let (a, b) = (
+        data("workload.a.callgrind.out"),
+        data("workload.b.callgrind.out"),
+    );
+    let plain = d.path().join("plain.out");
+    ok(&["diff", s(&a), s(&b), "-o", s(&plain)]);
+    // The first `a` of a function name doubled, the first `c` of a file
+    // name: both one-to-one, so no two records meet.
+    let once = |n: &[u8], c: u8| {
+        let mut n = n.to_vec();
+        if let Some(i) = n.iter().position(|&x| x == c) {
+            n.insert(i, c);
+        }
+        n
+    };
+    let func = |f: &[Vec<u8>; 3]| [f[0].clone(), once(&f[1], b'c'), once(&f[2], b'a')];
+    let file = |f: &[u8]| once(f, b'c');
+    let want: Records = read(&plain)
+        .into_iter()
+        .map(|(k, v)| {
+            let k = match k {
+                RecordKey::Line(f, fl, p) => RecordKey::Line(func(&f), file(&fl), p),
+                RecordKey::Call(f, fl, g, p, q) => {
+                    RecordKey::Call(func(&f), file(&fl), func(&g), p, q)
+                }
+                RecordKey::Jump(f, fl, g, gl, c, p, q) => {
+                    RecordKey::Jump(func(&f), file(&fl), func(&g), file(&gl), c, p, q)
+                }
+            };
+            (k, v)
+        })
+        .collect();
+    assert!(want.keys().any(|k| matches!(k, RecordKey::Call(..))));
+    for json in [false, true] {
+        let out = d.path().join(format!("renamed.{json}.out"));
+        let mut args = vec!["diff", "--mod-funcname=s/a/aa/", "--mod-filename=s/c/cc/"];
+        if json {
+            args.push("--json");
+        }
+        args.extend([s(&a), s(&b), "-o", s(&out)]);
+        ok(&args);
+        assert_eq!(read(&out), want, "--json: {json}");
+    }
+}
+
 #[test]
 fn callgrind_diff_keeps_lines_calls_and_jumps_and_merge_undoes_it() {
     let d = tmp();

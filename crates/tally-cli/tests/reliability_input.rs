@@ -232,13 +232,16 @@ fn overflowing_sums_fail_with_file_line_and_function() {
 }
 
 /// A difference whose magnitudes sum past 2^63 − 1 although each count
-/// fits: written, it could not be read back, so `diff` refuses it at the
-/// input's line and function.
+/// fits and each input alone sums below it: written, it could not be read
+/// back, so `diff` refuses it at the input's line and function. (Each
+/// input's own sum is no bound: B − A of B = 2^62 + 2^62 and A = 1 reads
+/// back.)
 #[test]
 fn a_diff_that_could_not_be_read_back_is_refused_at_its_line() {
     let dir = tally_testutil::temp_dir();
     let t = tally!();
     let half = 1u64 << 62;
+    let big = 3u64 << 61;
     let b = write(
         dir.path(),
         "b.callgrind",
@@ -246,9 +249,9 @@ fn a_diff_that_could_not_be_read_back_is_refused_at_its_line() {
             "events: Ir
 fl=a.c
 fn=x
-1 {half}
+1 1
 fn=y
-2 {half}
+2 {big}
 "
         )
         .as_bytes(),
@@ -256,11 +259,14 @@ fn=y
     let a = write(
         dir.path(),
         "a.callgrind",
-        b"events: Ir
+        format!(
+            "events: Ir
 fl=a.c
 fn=x
-1 1
-",
+1 {big}
+"
+        )
+        .as_bytes(),
     );
     let (a, b) = (path_str(&a), path_str(&b));
     let out = dir.path().join("d.callgrind");
@@ -284,6 +290,27 @@ fn=x
         .as_bytes(),
     );
     t.ok(&["diff", a, path_str(&c), "-o", path_str(&out)]);
+    t.ok(&["check", path_str(&out)]);
+    let d = write(
+        dir.path(),
+        "d.callgrind",
+        format!(
+            "events: Ir
+fl=a.c
+fn=x
+1 {half}
+fn=y
+2 {half}
+"
+        )
+        .as_bytes(),
+    );
+    let one = write(
+        dir.path(),
+        "one.callgrind",
+        b"events: Ir\nfl=a.c\nfn=x\n1 1\n",
+    );
+    t.ok(&["diff", path_str(&one), path_str(&d), "-o", path_str(&out)]);
     t.ok(&["check", path_str(&out)]);
 }
 
