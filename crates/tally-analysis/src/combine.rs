@@ -20,7 +20,7 @@
 //! summed with their sign; so a merge or diff of stack profiles still
 //! draws and exports real stacks. One input without stacks drops them.
 
-use crate::folding::{BlockLines, CallKey, FoldPart, Folding, JumpKey, Pos, pos};
+use crate::folding::{BlockKeys, BlockLines, CallKey, FoldPart, Folding, JumpKey, Pos, pos};
 use crate::subst::Subst;
 use rustc_hash::FxHashMap;
 use std::borrow::Cow;
@@ -187,6 +187,9 @@ struct BlockAcc {
     /// increasing positions; a per-block index otherwise, small enough to
     /// stay in cache while the block is folded.
     lines: BlockLines,
+    /// The block's calls and jumps (indices into the part's), found alike.
+    calls: BlockKeys<CallKey>,
+    jumps: BlockKeys<JumpKey>,
 }
 
 /// One output part being built.
@@ -196,11 +199,13 @@ struct PartAcc<C> {
     block_index: FxHashMap<(FunctionId, FileId), u32>,
     line_pos: Vec<Pos>,
     line_costs: Vec<C>,
-    call_index: FxHashMap<CallKey, u32>,
     calls: Vec<(CallKey, C)>,
     call_costs: Vec<C>,
-    jump_index: FxHashMap<JumpKey, u32>,
     jumps: Vec<(JumpKey, C, C)>,
+    /// The blocks of the call and of the jump added last: a new run of a
+    /// block starts its search at its first record.
+    call_block: usize,
+    jump_block: usize,
     /// Sum of the inputs' stated totals, while every input states them.
     stated: Option<Vec<i128>>,
 }
@@ -213,11 +218,11 @@ impl<C: Cost> PartAcc<C> {
             block_index: FxHashMap::default(),
             line_pos: Vec::new(),
             line_costs: Vec::new(),
-            call_index: FxHashMap::default(),
             calls: Vec::new(),
             call_costs: Vec::new(),
-            jump_index: FxHashMap::default(),
             jumps: Vec::new(),
+            call_block: usize::MAX,
+            jump_block: usize::MAX,
             stated: Some(vec![0; events]),
         }
     }
@@ -231,6 +236,8 @@ impl<C: Cost> PartAcc<C> {
                 file,
                 recs: Vec::new(),
                 lines: BlockLines::new(),
+                calls: BlockKeys::new(),
+                jumps: BlockKeys::new(),
             });
         }
         b as usize
@@ -334,7 +341,7 @@ impl<'a, C: Cost> LineFold<'a, C> {
     fn add<I: Cost>(&mut self, positions: &[u64], costs: &[I]) -> Result<(), (C, I)> {
         let ne = self.ne;
         let key = key_pos(positions, self.per_function);
-        let (i, new) = self.block.lines.find_or_add(key, self.line_pos);
+        let (i, new) = self.block.lines.find_or_add(key, self.line_pos, &mut 0);
         if new {
             self.line_costs.extend(std::iter::repeat_n(C::ZERO, ne));
             self.block.recs.push(Rec::Line(i as u32));
@@ -366,8 +373,10 @@ impl<C: Cost> PartAcc<C> {
             .map(|b| BlockAcc {
                 function: b.function,
                 file: b.file,
-                recs: b.lines.lines.iter().map(|&i| Rec::Line(i)).collect(),
+                recs: b.lines.items.iter().map(|&i| Rec::Line(i)).collect(),
                 lines: b.lines,
+                calls: BlockKeys::new(),
+                jumps: BlockKeys::new(),
             })
             .collect();
         self.block_index = fp.block_index;
@@ -375,17 +384,49 @@ impl<C: Cost> PartAcc<C> {
         self.line_costs = fp.line_costs;
         for (i, (k, _)) in fp.calls.iter().enumerate() {
             let b = self.block(k.caller, k.site_file);
-            self.blocks[b].recs.push(Rec::Call(i as u32));
+            let block = &mut self.blocks[b];
+            block.recs.push(Rec::Call(i as u32));
+            block
+                .calls
+                .find_or_insert(*k, |j| fp.calls[j as usize].0, i as u32, &mut 0);
         }
         for (i, (k, _, _)) in fp.jumps.iter().enumerate() {
             let b = self.block(k.function, k.file);
-            self.blocks[b].recs.push(Rec::Jump(i as u32));
+            let block = &mut self.blocks[b];
+            block.recs.push(Rec::Jump(i as u32));
+            block
+                .jumps
+                .find_or_insert(*k, |j| fp.jumps[j as usize].0, i as u32, &mut 0);
         }
-        self.call_index = fp.call_index;
         self.calls = fp.calls;
         self.call_costs = fp.call_costs;
-        self.jump_index = fp.jump_index;
         self.jumps = fp.jumps;
+    }
+
+    /// The block of `(function, file)` for a call (`jump` false) or jump,
+    /// its search rewound when it is not the block of the last one.
+    #[inline]
+    fn keyed_block(&mut self, function: FunctionId, file: FileId, jump: bool) -> usize {
+        let last = if jump {
+            self.jump_block
+        } else {
+            self.call_block
+        };
+        if let Some(b) = self.blocks.get(last)
+            && b.function == function
+            && b.file == file
+        {
+            return last;
+        }
+        let b = self.block(function, file);
+        if jump {
+            self.blocks[b].jumps.rewind();
+            self.jump_block = b;
+        } else {
+            self.blocks[b].calls.rewind();
+            self.call_block = b;
+        }
+        b
     }
 
     /// Adds one call; on failure the output's value and the input's.
@@ -398,13 +439,19 @@ impl<C: Cost> PartAcc<C> {
         sign: Sign,
     ) -> Result<(), (C, I)> {
         let ne = events.len();
-        let b = self.block(key.caller, key.site_file);
-        let n = self.calls.len() as u32;
-        let i = *self.call_index.entry(key).or_insert(n) as usize;
-        if i == n as usize {
+        let b = self.keyed_block(key.caller, key.site_file, false);
+        let calls = &self.calls;
+        let (i, new) = self.blocks[b].calls.find_or_insert(
+            key,
+            |i| calls[i as usize].0,
+            calls.len() as u32,
+            &mut 0,
+        );
+        let i = i as usize;
+        if new {
             self.calls.push((key, C::ZERO));
             self.call_costs.extend(std::iter::repeat_n(C::ZERO, ne));
-            self.blocks[b].recs.push(Rec::Call(n));
+            self.blocks[b].recs.push(Rec::Call(i as u32));
         }
         let c = &mut self.calls[i].1;
         *c = combine(*c, count, sign).ok_or((*c, count))?;
@@ -424,14 +471,19 @@ impl<C: Cost> PartAcc<C> {
         taken: I,
         sign: Sign,
     ) -> Result<(), (C, I)> {
-        let b = self.block(key.function, key.file);
-        let n = self.jumps.len() as u32;
-        let i = *self.jump_index.entry(key).or_insert(n) as usize;
-        if i == n as usize {
+        let b = self.keyed_block(key.function, key.file, true);
+        let jumps = &self.jumps;
+        let (i, new) = self.blocks[b].jumps.find_or_insert(
+            key,
+            |i| jumps[i as usize].0,
+            jumps.len() as u32,
+            &mut 0,
+        );
+        if new {
             self.jumps.push((key, C::ZERO, C::ZERO));
-            self.blocks[b].recs.push(Rec::Jump(n));
+            self.blocks[b].recs.push(Rec::Jump(i));
         }
-        let r = &mut self.jumps[i];
+        let r = &mut self.jumps[i as usize];
         r.1 = combine(r.1, executed, sign).ok_or((r.1, executed))?;
         r.2 = combine(r.2, taken, sign).ok_or((r.2, taken))?;
         Ok(())
@@ -743,12 +795,12 @@ impl<C: Cost> Combiner<C> {
         let zero = |costs: &[I]| !keep_zero && costs.iter().all(|c| c.is_zero());
         for blk in &fp.blocks {
             let costs = |i: u32| &fp.line_costs[i as usize * ie..(i as usize + 1) * ie];
-            let Some(first) = blk.lines.lines.iter().position(|&i| !zero(costs(i))) else {
+            let Some(first) = blk.lines.items.iter().position(|&i| !zero(costs(i))) else {
                 continue;
             };
             let b = acc.block(map.function(blk.function), map.file(blk.file));
             let mut fold = LineFold::new(acc, b, per_function, &map.events, sign);
-            for &i in &blk.lines.lines[first..] {
+            for &i in &blk.lines.items[first..] {
                 if zero(costs(i)) {
                     continue;
                 }

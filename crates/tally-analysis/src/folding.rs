@@ -4,13 +4,16 @@
 //! a profile model in between (no coded cost lines written and decoded
 //! again per input).
 //!
-//! Lines are kept per (function, file) block in `BlockLines`, which
-//! finds a line without hashing in the two common cases: the next line of
-//! the block in the order met before (the second run of one program lists
-//! its lines in the first run's order), and a line past the block's last
-//! one while the block's positions only grew (a line-level file lists a
-//! function's lines in increasing order). A block builds its hash index
-//! the first time neither holds.
+//! Lines are kept per (function, file) block in `BlockLines`, calls per
+//! (caller, call-site file) and jumps per (function, file) alike
+//! (`BlockKeys`), which finds a record without hashing in the two common
+//! cases: the next record of the block in the order met before (the second
+//! run of one program lists its records in the first run's order), and a
+//! record past the block's last one while the block's keys only grew (a
+//! file lists a function's lines, call sites and jump sources in
+//! increasing order). A block builds its hash index the first time
+//! neither holds. No table is keyed by a whole call or jump (64 and 72
+//! bytes), whose hashing was most of folding a profile with jumps.
 //!
 //! [`Combiner`]: crate::combine::Combiner
 //! [`Combiner::add_folded`]: crate::combine::Combiner::add_folded
@@ -30,95 +33,192 @@ pub(crate) fn pos(p: &[u64]) -> Pos {
     a
 }
 
-/// The lines of one block: indices into its owner's line arrays, in the
-/// order first met. See the module documentation.
-pub(crate) struct BlockLines {
-    pub(crate) lines: Vec<u32>,
-    /// Whether the positions of `lines` strictly increase.
+/// The records of one kind of one block: indices into its owner's arrays
+/// of that kind, in the order first met, found by key. See the module
+/// documentation.
+pub(crate) struct BlockKeys<K> {
+    pub(crate) items: Vec<u32>,
+    /// Whether the keys of `items` strictly increase.
     sorted: bool,
-    /// Position → place in `lines`, built when first needed.
-    index: Option<FxHashMap<Pos, u32>>,
-    /// The place in `lines` expected next.
+    /// Key → place in `items`, built when first needed.
+    index: Option<Box<FxHashMap<K, u32>>>,
+    /// The place in `items` expected next.
     cursor: usize,
 }
 
-impl BlockLines {
+/// The lines of one block.
+pub(crate) type BlockLines = BlockKeys<Pos>;
+
+impl<K: Copy + Ord + std::hash::Hash> BlockKeys<K> {
     pub(crate) fn new() -> Self {
-        BlockLines {
-            lines: Vec::new(),
+        BlockKeys {
+            items: Vec::new(),
             sorted: true,
             index: None,
             cursor: 0,
         }
     }
 
-    /// A new run of the block begins: expect its first line.
+    /// A new run of the block begins: expect its first record.
     #[inline]
     pub(crate) fn rewind(&mut self) {
         self.cursor = 0;
     }
 
-    /// The line at `key` (an index into `line_pos`), added to `line_pos`
-    /// and the block when new; the flag says whether it is new.
+    /// The item whose key (`key_of`) is `key`, and false; or, when there
+    /// is none, `next` added to the block with that key, and true. What
+    /// the block's hash index grows by is added to `index_bytes`, so that
+    /// the owner's [`Sink::held_bytes`] need not visit every block.
     #[inline]
-    pub(crate) fn find_or_add(&mut self, key: Pos, line_pos: &mut Vec<Pos>) -> (usize, bool) {
-        if let Some(&i) = self.lines.get(self.cursor)
-            && line_pos[i as usize] == key
+    pub(crate) fn find_or_insert(
+        &mut self,
+        key: K,
+        key_of: impl Fn(u32) -> K,
+        next: u32,
+        index_bytes: &mut usize,
+    ) -> (u32, bool) {
+        if let Some(&i) = self.items.get(self.cursor)
+            && key_of(i) == key
         {
             self.cursor += 1;
-            return (i as usize, false);
+            return (i, false);
         }
-        let past_last = self
-            .lines
-            .last()
-            .is_none_or(|&l| line_pos[l as usize] < key);
+        let past_last = self.items.last().is_none_or(|&l| key_of(l) < key);
         if !(self.sorted && past_last) {
-            let lines = &self.lines;
+            let items = &self.items;
             let index = self.index.get_or_insert_with(|| {
-                lines
+                let index: FxHashMap<K, u32> = items
                     .iter()
                     .enumerate()
-                    .map(|(at, &i)| (line_pos[i as usize], at as u32))
-                    .collect()
+                    .map(|(at, &i)| (key_of(i), at as u32))
+                    .collect();
+                *index_bytes += Self::index_size(index.capacity());
+                Box::new(index)
             });
             if let Some(&at) = index.get(&key) {
                 self.cursor = at as usize + 1;
-                return (self.lines[at as usize] as usize, false);
+                return (self.items[at as usize], false);
             }
             self.sorted &= past_last;
         }
-        let at = self.lines.len();
-        let i = line_pos.len();
-        line_pos.push(key);
-        self.lines.push(i as u32);
+        let at = self.items.len();
+        self.items.push(next);
         if let Some(index) = &mut self.index {
+            let before = index.capacity();
             index.insert(key, at as u32);
+            *index_bytes += Self::index_size(index.capacity()) - Self::index_size(before);
         }
         self.cursor = at + 1;
-        (i, true)
+        (next, true)
+    }
+
+    /// The bytes of an index of `capacity` entries.
+    fn index_size(capacity: usize) -> usize {
+        capacity * (std::mem::size_of::<(K, u32)>() + 1)
+    }
+}
+
+impl BlockKeys<Pos> {
+    /// The line at `key` (an index into `line_pos`), added to `line_pos`
+    /// and the block when new; the flag says whether it is new.
+    #[inline]
+    pub(crate) fn find_or_add(
+        &mut self,
+        key: Pos,
+        line_pos: &mut Vec<Pos>,
+        index_bytes: &mut usize,
+    ) -> (usize, bool) {
+        let next = line_pos.len() as u32;
+        let (i, new) = self.find_or_insert(key, |i| line_pos[i as usize], next, index_bytes);
+        if new {
+            line_pos.push(key);
+        }
+        (i as usize, new)
+    }
+}
+
+/// The blocks of one kind of record (calls by caller and call-site file,
+/// jumps by function and file), for finding a record without hashing its
+/// whole key: the block by its two ids (the last one met is kept), then
+/// the record in its block as [`BlockKeys`] does.
+pub(crate) struct KeyedBlocks<K> {
+    index: FxHashMap<(FunctionId, FileId), u32>,
+    blocks: Vec<((FunctionId, FileId), BlockKeys<K>)>,
+    current: usize,
+}
+
+impl<K: Copy + Ord + std::hash::Hash> KeyedBlocks<K> {
+    pub(crate) fn new() -> Self {
+        KeyedBlocks {
+            index: FxHashMap::default(),
+            blocks: Vec::new(),
+            current: usize::MAX,
+        }
+    }
+
+    /// [`BlockKeys::find_or_insert`] in the block of `block`.
+    #[inline]
+    pub(crate) fn find_or_insert(
+        &mut self,
+        block: (FunctionId, FileId),
+        key: K,
+        key_of: impl Fn(u32) -> K,
+        next: u32,
+        index_bytes: &mut usize,
+    ) -> (u32, bool) {
+        let b = match self.blocks.get(self.current) {
+            Some((k, _)) if *k == block => self.current,
+            _ => {
+                let n = self.blocks.len() as u32;
+                let b = *self.index.entry(block).or_insert(n) as usize;
+                if b == n as usize {
+                    self.blocks.push((block, BlockKeys::new()));
+                }
+                self.blocks[b].1.rewind();
+                self.current = b;
+                b
+            }
+        };
+        self.blocks[b]
+            .1
+            .find_or_insert(key, key_of, next, index_bytes)
+    }
+
+    /// Bytes held, for [`Sink::held_bytes`], but for the blocks' records
+    /// and indices.
+    fn held_bytes(&self) -> usize {
+        self.index.capacity() * (std::mem::size_of::<((FunctionId, FileId), u32)>() + 1)
+            + self.blocks.capacity() * std::mem::size_of::<((FunctionId, FileId), BlockKeys<K>)>()
+    }
+
+    /// How many blocks.
+    fn len(&self) -> usize {
+        self.blocks.len()
     }
 }
 
 /// A call arc's key: caller, call-site file, callee, site and target.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+/// Ordered by site first, the order a block lists its calls in.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct CallKey {
-    pub(crate) caller: FunctionId,
-    pub(crate) site_file: FileId,
-    pub(crate) callee: FunctionId,
     pub(crate) site: Pos,
     pub(crate) target: Pos,
+    pub(crate) callee: FunctionId,
+    pub(crate) caller: FunctionId,
+    pub(crate) site_file: FileId,
 }
 
-/// A jump's key: both ends and the kind.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+/// A jump's key: both ends and the kind. Ordered by source first, the
+/// order a block lists its jumps in.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct JumpKey {
-    pub(crate) function: FunctionId,
-    pub(crate) file: FileId,
+    pub(crate) source: Pos,
+    pub(crate) target: Pos,
     pub(crate) target_function: FunctionId,
     pub(crate) target_file: FileId,
     pub(crate) conditional: bool,
-    pub(crate) source: Pos,
-    pub(crate) target: Pos,
+    pub(crate) function: FunctionId,
+    pub(crate) file: FileId,
 }
 
 /// One block of a folded part.
@@ -135,13 +235,17 @@ pub(crate) struct FoldPart<C> {
     pub(crate) block_index: FxHashMap<(FunctionId, FileId), u32>,
     /// The block of the line met last.
     current: usize,
+    /// The bytes of the blocks' hash indices (see [`BlockKeys`]).
+    index_bytes: usize,
     pub(crate) line_pos: Vec<Pos>,
     pub(crate) line_costs: Vec<C>,
-    pub(crate) call_index: FxHashMap<CallKey, u32>,
+    /// The calls by caller and call-site file.
+    pub(crate) call_blocks: KeyedBlocks<CallKey>,
     /// Calls in first-seen order, with their counts.
     pub(crate) calls: Vec<(CallKey, C)>,
     pub(crate) call_costs: Vec<C>,
-    pub(crate) jump_index: FxHashMap<JumpKey, u32>,
+    /// The jumps by function and file.
+    pub(crate) jump_blocks: KeyedBlocks<JumpKey>,
     /// Jumps in first-seen order, with executed and taken counts.
     pub(crate) jumps: Vec<(JumpKey, C, C)>,
 }
@@ -228,12 +332,13 @@ impl<C: Cost> Sink<C> for Folding<C> {
             blocks: Vec::new(),
             block_index: FxHashMap::default(),
             current: usize::MAX,
+            index_bytes: 0,
             line_pos: Vec::new(),
             line_costs: Vec::new(),
-            call_index: FxHashMap::default(),
+            call_blocks: KeyedBlocks::new(),
             calls: Vec::new(),
             call_costs: Vec::new(),
-            jump_index: FxHashMap::default(),
+            jump_blocks: KeyedBlocks::new(),
             jumps: Vec::new(),
         });
     }
@@ -260,7 +365,9 @@ impl<C: Cost> Sink<C> for Folding<C> {
                 b
             }
         };
-        let (i, new) = p.blocks[b].lines.find_or_add(key, &mut p.line_pos);
+        let (i, new) = p.blocks[b]
+            .lines
+            .find_or_add(key, &mut p.line_pos, &mut p.index_bytes);
         if new {
             p.line_costs.extend(std::iter::repeat_n(C::ZERO, ne));
         }
@@ -280,9 +387,16 @@ impl<C: Cost> Sink<C> for Folding<C> {
             site,
             target,
         };
-        let n = p.calls.len() as u32;
-        let i = *p.call_index.entry(key).or_insert(n) as usize;
-        if i == n as usize {
+        let calls = &p.calls;
+        let (i, new) = p.call_blocks.find_or_insert(
+            (key.caller, key.site_file),
+            key,
+            |i| calls[i as usize].0,
+            calls.len() as u32,
+            &mut p.index_bytes,
+        );
+        let i = i as usize;
+        if new {
             p.calls.push((key, C::ZERO));
             p.call_costs.extend(std::iter::repeat_n(C::ZERO, ne));
         }
@@ -308,12 +422,18 @@ impl<C: Cost> Sink<C> for Folding<C> {
             source,
             target,
         };
-        let n = p.jumps.len() as u32;
-        let i = *p.jump_index.entry(key).or_insert(n) as usize;
-        if i == n as usize {
+        let jumps = &p.jumps;
+        let (i, new) = p.jump_blocks.find_or_insert(
+            (key.function, key.file),
+            key,
+            |i| jumps[i as usize].0,
+            jumps.len() as u32,
+            &mut p.index_bytes,
+        );
+        if new {
             p.jumps.push((key, C::ZERO, C::ZERO));
         }
-        let j = &mut p.jumps[i];
+        let j = &mut p.jumps[i as usize];
         match (j.1.checked_add(info.executed), j.2.checked_add(info.taken)) {
             (Some(e), Some(t)) => {
                 j.1 = e;
@@ -325,6 +445,10 @@ impl<C: Cost> Sink<C> for Folding<C> {
         }
     }
 
+    /// Counted without visiting the blocks (the reader asks after every
+    /// chunk): a block's record list is taken as its records' indices,
+    /// twice over for the room a growing vector keeps, and at least the
+    /// four a first push allocates.
     fn held_bytes(&self) -> usize {
         fn v<T>(v: &Vec<T>) -> usize {
             v.capacity() * std::mem::size_of::<T>()
@@ -335,20 +459,60 @@ impl<C: Cost> Sink<C> for Folding<C> {
         self.parts
             .iter()
             .map(|p| {
+                let records = p.line_pos.len() + p.calls.len() + p.jumps.len();
+                let blocks = p.blocks.len() + p.call_blocks.len() + p.jump_blocks.len();
                 v(&p.blocks)
-                    + p.blocks
-                        .iter()
-                        .map(|b| v(&b.lines.lines) + b.lines.index.as_ref().map_or(0, m))
-                        .sum::<usize>()
                     + m(&p.block_index)
                     + v(&p.line_pos)
                     + v(&p.line_costs)
-                    + m(&p.call_index)
+                    + p.call_blocks.held_bytes()
                     + v(&p.calls)
                     + v(&p.call_costs)
-                    + m(&p.jump_index)
+                    + p.jump_blocks.held_bytes()
                     + v(&p.jumps)
+                    + 8 * records
+                    + 16 * blocks
+                    + p.index_bytes
             })
             .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A block finds every key it was given, at the item it was first
+        /// given with, and adds each new key once, whatever the order
+        /// (sorted runs, repeats in the order met, any other) and wherever
+        /// a new run of the block begins.
+        #[test]
+        fn a_block_finds_each_key_once(
+            steps in prop::collection::vec((0u8..24, any::<bool>()), 0..200)
+        ) {
+            let mut block = BlockKeys::<u8>::new();
+            let mut keys: Vec<u8> = Vec::new();
+            let mut model = std::collections::HashMap::new();
+            let mut index_bytes = 0;
+            for (key, rewind) in steps {
+                if rewind {
+                    block.rewind();
+                }
+                let next = keys.len() as u32;
+                let (i, new) = block.find_or_insert(key, |i| keys[i as usize], next, &mut index_bytes);
+                match model.get(&key) {
+                    Some(&at) => prop_assert_eq!((i, new), (at, false)),
+                    None => {
+                        prop_assert_eq!((i, new), (next, true));
+                        model.insert(key, next);
+                        keys.push(key);
+                    }
+                }
+            }
+            prop_assert_eq!(block.items.len(), model.len());
+            prop_assert_eq!(index_bytes > 0, block.index.is_some());
+        }
     }
 }
