@@ -209,6 +209,14 @@ fn summary_mismatches_are_warnings() {
     assert!(w.contains(WarningKind::TotalsMismatch));
     let (_, w) = read::<u64>("events: Ir\nsummary: 1\nfn=f\n1 3\n");
     assert!(w.contains(WarningKind::SummaryBelowTotal));
+    // The warning names the line as the file writes it: Cachegrind's total
+    // is its trailing `summary:`.
+    let (_, w) = read::<u64>("events: Ir\nfl=a.c\nfn=f\n1 3\nsummary: 4\n");
+    let text: Vec<String> = w.iter().map(|w| w.to_string()).collect();
+    assert!(
+        text.len() == 1 && text[0].contains("line 5: `summary:` 4 differs"),
+        "{text:?}"
+    );
 }
 
 #[test]

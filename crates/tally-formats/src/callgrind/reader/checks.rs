@@ -112,10 +112,15 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
             if let Some(t) = &part.info.totals
                 && *t != stats.totals
             {
+                // Cachegrind's total is its trailing `summary:` line.
+                let key = match self.profile.format {
+                    Format::Cachegrind => "summary:",
+                    Format::Callgrind => "totals:",
+                };
                 self.warnings
                     .add(WarningKind::TotalsMismatch, stats.totals_line, || {
                         format!(
-                            "`totals:` {} differs from the sum of the cost lines {}",
+                            "`{key}` {} differs from the sum of the cost lines {}",
                             join(t),
                             join(&stats.totals)
                         )
