@@ -20,7 +20,9 @@
 //! summed with their sign; so a merge or diff of stack profiles still
 //! draws and exports real stacks. One input without stacks drops them.
 
-use crate::folding::{BlockKeys, BlockLines, CallKey, FoldPart, Folding, JumpKey, Pos, pos};
+use crate::folding::{
+    BlockKeys, BlockLines, CallKey, FoldPart, Folding, JumpKey, Pos, PosList, pos,
+};
 use crate::subst::Subst;
 use rustc_hash::FxHashMap;
 use std::borrow::Cow;
@@ -197,7 +199,7 @@ struct PartAcc<C> {
     info: Option<PartInfo<u64>>,
     blocks: Vec<BlockAcc>,
     block_index: FxHashMap<(FunctionId, FileId), u32>,
-    line_pos: Vec<Pos>,
+    line_pos: PosList,
     line_costs: Vec<C>,
     calls: Vec<(CallKey, C)>,
     call_costs: Vec<C>,
@@ -211,12 +213,13 @@ struct PartAcc<C> {
 }
 
 impl<C: Cost> PartAcc<C> {
-    fn new(events: usize) -> Self {
+    /// A part of `events` events and positions of `kinds` numbers.
+    fn new(events: usize, kinds: usize) -> Self {
         PartAcc {
             info: None,
             blocks: Vec::new(),
             block_index: FxHashMap::default(),
-            line_pos: Vec::new(),
+            line_pos: PosList::new(kinds),
             line_costs: Vec::new(),
             calls: Vec::new(),
             call_costs: Vec::new(),
@@ -307,7 +310,7 @@ fn key_pos(p: &[u64], per_function: bool) -> Pos {
 /// Folds the lines of one input block into an output block.
 struct LineFold<'a, C> {
     block: &'a mut BlockAcc,
-    line_pos: &'a mut Vec<Pos>,
+    line_pos: &'a mut PosList,
     line_costs: &'a mut Vec<C>,
     ne: usize,
     per_function: bool,
@@ -758,7 +761,8 @@ impl<C: Cost> Combiner<C> {
                 continue;
             };
             let fresh = acc.blocks.is_empty() && acc.calls.is_empty() && acc.jumps.is_empty();
-            if same_names && fresh && fp.events == ne {
+            let same_kinds = fp.line_pos.kinds() == acc.line_pos.kinds();
+            if same_names && fresh && same_kinds && fp.events == ne {
                 acc.adopt(fp);
             } else {
                 self.fold_part(pi, &fp, &map, p, sign, label)?;
@@ -804,7 +808,7 @@ impl<C: Cost> Combiner<C> {
                 if zero(costs(i)) {
                     continue;
                 }
-                fold.add(&fp.line_pos[i as usize], costs(i))
+                fold.add(&fp.line_pos.get(i as usize), costs(i))
                     .map_err(|(d, v)| {
                         arith_failure(d, v, sign, label, p.names.function_name(blk.function))
                     })?;
@@ -1006,7 +1010,7 @@ impl<C: Cost> Combiner<C> {
     ) -> &mut PartAcc<C> {
         let target = if self.options.combine_parts { 0 } else { pi };
         while self.parts.len() <= target {
-            self.parts.push(PartAcc::new(ne));
+            self.parts.push(PartAcc::new(ne, self.positions.len()));
         }
         let acc = &mut self.parts[target];
         if acc.info.is_none() {
@@ -1199,7 +1203,7 @@ impl<C: Cost> Combiner<C> {
                                 .add(costs, None)
                                 .map_err(|k| unreadable(&profile, &labels, k, function))?;
                             part.lines
-                                .push(function, file, &acc.line_pos[i][..np], costs);
+                                .push(function, file, &acc.line_pos.get(i)[..np], costs);
                             seq += 1;
                         }
                         Rec::Call(i) => {

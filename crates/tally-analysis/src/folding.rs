@@ -35,6 +35,60 @@ pub(crate) fn pos(p: &[u64]) -> Pos {
     a
 }
 
+/// The positions of a part's lines, each as many numbers as the profile's
+/// positions (one for `line`, two for `instr line`) rather than a whole
+/// [`Pos`]: a line-level file's lines then take a third of the room.
+pub(crate) struct PosList {
+    np: usize,
+    flat: Vec<u64>,
+}
+
+impl PosList {
+    /// Room for positions of `kinds` numbers (at most three are kept).
+    pub(crate) fn new(kinds: usize) -> Self {
+        PosList {
+            np: kinds.clamp(1, 3),
+            flat: Vec::new(),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.flat.len() / self.np
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.flat.is_empty()
+    }
+
+    /// The position of line `i`, padded with zeros.
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> Pos {
+        pos(&self.flat[i * self.np..(i + 1) * self.np])
+    }
+
+    /// Adds a position; numbers past the list's kinds must be zero.
+    #[inline]
+    pub(crate) fn push(&mut self, p: Pos) {
+        debug_assert!(p[self.np..].iter().all(|&v| v == 0));
+        self.flat.extend_from_slice(&p[..self.np]);
+    }
+
+    pub(crate) fn reserve(&mut self, lines: usize) {
+        self.flat.reserve(lines * self.np);
+    }
+
+    /// The number of kinds kept.
+    pub(crate) fn kinds(&self) -> usize {
+        self.np
+    }
+
+    /// Bytes held.
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.flat.capacity() * 8
+    }
+}
+
 /// The records of one kind of one block: indices into its owner's arrays
 /// of that kind, in the order first met, found by key. See the module
 /// documentation.
@@ -137,11 +191,11 @@ impl BlockKeys<Pos> {
     pub(crate) fn find_or_add(
         &mut self,
         key: Pos,
-        line_pos: &mut Vec<Pos>,
+        line_pos: &mut PosList,
         index_bytes: &mut usize,
     ) -> (usize, bool) {
         let next = line_pos.len() as u32;
-        let (i, new) = self.find_or_insert(key, |i| line_pos[i as usize], next, index_bytes);
+        let (i, new) = self.find_or_insert(key, |i| line_pos.get(i as usize), next, index_bytes);
         if new {
             line_pos.push(key);
         }
@@ -249,7 +303,7 @@ pub(crate) struct FoldPart<C> {
     current: usize,
     /// The bytes of the blocks' hash indices (see [`BlockKeys`]).
     index_bytes: usize,
-    pub(crate) line_pos: Vec<Pos>,
+    pub(crate) line_pos: PosList,
     pub(crate) line_costs: Vec<C>,
     /// The calls by caller and call-site file.
     pub(crate) call_blocks: KeyedBlocks<CallKey>,
@@ -338,14 +392,14 @@ impl<C: Cost> Folding<C> {
 }
 
 impl<C: Cost> Sink<C> for Folding<C> {
-    fn start_part(&mut self, _positions: Positions, events: usize) {
+    fn start_part(&mut self, positions: Positions, events: usize) {
         self.parts.push(FoldPart {
             events,
             blocks: Vec::new(),
             block_index: FxHashMap::default(),
             current: usize::MAX,
             index_bytes: 0,
-            line_pos: Vec::new(),
+            line_pos: PosList::new(positions.len()),
             line_costs: Vec::new(),
             call_blocks: KeyedBlocks::new(),
             calls: Vec::new(),
@@ -475,7 +529,7 @@ impl<C: Cost> Sink<C> for Folding<C> {
                 let blocks = p.blocks.len() + p.call_blocks.len() + p.jump_blocks.len();
                 v(&p.blocks)
                     + m(&p.block_index)
-                    + v(&p.line_pos)
+                    + p.line_pos.held_bytes()
                     + v(&p.line_costs)
                     + p.call_blocks.held_bytes()
                     + v(&p.calls)
