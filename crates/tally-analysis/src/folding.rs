@@ -41,6 +41,8 @@ pub(crate) fn pos(p: &[u64]) -> Pos {
 pub(crate) struct PosList {
     np: usize,
     flat: Vec<u64>,
+    /// Lines held (not `flat.len() / np`: a division per line).
+    len: usize,
 }
 
 impl PosList {
@@ -49,12 +51,13 @@ impl PosList {
         PosList {
             np: kinds.clamp(1, 3),
             flat: Vec::new(),
+            len: 0,
         }
     }
 
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        self.flat.len() / self.np
+        self.len
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -64,14 +67,24 @@ impl PosList {
     /// The position of line `i`, padded with zeros.
     #[inline]
     pub(crate) fn get(&self, i: usize) -> Pos {
-        pos(&self.flat[i * self.np..(i + 1) * self.np])
+        let f = &self.flat;
+        match self.np {
+            1 => [f[i], 0, 0],
+            2 => [f[2 * i], f[2 * i + 1], 0],
+            _ => [f[3 * i], f[3 * i + 1], f[3 * i + 2]],
+        }
     }
 
     /// Adds a position; numbers past the list's kinds must be zero.
     #[inline]
     pub(crate) fn push(&mut self, p: Pos) {
         debug_assert!(p[self.np..].iter().all(|&v| v == 0));
-        self.flat.extend_from_slice(&p[..self.np]);
+        match self.np {
+            1 => self.flat.push(p[0]),
+            2 => self.flat.extend_from_slice(&[p[0], p[1]]),
+            _ => self.flat.extend_from_slice(&p),
+        }
+        self.len += 1;
     }
 
     pub(crate) fn reserve(&mut self, lines: usize) {
@@ -147,6 +160,13 @@ impl<K: Copy + Ord + std::hash::Hash> BlockKeys<K> {
             && key_of(i) == key
         {
             self.cursor += 1;
+            return (i, false);
+        }
+        // The record met last, again: every line of a function when a
+        // diff keeps one per function.
+        if let Some(&i) = self.cursor.checked_sub(1).and_then(|c| self.items.get(c))
+            && key_of(i) == key
+        {
             return (i, false);
         }
         let past_last = self.items.last().is_none_or(|&l| key_of(l) < key);
