@@ -240,34 +240,18 @@ fn overflowing_sums_fail_with_file_line_and_function() {
 fn a_diff_that_could_not_be_read_back_is_refused_at_its_line() {
     let dir = tally_testutil::temp_dir();
     let t = tally!();
+    // A profile of functions of file a.c, each with one line's `Ir`.
+    let profile = |name: &str, lines: &[(&str, u64, u64)]| {
+        let mut text = String::from("events: Ir\nfl=a.c\n");
+        for (f, line, ir) in lines {
+            text.push_str(&format!("fn={f}\n{line} {ir}\n"));
+        }
+        write(dir.path(), name, text.as_bytes())
+    };
     let half = 1u64 << 62;
     let big = 3u64 << 61;
-    let b = write(
-        dir.path(),
-        "b.callgrind",
-        format!(
-            "events: Ir
-fl=a.c
-fn=x
-1 1
-fn=y
-2 {big}
-"
-        )
-        .as_bytes(),
-    );
-    let a = write(
-        dir.path(),
-        "a.callgrind",
-        format!(
-            "events: Ir
-fl=a.c
-fn=x
-1 {big}
-"
-        )
-        .as_bytes(),
-    );
+    let b = profile("b.callgrind", &[("x", 1, 1), ("y", 2, big)]);
+    let a = profile("a.callgrind", &[("x", 1, big)]);
     let (a, b) = (path_str(&a), path_str(&b));
     let out = dir.path().join("d.callgrind");
     let e = t.fails(&["diff", a, b, "-o", path_str(&out)]);
@@ -277,39 +261,11 @@ fn=x
     );
     assert!(!out.exists(), "nothing written");
     // 2^62 alone fits, and its difference reads back.
-    let c = write(
-        dir.path(),
-        "c.callgrind",
-        format!(
-            "events: Ir
-fl=a.c
-fn=x
-1 {half}
-"
-        )
-        .as_bytes(),
-    );
+    let c = profile("c.callgrind", &[("x", 1, half)]);
     t.ok(&["diff", a, path_str(&c), "-o", path_str(&out)]);
     t.ok(&["check", path_str(&out)]);
-    let d = write(
-        dir.path(),
-        "d.callgrind",
-        format!(
-            "events: Ir
-fl=a.c
-fn=x
-1 {half}
-fn=y
-2 {half}
-"
-        )
-        .as_bytes(),
-    );
-    let one = write(
-        dir.path(),
-        "one.callgrind",
-        b"events: Ir\nfl=a.c\nfn=x\n1 1\n",
-    );
+    let d = profile("halves.callgrind", &[("x", 1, half), ("y", 2, half)]);
+    let one = profile("one.callgrind", &[("x", 1, 1)]);
     t.ok(&["diff", path_str(&one), path_str(&d), "-o", path_str(&out)]);
     t.ok(&["check", path_str(&out)]);
 }
