@@ -4,7 +4,10 @@
 //! counts) read and summed, either folded as they are read
 //! ([`Folding`] and [`Combiner::add_folded_owned`], what `tally merge`
 //! does; per function as read for a diff, as `tally diff` does) or loaded
-//! whole first and then added ([`Combiner::add`]).
+//! whole first and then added ([`Combiner::add`]); and two generated
+//! instruction-level Callgrind files (one profile twice: calls, jumps,
+//! inlined files) merged and diffed as the commands do, where finding
+//! calls and jumps is much of the folding.
 //!
 //! Run with `cargo bench -p tally-analysis --bench combine`.
 
@@ -89,6 +92,60 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.finish();
+
+    // One profile twice, as two runs of one program list the same
+    // records in the same order.
+    let a = callgrind_text(1);
+    let b = a.clone();
+    let mut g = c.benchmark_group("merge-two-callgrind-files");
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10))
+        .throughput(criterion::Throughput::Bytes((a.len() + b.len()) as u64));
+    g.bench_function("merge", |bench| {
+        bench.iter(|| {
+            let mut c = Combiner::<u64>::new(CombineOptions {
+                keep_zero: true,
+                ..Default::default()
+            });
+            for t in [&a, &b] {
+                let (o, f) = folded(t);
+                c.add_folded_owned(&o.profile, f, Sign::Plus, "x")
+                    .expect("adding");
+            }
+            black_box(c.finish().expect("finishing"))
+        })
+    });
+    g.bench_function("diff", |bench| {
+        bench.iter(|| {
+            let options = CombineOptions {
+                combine_parts: true,
+                ..Default::default()
+            };
+            let mut c = Combiner::<i64>::new(options);
+            for (t, sign) in [(&a, Sign::Minus), (&b, Sign::Plus)] {
+                let (o, f) = folded(t);
+                c.add_folded(&o.profile, &f, sign, "x").expect("adding");
+            }
+            black_box(c.finish().expect("finishing"))
+        })
+    });
+    g.finish();
+}
+
+/// A generated Callgrind profile (`Ir`, instructions and lines, calls and
+/// jumps) of 24 MB.
+fn callgrind_text(seed: u64) -> Vec<u8> {
+    let config = Config {
+        seed,
+        size: 24 << 20,
+        events: EventSet::Ir,
+        compress: true,
+        blocks: None,
+    };
+    let mut text = Vec::new();
+    tally_gen::generate(&config, &mut text).expect("generating into memory");
+    text
 }
 
 criterion_group!(benches, bench);
