@@ -21,7 +21,7 @@
 //! draws and exports real stacks. One input without stacks drops them.
 
 use crate::folding::{
-    BlockKeys, BlockLines, CallKey, FoldPart, Folding, JumpKey, Pos, PosList, pos,
+    BlockKeys, BlockLines, CallKey, FoldPart, Folding, JumpKey, KeyedBlocks, Pos, PosList, pos,
 };
 use crate::subst::Subst;
 use rustc_hash::FxHashMap;
@@ -370,19 +370,23 @@ impl<C: Cost> PartAcc<C> {
     /// moved and each block's records listed in the order
     /// [`Combiner::add_folded`] adds them (lines, then calls, then jumps).
     fn adopt(&mut self, fp: FoldPart<C>) {
-        self.blocks = fp
-            .blocks
+        let KeyedBlocks {
+            index: block_index,
+            blocks,
+            ..
+        } = fp.line_blocks;
+        self.blocks = blocks
             .into_iter()
-            .map(|b| BlockAcc {
-                function: b.function,
-                file: b.file,
-                recs: b.lines.items.iter().map(|&i| Rec::Line(i)).collect(),
-                lines: b.lines,
+            .map(|((function, file), lines)| BlockAcc {
+                function,
+                file,
+                recs: lines.items.iter().map(|&i| Rec::Line(i)).collect(),
+                lines,
                 calls: BlockKeys::new(),
                 jumps: BlockKeys::new(),
             })
             .collect();
-        self.block_index = fp.block_index;
+        self.block_index = block_index;
         self.line_pos = fp.line_pos;
         self.line_costs = fp.line_costs;
         for (i, (k, _)) in fp.calls.iter().enumerate() {
@@ -797,20 +801,20 @@ impl<C: Cost> Combiner<C> {
         // its first other record is.
         let keep_zero = self.options.keep_zero;
         let zero = |costs: &[I]| !keep_zero && costs.iter().all(|c| c.is_zero());
-        for blk in &fp.blocks {
+        for ((function, file), lines) in &fp.line_blocks.blocks {
             let costs = |i: u32| &fp.line_costs[i as usize * ie..(i as usize + 1) * ie];
-            let Some(first) = blk.lines.items.iter().position(|&i| !zero(costs(i))) else {
+            let Some(first) = lines.items.iter().position(|&i| !zero(costs(i))) else {
                 continue;
             };
-            let b = acc.block(map.function(blk.function), map.file(blk.file));
+            let b = acc.block(map.function(*function), map.file(*file));
             let mut fold = LineFold::new(acc, b, per_function, &map.events, sign);
-            for &i in &blk.lines.items[first..] {
+            for &i in &lines.items[first..] {
                 if zero(costs(i)) {
                     continue;
                 }
                 fold.add(&fp.line_pos.get(i as usize), costs(i))
                     .map_err(|(d, v)| {
-                        arith_failure(d, v, sign, label, p.names.function_name(blk.function))
+                        arith_failure(d, v, sign, label, p.names.function_name(*function))
                     })?;
             }
         }

@@ -223,13 +223,19 @@ impl BlockKeys<Pos> {
     }
 }
 
-/// The blocks of one kind of record (calls by caller and call-site file,
-/// jumps by function and file), for finding a record without hashing its
-/// whole key: the block by its two ids (the last one met is kept), then
-/// the record in its block as [`BlockKeys`] does.
+/// A block's ids: function and file (for calls, caller and call-site
+/// file).
+pub(crate) type BlockId = (FunctionId, FileId);
+
+/// The blocks of one kind of record (lines and jumps by function and
+/// file, calls by caller and call-site file), in the order first met, for
+/// finding a record without hashing its whole key: the block by its two
+/// ids (the last one met is kept), then the record in its block as
+/// [`BlockKeys`] does.
 pub(crate) struct KeyedBlocks<K> {
-    index: FxHashMap<(FunctionId, FileId), u32>,
-    blocks: Vec<((FunctionId, FileId), BlockKeys<K>)>,
+    pub(crate) index: FxHashMap<BlockId, u32>,
+    /// The blocks, with their ids, in the order first met.
+    pub(crate) blocks: Vec<(BlockId, BlockKeys<K>)>,
     current: usize,
 }
 
@@ -307,20 +313,11 @@ pub(crate) struct JumpKey {
     pub(crate) file: FileId,
 }
 
-/// One block of a folded part.
-pub(crate) struct FoldBlock {
-    pub(crate) function: FunctionId,
-    pub(crate) file: FileId,
-    pub(crate) lines: BlockLines,
-}
-
 /// The distinct records of one part of an input.
 pub(crate) struct FoldPart<C> {
     pub(crate) events: usize,
-    pub(crate) blocks: Vec<FoldBlock>,
-    pub(crate) block_index: FxHashMap<(FunctionId, FileId), u32>,
-    /// The block of the line met last.
-    current: usize,
+    /// The lines by function and file.
+    pub(crate) line_blocks: KeyedBlocks<Pos>,
     /// The bytes of the blocks' hash indices (see [`BlockKeys`]).
     index_bytes: usize,
     pub(crate) line_pos: PosList,
@@ -415,9 +412,7 @@ impl<C: Cost> Sink<C> for Folding<C> {
     fn start_part(&mut self, positions: Positions, events: usize) {
         self.parts.push(FoldPart {
             events,
-            blocks: Vec::new(),
-            block_index: FxHashMap::default(),
-            current: usize::MAX,
+            line_blocks: KeyedBlocks::new(),
             index_bytes: 0,
             line_pos: PosList::new(positions.len()),
             line_costs: Vec::new(),
@@ -434,27 +429,17 @@ impl<C: Cost> Sink<C> for Folding<C> {
         let key = self.at(positions);
         let p = self.part();
         let ne = p.events;
-        let b = match p.blocks.get(p.current) {
-            Some(b) if b.function == function && b.file == file => p.current,
-            _ => {
-                let n = p.blocks.len() as u32;
-                let b = *p.block_index.entry((function, file)).or_insert(n) as usize;
-                if b == n as usize {
-                    p.blocks.push(FoldBlock {
-                        function,
-                        file,
-                        lines: BlockLines::new(),
-                    });
-                }
-                p.blocks[b].lines.rewind();
-                p.current = b;
-                b
-            }
-        };
-        let (i, new) = p.blocks[b]
-            .lines
-            .find_or_add(key, &mut p.line_pos, &mut p.index_bytes);
+        let line_pos = &p.line_pos;
+        let (i, new) = p.line_blocks.find_or_insert(
+            (function, file),
+            key,
+            |i| line_pos.get(i as usize),
+            line_pos.len() as u32,
+            &mut p.index_bytes,
+        );
+        let i = i as usize;
         if new {
+            p.line_pos.push(key);
             p.line_costs.extend(std::iter::repeat_n(C::ZERO, ne));
         }
         if !add_all(&mut p.line_costs[i * ne..(i + 1) * ne], costs) {
@@ -539,16 +524,12 @@ impl<C: Cost> Sink<C> for Folding<C> {
         fn v<T>(v: &Vec<T>) -> usize {
             v.capacity() * std::mem::size_of::<T>()
         }
-        fn m<K, V>(m: &FxHashMap<K, V>) -> usize {
-            m.capacity() * (std::mem::size_of::<(K, V)>() + 1)
-        }
         self.parts
             .iter()
             .map(|p| {
                 let records = p.line_pos.len() + p.calls.len() + p.jumps.len();
-                let blocks = p.blocks.len() + p.call_blocks.len() + p.jump_blocks.len();
-                v(&p.blocks)
-                    + m(&p.block_index)
+                let blocks = p.line_blocks.len() + p.call_blocks.len() + p.jump_blocks.len();
+                p.line_blocks.held_bytes()
                     + p.line_pos.held_bytes()
                     + v(&p.line_costs)
                     + p.call_blocks.held_bytes()

@@ -99,14 +99,7 @@ pub fn inputs(
         warnings.extend(combine::stated_warnings(&sum, "diff", path));
         Ok((AnyCost::Signed(sum.profile), warnings))
     };
-    let (la, lb) = std::thread::scope(|scope| {
-        let other = scope.spawn(|| reduce(b));
-        let la = reduce(a);
-        let lb = other
-            .join()
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("{}: reading failed", b.display())));
-        (la, lb)
-    });
+    let (la, lb) = both(a, b, reduce);
     let (la, wa) = la?;
     combine::print_lines(&wa);
     let (lb, wb) = lb?;
@@ -114,7 +107,7 @@ pub fn inputs(
     if la.format() != lb.format() {
         bail!(mixed(a, la.format(), b, lb.format()));
     }
-    options.per_function = per_function || (la.format() == Format::Cachegrind && !per_line);
+    options.per_function = by_function(la.format());
     Ok(Inputs {
         a: la,
         b: lb,
@@ -135,14 +128,7 @@ pub fn direct(
     per_line: bool,
 ) -> anyhow::Result<Combined<i64>> {
     let by_function = |f: Format| per_function || (f == Format::Cachegrind && !per_line);
-    let (la, lb) = std::thread::scope(|scope| {
-        let other = scope.spawn(|| combine::load_folded_by(b, by_function));
-        let la = combine::load_folded_by(a, by_function);
-        let lb = other
-            .join()
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("{}: reading failed", b.display())));
-        (la, lb)
-    });
+    let (la, lb) = both(a, b, |path| combine::load_folded_by(path, by_function));
     let la = la?;
     combine::print_lines(&combine::read_warnings(&la, a));
     let lb = lb?;
@@ -154,6 +140,9 @@ pub fn direct(
     options.per_function = by_function(fa);
     options.keep_zero = false;
     let mut c = Combiner::<i64>::new(options);
+    // A first, so that the first input named in errors is A and the
+    // output keeps A's order, with what is new in B after it.
+    // An overflow is located by scanning A and B again as one sum.
     let located =
         |e, c: &Combiner<i64>| combine::locate::<i64>(e, &[a, b], &combine::event_names(c));
     combine::add_folded_to(&mut c, &la, Sign::Minus, &combine::label(a))
@@ -169,6 +158,22 @@ pub fn direct(
         .map_err(|e| combine::locate::<i64>(e, &[a, b], &events))?;
     describe(&mut d, a, b, [cmds[0].as_deref(), cmds[1].as_deref()]);
     Ok(d)
+}
+
+/// `read` of A on this thread and of B on another, both results.
+fn both<T: Send>(
+    a: &Path,
+    b: &Path,
+    read: impl Fn(&Path) -> anyhow::Result<T> + Sync,
+) -> (anyhow::Result<T>, anyhow::Result<T>) {
+    std::thread::scope(|scope| {
+        let other = scope.spawn(|| read(b));
+        let la = read(a);
+        let lb = other
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("{}: reading failed", b.display())));
+        (la, lb)
+    })
 }
 
 /// The error of inputs of two formats.
