@@ -166,6 +166,17 @@ pub(super) fn fast_decimal(s: &[u8], i: usize) -> Option<(u64, usize)> {
     Some((v, j))
 }
 
+/// The value of a hexadecimal digit.
+#[inline(always)]
+fn hex_digit(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
 /// Up to 16 hexadecimal digits at `s[i..]` (after `0x`), ending at a space or
 /// the end.
 #[inline]
@@ -296,8 +307,20 @@ pub(super) fn number(data: &[u8], i: usize) -> Option<(u64, usize)> {
         // eight-digit combination.
         (u64::from(d) * 10 + u64::from(next - b'0'), i + 2)
     } else if d == 0 && next == b'x' {
-        let end = memchr::memchr2(b' ', b'\n', &data[i..]).map_or(data.len(), |k| i + k);
-        fast_hex(&data[..end], i + 2)?
+        // Jump targets and calls' addresses: read in place, as
+        // [`fast_hex`] reads them up to the next space or newline (a
+        // search for that end costs more than the digits).
+        let mut j = i + 2;
+        let mut v = 0u64;
+        while let Some(d) = data.get(j).and_then(|&b| hex_digit(b)) {
+            v = (v << 4) | u64::from(d);
+            j += 1;
+        }
+        let n = j - (i + 2);
+        if n == 0 || n > 16 || !matches!(data.get(j), Some(b' ' | b'\n')) {
+            return None;
+        }
+        (v, j)
     } else {
         swar_decimal(data, i)?
     };
