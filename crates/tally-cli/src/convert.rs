@@ -253,11 +253,7 @@ fn read_profile(
 ) -> anyhow::Result<(tally_model::AnyProfile, Vec<tally_formats::Warnings>)> {
     use tally_formats::{ParseErrorKind, Records, limits};
     let ceiling = limits::memory_limit()?;
-    let plain_bytes = sources
-        .iter()
-        .filter(|s| !s.detected().gzip)
-        .filter_map(Source::size)
-        .sum();
+    let plain_bytes = sources.iter().filter_map(Source::content_size_hint).sum();
     let exact_limit = limits::exact_limit(plain_bytes, ceiling);
     let first =
         tally_formats::read_all_kept(sources, Records::Exact, Some(exact_limit), Some(update));

@@ -23,9 +23,10 @@ use std::sync::OnceLock;
 pub const FOLD_ABOVE: u64 = 64 << 20;
 
 /// The memory a full load may give to every record as read before it
-/// folds instead (see [`FOLD_ABOVE`]), for inputs whose uncompressed
-/// sizes sum to `plain_bytes` (gzip inputs count nothing: their size says
-/// little of what they hold), under the ceiling `ceiling`.
+/// folds instead (see [`FOLD_ABOVE`]), for inputs whose decompressed
+/// sizes, where known, sum to `plain_bytes`
+/// ([`Source::content_size_hint`](crate::Source::content_size_hint)),
+/// under the ceiling `ceiling`.
 ///
 /// Every record as read takes about the file's size in memory (counted
 /// by capacity, up to twice that as vectors grow: a 105 MB
@@ -33,8 +34,8 @@ pub const FOLD_ABOVE: u64 = 64 << 20;
 /// index entry besides each distinct record (1.5 GB for that file, whose
 /// records are nearly all distinct, and five times the time). So an
 /// input is read exactly while it stays within twice its size: only
-/// inputs whose records cost more than their text (gzip, or millions of
-/// short repeated lines) are folded. Half the ceiling at most, so that
+/// inputs whose records cost more than their text (millions of short
+/// repeated lines, or gzip of unknown or implausible size) are folded. Half the ceiling at most, so that
 /// the folded read has room.
 pub fn exact_limit(plain_bytes: u64, ceiling: Option<u64>) -> u64 {
     let want = FOLD_ABOVE.max(plain_bytes.saturating_mul(2));

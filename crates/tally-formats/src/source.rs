@@ -16,6 +16,11 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+/// The largest compression ratio [`Source::content_size_hint`] believes of
+/// a gzip trailer: real profiles compress 3 to 10 times, files of one line
+/// repeated hundreds of times.
+pub const MAX_RATIO: u64 = 20;
+
 /// An input, opened and its format detected.
 #[derive(Clone, Debug)]
 pub struct Source {
@@ -102,6 +107,38 @@ impl Source {
         self.size
     }
 
+    /// The size of the content, decompressed, when it can be told without
+    /// reading it: the size as stored for a plain input; for gzip, the
+    /// size its trailer states (ISIZE, the last four bytes), if that is
+    /// between one and [`MAX_RATIO`] times the compressed size. The
+    /// trailer holds the size modulo 4 GiB and only of the last member,
+    /// so a larger or stranger file is told as `None`, as is a file of
+    /// repeated lines that gzip shrinks a hundredfold (whose records cost
+    /// more than their text: see `limits::exact_limit`).
+    pub fn content_size_hint(&self) -> Option<u64> {
+        let stored = self.size?;
+        if !self.detected.gzip {
+            return Some(stored);
+        }
+        if stored < 18 {
+            return None;
+        }
+        let mut trailer = [0u8; 4];
+        match &self.data {
+            Some(d) => trailer.copy_from_slice(&d[d.len() - 4..]),
+            None => {
+                use std::io::{Seek, SeekFrom};
+                let mut f = std::fs::File::open(&self.path).ok()?;
+                f.seek(SeekFrom::End(-4)).ok()?;
+                f.read_exact(&mut trailer).ok()?;
+            }
+        }
+        let isize = u64::from(u32::from_le_bytes(trailer));
+        (stored..=stored.saturating_mul(MAX_RATIO))
+            .contains(&isize)
+            .then_some(isize)
+    }
+
     /// The format, and whether it is gzip-compressed.
     pub fn detected(&self) -> Detected {
         self.detected
@@ -173,6 +210,40 @@ impl Source {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(bytes).expect("in memory");
+        e.finish().expect("in memory")
+    }
+
+    #[test]
+    fn content_sizes_are_told_where_plausible() {
+        // A profile-like text of varied lines compresses a few times: its
+        // trailer is believed, from memory and from a file.
+        let mut text = b"events: Ir\nfn=a\n".to_vec();
+        for i in 0..20_000u32 {
+            text.extend_from_slice(format!("{} {}\n", i * 7 % 1000, i * 31 % 977).as_bytes());
+        }
+        let gz = gzip(&text);
+        let s = Source::from_bytes("t.gz", gz.clone());
+        assert!(s.detected().gzip);
+        assert_eq!(s.content_size_hint(), Some(text.len() as u64));
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join("t.gz");
+        std::fs::write(&path, &gz).expect("write");
+        let s = Source::open(&path).expect("open");
+        assert_eq!(s.content_size_hint(), Some(text.len() as u64));
+        // Plain: the size as stored.
+        let plain = Source::from_bytes("t", text.clone());
+        assert_eq!(plain.content_size_hint(), Some(text.len() as u64));
+        // One line repeated shrinks past MAX_RATIO: not believed.
+        let mut repeated = b"events: Ir\nfn=a\n".to_vec();
+        repeated.extend(b"1 1\n".repeat(200_000));
+        let s = Source::from_bytes("r.gz", gzip(&repeated));
+        assert_eq!(s.content_size_hint(), None);
+    }
 
     #[test]
     fn memory_sources_read_again() {
