@@ -14,23 +14,31 @@
 use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;
-use tally_analysis::combine::{CombineOptions, Combiner, Sign};
+use tally_analysis::combine::{CombineOptions, Combined, Combiner, Sign};
 use tally_analysis::folding::Folding;
 use tally_formats::Input;
 use tally_formats::callgrind;
 use tally_gen::{Config, EventSet};
 
-fn cachegrind_text(seed: u64) -> Vec<u8> {
+/// A generated profile of about 24 MB with `events`, as `tally-gen`
+/// writes it (Callgrind, instructions and lines, calls and jumps).
+fn generated(seed: u64, events: EventSet) -> Vec<u8> {
     let config = Config {
         seed,
         size: 24 << 20,
-        events: EventSet::Cache,
+        events,
         compress: true,
         blocks: None,
     };
     let mut text = Vec::new();
     tally_gen::generate(&config, &mut text).expect("generating into memory");
-    let input = Input::from_bytes("gen.out", text).expect("input");
+    text
+}
+
+/// A generated profile with the nine cache events, summed per line as
+/// Cachegrind writes.
+fn cachegrind_text(seed: u64) -> Vec<u8> {
+    let input = Input::from_bytes("gen.out", generated(seed, EventSet::Cache)).expect("input");
     let (profile, _) = callgrind::read::<u64>(input).expect("reading");
     let mut out = Vec::new();
     tally_formats::cachegrind::write(&profile, &mut out).expect("writing");
@@ -47,24 +55,54 @@ fn folded_into(text: &[u8], mut sink: Folding<u64>) -> (callgrind::ReadOutcome<u
     (o, sink)
 }
 
-fn bench(c: &mut Criterion) {
-    let a = cachegrind_text(1);
-    let b = cachegrind_text(2);
-    let mut g = c.benchmark_group("merge-two-cachegrind-files");
+/// `tally merge` of two texts: each folded as read, the first taken as
+/// the sum, the second folded into it.
+fn merge(texts: [&[u8]; 2], options: CombineOptions) -> Combined<u64> {
+    let mut c = Combiner::<u64>::new(options);
+    for t in texts {
+        let (o, f) = folded(t);
+        c.add_folded_owned(&o.profile, f, Sign::Plus, "x")
+            .expect("adding");
+    }
+    c.finish().expect("finishing")
+}
+
+/// `tally diff` of two texts (B − A), each folded by `folding` as read.
+fn diff(
+    a: &[u8],
+    b: &[u8],
+    options: CombineOptions,
+    folding: fn() -> Folding<u64>,
+) -> Combined<i64> {
+    let mut c = Combiner::<i64>::new(options);
+    for (t, sign) in [(a, Sign::Minus), (b, Sign::Plus)] {
+        let (o, f) = folded_into(t, folding());
+        c.add_folded(&o.profile, &f, sign, "x").expect("adding");
+    }
+    c.finish().expect("finishing")
+}
+
+/// A group of ten samples over ten seconds, its throughput the two inputs'
+/// bytes.
+fn group<'a>(
+    c: &'a mut Criterion,
+    name: &str,
+    bytes: usize,
+) -> criterion::BenchmarkGroup<'a, criterion::measurement::WallTime> {
+    let mut g = c.benchmark_group(name);
     g.sampling_mode(SamplingMode::Flat)
         .sample_size(10)
         .measurement_time(Duration::from_secs(10))
-        .throughput(criterion::Throughput::Bytes((a.len() + b.len()) as u64));
+        .throughput(criterion::Throughput::Bytes(bytes as u64));
+    g
+}
+
+fn bench(c: &mut Criterion) {
+    let a = cachegrind_text(1);
+    let b = cachegrind_text(2);
+    let mut g = group(c, "merge-two-cachegrind-files", a.len() + b.len());
     g.bench_function("folded-as-read", |bench| {
-        bench.iter(|| {
-            let mut c = Combiner::<u64>::new(CombineOptions::default());
-            for t in [&a, &b] {
-                let (o, f) = folded(t);
-                c.add_folded_owned(&o.profile, f, Sign::Plus, "x")
-                    .expect("adding");
-            }
-            black_box(c.finish().expect("finishing"))
-        })
+        bench.iter(|| black_box(merge([&a, &b], CombineOptions::default())))
     });
     g.bench_function("loaded-then-added", |bench| {
         bench.iter(|| {
@@ -78,74 +116,34 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.bench_function("diff-per-function", |bench| {
-        bench.iter(|| {
-            let options = CombineOptions {
-                per_function: true,
-                ..Default::default()
-            };
-            let mut c = Combiner::<i64>::new(options);
-            for (t, sign) in [(&a, Sign::Minus), (&b, Sign::Plus)] {
-                let (o, f) = folded_into(t, Folding::per_function());
-                c.add_folded(&o.profile, &f, sign, "x").expect("adding");
-            }
-            black_box(c.finish().expect("finishing"))
-        })
+        let options = CombineOptions {
+            per_function: true,
+            ..Default::default()
+        };
+        bench.iter(|| black_box(diff(&a, &b, options.clone(), Folding::per_function)))
     });
     g.finish();
 
     // One profile twice, as two runs of one program list the same
     // records in the same order.
-    let a = callgrind_text(1);
+    let a = generated(1, EventSet::Ir);
     let b = a.clone();
-    let mut g = c.benchmark_group("merge-two-callgrind-files");
-    g.sampling_mode(SamplingMode::Flat)
-        .sample_size(10)
-        .measurement_time(Duration::from_secs(10))
-        .throughput(criterion::Throughput::Bytes((a.len() + b.len()) as u64));
+    let mut g = group(c, "merge-two-callgrind-files", a.len() + b.len());
     g.bench_function("merge", |bench| {
-        bench.iter(|| {
-            let mut c = Combiner::<u64>::new(CombineOptions {
-                keep_zero: true,
-                ..Default::default()
-            });
-            for t in [&a, &b] {
-                let (o, f) = folded(t);
-                c.add_folded_owned(&o.profile, f, Sign::Plus, "x")
-                    .expect("adding");
-            }
-            black_box(c.finish().expect("finishing"))
-        })
+        let options = CombineOptions {
+            keep_zero: true,
+            ..Default::default()
+        };
+        bench.iter(|| black_box(merge([&a, &b], options.clone())))
     });
     g.bench_function("diff", |bench| {
-        bench.iter(|| {
-            let options = CombineOptions {
-                combine_parts: true,
-                ..Default::default()
-            };
-            let mut c = Combiner::<i64>::new(options);
-            for (t, sign) in [(&a, Sign::Minus), (&b, Sign::Plus)] {
-                let (o, f) = folded(t);
-                c.add_folded(&o.profile, &f, sign, "x").expect("adding");
-            }
-            black_box(c.finish().expect("finishing"))
-        })
+        let options = CombineOptions {
+            combine_parts: true,
+            ..Default::default()
+        };
+        bench.iter(|| black_box(diff(&a, &b, options.clone(), Folding::default)))
     });
     g.finish();
-}
-
-/// A generated Callgrind profile (`Ir`, instructions and lines, calls and
-/// jumps) of 24 MB.
-fn callgrind_text(seed: u64) -> Vec<u8> {
-    let config = Config {
-        seed,
-        size: 24 << 20,
-        events: EventSet::Ir,
-        compress: true,
-        blocks: None,
-    };
-    let mut text = Vec::new();
-    tally_gen::generate(&config, &mut text).expect("generating into memory");
-    text
 }
 
 criterion_group!(benches, bench);

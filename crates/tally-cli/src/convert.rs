@@ -244,17 +244,17 @@ fn write_unsigned(p: &Profile<u64>, args: &Args) -> anyhow::Result<Outcome> {
 
 /// Reads the inputs as one profile: every record as read while they take
 /// less than [`exact_limit`](tally_formats::limits::exact_limit) in
-/// memory (twice their size), else read again with
-/// repeated records summed, so that a file of many repeated lines converts
-/// in the memory its distinct records need.
+/// memory (twice their decompressed size), else read again with repeated
+/// records summed, so that a file of many repeated lines converts in the
+/// memory its distinct records need.
 fn read_profile(
     sources: &[Source],
     update: &mut dyn FnMut(u64),
 ) -> anyhow::Result<(tally_model::AnyProfile, Vec<tally_formats::Warnings>)> {
     use tally_formats::{ParseErrorKind, Records, limits};
     let ceiling = limits::memory_limit()?;
-    let plain_bytes = sources.iter().filter_map(Source::content_size_hint).sum();
-    let exact_limit = limits::exact_limit(plain_bytes, ceiling);
+    let content_bytes = sources.iter().filter_map(Source::content_size_hint).sum();
+    let exact_limit = limits::exact_limit(content_bytes, ceiling);
     let first =
         tally_formats::read_all_kept(sources, Records::Exact, Some(exact_limit), Some(update));
     match first {

@@ -24,7 +24,7 @@ pub const FOLD_ABOVE: u64 = 64 << 20;
 
 /// The memory a full load may give to every record as read before it
 /// folds instead (see [`FOLD_ABOVE`]), for inputs whose decompressed
-/// sizes, where known, sum to `plain_bytes`
+/// sizes, where known, sum to `content_bytes`
 /// ([`Source::content_size_hint`](crate::Source::content_size_hint)),
 /// under the ceiling `ceiling`.
 ///
@@ -35,10 +35,10 @@ pub const FOLD_ABOVE: u64 = 64 << 20;
 /// records are nearly all distinct, and five times the time). So an
 /// input is read exactly while it stays within twice its size: only
 /// inputs whose records cost more than their text (millions of short
-/// repeated lines, or gzip of unknown or implausible size) are folded. Half the ceiling at most, so that
-/// the folded read has room.
-pub fn exact_limit(plain_bytes: u64, ceiling: Option<u64>) -> u64 {
-    let want = FOLD_ABOVE.max(plain_bytes.saturating_mul(2));
+/// repeated lines, or gzip of unknown or implausible size) are folded.
+/// Half the ceiling at most, so that the folded read has room.
+pub fn exact_limit(content_bytes: u64, ceiling: Option<u64>) -> u64 {
+    let want = FOLD_ABOVE.max(content_bytes.saturating_mul(2));
     ceiling.map_or(want, |c| want.min(c / 2))
 }
 
@@ -168,7 +168,7 @@ mod tests {
     }
 
     #[test]
-    fn exact_reads_follow_the_plain_size() {
+    fn exact_reads_follow_the_content_size() {
         // Small or unknown inputs: the fixed floor.
         assert_eq!(exact_limit(0, None), FOLD_ABOVE);
         assert_eq!(exact_limit(1 << 20, None), FOLD_ABOVE);

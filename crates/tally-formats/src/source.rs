@@ -19,7 +19,7 @@ use std::sync::{Arc, OnceLock};
 /// The largest compression ratio [`Source::content_size_hint`] believes of
 /// a gzip trailer: real profiles compress 3 to 10 times, files of one line
 /// repeated hundreds of times.
-pub const MAX_RATIO: u64 = 20;
+pub const GZIP_MAX_RATIO: u64 = 20;
 
 /// An input, opened and its format detected.
 #[derive(Clone, Debug)]
@@ -110,7 +110,7 @@ impl Source {
     /// The size of the content, decompressed, when it can be told without
     /// reading it: the size as stored for a plain input; for gzip, the
     /// size its trailer states (ISIZE, the last four bytes), if that is
-    /// between one and [`MAX_RATIO`] times the compressed size. The
+    /// between one and [`GZIP_MAX_RATIO`] times the compressed size. The
     /// trailer holds the size modulo 4 GiB and only of the last member,
     /// so a larger or stranger file is told as `None`, as is a file of
     /// repeated lines that gzip shrinks a hundredfold (whose records cost
@@ -134,7 +134,7 @@ impl Source {
             }
         }
         let isize = u64::from(u32::from_le_bytes(trailer));
-        (stored..=stored.saturating_mul(MAX_RATIO))
+        (stored..=stored.saturating_mul(GZIP_MAX_RATIO))
             .contains(&isize)
             .then_some(isize)
     }
@@ -238,7 +238,7 @@ mod tests {
         // Plain: the size as stored.
         let plain = Source::from_bytes("t", text.clone());
         assert_eq!(plain.content_size_hint(), Some(text.len() as u64));
-        // One line repeated shrinks past MAX_RATIO: not believed.
+        // One line repeated shrinks past GZIP_MAX_RATIO: not believed.
         let mut repeated = b"events: Ir\nfn=a\n".to_vec();
         repeated.extend(b"1 1\n".repeat(200_000));
         let s = Source::from_bytes("r.gz", gzip(&repeated));

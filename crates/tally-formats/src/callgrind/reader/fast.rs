@@ -183,13 +183,7 @@ fn hex_digit(b: u8) -> Option<u8> {
 pub(super) fn fast_hex(s: &[u8], i: usize) -> Option<(u64, usize)> {
     let mut j = i;
     let mut v = 0u64;
-    while j < s.len() {
-        let d = match s[j] {
-            b @ b'0'..=b'9' => b - b'0',
-            b @ b'a'..=b'f' => b - b'a' + 10,
-            b @ b'A'..=b'F' => b - b'A' + 10,
-            _ => break,
-        };
+    while let Some(d) = s.get(j).and_then(|&b| hex_digit(b)) {
         v = (v << 4) | u64::from(d);
         j += 1;
     }

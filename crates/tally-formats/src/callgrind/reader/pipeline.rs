@@ -5,9 +5,9 @@
 //! target of `calls=`, `jump=` and `jcnd=`) and hashes the names of first
 //! definitions (`fn=(id) name`, ...); when the parser is the one
 //! waiting, it decodes some chunks itself (see [`start`]). The parser
-//! applies them in file order; interning, id lookups, calls, jumps and every check stay on its
-//! thread, so the records, the interning order, the warnings and the
-//! errors are those of the single-thread read.
+//! applies them in file order; interning, id lookups, calls, jumps and
+//! every check stay on its thread, so the records, the interning order,
+//! the warnings and the errors are those of the single-thread read.
 //!
 //! What is decoded is only a proposal: the parser takes a decoded line
 //! where the fast path would have taken the line (its positions and
