@@ -46,8 +46,9 @@ pub struct Routine {
     pub is_static: bool,
     /// Marked as a function (line symbols are not).
     pub is_func: bool,
-    /// Source file of the start address, if known.
-    pub file: Option<String>,
+    /// Source file of the start address, if known: shared, as thousands
+    /// of routines of a large profile come from one file.
+    pub file: Option<std::sync::Arc<str>>,
     /// Source line of the start address (0 if unknown).
     pub line: u32,
 }
@@ -870,40 +871,53 @@ pub fn assemble(
     }
     graph.lists = std::sync::OnceLock::from(lists);
 
-    // Order of entries: by total time, cycles first, names without a
-    // leading underscore first, more calls first, then by name. The keys
-    // are laid out side by side first: the names, apart in memory, are
-    // reached only on a tie.
-    let keys: Vec<(f64, bool, u64)> = (0..total)
-        .map(|i| {
-            let underscore = i < n && names[i].starts_with('_');
-            (prop_self[i] + prop_child[i], underscore, ncalls[i])
+    // Order of entries: by total time, cycles first (among themselves in
+    // node order), names without a leading underscore first, more calls
+    // first, then by name, then by node. The keys themselves are sorted,
+    // side by side, not indices into them: a large profile's entries are
+    // far apart in memory, and the names are reached only on a tie.
+    #[derive(Clone, Copy)]
+    struct Entry {
+        total: f64,
+        calls: u64,
+        node: usize,
+        /// 0 for a cycle, 1 for a name without a leading underscore, 2 for
+        /// one with.
+        rank: u8,
+    }
+    let mut entries: Vec<Entry> = (0..total)
+        .map(|i| Entry {
+            total: prop_self[i] + prop_child[i],
+            calls: ncalls[i],
+            node: i,
+            rank: if i >= n {
+                0
+            } else if names[i].starts_with('_') {
+                2
+            } else {
+                1
+            },
         })
         .collect();
-    let mut order: Vec<usize> = (0..total).collect();
-    order.sort_by(|&l, &r| {
-        let (lt, lu, lc) = keys[l];
-        let (rt, ru, rc) = keys[r];
-        if lt < rt {
-            return std::cmp::Ordering::Greater;
+    entries.sort_unstable_by(|l, r| {
+        use std::cmp::Ordering;
+        if l.total < r.total {
+            return Ordering::Greater;
         }
-        if lt > rt {
-            return std::cmp::Ordering::Less;
+        if l.total > r.total {
+            return Ordering::Less;
         }
-        match (l >= n, r >= n) {
-            (true, _) => return std::cmp::Ordering::Less,
-            (_, true) => return std::cmp::Ordering::Greater,
-            _ => {}
-        }
-        if !lu && ru {
-            return std::cmp::Ordering::Less;
-        }
-        if lu && !ru {
-            return std::cmp::Ordering::Greater;
-        }
-        rc.cmp(&lc)
-            .then_with(|| names[l].as_bytes().cmp(names[r].as_bytes()))
+        l.rank.cmp(&r.rank).then_with(|| {
+            if l.rank == 0 {
+                return l.node.cmp(&r.node);
+            }
+            (r.calls.cmp(&l.calls))
+                .then_with(|| names[l.node].as_bytes().cmp(names[r.node].as_bytes()))
+                .then(l.node.cmp(&r.node))
+        })
     });
+    let order: Vec<usize> = entries.iter().map(|e| e.node).collect();
+    drop(entries);
     let mut index = vec![0usize; total];
     for (pos, &node) in order.iter().enumerate() {
         index[node] = pos + 1;

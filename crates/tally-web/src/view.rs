@@ -204,8 +204,8 @@ impl View {
                     let r = &report.table.routines[i];
                     rows.push(Row {
                         node: i,
-                        name: report.display[i].clone(),
-                        file: r.file.clone().unwrap_or_default(),
+                        name: report.display(i).to_owned(),
+                        file: r.file.as_deref().unwrap_or_default().to_owned(),
                         object: h.program.display().to_string(),
                         self_cost: time / hz,
                         inclusive: Some((time + child) / hz),
@@ -257,9 +257,9 @@ impl View {
                     };
                     rows.push(Row {
                         node: i,
-                        name: report.display[i].clone(),
-                        file: r.file.clone().unwrap_or_default(),
-                        object: e.objects[i].clone(),
+                        name: report.display(i).to_owned(),
+                        file: r.file.as_deref().unwrap_or_default().to_owned(),
+                        object: report.object(i).unwrap_or_default().to_owned(),
                         self_cost: s as f64,
                         inclusive: measured(i).map(|v| v as f64),
                         calls: report.ncalls[i],
@@ -367,7 +367,8 @@ impl View {
     pub fn name(&self, node: usize) -> String {
         match self.report.graph.as_ref() {
             Some(g) if g.is_cycle(node) => format!("<cycle {}>", g.cycle[node]),
-            _ => self.report.display.get(node).cloned().unwrap_or_default(),
+            _ if node < self.report.table.len() => self.report.display(node).to_owned(),
+            _ => String::new(),
         }
     }
 }

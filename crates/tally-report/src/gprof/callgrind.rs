@@ -24,7 +24,9 @@
 use rustc_hash::FxHashMap;
 use tally_analysis::gprof::{AssembleOptions, Graph, Routine, SymbolTable, assemble};
 use tally_analysis::{Aggregate, Inclusive};
-use tally_model::{Cost, EventColumns, FunctionId, Profile, program_total};
+use tally_model::{
+    Cost, EventColumns, FunctionId, FunctionKey, Interner, Names, Profile, program_total,
+};
 
 use super::{Costs, EventCounts, Measured, Notice, Options, Report, arc_filter, selection};
 use crate::ReportError;
@@ -84,40 +86,12 @@ pub fn analyse<C: Cost>(
     let n = names.function_count();
     let mut notices = Vec::new();
 
-    // Routines: one per function, in id order; the id is the address.
-    let mut routines = Vec::with_capacity(n);
-    let mut objects = Vec::with_capacity(n);
-    // Files and objects are shared by many functions: each name is made
-    // text once and copied.
-    let mut files: Vec<Option<String>> = vec![None; names.files.len()];
-    let mut objs: Vec<Option<String>> = vec![None; names.objects.len()];
-    let once = |cache: &mut Vec<Option<String>>, i: u32, bytes: &[u8]| -> String {
-        match cache.get_mut(i as usize) {
-            Some(slot) => slot.get_or_insert_with(|| lossy(bytes)).clone(),
-            None => lossy(bytes),
-        }
-    };
-    for f in 0..n {
-        let id = FunctionId(f as u32);
-        let key = names.key(id);
-        let name = lossy(names.function_name(id));
-        let file = once(&mut files, key.file.0, names.function_file(id));
-        // The report prints `display` below, made from `name`: the
-        // routine's own copy would be a third string per function.
-        routines.push(Routine {
-            display: String::new(),
-            name,
-            addr: f as u64,
-            end_addr: f as u64,
-            is_static: false,
-            is_func: true,
-            file: (!file.is_empty()).then_some(file),
-            line: 0,
-        });
-        objects.push(once(&mut objs, key.object.0, names.function_object(id)));
-    }
-    let table = SymbolTable { routines };
-    let qualifier = qualifiers(&table, &objects);
+    let Routines {
+        table,
+        objects,
+        object_of,
+        qualifier,
+    } = routines(names);
 
     let specs = &opts.specs;
     let flat_selection = selection(&table, &specs.flat_include, &specs.flat_exclude);
@@ -257,11 +231,11 @@ pub fn analyse<C: Cost>(
         ));
     }
 
-    let display = raw_names.iter().map(|&r| r.to_owned()).collect();
+    drop(raw_names);
     Ok(Report {
         ncalls: cg.ncalls[..n].to_vec(),
         table,
-        display,
+        display_names: None,
         graph: Some(cg),
         flat_selection,
         source_files: Vec::new(),
@@ -276,6 +250,7 @@ pub fn analyse<C: Cost>(
             events,
             program_total,
             objects,
+            object_of,
             qualifier,
             self_cost,
             flat_total,
@@ -287,36 +262,102 @@ pub fn analyse<C: Cost>(
     })
 }
 
-/// For names shared by several functions: the file, or the object and
-/// the file when the file does not tell them apart.
-fn qualifiers(table: &SymbolTable, objects: &[String]) -> Vec<Option<String>> {
-    // Counts, not groups: nearly every name is unique, and a vector per
-    // name would be an allocation per function. A function of a shared
-    // name needs the object too when another of its name has its file.
-    let file = |i: usize| table.routines[i].file.as_deref().unwrap_or("");
-    // Each routine's first routine of its name, and how many have it.
-    let mut first: FxHashMap<&str, usize> = FxHashMap::default();
-    first.reserve(table.len());
-    let head: Vec<usize> = (table.routines.iter().enumerate())
-        .map(|(i, r)| *first.entry(r.name.as_str()).or_insert(i))
+/// The routine table of a profile's functions, and what the report
+/// needs of their objects.
+struct Routines {
+    table: SymbolTable,
+    /// Object names by id.
+    objects: Vec<String>,
+    /// Each function's object id.
+    object_of: Vec<u32>,
+    /// See [`qualifiers`].
+    qualifier: Vec<Option<String>>,
+}
+
+/// One routine per function, in id order (the id is the address). A
+/// routine's name is the only text made per function (and it is printed
+/// as it is): files are shared, and objects are kept once, by id.
+fn routines(names: &Names) -> Routines {
+    let n = names.function_count();
+    let files: Vec<Option<std::sync::Arc<str>>> = (names.files.iter())
+        .map(|f| (!f.is_empty()).then(|| std::sync::Arc::from(lossy(f))))
         .collect();
-    drop(first);
-    let mut count = vec![0u32; head.len()];
-    for &h in &head {
-        count[h] += 1;
+    let objects: Vec<String> = names.objects.iter().map(lossy).collect();
+    let mut routines = Vec::with_capacity(n);
+    let mut object_of = Vec::with_capacity(n);
+    let mut keys = Vec::with_capacity(n);
+    for f in 0..n {
+        let id = FunctionId(f as u32);
+        let key = names.key(id);
+        routines.push(Routine {
+            display: String::new(),
+            name: lossy(names.function_name(id)),
+            addr: f as u64,
+            end_addr: f as u64,
+            is_static: false,
+            is_func: true,
+            file: files[key.file.index()].clone(),
+            line: 0,
+        });
+        object_of.push(key.object.0);
+        keys.push(key);
     }
-    let shared = |i: usize| count[head[i]] > 1;
-    let mut by_name_file: FxHashMap<(&str, &str), u32> = FxHashMap::default();
-    for i in (0..table.len()).filter(|&i| shared(i)) {
-        *by_name_file
-            .entry((table.routines[i].name.as_str(), file(i)))
-            .or_default() += 1;
+    let table = SymbolTable { routines };
+    let qualifier = qualifiers(&table, &keys, names, &objects);
+    Routines {
+        table,
+        objects,
+        object_of,
+        qualifier,
     }
-    (0..table.len())
+}
+
+/// Each name's id as printed: the first id of the interner whose name
+/// prints the same. Names are interned as bytes, and only names that are
+/// not UTF-8 can print alike (lossily); when all are UTF-8, every id is
+/// its own.
+fn printed_ids(names: &Interner) -> Vec<u32> {
+    if names.iter().all(|b| std::str::from_utf8(b).is_ok()) {
+        return (0..names.len() as u32).collect();
+    }
+    let mut first: FxHashMap<String, u32> = FxHashMap::default();
+    (names.iter().enumerate())
+        .map(|(i, b)| *first.entry(lossy(b)).or_insert(i as u32))
+        .collect()
+}
+
+/// For names shared by several functions: the file, or the object and
+/// the file when the file does not tell them apart. Names and files are
+/// compared by their ids as printed, so no name is hashed or copied.
+fn qualifiers(
+    table: &SymbolTable,
+    keys: &[FunctionKey],
+    names: &Names,
+    objects: &[String],
+) -> Vec<Option<String>> {
+    let symbol = printed_ids(&names.symbols);
+    let file_id = printed_ids(&names.files);
+    let name_of = |i: usize| symbol[keys[i].name.index()];
+    let file_of = |i: usize| file_id[keys[i].file.index()];
+    // Counts, not groups: nearly every name is unique, and a vector per
+    // name would be an allocation per function.
+    let mut count = vec![0u32; symbol.len()];
+    for i in 0..keys.len() {
+        count[name_of(i) as usize] += 1;
+    }
+    let shared = |i: usize| count[name_of(i) as usize] > 1;
+    // A function of a shared name needs the object too when another of
+    // its name has its file.
+    let mut by_name_file: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+    for i in (0..keys.len()).filter(|&i| shared(i)) {
+        *by_name_file.entry((name_of(i), file_of(i))).or_default() += 1;
+    }
+    let file = |i: usize| table.routines[i].file.as_deref().unwrap_or("");
+    (0..keys.len())
         .map(|i| {
             shared(i).then(|| {
-                if by_name_file[&(table.routines[i].name.as_str(), file(i))] > 1 {
-                    format!("{}, {}", objects[i], file(i))
+                if by_name_file[&(name_of(i), file_of(i))] > 1 {
+                    format!("{}, {}", objects[keys[i].object.index()], file(i))
                 } else {
                     file(i).to_owned()
                 }
@@ -329,37 +370,32 @@ fn qualifiers(table: &SymbolTable, objects: &[String]) -> Vec<Option<String>> {
 mod tests {
     use super::*;
 
-    fn routine(name: &str, file: Option<&str>) -> Routine {
-        Routine {
-            name: name.to_owned(),
-            display: String::new(),
-            addr: 0,
-            end_addr: 0,
-            is_static: false,
-            is_func: true,
-            file: file.map(str::to_owned),
-            line: 0,
+    /// The qualifiers of functions (object, file, name), in order.
+    fn qualified(functions: &[(&[u8], &[u8], &[u8])]) -> Vec<Option<String>> {
+        let mut names = Names::default();
+        for &(o, f, s) in functions {
+            let key = FunctionKey {
+                object: names.object(o),
+                file: names.file(f),
+                name: names.symbol(s),
+            };
+            names.function(key);
         }
+        routines(&names).qualifier
     }
 
     /// A unique name has no qualifier; a shared one has its file, and its
     /// object too where another of its name has the same file.
     #[test]
     fn qualifiers_tell_functions_of_one_name_apart() {
-        let table = SymbolTable {
-            routines: vec![
-                routine("a", Some("f1")),
-                routine("b", Some("f1")),
-                routine("a", Some("f1")),
-                routine("a", Some("f2")),
-                routine("c", None),
-                routine("c", None),
-            ],
-        };
-        let objects: Vec<String> = ["o1", "o2", "o3", "o4", "o5", "o6"]
-            .map(String::from)
-            .into();
-        let got = qualifiers(&table, &objects);
+        let got = qualified(&[
+            (b"o1", b"f1", b"a"),
+            (b"o2", b"f1", b"b"),
+            (b"o3", b"f1", b"a"),
+            (b"o4", b"f2", b"a"),
+            (b"o5", b"", b"c"),
+            (b"o6", b"", b"c"),
+        ]);
         let want = [
             Some("o1, f1"),
             None,
@@ -369,5 +405,17 @@ mod tests {
             Some("o6, "),
         ];
         assert_eq!(got, want.map(|q| q.map(String::from)));
+    }
+
+    /// Names that are not UTF-8 are told apart as they print: two names
+    /// that differ only in bytes printed alike are one name there.
+    #[test]
+    fn names_that_print_alike_are_qualified() {
+        let got = qualified(&[
+            (b"o1", b"f1", b"x\xff"),
+            (b"o2", b"f2", b"x\xfe"),
+            (b"o3", b"f1", b"y"),
+        ]);
+        assert_eq!(got, [Some("f1".to_owned()), Some("f2".to_owned()), None]);
     }
 }

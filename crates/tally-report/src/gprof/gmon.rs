@@ -94,10 +94,10 @@ pub fn analyse(obj: &ObjectFile, gmon: &Gmon, opts: &Options) -> Result<Report, 
         .map(|r| {
             let mut d = display_name(&r.name, discard, opts.demangle);
             if opts.line
-                && let Some(file) = &r.file
+                && let Some(file) = r.file.as_deref()
             {
                 let f = if opts.print_path {
-                    file.as_str()
+                    file
                 } else {
                     file.rsplit('/').next().unwrap_or(file)
                 };
@@ -134,7 +134,7 @@ pub fn analyse(obj: &ObjectFile, gmon: &Gmon, opts: &Options) -> Result<Report, 
 
     Ok(Report {
         table,
-        display,
+        display_names: Some(display),
         ncalls,
         graph: cg,
         flat_selection,

@@ -69,18 +69,17 @@ fn header_samples(report: &Report, h: &Histogram, opts: &Options, doc: &mut Map<
         return;
     }
     let rows: Vec<Value> = report
-        .flat_order()
+        .flat_order(opts)
         .into_iter()
-        .filter(|&i| report.flat_shows(opts, i))
         .map(|i| {
             let r = &report.table.routines[i];
             let child = report.graph.as_ref().map_or(0.0, |g| g.child_time[i]);
             let time = h.times.time[i];
             json!({
-                "name": report.display[i],
+                "name": report.display(i),
                 "symbol": r.name,
                 "address": format!("{:#x}", r.addr),
-                "file": r.file,
+                "file": r.file.as_deref(),
                 "line": r.line,
                 "static": r.is_static,
                 "self_ticks": time,
@@ -114,17 +113,16 @@ fn header_events(report: &Report, e: &EventCounts, opts: &Options, doc: &mut Map
     }
     let measured = |n: usize| report.measured.as_ref().and_then(|m| m.nodes[n]);
     let rows: Vec<Value> = report
-        .flat_order()
+        .flat_order(opts)
         .into_iter()
-        .filter(|&i| report.flat_shows(opts, i))
         .map(|i| {
             let rt = &report.table.routines[i];
             let calls = report.ncalls[i];
             let s = e.self_cost[i];
             json!({
-                "name": report.display[i],
-                "file": rt.file,
-                "object": e.objects[i],
+                "name": report.display(i),
+                "file": rt.file.as_deref(),
+                "object": e.object(i),
                 "cycle": cycle_of(g, i),
                 "self": num(s),
                 "percent": if e.flat_total != 0 { 100.0 * s as f64 / e.flat_total as f64 } else { 0.0 },
@@ -184,7 +182,7 @@ fn entry(report: &Report, g: &CallGraph, unit: f64, print_time: f64, n: usize) -
         if g.is_cycle(n) {
             format!("<cycle {}>", g.cycle[n])
         } else {
-            report.display[n].clone()
+            report.display(n).to_owned()
         }
     };
     let arc = |a: usize, other: usize| {
@@ -283,7 +281,7 @@ fn call_graph(
             .index_entries(opts)
             .into_iter()
             .map(|i| {
-                let mut v = json!({"name": report.display[i], "index": g.index[i]});
+                let mut v = json!({"name": report.display(i), "index": g.index[i]});
                 if let Some(ev) = events {
                     v["qualifier"] = json!(ev.qualifier[i]);
                 }
@@ -305,9 +303,9 @@ fn cycles(report: &Report, e: &EventCounts, g: &CallGraph) -> Value {
                 .iter()
                 .map(|&m| {
                     json!({
-                        "name": report.display[m],
-                        "file": report.table.routines[m].file,
-                        "object": e.objects[m],
+                        "name": report.display(m),
+                        "file": report.table.routines[m].file.as_deref(),
+                        "object": e.object(m),
                         "index": g.index[m],
                         "self": num(e.self_cost[m]),
                     })

@@ -85,7 +85,7 @@ pub fn line_table(
             end_addr: 0,
             is_static,
             is_func: false,
-            file: Some(file),
+            file: Some(file.as_str().into()),
             line,
         });
     }

@@ -22,8 +22,11 @@ use super::{Notice, Options};
 pub struct Report {
     /// The routines.
     pub table: SymbolTable,
-    /// Names as printed, per routine.
-    pub display: Vec<String>,
+    /// Names as printed, per routine, where they are not the routines'
+    /// own names (see [`Report::display`]): a Callgrind profile's
+    /// functions print as they are named, and a copy of every name would
+    /// be the largest part of the report.
+    pub display_names: Option<Vec<String>>,
     /// Calls into every routine (self calls taken out when there is a
     /// call graph).
     pub ncalls: Vec<u64>,
@@ -88,8 +91,10 @@ pub struct EventCounts {
     pub events: Vec<String>,
     /// The program total in the event (`tally_model::program_total`).
     pub program_total: i128,
-    /// Object of every function.
+    /// The profile's objects (`ob=`), by id.
     pub objects: Vec<String>,
+    /// Each function's object, an index into `objects`.
+    pub object_of: Vec<u32>,
     /// What the index prints after a name shared by several functions
     /// (their file, or object and file), to tell them apart.
     pub qualifier: Vec<Option<String>>,
@@ -98,6 +103,13 @@ pub struct EventCounts {
     pub self_cost: Vec<i128>,
     /// Sum of `self_cost`: the 100 % of the flat profile.
     pub flat_total: i128,
+}
+
+impl EventCounts {
+    /// The object of routine `i`.
+    pub fn object(&self, i: usize) -> &str {
+        &self.objects[self.object_of[i] as usize]
+    }
 }
 
 /// Inclusive costs as measured, beside gprof's estimates.
@@ -111,6 +123,22 @@ pub struct Measured {
 }
 
 impl Report {
+    /// The name of routine `i` as printed.
+    pub fn display(&self, i: usize) -> &str {
+        match &self.display_names {
+            Some(d) => &d[i],
+            None => &self.table.routines[i].name,
+        }
+    }
+
+    /// The object of routine `i`, for a report of a Callgrind profile.
+    pub fn object(&self, i: usize) -> Option<&str> {
+        match &self.costs {
+            Costs::Events(e) => Some(e.object(i)),
+            Costs::Samples(_) => None,
+        }
+    }
+
     /// Whether routine `i` has a self cost.
     fn has_self_cost(&self, i: usize) -> bool {
         match &self.costs {
@@ -119,38 +147,51 @@ impl Report {
         }
     }
 
-    /// Orders routines by self cost, descending.
-    fn by_self_cost(&self, l: usize, r: usize) -> Ordering {
+    /// The routines the flat profile shows, in its order: self cost, then
+    /// calls, descending, then name, then address. Only the rows shown are
+    /// sorted (most functions of a large profile have neither cost nor
+    /// calls), and their keys side by side: names are reached only on a
+    /// tie.
+    pub fn flat_order(&self, opts: &Options) -> Vec<usize> {
+        let shown = (0..self.table.len()).filter(|&i| self.flat_shows(opts, i));
         match &self.costs {
-            Costs::Samples(h) => {
-                let diff = h.times.time[r] - h.times.time[l];
-                if diff > 0.0 {
-                    Ordering::Greater
-                } else if diff < 0.0 {
-                    Ordering::Less
-                } else {
-                    Ordering::Equal
-                }
-            }
-            Costs::Events(e) => e.self_cost[r].cmp(&e.self_cost[l]),
+            Costs::Samples(h) => self.sorted_rows(
+                shown
+                    .map(|i| (h.times.time[i], self.ncalls[i], i))
+                    .collect(),
+                |l, r| {
+                    let diff = r - l;
+                    if diff > 0.0 {
+                        Ordering::Greater
+                    } else if diff < 0.0 {
+                        Ordering::Less
+                    } else {
+                        Ordering::Equal
+                    }
+                },
+            ),
+            Costs::Events(e) => self.sorted_rows(
+                shown.map(|i| (e.self_cost[i], self.ncalls[i], i)).collect(),
+                |l, r| r.cmp(l),
+            ),
         }
     }
 
-    /// The flat profile's order: self cost, then calls, descending, then
-    /// name.
-    pub fn flat_order(&self) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..self.table.len()).collect();
-        order.sort_by(|&l, &r| {
-            self.by_self_cost(l, r)
-                .then(self.ncalls[r].cmp(&self.ncalls[l]))
-                .then_with(|| {
-                    self.table.routines[l]
-                        .name
-                        .as_bytes()
-                        .cmp(self.table.routines[r].name.as_bytes())
-                })
+    /// `rows` (cost, calls, routine) in the flat profile's order, `cost`
+    /// ordering the costs.
+    fn sorted_rows<K: Copy>(
+        &self,
+        mut rows: Vec<(K, u64, usize)>,
+        cost: impl Fn(&K, &K) -> Ordering,
+    ) -> Vec<usize> {
+        let name = |i: usize| self.table.routines[i].name.as_bytes();
+        rows.sort_unstable_by(|l, r| {
+            cost(&l.0, &r.0)
+                .then(r.1.cmp(&l.1))
+                .then_with(|| name(l.2).cmp(name(r.2)))
+                .then(l.2.cmp(&r.2))
         });
-        order
+        rows.into_iter().map(|(_, _, i)| i).collect()
     }
 
     /// Whether the flat profile shows routine `i`.
@@ -222,13 +263,34 @@ impl Report {
         (calls != 0).then(|| m as f64 / calls as f64)
     }
 
+    /// Reads what [`Report::push_print_name`] reads of each of `nodes`,
+    /// before their lines are written: the callers and callees of an entry
+    /// are far apart in memory, and these reads, independent of each
+    /// other, overlap their cache misses (each line written between them
+    /// would wait for its own).
+    pub fn touch_print_names(&self, nodes: impl Iterator<Item = usize>) {
+        let Some(g) = &self.graph else {
+            return;
+        };
+        let mut x = 0usize;
+        for node in nodes {
+            let name = if node < self.table.len() {
+                self.display(node).as_bytes().first().copied().unwrap_or(0)
+            } else {
+                0
+            };
+            x ^= usize::from(name) ^ g.index[node] ^ g.cycle[node] as usize;
+        }
+        std::hint::black_box(x);
+    }
+
     /// Appends the name as the call graph prints it: with its cycle and
     /// index. Written as bytes, not through `fmt`: a report of a Callgrind
     /// profile prints it on each of its millions of lines.
     pub fn push_print_name(&self, node: usize, buf: &mut Vec<u8>) {
         let mut n = itoa::Buffer::new();
         let Some(g) = &self.graph else {
-            buf.extend_from_slice(self.display[node].as_bytes());
+            buf.extend_from_slice(self.display(node).as_bytes());
             return;
         };
         if g.is_cycle(node) {
@@ -236,7 +298,7 @@ impl Report {
             buf.extend_from_slice(n.format(g.cycle[node]).as_bytes());
             buf.push(b'>');
         } else {
-            buf.extend_from_slice(self.display[node].as_bytes());
+            buf.extend_from_slice(self.display(node).as_bytes());
             if g.cycle[node] != 0 {
                 buf.extend_from_slice(b" <cycle ");
                 buf.extend_from_slice(n.format(g.cycle[node]).as_bytes());

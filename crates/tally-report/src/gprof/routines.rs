@@ -141,7 +141,7 @@ pub fn function_table_with_files(
             end_addr: 0,
             is_static,
             is_func: e.is_function,
-            file,
+            file: file.map(|f| f.as_str().into()),
             line,
         });
     }

@@ -164,7 +164,7 @@ impl Graph {
                 .map(|i| {
                     let c = self_of(r, i);
                     Node {
-                        name: r.display[i].clone(),
+                        name: r.display(i).to_owned(),
                         place: place(i),
                         self_cost: c,
                         total: c,
@@ -194,7 +194,7 @@ impl Graph {
                 .and_then(|m| m.nodes.get(i).copied().flatten())
                 .map_or(estimate, |v| v as f64);
             nodes.push(Node {
-                name: r.display[i].clone(),
+                name: r.display(i).to_owned(),
                 place: place(i),
                 self_cost: g.prop_self[i],
                 total,

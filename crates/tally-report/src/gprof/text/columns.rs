@@ -204,8 +204,8 @@ impl<'a> Columns<'a> {
         match self.unit {
             Unit::Seconds { .. } => super::gnu::index_name(report, node, opts),
             Unit::Counts(e) => match &e.qualifier[node] {
-                Some(q) => format!("{} ({q})", report.display[node]),
-                None => report.display[node].clone(),
+                Some(q) => format!("{} ({q})", report.display(node)),
+                None => report.display(node).to_owned(),
             },
         }
     }

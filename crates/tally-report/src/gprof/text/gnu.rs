@@ -172,14 +172,14 @@ fn trim_zeros(s: &str) -> &str {
 /// The index's name of a routine: a static function's file follows it
 /// (its base name unless `-L`), as GNU gprof tells such names apart.
 pub(super) fn index_name(report: &Report, node: usize, opts: &Options) -> String {
-    let mut name = report.display[node].clone();
+    let mut name = report.display(node).to_owned();
     let r = &report.table.routines[node];
     if !opts.line
         && r.is_static
-        && let Some(file) = &r.file
+        && let Some(file) = r.file.as_deref()
     {
         let f = if opts.print_path {
-            file.as_str()
+            file
         } else {
             file.rsplit('/').next().unwrap_or(file)
         };

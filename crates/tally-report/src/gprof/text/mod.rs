@@ -75,6 +75,9 @@ impl<W: io::Write> Sink<'_, W> {
     }
 }
 
+/// Rows of the flat profile read at a time (see [`flat`]).
+const ROWS: usize = 16;
+
 fn flat<W: io::Write>(
     r: &Report,
     c: &Columns<'_>,
@@ -87,41 +90,59 @@ fn flat<W: io::Write>(
     let w = &c.width;
     let (kw, pw) = (w.flat_calls, w.per_call);
     let mut accum = Cost::Exact(0);
-    for i in r.flat_order() {
-        if !r.flat_shows(opts, i) {
-            continue;
+    let order = r.flat_order(opts);
+    let cycle = |i: usize| match &r.graph {
+        Some(g) if c.flat_cycles => g.cycle[i],
+        _ => 0,
+    };
+    for rows in order.chunks(ROWS) {
+        // A batch's rows are read before any is written: in cost order the
+        // rows of a large profile are far apart in memory, and reads that
+        // do not wait for each other overlap their cache misses (a row
+        // written between them would wait for each).
+        let mut batch = [(Cost::Exact(0), 0, None, "", 0); ROWS];
+        for (b, &i) in batch.iter_mut().zip(rows) {
+            *b = (
+                c.self_cost(i),
+                r.ncalls[i],
+                c.total_cost(r, i),
+                r.display(i),
+                cycle(i),
+            );
         }
-        let buf = &mut s.buf;
-        let cost = c.self_cost(i);
-        accum = accum.add(cost);
-        fixed(buf, 100.0 * cost.as_f64() / c.flat.total, 6, 2);
-        buf.push(b' ');
-        c.cost(buf, accum, w.cumulative);
-        buf.push(b' ');
-        c.cost(buf, cost, w.flat_self);
-        let calls = r.ncalls[i];
-        if calls != 0 {
+        let first: u8 =
+            (batch.iter()).fold(0, |x, b| x ^ b.3.as_bytes().first().copied().unwrap_or(0));
+        std::hint::black_box(first);
+        for &(cost, calls, total, name, cycle) in &batch[..rows.len()] {
+            let buf = &mut s.buf;
+            accum = accum.add(cost);
+            fixed(buf, 100.0 * cost.as_f64() / c.flat.total, 6, 2);
             buf.push(b' ');
-            number(buf, i128::from(calls), kw, false);
+            c.cost(buf, accum, w.cumulative);
             buf.push(b' ');
-            fixed(buf, c.per_call(cost.as_f64(), calls), pw, 2);
-            match c.total_cost(r, i) {
-                Some(t) => {
-                    buf.push(b' ');
-                    fixed(buf, c.per_call(t, calls), pw, 2);
-                    buf.extend_from_slice(b"  ");
+            c.cost(buf, cost, w.flat_self);
+            if calls != 0 {
+                buf.push(b' ');
+                number(buf, i128::from(calls), kw, false);
+                buf.push(b' ');
+                fixed(buf, c.per_call(cost.as_f64(), calls), pw, 2);
+                match total {
+                    Some(t) => {
+                        buf.push(b' ');
+                        fixed(buf, c.per_call(t, calls), pw, 2);
+                        buf.extend_from_slice(b"  ");
+                    }
+                    None => spaces(buf, pw + 3),
                 }
-                None => spaces(buf, pw + 3),
+            } else {
+                spaces(buf, kw + 2 * pw + 5);
             }
-        } else {
-            spaces(buf, kw + 2 * pw + 5);
-        }
-        buf.extend_from_slice(r.display[i].as_bytes());
-        match &r.graph {
-            Some(g) if c.flat_cycles && g.cycle[i] != 0 => {
-                writeln!(buf, " <cycle {}>", g.cycle[i])?;
+            buf.extend_from_slice(name.as_bytes());
+            if cycle != 0 {
+                writeln!(buf, " <cycle {cycle}>")?;
+            } else {
+                buf.push(b'\n');
             }
-            _ => buf.push(b'\n'),
         }
         s.flush_large()?;
     }
@@ -153,6 +174,7 @@ fn call_graph<W: io::Write>(
         let cycle = g.is_cycle(node);
         if !cycle {
             let parents = g.sorted_parents(node);
+            r.touch_print_names(parents.iter().map(|&a| g.graph.arcs[a].parent));
             if parents.is_empty() {
                 spaces(buf, iw + 7 + c.cost_columns() * (cw + 1) + 2 * (kw + 1) + 4);
                 buf.extend_from_slice(b"<spontaneous>\n");
@@ -194,7 +216,9 @@ fn call_graph<W: io::Write>(
             buf.push(b' ');
             r.push_print_name(node, buf);
             buf.push(b'\n');
-            for a in g.sorted_children(node) {
+            let children = g.sorted_children(node);
+            r.touch_print_names(children.iter().map(|&a| g.graph.arcs[a].child));
+            for a in children {
                 arc_line(r, c, g, a, g.graph.arcs[a].child, buf);
             }
         }
