@@ -200,12 +200,17 @@ impl<'a> Columns<'a> {
 
     /// The index's name of routine `node`: with what tells it apart from
     /// others of its name.
-    pub fn index_name(&self, report: &Report, node: usize, opts: &Options) -> String {
+    pub fn index_name<'r>(
+        &self,
+        report: &'r Report,
+        node: usize,
+        opts: &Options,
+    ) -> std::borrow::Cow<'r, str> {
         match self.unit {
-            Unit::Seconds { .. } => super::gnu::index_name(report, node, opts),
+            Unit::Seconds { .. } => super::gnu::index_name(report, node, opts).into(),
             Unit::Counts(e) => match &e.qualifier[node] {
-                Some(q) => format!("{} ({q})", report.display(node)),
-                None => report.display(node).to_owned(),
+                Some(q) => format!("{} ({q})", report.display(node)).into(),
+                None => report.display(node).into(),
             },
         }
     }

@@ -13,7 +13,7 @@ mod gnu;
 #[cfg(test)]
 mod tests;
 
-use std::fmt::Write as _;
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use tally_analysis::gprof::CallGraph;
@@ -44,8 +44,7 @@ pub fn write_to(report: &Report, opts: &Options, out: &mut impl io::Write) -> io
             .index_entries(opts)
             .into_iter()
             .map(|node| (node, c.index_name(report, node, opts)));
-        s.buf
-            .extend_from_slice(index_layout(g, names, opts.width).as_bytes());
+        index_layout(g, names, opts.width, &mut s.buf);
     }
     s.out.write_all(&s.buf)
 }
@@ -268,20 +267,26 @@ fn arc_line(r: &Report, c: &Columns<'_>, g: &CallGraph, a: usize, other: usize, 
 /// The index by function name, in gprof's layout: three columns filled
 /// down, each entry `[index] name` (or `(index)` for entries the call graph
 /// does not show), the names (already sorted, with any suffix) first, then
-/// the cycles.
-fn index_layout(
+/// the cycles. Appended as bytes: a large profile's index has hundreds of
+/// thousands of entries.
+fn index_layout<'n>(
     g: &tally_analysis::gprof::CallGraph,
-    names: impl Iterator<Item = (usize, String)>,
+    names: impl Iterator<Item = (usize, Cow<'n, str>)>,
     width: usize,
-) -> String {
-    let mut entries: Vec<(usize, String)> = names.collect();
+    out: &mut Vec<u8>,
+) {
+    let mut entries: Vec<(usize, Cow<'n, str>)> = names.collect();
     for c in &g.cycles {
-        entries.push((g.cycle_node(c.number), format!("<cycle {}>", c.number)));
+        entries.push((
+            g.cycle_node(c.number),
+            format!("<cycle {}>", c.number).into(),
+        ));
     }
     let column_width = (width.max(1) as i64 - 1) / 3;
-    let mut out = String::from("\x0c\nIndex by function name\n\n");
+    out.extend_from_slice(b"\x0c\nIndex by function name\n\n");
     let todo = entries.len();
     let rows = todo.div_ceil(3);
+    let mut number = itoa::Buffer::new();
     for i in 0..rows {
         // gprof counts the index number but not the blanks around it.
         let mut col: i64 = 0;
@@ -289,22 +294,27 @@ fn index_layout(
         let mut j = i;
         while j < todo {
             let (node, name) = &entries[j];
-            let buf = if g.print_flag[*node] {
-                format!("[{}]", g.index[*node])
-            } else {
-                format!("({})", g.index[*node])
-            };
-            col += buf.len() as i64;
+            let index = number.format(g.index[*node]);
+            // `[index]` or `(index)`.
+            col += index.len() as i64 + 2;
             while col < starting_col + 5 {
-                out.push(' ');
+                out.push(b' ');
                 col += 1;
             }
-            let _ = write!(out, " {buf} {name}");
+            let (open, close) = if g.print_flag[*node] {
+                (b" [", b']')
+            } else {
+                (b" (", b')')
+            };
+            out.extend_from_slice(open);
+            out.extend_from_slice(index.as_bytes());
+            out.push(close);
+            out.push(b' ');
+            out.extend_from_slice(name.as_bytes());
             col += name.len() as i64;
             starting_col += column_width;
             j += rows;
         }
-        out.push('\n');
+        out.push(b'\n');
     }
-    out
 }
