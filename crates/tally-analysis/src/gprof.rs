@@ -249,7 +249,9 @@ pub struct Graph {
     /// All arcs, oldest first. Add arcs with [`Graph::add`] only: it keeps
     /// the lists of every routine's arcs up to date.
     pub arcs: Vec<Arc>,
-    index: FxHashMap<(usize, usize), usize>,
+    /// The arc of each caller and callee, made when first needed: a graph
+    /// made whole by [`Graph::from_arcs`] does without.
+    index: std::sync::OnceLock<FxHashMap<(usize, usize), usize>>,
     /// Calls into every routine, self calls included until [`assemble`].
     pub ncalls: Vec<u64>,
     /// Every routine's arcs, made when first asked for after the last
@@ -324,10 +326,85 @@ impl Graph {
     pub fn new(routines: usize) -> Graph {
         Graph {
             arcs: Vec::new(),
-            index: FxHashMap::default(),
+            index: std::sync::OnceLock::new(),
             ncalls: vec![0; routines],
             lists: std::sync::OnceLock::new(),
         }
+    }
+
+    /// A graph over `routines` routines with the arcs `(caller, callee,
+    /// count)` of `records`, in order, those of one caller and callee
+    /// summed into the first one's arc (as [`Graph::add`] would), and the
+    /// arc of each record. Call counts are not touched. The records are
+    /// grouped by a counting sort by caller and a mark per callee, not
+    /// hashed: a large profile has a million of them, and each probe of a
+    /// table that large is a cache miss.
+    pub fn from_arcs(routines: usize, records: &[(usize, usize, u64)]) -> (Graph, Vec<usize>) {
+        let ends = records
+            .iter()
+            .map(|&(p, c, _)| p.max(c) + 1)
+            .max()
+            .unwrap_or(0)
+            .max(routines);
+        // Each caller's records, in order.
+        let mut start = vec![0usize; ends + 1];
+        for &(p, _, _) in records {
+            start[p + 1] += 1;
+        }
+        for k in 1..start.len() {
+            start[k] += start[k - 1];
+        }
+        let mut by_caller = vec![0usize; records.len()];
+        let mut next = start.clone();
+        for (k, &(p, _, _)) in records.iter().enumerate() {
+            by_caller[next[p]] = k;
+            next[p] += 1;
+        }
+        drop(next);
+        // The first record of each caller and callee, found per caller
+        // with the callee's mark.
+        let mut first = vec![0usize; records.len()];
+        let mut marked_by = vec![usize::MAX; ends];
+        let mut first_of_callee = vec![0usize; ends];
+        for p in 0..ends {
+            for &k in &by_caller[start[p]..start[p + 1]] {
+                let c = records[k].1;
+                if marked_by[c] != p {
+                    marked_by[c] = p;
+                    first_of_callee[c] = k;
+                }
+                first[k] = first_of_callee[c];
+            }
+        }
+        drop((by_caller, marked_by, first_of_callee, start));
+        // Arcs in the order of their first records.
+        let mut graph = Graph::new(routines);
+        let mut arc_of = vec![0usize; records.len()];
+        for (k, &(parent, child, count)) in records.iter().enumerate() {
+            if first[k] == k {
+                arc_of[k] = graph.arcs.len();
+                graph.arcs.push(Arc {
+                    parent,
+                    child,
+                    count,
+                    time: 0.0,
+                    child_time: 0.0,
+                });
+            } else {
+                let a = arc_of[first[k]];
+                arc_of[k] = a;
+                graph.arcs[a].count = graph.arcs[a].count.saturating_add(count);
+            }
+        }
+        (graph, arc_of)
+    }
+
+    fn index(&self) -> &FxHashMap<(usize, usize), usize> {
+        self.index.get_or_init(|| {
+            (self.arcs.iter().enumerate())
+                .map(|(a, arc)| ((arc.parent, arc.child), a))
+                .collect()
+        })
     }
 
     fn lists(&self) -> &Lists {
@@ -339,14 +416,19 @@ impl Graph {
     /// before adding them, and growing the index rehashes every arc.
     pub fn reserve(&mut self, arcs: usize) {
         self.arcs.reserve(arcs);
-        self.index.reserve(arcs);
+        self.index();
+        if let Some(index) = self.index.get_mut() {
+            index.reserve(arcs);
+        }
     }
 
     /// Adds `count` to the arc `parent → child`, creating it if new
     /// (`arc_add`), and returns the arc's index. Does not touch the call
     /// counts.
     pub fn add(&mut self, parent: usize, child: usize, count: u64) -> usize {
-        if let Some(&a) = self.index.get(&(parent, child)) {
+        self.index();
+        let index = self.index.get_mut().expect("made above");
+        if let Some(&a) = index.get(&(parent, child)) {
             self.arcs[a].count = self.arcs[a].count.saturating_add(count);
             return a;
         }
@@ -358,7 +440,7 @@ impl Graph {
             time: 0.0,
             child_time: 0.0,
         });
-        self.index.insert((parent, child), a);
+        index.insert((parent, child), a);
         self.lists.take();
         a
     }
@@ -406,7 +488,7 @@ impl Graph {
 
     /// The arc `parent → child`, if any.
     pub fn find(&self, parent: usize, child: usize) -> Option<usize> {
-        self.index.get(&(parent, child)).copied()
+        self.index().get(&(parent, child)).copied()
     }
 }
 

@@ -298,6 +298,26 @@ fn at_roots(cg: &CallGraph) -> f64 {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
+    /// A graph made whole from its records has the arcs, in the order,
+    /// with the counts, that adding them one by one gives, and each
+    /// record's arc is the one `add` returned for it; arcs added after
+    /// find their pair as in a graph built by `add`.
+    #[test]
+    fn graph_from_records_is_graph_added_to(c in case(40, 200)) {
+        let mut added = Graph::new(c.n);
+        let want: Vec<usize> = (c.arcs.iter()).map(|&(p, ch, k)| added.add(p, ch, k)).collect();
+        let (mut made, got) = Graph::from_arcs(c.n, &c.arcs);
+        prop_assert_eq!(&got, &want);
+        let ends = |g: &Graph| -> Vec<(usize, usize, u64)> {
+            g.arcs.iter().map(|a| (a.parent, a.child, a.count)).collect()
+        };
+        prop_assert_eq!(ends(&made), ends(&added));
+        for &(p, ch, _) in c.arcs.iter().take(5) {
+            prop_assert_eq!(made.find(p, ch), added.find(p, ch));
+            prop_assert_eq!(made.add(ch, p, 1), added.add(ch, p, 1));
+        }
+    }
+
     /// Every routine's time reaches the roots exactly once: a callee's
     /// self + children is split among its callers by calls / total calls,
     /// and those fractions add up to 1.

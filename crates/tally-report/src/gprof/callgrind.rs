@@ -113,9 +113,8 @@ pub fn analyse<C: Cost>(
     // Arcs: Callgrind's arcs, summed over call-site files, in order of
     // first appearance; `-k` and `-q FROM/TO` as for gmon input.
     let (filtering, keep_arc) = arc_filter(&table, specs);
-    let mut graph = Graph::new(n);
-    graph.reserve(agg.arcs.len());
-    let mut arc_measured: Vec<i128> = Vec::with_capacity(agg.arcs.len());
+    let mut records = Vec::with_capacity(agg.arcs.len());
+    let mut record_measured = Vec::with_capacity(agg.arcs.len());
     let mut kept_arcs = Vec::new();
     for arc in &agg.arcs {
         let (p, c) = (arc.caller.index(), arc.callee.index());
@@ -124,18 +123,20 @@ pub fn analyse<C: Cost>(
         }
         let count = arc.count.to_i128();
         negative |= count < 0;
-        let count = u64::try_from(count.max(0)).unwrap_or(u64::MAX);
-        graph.ncalls[c] = graph.ncalls[c].saturating_add(count);
-        let a = graph.add(p, c, count);
-        if a == arc_measured.len() {
-            arc_measured.push(0);
-        }
-        arc_measured[a] = arc_measured[a].saturating_add(value(&arc.inclusive));
+        records.push((p, c, u64::try_from(count.max(0)).unwrap_or(u64::MAX)));
+        record_measured.push(value(&arc.inclusive));
         if filtering {
             kept_arcs.push(arc.clone());
         }
     }
     drop(keep_arc);
+    let (mut graph, arc_of) = Graph::from_arcs(n, &records);
+    let mut arc_measured: Vec<i128> = vec![0; graph.arcs.len()];
+    for ((&(_, c, count), &a), m) in records.iter().zip(&arc_of).zip(record_measured) {
+        graph.ncalls[c] = graph.ncalls[c].saturating_add(count);
+        arc_measured[a] = arc_measured[a].saturating_add(m);
+    }
+    drop((records, arc_of));
     if negative {
         notices.push(Notice(format!(
             "the profile has negative {event_name} costs or call counts (a difference of profiles?): negative counts are taken as 0, and gprof's shares assume costs that are not negative"
