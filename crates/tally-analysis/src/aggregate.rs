@@ -217,6 +217,58 @@ struct PartSums<C> {
     /// entry per jump, so that memory does not grow with the jumps.
     present: Vec<bool>,
     last: Option<(RowKey, u32)>,
+    /// Calls not yet summed into `arcs` (see [`AggregateBuilder::call`]).
+    pending: Vec<PendingCall<C>>,
+}
+
+/// A call arc's record, waiting to be summed with its batch.
+struct PendingCall<C> {
+    key: (FunctionId, FileId, FunctionId),
+    count: C,
+    inclusive: ArcCosts<C>,
+}
+
+/// Calls summed at a time.
+const CALL_BATCH: usize = 32;
+
+impl<C: Cost> PartSums<C> {
+    /// Sums the pending calls into the arcs, in order. Their arcs are
+    /// looked up first, all of them, then summed: the lookups do not wait
+    /// for each other, so their cache misses overlap (a large profile's
+    /// arc table is far larger than the cache, and most probes miss).
+    fn sum_pending(&mut self, events: usize) {
+        let mut found = [None; CALL_BATCH];
+        for (f, c) in found.iter_mut().zip(&self.pending) {
+            *f = self.arcs.get(&c.key).copied();
+        }
+        let mut found = found.into_iter();
+        for c in self.pending.drain(..) {
+            // Beyond a batch (never, as `call` sums each full one), look
+            // up again.
+            let idx = match found.next().flatten() {
+                Some(i) => i as usize,
+                None => match self.arcs.entry(c.key) {
+                    std::collections::hash_map::Entry::Occupied(o) => *o.get() as usize,
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        let i = self.arc_list.len();
+                        v.insert(i as u32);
+                        let (caller, site_file, callee) = c.key;
+                        self.arc_list.push(Arc {
+                            caller,
+                            site_file,
+                            callee,
+                            count: C::ZERO,
+                            inclusive: ArcCosts::from_elem(C::ZERO, events),
+                        });
+                        i
+                    }
+                },
+            };
+            let arc = &mut self.arc_list[idx];
+            arc.count = arc.count.saturating_add(c.count);
+            add_into(&mut arc.inclusive, &c.inclusive);
+        }
+    }
 }
 
 /// Builds an [`Aggregate`] record by record, so that a profile can be
@@ -276,6 +328,7 @@ impl<C: Cost> AggregateBuilder<C> {
             arc_list: Vec::new(),
             present: Vec::new(),
             last: None,
+            pending: Vec::with_capacity(CALL_BATCH),
         });
     }
 
@@ -333,31 +386,20 @@ impl<C: Cost> AggregateBuilder<C> {
         p.sums.add(r, costs);
     }
 
-    /// A call arc.
+    /// A call arc. Calls are summed into their arcs in batches (see
+    /// `PartSums::sum_pending`), in order, so the arcs are those, in the
+    /// order, that summing each at once gives.
     pub fn call(&mut self, info: &CallInfo<C>, inclusive: &[C]) {
         let events = self.events;
         let p = self.part();
-        let k = (info.caller, info.site_file, info.callee);
-        // One probe of the table whether the arc is new or not: a large
-        // profile's arcs are mostly new, and each probe is a cache miss.
-        let idx = match p.arcs.entry(k) {
-            std::collections::hash_map::Entry::Occupied(o) => *o.get() as usize,
-            std::collections::hash_map::Entry::Vacant(v) => {
-                let i = p.arc_list.len();
-                v.insert(i as u32);
-                p.arc_list.push(Arc {
-                    caller: info.caller,
-                    site_file: info.site_file,
-                    callee: info.callee,
-                    count: C::ZERO,
-                    inclusive: ArcCosts::from_elem(C::ZERO, events),
-                });
-                i
-            }
-        };
-        let arc = &mut p.arc_list[idx];
-        arc.count = arc.count.saturating_add(info.count);
-        add_into(&mut arc.inclusive, inclusive);
+        p.pending.push(PendingCall {
+            key: (info.caller, info.site_file, info.callee),
+            count: info.count,
+            inclusive: ArcCosts::from_slice(inclusive),
+        });
+        if p.pending.len() == CALL_BATCH {
+            p.sum_pending(events);
+        }
         // A caller's site row exists even without self cost there.
         Self::row(
             p,
@@ -393,8 +435,11 @@ impl<C: Cost> AggregateBuilder<C> {
     }
 
     /// Sums the chosen parts; `functions` is the profile's function count.
-    pub fn finish(self, functions: usize, chosen: impl Fn(usize) -> bool) -> Aggregate<C> {
+    pub fn finish(mut self, functions: usize, chosen: impl Fn(usize) -> bool) -> Aggregate<C> {
         let events = self.events;
+        for p in &mut self.parts {
+            p.sum_pending(events);
+        }
         let mut a = Aggregate {
             events,
             totals: vec![C::ZERO; events],
