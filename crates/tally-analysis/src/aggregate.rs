@@ -548,3 +548,57 @@ impl<C: Cost> Sink<C> for AggregateBuilder<C> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An arc's caller, file and callee ids, count and two costs.
+    type Summed = ((u32, u32, u32), u64, [u64; 2]);
+
+    /// Calls summed in batches give the arcs, in the order and with the
+    /// sums, that summing each call as it comes gives: across batches,
+    /// with one arc several times in a batch, and over two parts.
+    #[test]
+    fn batched_calls_sum_as_each_call_would() {
+        let mut b = AggregateBuilder::<u64>::new(2);
+        let mut want: Vec<Summed> = Vec::new();
+        let mut seed = 7u64;
+        for part in 0..2 {
+            b.start_part();
+            for i in 0..(3 * CALL_BATCH as u64 + 5) {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let (caller, file, callee) = ((seed >> 40) % 5, (seed >> 50) % 2, (seed >> 20) % 7);
+                let key = (caller as u32, file as u32, callee as u32);
+                let info = CallInfo {
+                    caller: FunctionId(key.0),
+                    site_file: FileId(key.1),
+                    callee: FunctionId(key.2),
+                    count: i + 1,
+                    seq: i,
+                };
+                b.call(&info, &[i, 2 * i]);
+                if part == 0 {
+                    match want.iter_mut().find(|w| w.0 == key) {
+                        Some(w) => {
+                            w.1 += i + 1;
+                            w.2[0] += i;
+                            w.2[1] += 2 * i;
+                        }
+                        None => want.push((key, i + 1, [i, 2 * i])),
+                    }
+                }
+            }
+        }
+        let agg = b.finish(7, |p| p == 0);
+        let got: Vec<Summed> = (agg.arcs.iter())
+            .map(|a| {
+                let key = (a.caller.0, a.site_file.0, a.callee.0);
+                (key, a.count, [a.inclusive[0], a.inclusive[1]])
+            })
+            .collect();
+        assert_eq!(got, want);
+    }
+}
