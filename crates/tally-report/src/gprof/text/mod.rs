@@ -39,7 +39,7 @@ pub fn write_to(report: &Report, opts: &Options, out: &mut impl io::Write) -> io
         if opts.flat {
             s.buf.extend_from_slice(b"\x0c\n");
         }
-        call_graph(report, &c, g, opts, &mut s)?;
+        call_graph(report, &c, g, opts, &mut s, ENTRIES)?;
         let names = report
             .index_entries(opts)
             .into_iter()
@@ -149,12 +149,15 @@ fn flat<W: io::Write>(
     Ok(())
 }
 
+/// The call graph; from `2 * entries` entries on, laid out on two
+/// threads in blocks of `entries`.
 fn call_graph<W: io::Write>(
     r: &Report,
     c: &Columns<'_>,
     g: &CallGraph,
     opts: &Options,
     s: &mut Sink<'_, W>,
+    entries: usize,
 ) -> io::Result<()> {
     if opts.brief {
         s.buf.extend_from_slice(b"\t\t\tCall graph\n\n");
@@ -164,68 +167,122 @@ fn call_graph<W: io::Write>(
     }
     s.buf.extend_from_slice(c.graph.intro.as_bytes());
     s.buf.extend_from_slice(c.graph.headings.as_bytes());
-    let (iw, cw, kw) = (c.width.index, c.width.cost, c.width.calls);
-    for &node in &g.order {
-        if !r.graph_shows(opts, node) {
-            continue;
+    let shown: Vec<usize> = (g.order.iter().copied())
+        .filter(|&node| r.graph_shows(opts, node))
+        .collect();
+    if shown.len() < 2 * entries {
+        for &node in &shown {
+            entry(r, c, g, node, &mut s.buf)?;
+            s.flush_large()?;
         }
-        let buf = &mut s.buf;
-        let cycle = g.is_cycle(node);
-        if !cycle {
-            let parents = g.sorted_parents(node);
-            r.touch_print_names(parents.iter().map(|&a| g.graph.arcs[a].parent));
-            if parents.is_empty() {
-                spaces(buf, iw + 7 + c.cost_columns() * (cw + 1) + 2 * (kw + 1) + 4);
-                buf.extend_from_slice(b"<spontaneous>\n");
+    } else {
+        // A large call graph is laid out on two threads, in blocks of
+        // entries taken in turn (the other thread's go through a channel
+        // two deep, so that it is never far ahead) and written in order:
+        // an entry's text depends on nothing written before it.
+        let blocks: Vec<&[usize]> = shown.chunks(entries).collect();
+        std::thread::scope(|scope| -> io::Result<()> {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<io::Result<Vec<u8>>>(2);
+            let theirs = &blocks;
+            scope.spawn(move || {
+                for block in theirs.iter().skip(1).step_by(2) {
+                    let mut buf = Vec::with_capacity(1 << 16);
+                    let laid = block
+                        .iter()
+                        .try_for_each(|&node| entry(r, c, g, node, &mut buf));
+                    if tx.send(laid.map(|()| buf)).is_err() {
+                        return;
+                    }
+                }
+            });
+            for (k, block) in blocks.iter().enumerate().step_by(2) {
+                for &node in *block {
+                    entry(r, c, g, node, &mut s.buf)?;
+                }
+                if k + 1 < blocks.len() {
+                    let theirs = rx.recv().map_err(|_| {
+                        io::Error::other("the call graph's second thread ended early")
+                    })??;
+                    s.out.write_all(&s.buf)?;
+                    s.buf.clear();
+                    s.out.write_all(&theirs)?;
+                }
+                s.flush_large()?;
             }
-            for a in parents {
-                arc_line(r, c, g, a, g.graph.arcs[a].parent, buf);
-            }
-        }
-        // The entry's own line: `[index]` left-aligned and cut to the
-        // column, then the percentage.
-        let start = buf.len();
-        buf.push(b'[');
-        buf.extend_from_slice(itoa::Buffer::new().format(g.index[node]).as_bytes());
-        buf.push(b']');
-        buf.truncate(start + iw.min(buf.len() - start));
-        spaces(buf, start + iw + 1 - buf.len());
-        let pct = 100.0 * (g.prop_self[node] + g.prop_child[node]) / c.graph.total;
-        fixed(buf, pct, 5, 1);
-        buf.push(b' ');
-        costs(c, g, node, buf);
-        c.measured(buf, |m| m.nodes[node]);
-        c.called(buf, g, node, false);
-        if cycle {
-            writeln!(
-                buf,
-                " <cycle {} as a whole> [{}]",
-                g.cycle[node], g.index[node]
-            )?;
-            for m in g.sorted_members(node) {
-                spaces(buf, iw + 7);
-                costs(c, g, m, buf);
-                c.measured(buf, |_| None);
-                c.called(buf, g, m, true);
-                buf.extend_from_slice(b"     ");
-                r.push_print_name(m, buf);
-                buf.push(b'\n');
-            }
-        } else {
-            buf.push(b' ');
-            r.push_print_name(node, buf);
-            buf.push(b'\n');
-            let children = g.sorted_children(node);
-            r.touch_print_names(children.iter().map(|&a| g.graph.arcs[a].child));
-            for a in children {
-                arc_line(r, c, g, a, g.graph.arcs[a].child, buf);
-            }
-        }
-        buf.extend_from_slice(c.separator.as_bytes());
-        buf.push(b'\n');
-        s.flush_large()?;
+            Ok(())
+        })?;
     }
     s.buf.extend_from_slice(c.graph.blurb.as_bytes());
+    Ok(())
+}
+
+/// Call graph entries laid out at a time by each thread (see
+/// [`call_graph`]).
+const ENTRIES: usize = 256;
+
+/// One entry of the call graph: its callers, its own line (a cycle's with
+/// its members), its callees and the separator.
+fn entry(
+    r: &Report,
+    c: &Columns<'_>,
+    g: &CallGraph,
+    node: usize,
+    buf: &mut Vec<u8>,
+) -> io::Result<()> {
+    let (iw, cw, kw) = (c.width.index, c.width.cost, c.width.calls);
+    let cycle = g.is_cycle(node);
+    if !cycle {
+        let parents = g.sorted_parents(node);
+        r.touch_print_names(parents.iter().map(|&a| g.graph.arcs[a].parent));
+        if parents.is_empty() {
+            spaces(buf, iw + 7 + c.cost_columns() * (cw + 1) + 2 * (kw + 1) + 4);
+            buf.extend_from_slice(b"<spontaneous>\n");
+        }
+        for a in parents {
+            arc_line(r, c, g, a, g.graph.arcs[a].parent, buf);
+        }
+    }
+    // The entry's own line: `[index]` left-aligned and cut to the
+    // column, then the percentage.
+    let start = buf.len();
+    buf.push(b'[');
+    buf.extend_from_slice(itoa::Buffer::new().format(g.index[node]).as_bytes());
+    buf.push(b']');
+    buf.truncate(start + iw.min(buf.len() - start));
+    spaces(buf, start + iw + 1 - buf.len());
+    let pct = 100.0 * (g.prop_self[node] + g.prop_child[node]) / c.graph.total;
+    fixed(buf, pct, 5, 1);
+    buf.push(b' ');
+    costs(c, g, node, buf);
+    c.measured(buf, |m| m.nodes[node]);
+    c.called(buf, g, node, false);
+    if cycle {
+        writeln!(
+            buf,
+            " <cycle {} as a whole> [{}]",
+            g.cycle[node], g.index[node]
+        )?;
+        for m in g.sorted_members(node) {
+            spaces(buf, iw + 7);
+            costs(c, g, m, buf);
+            c.measured(buf, |_| None);
+            c.called(buf, g, m, true);
+            buf.extend_from_slice(b"     ");
+            r.push_print_name(m, buf);
+            buf.push(b'\n');
+        }
+    } else {
+        buf.push(b' ');
+        r.push_print_name(node, buf);
+        buf.push(b'\n');
+        let children = g.sorted_children(node);
+        r.touch_print_names(children.iter().map(|&a| g.graph.arcs[a].child));
+        for a in children {
+            arc_line(r, c, g, a, g.graph.arcs[a].child, buf);
+        }
+    }
+    buf.extend_from_slice(c.separator.as_bytes());
+    buf.push(b'\n');
     Ok(())
 }
 

@@ -148,3 +148,29 @@ fn cells_written_by_hand_match_fmt() {
         }
     }
 }
+
+/// The call graph laid out on two threads, in blocks of any size, is the
+/// one laid out on one.
+#[test]
+fn call_graph_on_two_threads_is_the_same() {
+    let r = report("workload.combo.out");
+    let opts = Options::default();
+    let c = super::Columns::of(&r, &opts).expect("columns");
+    let g = r.graph.as_ref().expect("graph");
+    let lay = |entries: usize| {
+        let mut out = Vec::new();
+        let mut s = super::Sink {
+            buf: Vec::new(),
+            out: &mut out,
+        };
+        super::call_graph(&r, &c, g, &opts, &mut s, entries).expect("laid out");
+        let rest = s.buf;
+        out.extend_from_slice(&rest);
+        out
+    };
+    let one = lay(usize::MAX / 2);
+    assert!(one.len() > 10_000);
+    for entries in [1, 2, 3, 7, 100] {
+        assert!(lay(entries) == one, "blocks of {entries}");
+    }
+}
