@@ -30,23 +30,37 @@ pub fn write_to(report: &Report, opts: &Options, out: &mut impl io::Write) -> io
         buf: Vec::with_capacity(1 << 17),
         out,
     };
-    if opts.flat {
-        flat(report, &c, opts, &mut s)?;
-    }
-    if opts.graph
-        && let Some(g) = &report.graph
-    {
-        if opts.flat {
-            s.buf.extend_from_slice(b"\x0c\n");
-        }
-        call_graph(report, &c, g, opts, &mut s, ENTRIES)?;
-        let names = report
-            .index_entries(opts)
-            .into_iter()
+    let graph = report.graph.as_ref().filter(|_| opts.graph);
+    let index = |g: &CallGraph| {
+        let names = (report.index_entries(opts).into_iter())
             .map(|node| (node, c.index_name(report, node, opts)));
-        index_layout(g, names, opts.width, &mut s.buf);
-    }
-    s.out.write_all(&s.buf)
+        let mut out = Vec::new();
+        index_layout(g, names, opts.width, &mut out);
+        out
+    };
+    std::thread::scope(|scope| {
+        // The index (a sort of the names shown) depends on nothing the
+        // tables print: for a large graph it is made on the second thread
+        // while the flat profile is written.
+        let early = graph
+            .filter(|g| g.routines >= 2 * ENTRIES)
+            .map(|g| scope.spawn(move || index(g)));
+        if opts.flat {
+            flat(report, &c, opts, &mut s)?;
+        }
+        if let Some(g) = graph {
+            if opts.flat {
+                s.buf.extend_from_slice(b"\x0c\n");
+            }
+            call_graph(report, &c, g, opts, &mut s, ENTRIES)?;
+            let index = match early {
+                Some(made) => made.join().expect("the index's thread panicked"),
+                None => index(g),
+            };
+            s.buf.extend_from_slice(&index);
+        }
+        s.out.write_all(&s.buf)
+    })
 }
 
 /// The text report as a string.
