@@ -412,16 +412,6 @@ impl Graph {
             .get_or_init(|| Lists::new(&self.arcs, self.ncalls.len()))
     }
 
-    /// Room for `arcs` more arcs: a Callgrind profile knows its arc count
-    /// before adding them, and growing the index rehashes every arc.
-    pub fn reserve(&mut self, arcs: usize) {
-        self.arcs.reserve(arcs);
-        self.index();
-        if let Some(index) = self.index.get_mut() {
-            index.reserve(arcs);
-        }
-    }
-
     /// Adds `count` to the arc `parent → child`, creating it if new
     /// (`arc_add`), and returns the arc's index. Does not touch the call
     /// counts.

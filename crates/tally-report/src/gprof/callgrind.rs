@@ -35,6 +35,14 @@ fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// `b` as text, and whether it was UTF-8 (printed as it is).
+fn text(b: &[u8]) -> (String, bool) {
+    match String::from_utf8_lossy(b) {
+        std::borrow::Cow::Borrowed(s) => (s.to_owned(), true),
+        std::borrow::Cow::Owned(s) => (s, false),
+    }
+}
+
 /// Builds the report from a whole profile (all parts summed).
 pub fn analyse_profile<C: Cost>(
     profile: &Profile<C>,
@@ -280,19 +288,27 @@ struct Routines {
 /// as it is): files are shared, and objects are kept once, by id.
 fn routines(names: &Names) -> Routines {
     let n = names.function_count();
+    let mut files_utf8 = true;
     let files: Vec<Option<std::sync::Arc<str>>> = (names.files.iter())
-        .map(|f| (!f.is_empty()).then(|| std::sync::Arc::from(lossy(f))))
+        .map(|f| {
+            let (file, utf8) = text(f);
+            files_utf8 &= utf8;
+            (!file.is_empty()).then(|| std::sync::Arc::from(file))
+        })
         .collect();
     let objects: Vec<String> = names.objects.iter().map(lossy).collect();
     let mut routines = Vec::with_capacity(n);
     let mut object_of = Vec::with_capacity(n);
     let mut keys = Vec::with_capacity(n);
+    let mut names_utf8 = true;
     for f in 0..n {
         let id = FunctionId(f as u32);
         let key = names.key(id);
+        let (name, utf8) = text(names.function_name(id));
+        names_utf8 &= utf8;
         routines.push(Routine {
             display: String::new(),
-            name: lossy(names.function_name(id)),
+            name,
             addr: f as u64,
             end_addr: f as u64,
             is_static: false,
@@ -304,7 +320,11 @@ fn routines(names: &Names) -> Routines {
         keys.push(key);
     }
     let table = SymbolTable { routines };
-    let qualifier = qualifiers(&table, &keys, names, &objects);
+    let printed = (
+        printed_ids(&names.symbols, names_utf8),
+        printed_ids(&names.files, files_utf8),
+    );
+    let qualifier = qualifiers(&table, &keys, printed, &objects);
     Routines {
         table,
         objects,
@@ -315,10 +335,10 @@ fn routines(names: &Names) -> Routines {
 
 /// Each name's id as printed: the first id of the interner whose name
 /// prints the same. Names are interned as bytes, and only names that are
-/// not UTF-8 can print alike (lossily); when all are UTF-8, every id is
-/// its own.
-fn printed_ids(names: &Interner) -> Vec<u32> {
-    if names.iter().all(|b| std::str::from_utf8(b).is_ok()) {
+/// not UTF-8 can print alike (lossily): when the names in use are all
+/// UTF-8 (`all_utf8`, known from making them text), every id is its own.
+fn printed_ids(names: &Interner, all_utf8: bool) -> Vec<u32> {
+    if all_utf8 {
         return (0..names.len() as u32).collect();
     }
     let mut first: FxHashMap<String, u32> = FxHashMap::default();
@@ -329,15 +349,14 @@ fn printed_ids(names: &Interner) -> Vec<u32> {
 
 /// For names shared by several functions: the file, or the object and
 /// the file when the file does not tell them apart. Names and files are
-/// compared by their ids as printed, so no name is hashed or copied.
+/// compared by their ids as printed ([`printed_ids`]), so no name is
+/// hashed or copied.
 fn qualifiers(
     table: &SymbolTable,
     keys: &[FunctionKey],
-    names: &Names,
+    (symbol, file_id): (Vec<u32>, Vec<u32>),
     objects: &[String],
 ) -> Vec<Option<String>> {
-    let symbol = printed_ids(&names.symbols);
-    let file_id = printed_ids(&names.files);
     let name_of = |i: usize| symbol[keys[i].name.index()];
     let file_of = |i: usize| file_id[keys[i].file.index()];
     // Counts, not groups: nearly every name is unique, and a vector per
