@@ -526,6 +526,8 @@ impl<C: Cost> AggregateBuilder<C> {
 }
 
 impl<C: Cost> Sink<C> for AggregateBuilder<C> {
+    // A row's sum is all it keeps of its lines.
+    const EACH_LINE: bool = false;
     fn start_part(&mut self, positions: Positions, events: usize) {
         // The number of events is known once the first header is read.
         self.set_events(events);

@@ -363,7 +363,76 @@ proptest! {
         paths_agree(&bytes);
         threads_agree::<u64>(&bytes, chunk);
         threads_agree::<i64>(&bytes, chunk);
+        run_sums_agree(&bytes, chunk);
     }
+}
+
+/// What a summing sink keeps: each (function, file) row's sums, in the
+/// order the rows first appear, and the other records in order.
+/// `EACH = false` lets the reader give it runs of lines as one line.
+#[derive(Default, PartialEq, Debug)]
+struct RowSums<const EACH: bool> {
+    rows: Vec<((u32, u32), Vec<i128>)>,
+    others: Vec<String>,
+}
+
+impl<const EACH: bool> tally_model::Sink<u64> for RowSums<EACH> {
+    const EACH_LINE: bool = EACH;
+    fn start_part(&mut self, _: tally_model::Positions, events: usize) {
+        self.others.push(format!("part {events}"));
+    }
+    fn line(
+        &mut self,
+        function: tally_model::FunctionId,
+        file: tally_model::FileId,
+        _: &[u64],
+        costs: &[u64],
+    ) {
+        let key = (function.0, file.0);
+        let i = match self.rows.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                self.rows.push((key, Vec::new()));
+                self.rows.len() - 1
+            }
+        };
+        let sums = &mut self.rows[i].1;
+        if sums.len() < costs.len() {
+            sums.resize(costs.len(), 0);
+        }
+        for (s, &c) in sums.iter_mut().zip(costs) {
+            *s += i128::from(c);
+        }
+    }
+    fn call(&mut self, info: tally_model::CallInfo<u64>, _: &[u64], _: &[u64], incl: &[u64]) {
+        let (caller, callee) = (info.caller.0, info.callee.0);
+        self.others.push(format!("call {caller} {callee} {incl:?}"));
+    }
+    fn jump(&mut self, info: tally_model::JumpInfo<u64>, _: &[u64], _: &[u64]) {
+        self.others.push(format!("jump {}", info.function.0));
+    }
+}
+
+/// A sink that takes runs of lines as one line keeps the sums, rows and
+/// records that one taking every line keeps, on two threads at any chunk
+/// size (where runs of decoded lines are summed before the sink sees
+/// them), or the read fails at the same line.
+fn run_sums_agree(bytes: &[u8], chunk: usize) {
+    fn read<const EACH: bool>(bytes: &[u8], chunk: usize) -> Result<RowSums<EACH>, String> {
+        let mut sink = RowSums::<EACH>::default();
+        let options = callgrind::ReadOptions {
+            two_threads: Some(true),
+            chunk_size: Some(chunk),
+            ..Default::default()
+        };
+        let input = Input::from_bytes("x", bytes.to_vec()).unwrap();
+        callgrind::parse(input, &mut sink, options)
+            .map(|_| sink)
+            .map_err(|e| e.to_string())
+    }
+    let each = read::<true>(bytes, chunk).map(|s| (s.rows, s.others));
+    let runs = read::<false>(bytes, chunk).map(|s| (s.rows, s.others));
+    assert_eq!(each, runs, "a run summed differs from its lines");
 }
 
 /// Every file name a profile defines reaches the sink's `file_named`, on
@@ -409,5 +478,63 @@ fn every_file_name_reaches_the_sink() {
                 assert_eq!(sink.0, want, "{src}, two threads {two}, chunk {chunk:?}");
             }
         }
+    }
+}
+/// A body of one event's cost lines in the forms the two-thread reader
+/// sums as runs, broken by function and file switches, calls and jumps.
+fn run_body_line(np: usize) -> impl Strategy<Value = String> {
+    let position = prop_oneof![
+        4 => (0u32..20).prop_map(|n| format!("+{n}")),
+        1 => (0u32..20).prop_map(|n| format!("-{n}")),
+        2 => Just("*".to_string()),
+        2 => (1000u32..100_000).prop_map(|n| n.to_string()),
+    ];
+    let count = prop_oneof![
+        6 => (0u64..1000).prop_map(|n| format!(" {n}")),
+        1 => Just(String::new()),
+        1 => Just(" 4294967295".to_string()),
+        1 => Just(" 4294967296".to_string()),
+    ];
+    // `np` positions mostly; one fewer or more now and then.
+    let n = prop_oneof![150 => Just(np), 1 => Just((np - 1).max(1)), 1 => Just(np + 1)];
+    let cost = (prop::collection::vec(position, 4), count, n)
+        .prop_map(|(p, c, n)| format!("{}{c}", p[..n].join(" ")));
+    // Ids keep one name each, as the header's `fl=(1) l1.c`, `fn=(1) f1`.
+    let switch = (0u8..4, 1u32..5).prop_map(|(k, id)| match k {
+        0 => format!("fn=({id}) f{id}"),
+        1 => format!("fi=({id}) l{id}.c"),
+        2 => format!("fe=({id}) l{id}.c"),
+        _ => format!("fl=({id}) l{id}.c"),
+    });
+    let at = |p: &str| vec![p; np].join(" ");
+    let (target, source) = (at("+3"), at("+1"));
+    let call = (1u32..5, 1u64..9, 0u64..500).prop_map(move |(id, n, incl)| {
+        format!("cfn=({id}) f{id}\ncalls={n} {target}\n{source} {incl}")
+    });
+    let (target, source) = (at("+2"), at("+1"));
+    let jump = (1u64..9).prop_map(move |n| format!("jump={n} {target}\n{source}"));
+    prop_oneof![16 => cost, 3 => switch, 1 => call, 1 => jump]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Runs of decoded lines given to a summing sink as one line keep the
+    /// sums that every line given alone keeps.
+    #[test]
+    fn runs_summed_for_a_summing_sink_keep_the_sums(
+        (np, lines) in (1usize..4).prop_flat_map(|np| {
+            (Just(np), prop::collection::vec(run_body_line(np), 0..120))
+        }),
+        chunk in prop_oneof![1usize..400, Just(1 << 20)],
+    ) {
+        let positions = ["line", "instr line", "instr bb line"][np - 1];
+        let first = vec!["5000"; np].join(" ");
+        let mut text = format!(
+            "positions: {positions}\nevents: a\nfl=(1) l1.c\nfn=(1) f1\n{first} 1\n"
+        );
+        text.push_str(&lines.join("\n"));
+        text.push('\n');
+        run_sums_agree(text.as_bytes(), chunk);
     }
 }

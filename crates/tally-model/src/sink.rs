@@ -10,6 +10,12 @@ use crate::{CallInfo, Cost, FileId, FunctionId, JumpInfo, Positions};
 
 /// Receives the records of a profile as a reader resolves them.
 pub trait Sink<C: Cost> {
+    /// Whether [`Sink::line`] needs every cost line. A sink that only sums
+    /// the lines of each function and file says `false`; a reader may then
+    /// give it a run of lines of one function and file, none of them
+    /// negative, as one call with their sums and the positions of the
+    /// run's last line: the same sums for one call instead of one a line.
+    const EACH_LINE: bool = true;
     /// A new part begins (called before its first record), with the
     /// profile's positions kind and number of recorded events.
     fn start_part(&mut self, positions: Positions, events: usize);

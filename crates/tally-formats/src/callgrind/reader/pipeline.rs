@@ -659,6 +659,9 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
         let room = room_sum.min(u64::try_from(room_total.max(0)).unwrap_or(u64::MAX));
         let mut run = 0u64;
         let mut lines = 0u64;
+        // Whether a line of the run has a count (for a sink that takes the
+        // run as one line, see `Sink::EACH_LINE`).
+        let mut counted = false;
         while p < len {
             let Some((line, v)) = dec.at(p) else {
                 break;
@@ -680,18 +683,29 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
                 }
                 None => false,
             };
-            let taken: &[C] = if one { std::slice::from_ref(cost) } else { &[] };
-            sink.line(function, fi, &pos[..NP], taken);
+            if S::EACH_LINE {
+                let taken: &[C] = if one { std::slice::from_ref(cost) } else { &[] };
+                sink.line(function, fi, &pos[..NP], taken);
+            }
+            counted |= one;
             last = pos;
             lines += 1;
             p += usize::from(line.len) + 1;
         }
         if lines > 0 {
-            *sum += run;
             // Within the room computed above, so it fits.
-            *total = C::from_u64(run)
-                .and_then(|r| total.checked_add(r))
-                .expect("within the room left");
+            let r = C::from_u64(run).expect("within the room left");
+            if !S::EACH_LINE {
+                *cost = r;
+                let taken: &[C] = if counted {
+                    std::slice::from_ref(cost)
+                } else {
+                    &[]
+                };
+                sink.line(function, fi, &last[..NP], taken);
+            }
+            *sum += run;
+            *total = total.checked_add(r).expect("within the room left");
         }
         self.end_run(lines, last);
         p
