@@ -557,8 +557,16 @@ fn two_thousand_nodes_render() {
     let profile = tmp.path().join("big.out");
     let generator = PathBuf::from(env!("CARGO_BIN_EXE_tally")).with_file_name("tally-gen");
     if !generator.exists() {
-        // The generator is built with the workspace; build it first.
-        run(Command::new("cargo").args(["build", "--release", "-p", "tally-gen"]));
+        // The generator is built with the workspace; when this test runs
+        // alone, build it first, in the profile of the binary under test,
+        // where `generator` looks for it.
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut build = Command::new(cargo);
+        build.args(["build", "-p", "tally-gen"]);
+        if generator.parent().is_some_and(|d| d.ends_with("release")) {
+            build.arg("--release");
+        }
+        run(&mut build);
     }
     run(Command::new(&generator)
         .args(["--size", "8M", "-o"])
