@@ -48,8 +48,7 @@ struct Line {
     /// it in [`Chunk::values`].
     count: u8,
     /// The kinds of the first three numbers, two bits each; every number
-    /// after them is plain (`n` or `0xn`), or the line is not decoded. A
-    /// `*`'s value is 0 (see [`step`]).
+    /// after them is plain (`n` or `0xn`), or the line is not decoded.
     kinds: u8,
 }
 
@@ -98,7 +97,7 @@ pub(super) struct Keyed {
     /// The executed count of `jcnd=`.
     pub(super) b: u32,
     /// The target's subpositions: how many, their kinds (two bits each)
-    /// and their numbers (0 for a `*`).
+    /// and their numbers.
     n: u8,
     kinds: u8,
     target: [u32; 3],
@@ -741,31 +740,19 @@ fn positions(line: Line, v: &[u32], np: usize, last: [u64; 3]) -> Option<[u64; 3
 
 /// The first `np` of `values`, of the kinds in `kinds` (two bits each),
 /// as positions from `last`; `None` if a relative one leaves the range.
-///
-/// Without a branch per subposition: the kinds of neighbouring lines
-/// differ (`+4`, `*`, `0x4b070f4`), so a `match` on each mispredicted
-/// often enough to be most of the time spent on a decoded line.
 #[inline(always)]
 fn step(kinds: u8, values: &[u32], np: usize, last: [u64; 3]) -> Option<[u64; 3]> {
     let mut pos = last;
-    let mut out_of_range = false;
     for (k, slot) in pos.iter_mut().enumerate().take(np) {
-        let kind = (kinds >> (2 * k)) & 3;
-        // All ones where the condition holds: masks, not branches.
-        let mask = |c: bool| 0u64.wrapping_sub(u64::from(c));
-        // A plain one starts from zero; `-x` adds the two's complement
-        // of `x`; `*` adds its value, 0 (the last one again).
         let x = u64::from(values[k]);
-        let base = *slot & !mask(kind == ABS);
-        let minus = kind == MINUS;
-        let m = mask(minus);
-        let value = base.wrapping_add((x ^ m).wrapping_sub(m));
-        // Past `u64::MAX` going up (it came out smaller), below zero going
-        // down (larger: `x` is at most `u32::MAX`).
-        out_of_range |= (value != base) & ((value < base) != minus);
-        *slot = value;
+        *slot = match (kinds >> (2 * k)) & 3 {
+            ABS => x,
+            PLUS => slot.checked_add(x)?,
+            MINUS => slot.checked_sub(x)?,
+            _ => *slot,
+        };
     }
-    (!out_of_range).then_some(pos)
+    Some(pos)
 }
 
 /// The positions (from `last`) and the number of counts (into `costs`) of
