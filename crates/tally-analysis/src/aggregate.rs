@@ -243,8 +243,8 @@ impl<C: Cost> PartSums<C> {
         }
         let mut found = found.into_iter();
         for c in self.pending.drain(..) {
-            // Beyond a batch (never, as `call` sums each full one), look
-            // up again.
+            // Not found by the batch's lookups: a new arc, or one that an
+            // earlier call of this batch made; looked up again.
             let idx = match found.next().flatten() {
                 Some(i) => i as usize,
                 None => match self.arcs.entry(c.key) {
