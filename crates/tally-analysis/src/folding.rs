@@ -322,6 +322,10 @@ pub(crate) struct FoldPart<C> {
     index_bytes: usize,
     pub(crate) line_pos: PosList,
     pub(crate) line_costs: Vec<C>,
+    /// The block, key and index of the line met last: the line found again
+    /// without a lookup when the next one repeats it (every line of a
+    /// function when a diff keeps one per function).
+    last_line: Option<(BlockId, Pos, usize)>,
     /// The calls by caller and call-site file.
     pub(crate) call_blocks: KeyedBlocks<CallKey>,
     /// Calls in first-seen order, with their counts.
@@ -416,6 +420,7 @@ impl<C: Cost> Sink<C> for Folding<C> {
             index_bytes: 0,
             line_pos: PosList::new(positions.len()),
             line_costs: Vec::new(),
+            last_line: None,
             call_blocks: KeyedBlocks::new(),
             calls: Vec::new(),
             call_costs: Vec::new(),
@@ -429,19 +434,34 @@ impl<C: Cost> Sink<C> for Folding<C> {
         let key = self.at(positions);
         let p = self.part();
         let ne = p.events;
-        let line_pos = &p.line_pos;
-        let (i, new) = p.line_blocks.find_or_insert(
-            (function, file),
-            key,
-            |i| line_pos.get(i as usize),
-            line_pos.len() as u32,
-            &mut p.index_bytes,
-        );
-        let i = i as usize;
-        if new {
-            p.line_pos.push(key);
-            p.line_costs.extend(std::iter::repeat_n(C::ZERO, ne));
-        }
+        let block = (function, file);
+        // The line met last, again: what the block's lookup would find
+        // (its cursor stays after that line, see `BlockKeys`).
+        let i = match p.last_line {
+            Some((b, k, i)) if b == block && k == key => i,
+            _ => {
+                let line_pos = &p.line_pos;
+                let (i, new) = p.line_blocks.find_or_insert(
+                    block,
+                    key,
+                    |i| line_pos.get(i as usize),
+                    line_pos.len() as u32,
+                    &mut p.index_bytes,
+                );
+                let i = i as usize;
+                p.last_line = Some((block, key, i));
+                if new {
+                    // A new line's costs are its own: copied, not added
+                    // to zeros.
+                    p.line_pos.push(key);
+                    let n = costs.len().min(ne);
+                    p.line_costs.extend_from_slice(&costs[..n]);
+                    p.line_costs.extend(std::iter::repeat_n(C::ZERO, ne - n));
+                    return;
+                }
+                i
+            }
+        };
         if !add_all(&mut p.line_costs[i * ne..(i + 1) * ne], costs) {
             self.overflow.get_or_insert(function);
         }
