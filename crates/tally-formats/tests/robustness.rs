@@ -348,12 +348,14 @@ proptest! {
     fn generated_bodies_read_alike_on_every_path(
         lines in prop::collection::vec(body_line(), 0..40),
         np in 1usize..4,
-        events in 1usize..3,
+        events in 1usize..6,
         chunk in 1usize..200,
         newline_at_end in any::<bool>(),
     ) {
         let positions = ["line", "instr line", "instr line x"][np - 1];
-        let names = ["a", "a b"][events - 1];
+        // Up to five events, so that a line's counts are summed as a
+        // Cachegrind file's are, several at a time.
+        let names = ["a", "a b", "a b c", "a b c d", "a b c d e"][events - 1];
         let mut text = format!("positions: {positions}\nevents: {names}\nfl=(1) f.c\nfn=(1) f\n");
         text.push_str(&lines.join("\n"));
         if newline_at_end {

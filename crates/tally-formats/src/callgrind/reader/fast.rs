@@ -50,18 +50,41 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
         let totals = &mut stats.totals[..];
         let sums = &mut sums.costs[..];
         let mut lines = 0u64;
+        // While the lines taken since `room` was measured add at most
+        // `room` to any sum, no sum can pass the cost type's largest
+        // magnitude: their counts are added without a check each, and the
+        // checked sums (which would have passed) are left for the line
+        // that could reach it.
+        let mut room = room_left(sums, totals);
+        let mut used = 0u64;
         while p < len {
             let Some((pos, n, end)) = next(p, last, costs) else {
                 break;
             };
-            if !add_magnitudes(sums, &costs[..n]) {
-                break;
+            let line = &costs[..n];
+            // At least the largest magnitude of the line.
+            let most = line.iter().fold(0u64, |m, c| m | c.magnitude());
+            match used.checked_add(most).filter(|&u| u <= room) {
+                Some(u) => {
+                    for ((s, t), &c) in sums.iter_mut().zip(totals.iter_mut()).zip(line) {
+                        *s = s.wrapping_add(c.magnitude());
+                        *t = t.overflowing_add(c).0;
+                    }
+                    used = u;
+                }
+                None => {
+                    if !add_magnitudes(sums, line) {
+                        break;
+                    }
+                    if !add_totals(totals, line) {
+                        sub_magnitudes(sums, line);
+                        break;
+                    }
+                    room = room_left(sums, totals);
+                    used = 0;
+                }
             }
-            if !add_totals(totals, &costs[..n]) {
-                sub_magnitudes(sums, &costs[..n]);
-                break;
-            }
-            sink.line(function, fi, &pos[..np], &costs[..n]);
+            sink.line(function, fi, &pos[..np], line);
             last = pos;
             lines += 1;
             p = end + 1;
@@ -268,6 +291,23 @@ pub(super) fn subposition_at(data: &[u8], i: usize, base: u64) -> Option<(u64, u
         }
         _ => number(data, i),
     }
+}
+
+/// How much any running sum of magnitudes and any part total can still
+/// grow before one passes the cost type's largest magnitude: a set of
+/// lines whose largest magnitudes add up to no more fits both
+/// ([`add_magnitudes`] and [`add_totals`] would take each of them), since
+/// a total's magnitude grows by at most the magnitude added.
+#[inline]
+fn room_left<C: Cost>(sums: &[u64], totals: &[C]) -> u64 {
+    sums.iter()
+        .zip(totals)
+        .map(|(&s, t)| {
+            let s = C::MAX_MAGNITUDE.saturating_sub(s);
+            s.min(C::MAX_MAGNITUDE.saturating_sub(t.magnitude()))
+        })
+        .min()
+        .unwrap_or(0)
 }
 
 /// Adds a line's costs to the totals; on overflow undoes what it added and
