@@ -266,6 +266,40 @@ fn an_overflowing_line_fails_alike_on_one_and_two_threads() {
     assert!(signed(past_max(i64::MAX as u64).as_bytes()).is_err());
 }
 
+/// Sums carried from files read before that are already past the cost
+/// type's room (a signed read after unsigned ones) fail at the first line
+/// that adds to them, even counts of zero, on every path: the fast loops
+/// take no line unchecked then.
+#[test]
+fn carried_sums_past_the_room_fail_at_the_first_line() {
+    let read = |bytes: Vec<u8>, two: bool, chunk: usize| {
+        let options = callgrind::ReadOptions {
+            carried: Some(callgrind::Sums {
+                costs: vec![u64::MAX, 0],
+                calls: 0,
+            }),
+            two_threads: Some(two),
+            chunk_size: Some(chunk),
+            ..Default::default()
+        };
+        callgrind::read_with::<i64>(Input::from_bytes("x", bytes).unwrap(), options)
+    };
+    // A first line without counts adds nothing and is taken; the zeros
+    // after it each add to the sum already past the room.
+    let mut text = String::from("positions: line\nevents: a b\nfl=f.c\nfn=f\n4\n");
+    for k in 0..200 {
+        text.push_str(&format!("{} 0 0\n", 5 + k));
+    }
+    for bytes in [text.clone().into_bytes(), tabbed(text.as_bytes())] {
+        for (two, chunk) in [(false, 1 << 20), (true, 7), (true, 64), (true, 4096)] {
+            match read(bytes.clone(), two, chunk) {
+                Err(Error::Parse { line, .. }) => assert_eq!(line, 6, "two threads: {two}"),
+                other => panic!("two threads: {two}: {:?}", other.map(|_| ())),
+            }
+        }
+    }
+}
+
 /// One line of a generated body: the forms the two-thread reader decodes
 /// (cost lines, name definitions and references) and their near misses.
 fn body_line() -> impl Strategy<Value = String> {
@@ -482,6 +516,7 @@ fn every_file_name_reaches_the_sink() {
         }
     }
 }
+
 /// A body of one event's cost lines in the forms the two-thread reader
 /// sums as runs, broken by function and file switches, calls and jumps.
 fn run_body_line(np: usize) -> impl Strategy<Value = String> {

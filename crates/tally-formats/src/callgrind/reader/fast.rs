@@ -64,7 +64,7 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
             let line = &costs[..n];
             // At least the largest magnitude of the line.
             let most = line.iter().fold(0u64, |m, c| m | c.magnitude());
-            match used.checked_add(most).filter(|&u| u <= room) {
+            match room.and_then(|r| used.checked_add(most).filter(|&u| u <= r)) {
                 Some(u) => {
                     for ((s, t), &c) in sums.iter_mut().zip(totals.iter_mut()).zip(line) {
                         *s = s.wrapping_add(c.magnitude());
@@ -313,17 +313,16 @@ pub(super) fn subposition_at(data: &[u8], i: usize, base: u64) -> Option<(u64, u
 /// grow before one passes the cost type's largest magnitude: a set of
 /// lines whose largest magnitudes add up to no more fits both
 /// ([`add_magnitudes`] and [`add_totals`] would take each of them), since
-/// a total's magnitude grows by at most the magnitude added.
+/// a total's magnitude grows by at most the magnitude added. `None` when
+/// a sum is already past it (carried from files read before): every line
+/// then takes the checked sums, which decline it.
 #[inline]
-fn room_left<C: Cost>(sums: &[u64], totals: &[C]) -> u64 {
-    sums.iter()
-        .zip(totals)
-        .map(|(&s, t)| {
-            let s = C::MAX_MAGNITUDE.saturating_sub(s);
-            s.min(C::MAX_MAGNITUDE.saturating_sub(t.magnitude()))
-        })
-        .min()
-        .unwrap_or(0)
+pub(super) fn room_left<C: Cost>(sums: &[u64], totals: &[C]) -> Option<u64> {
+    sums.iter().zip(totals).try_fold(u64::MAX, |room, (&s, t)| {
+        let s = C::MAX_MAGNITUDE.checked_sub(s)?;
+        let t = C::MAX_MAGNITUDE.checked_sub(t.magnitude())?;
+        Some(room.min(s).min(t))
+    })
 }
 
 /// Adds a line's costs to the totals; on overflow undoes what it added and

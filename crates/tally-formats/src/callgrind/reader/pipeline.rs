@@ -19,7 +19,7 @@
 //! the other.
 
 use super::Parser;
-use super::fast::number;
+use super::fast::{number, room_left};
 use super::keyed::{Key, NameKey, digits, key, name_def};
 use crate::error::Error;
 use crate::input::Lines;
@@ -651,12 +651,9 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
         };
         // Carried sums past this cost type's room: the text's fast path
         // reads them (and declines), as before.
-        let Some(room_sum) = C::MAX_MAGNITUDE.checked_sub(*sum) else {
+        let Some(room) = room_left(std::slice::from_ref(sum), std::slice::from_ref(total)) else {
             return p;
         };
-        // The largest total of this cost type is its largest magnitude.
-        let room_total = i128::from(C::MAX_MAGNITUDE) - total.to_i128();
-        let room = room_sum.min(u64::try_from(room_total.max(0)).unwrap_or(u64::MAX));
         let mut run = 0u64;
         let mut lines = 0u64;
         // Whether a line of the run has a count (for a sink that takes the
