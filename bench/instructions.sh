@@ -20,17 +20,24 @@ old=$1
 new=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${3:-$root/bench/corpus}
+die() { echo "instructions.sh: $*" >&2; exit 1; }
 for t in valgrind taskset; do
-    command -v "$t" >/dev/null || { echo "instructions.sh: needs $t" >&2; exit 1; }
+    command -v "$t" >/dev/null || die "needs $t"
+done
+for b in "$old" "$new"; do
+    [ -x "$b" ] || die "$b: not an executable"
 done
 
-# Instructions of one run: PIN BINARY ARGS..., PIN `1` to run on one CPU.
+# Instructions of one run: PIN BINARY ARGS..., PIN `1` to run on one CPU;
+# nothing if the run failed (the caller says which).
 count() {
     local pin=$1
     shift
     local vg=(valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null)
     [ "$pin" = 1 ] && vg=(taskset -c 0 "${vg[@]}")
-    "${vg[@]}" "$@" 2>&1 >/dev/null | sed -n 's/.*I *refs: *\([0-9,]*\).*/\1/p' | tr -d ,
+    local log
+    log=$("${vg[@]}" "$@" 2>&1 >/dev/null) || return 0
+    sed -n 's/.*I *refs: *\([0-9,]*\).*/\1/p' <<<"$log" | tr -d ,
 }
 
 a=$dir/python.a.cachegrind.out
@@ -61,6 +68,7 @@ for row in "${rows[@]}"; do
     o=$(count $pin "$old" $args)
     # shellcheck disable=SC2086
     n=$(count $pin "$new" $args)
+    [ -n "$o" ] && [ -n "$n" ] || die "$label: a run failed (is $dir the corpus?)"
     awk -v l="$label" -v o="$o" -v n="$n" 'BEGIN {
         printf "| `%s` | %.1f M | %.1f M | %+.1f %% |\n", l, o / 1e6, n / 1e6, 100 * (n - o) / o
     }'
