@@ -27,8 +27,8 @@ use crate::subst::Subst;
 use rustc_hash::FxHashMap;
 use std::borrow::Cow;
 use tally_model::{
-    CallInfo, Cost, Events, FileId, Format, Frame, FrameId, FunctionId, FunctionKey, JumpInfo,
-    Names, ObjectId, Part, PartInfo, Positions, Profile, Stacks, SymbolId, stated_total,
+    CallInfo, Cost, CostLines, Events, FileId, Format, Frame, FrameId, FunctionId, FunctionKey,
+    JumpInfo, Names, ObjectId, Part, PartInfo, Positions, Profile, Stacks, SymbolId, stated_total,
 };
 
 /// Which events the output has.
@@ -1177,8 +1177,12 @@ impl<C: Cost> Combiner<C> {
             calls: 0,
         };
         let mut stated = Vec::new();
-        for acc in self.parts {
+        for mut acc in self.parts {
             let mut part: Part<C> = Part::new(self.positions, ne);
+            // The lines kept, as (function, file, row): the rows are handed
+            // to the part as they are, not coded (see `CostLines`).
+            let mut kept: Vec<(FunctionId, FileId, u32)> = Vec::new();
+            let as_rows = acc.line_pos.kinds() == np;
             let info = acc.info.unwrap_or_default();
             let had_summary = info.summary.is_some();
             let had_totals = info.totals.is_some();
@@ -1206,8 +1210,12 @@ impl<C: Cost> Combiner<C> {
                             bound
                                 .add(costs, None)
                                 .map_err(|k| unreadable(&profile, &labels, k, function))?;
-                            part.lines
-                                .push(function, file, &acc.line_pos.get(i)[..np], costs);
+                            if as_rows {
+                                kept.push((function, file, i as u32));
+                            } else {
+                                part.lines
+                                    .push(function, file, &acc.line_pos.get(i)[..np], costs);
+                            }
                             seq += 1;
                         }
                         Rec::Call(i) => {
@@ -1275,6 +1283,14 @@ impl<C: Cost> Combiner<C> {
                     function: String::new(),
                     signed: C::SIGNED,
                 })?;
+            if as_rows {
+                let pos = std::mem::replace(&mut acc.line_pos, PosList::new(np)).into_flat();
+                let costs = std::mem::take(&mut acc.line_costs);
+                part.lines = CostLines::with_rows(self.positions, ne, pos, costs);
+                for (function, file, row) in kept {
+                    part.lines.push_row(function, file, row);
+                }
+            }
             if had_summary {
                 part.info.summary = Some(totals.clone());
             }

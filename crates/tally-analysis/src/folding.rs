@@ -91,6 +91,11 @@ impl PosList {
         self.flat.reserve(lines * self.np);
     }
 
+    /// The numbers of every line, `kinds()` per line.
+    pub(crate) fn into_flat(self) -> Vec<u64> {
+        self.flat
+    }
+
     /// The number of kinds kept.
     pub(crate) fn kinds(&self) -> usize {
         self.np

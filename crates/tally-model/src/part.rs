@@ -1,17 +1,20 @@
 //! One part of a profile: its header facts, self-cost lines, call arcs and
 //! jumps.
 //!
-//! Cost lines are the bulk of every profile, so they are stored in a compact
-//! arena: lines are grouped in blocks that share function and source file, and
-//! each line is a delta-coded, LEB128-encoded record of positions and costs
-//! (trailing zero costs dropped). A typical instruction-level line takes 4–6
-//! bytes, less than its text. Lines are read with a cursor (`for_each`,
-//! `for_each_in_block`) that decodes into one reused buffer, so reading
-//! allocates nothing per line. Calls and jumps are far fewer and are stored
-//! plainly, with flat arrays for their positions and costs; each carries
-//! `seq`, its place among the part's records, so that `Part::visit` replays
-//! lines, calls and jumps in file order and a writer reproduces the input's
-//! order (`read(write(p)) == p`).
+//! Cost lines are the bulk of every profile, so a reader stores them in a
+//! compact arena: lines are grouped in blocks that share function and source
+//! file, and each line is a delta-coded, LEB128-encoded record of positions
+//! and costs (trailing zero costs dropped). A typical instruction-level line
+//! takes 4–6 bytes, less than its text. A sum or difference already holds
+//! its lines as plain rows of positions and costs; it hands them over as
+//! they are, with the order of the lines, rather than coding them only for
+//! a writer to decode them again. Lines are read with a cursor (`for_each`,
+//! `for_each_in_block`) that decodes into one reused buffer or borrows the
+//! rows, so reading allocates nothing per line. Calls and jumps are far
+//! fewer and are stored plainly, with flat arrays for their positions and
+//! costs; each carries `seq`, its place among the part's records, so that
+//! `Part::visit` replays lines, calls and jumps in file order and a writer
+//! reproduces the input's order (`read(write(p)) == p`).
 
 use crate::cost::{get_varint, put_varint, unzigzag_delta, zigzag_delta};
 use crate::names::{FileId, FunctionId};
@@ -39,7 +42,7 @@ pub struct PartInfo<C> {
 }
 
 /// A run of cost lines with the same function and source file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct Block {
     /// The function (`fn=`) the lines belong to.
     pub function: FunctionId,
@@ -48,20 +51,87 @@ pub struct Block {
     pub file: FileId,
     /// Index of the first line of the block.
     pub first_line: u64,
+    /// Where the block's first line is coded (coded lines only).
     byte_start: u64,
 }
 
+/// Blocks are equal when they hold the same lines, however these are stored.
+impl PartialEq for Block {
+    fn eq(&self, o: &Self) -> bool {
+        (self.function, self.file, self.first_line) == (o.function, o.file, o.first_line)
+    }
+}
+
+impl Eq for Block {}
+
 /// Self-cost lines of a part, in file order.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct CostLines<C> {
     positions: usize,
     events: usize,
     blocks: Vec<Block>,
-    data: Vec<u8>,
+    store: Store<C>,
     len: u64,
-    last: [u64; 3],
-    _cost: std::marker::PhantomData<C>,
 }
+
+/// How the lines are held.
+#[derive(Clone, Debug)]
+enum Store<C> {
+    /// Delta-coded LEB128 records, as readers build them.
+    Coded {
+        data: Vec<u8>,
+        /// The previous line's positions (the base of the next delta).
+        last: [u64; 3],
+    },
+    /// Plain rows, `positions` numbers and `events` costs each; line `i` is
+    /// row `order[i]`. Rows no line names are allowed (a difference drops
+    /// the lines that did not change).
+    Rows {
+        pos: Vec<u64>,
+        costs: Vec<C>,
+        order: Vec<u32>,
+    },
+}
+
+/// The number of rows of plain arrays.
+fn row_count<C>(pos: &[u64], costs: &[C], positions: usize, events: usize) -> usize {
+    costs
+        .len()
+        .checked_div(events)
+        .unwrap_or(pos.len() / positions.max(1))
+}
+
+/// Equal when they hold the same lines in the same blocks, however these
+/// are stored.
+impl<C: Cost> PartialEq for CostLines<C> {
+    fn eq(&self, o: &Self) -> bool {
+        if (self.positions, self.events, self.len) != (o.positions, o.events, o.len)
+            || self.blocks != o.blocks
+        {
+            return false;
+        }
+        if let (Store::Coded { data: a, .. }, Store::Coded { data: b, .. }) =
+            (&self.store, &o.store)
+        {
+            // The coding is canonical: equal lines give equal bytes.
+            return a == b;
+        }
+        let (mut a, mut b) = (self.cursor(), o.cursor());
+        loop {
+            match (a.next_line(), b.next_line()) {
+                (None, None) => return true,
+                (Some(x), Some(y)) => {
+                    if x.positions != y.positions || x.costs != y.costs {
+                        return false;
+                    }
+                }
+                _ => return false,
+            }
+        }
+    }
+}
+
+impl<C: Cost> Eq for CostLines<C> {}
 
 /// One cost line, borrowed from a [`LineCursor`].
 #[derive(Clone, Copy, Debug)]
@@ -83,11 +153,76 @@ impl<C: Cost> CostLines<C> {
             positions: positions.len(),
             events,
             blocks: Vec::new(),
-            data: Vec::new(),
+            store: Store::Coded {
+                data: Vec::new(),
+                last: [0; 3],
+            },
             len: 0,
-            last: [0; 3],
-            _cost: std::marker::PhantomData,
         }
+    }
+
+    /// No lines yet, over rows already built: `pos` holds `positions.len()`
+    /// numbers per row and `costs` `events` costs per row. Lines are then
+    /// added with [`Self::push_row`] (or [`Self::push`], which adds a row).
+    ///
+    /// # Panics
+    /// When the two arrays do not hold the same number of whole rows.
+    pub fn with_rows(positions: Positions, events: usize, pos: Vec<u64>, costs: Vec<C>) -> Self {
+        let np = positions.len();
+        let rows = row_count(&pos, &costs, np, events);
+        assert!(
+            pos.len() == rows * np && costs.len() == rows * events,
+            "rows of {np} positions and {events} costs"
+        );
+        CostLines {
+            positions: np,
+            events,
+            blocks: Vec::new(),
+            store: Store::Rows {
+                pos,
+                costs,
+                order: Vec::new(),
+            },
+            len: 0,
+        }
+    }
+
+    /// Appends a line whose positions and costs are row `row` of those
+    /// given to [`Self::with_rows`].
+    ///
+    /// # Panics
+    /// When the lines are coded, or there is no such row.
+    pub fn push_row(&mut self, function: FunctionId, file: FileId, row: u32) {
+        let Store::Rows { costs, pos, order } = &mut self.store else {
+            panic!("push_row on coded lines");
+        };
+        let rows = row_count(pos, costs, self.positions, self.events);
+        assert!((row as usize) < rows, "row {row} of {rows}");
+        order.push(row);
+        self.start_block(function, file);
+        self.len += 1;
+    }
+
+    /// Starts a block unless the last one has this function and file.
+    #[inline]
+    fn start_block(&mut self, function: FunctionId, file: FileId) -> bool {
+        let new_block = match self.blocks.last() {
+            Some(b) => b.function != function || b.file != file,
+            None => true,
+        };
+        if new_block {
+            let byte_start = match &self.store {
+                Store::Coded { data, .. } => data.len() as u64,
+                Store::Rows { .. } => 0,
+            };
+            self.blocks.push(Block {
+                function,
+                file,
+                first_line: self.len,
+                byte_start,
+            });
+        }
+        new_block
     }
 
     /// Number of lines.
@@ -112,13 +247,27 @@ impl<C: Cost> CostLines<C> {
 
     /// Bytes used by the encoded lines (for memory accounting).
     pub fn encoded_bytes(&self) -> usize {
-        self.data.len() + self.blocks.len() * std::mem::size_of::<Block>()
+        let lines = match &self.store {
+            Store::Coded { data, .. } => data.len(),
+            Store::Rows { pos, costs, order } => {
+                pos.len() * 8 + std::mem::size_of_val(costs.as_slice()) + order.len() * 4
+            }
+        };
+        lines + self.blocks.len() * std::mem::size_of::<Block>()
     }
 
     /// Bytes of memory held (allocated, not only used), for a memory
     /// ceiling.
     pub fn heap_bytes(&self) -> usize {
-        self.data.capacity() + self.blocks.capacity() * std::mem::size_of::<Block>()
+        let lines = match &self.store {
+            Store::Coded { data, .. } => data.capacity(),
+            Store::Rows { pos, costs, order } => {
+                pos.capacity() * 8
+                    + costs.capacity() * std::mem::size_of::<C>()
+                    + order.capacity() * 4
+            }
+        };
+        lines + self.blocks.capacity() * std::mem::size_of::<Block>()
     }
 
     /// Appends a line. `positions` must have one value per position kind and
@@ -126,30 +275,36 @@ impl<C: Cost> CostLines<C> {
     pub fn push(&mut self, function: FunctionId, file: FileId, positions: &[u64], costs: &[C]) {
         debug_assert_eq!(positions.len(), self.positions);
         debug_assert!(costs.len() <= self.events);
-        let new_block = match self.blocks.last() {
-            Some(b) => b.function != function || b.file != file,
-            None => true,
-        };
-        if new_block {
-            self.blocks.push(Block {
-                function,
-                file,
-                first_line: self.len,
-                byte_start: self.data.len() as u64,
-            });
-            self.last = [0; 3];
-        }
-        for (i, &p) in positions.iter().enumerate() {
-            put_varint(&mut self.data, zigzag_delta(p.wrapping_sub(self.last[i])));
-            self.last[i] = p;
-        }
-        let n = costs
-            .iter()
-            .rposition(|c| !c.is_zero())
-            .map_or(0, |i| i + 1);
-        put_varint(&mut self.data, n as u64);
-        for &c in &costs[..n] {
-            put_varint(&mut self.data, c.to_zigzag());
+        let new_block = self.start_block(function, file);
+        match &mut self.store {
+            Store::Coded { data, last } => {
+                if new_block {
+                    *last = [0; 3];
+                }
+                for (i, &p) in positions.iter().enumerate() {
+                    put_varint(data, zigzag_delta(p.wrapping_sub(last[i])));
+                    last[i] = p;
+                }
+                let n = costs
+                    .iter()
+                    .rposition(|c| !c.is_zero())
+                    .map_or(0, |i| i + 1);
+                put_varint(data, n as u64);
+                for &c in &costs[..n] {
+                    put_varint(data, c.to_zigzag());
+                }
+            }
+            Store::Rows {
+                pos,
+                costs: rows,
+                order,
+            } => {
+                let row = row_count(pos, rows, self.positions, self.events);
+                order.push(u32::try_from(row).expect("fewer than 2^32 rows"));
+                pos.extend_from_slice(positions);
+                rows.extend_from_slice(costs);
+                rows.extend(std::iter::repeat_n(C::ZERO, self.events - costs.len()));
+            }
         }
         self.len += 1;
     }
@@ -162,7 +317,15 @@ impl<C: Cost> CostLines<C> {
             pos: 0,
             index: 0,
             positions: [0; 3],
-            costs: vec![C::ZERO; self.events],
+            costs: self.decode_buffer(),
+        }
+    }
+
+    /// Where a cursor decodes costs (rows are borrowed instead).
+    fn decode_buffer(&self) -> Vec<C> {
+        match self.store {
+            Store::Coded { .. } => vec![C::ZERO; self.events],
+            Store::Rows { .. } => Vec::new(),
         }
     }
 
@@ -184,7 +347,7 @@ impl<C: Cost> CostLines<C> {
             pos: block.byte_start as usize,
             index: block.first_line,
             positions: [0; 3],
-            costs: vec![C::ZERO; self.events],
+            costs: self.decode_buffer(),
         };
         for _ in block.first_line..end {
             match c.decode() {
@@ -244,7 +407,20 @@ impl<C: Cost> LineCursor<'_, C> {
             return None;
         }
         let b = lines.blocks[self.block];
-        let data = &lines.data;
+        let data = match &lines.store {
+            Store::Coded { data, .. } => data,
+            Store::Rows { pos, costs, order } => {
+                let (np, ne) = (lines.positions, lines.events);
+                let r = order[self.index as usize] as usize;
+                self.index += 1;
+                return Some(LineRef {
+                    function: b.function,
+                    file: b.file,
+                    positions: &pos[r * np..(r + 1) * np],
+                    costs: &costs[r * ne..(r + 1) * ne],
+                });
+            }
+        };
         for p in &mut self.positions[..lines.positions] {
             *p = p.wrapping_add(unzigzag_delta(get_varint(data, &mut self.pos)));
         }
@@ -454,7 +630,7 @@ impl<C: Cost> Jumps<C> {
 }
 
 /// One part of a profile (a dump, a thread, or one input file).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Part<C> {
     /// Header facts.
     pub info: PartInfo<C>,
@@ -465,6 +641,22 @@ pub struct Part<C> {
     /// Jumps.
     pub jumps: Jumps<C>,
 }
+
+/// Equal when every field is; written out because lines compare by what
+/// they hold, which needs [`Cost`].
+impl<C: Cost> PartialEq for Part<C> {
+    fn eq(&self, o: &Self) -> bool {
+        let Part {
+            info,
+            lines,
+            calls,
+            jumps,
+        } = self;
+        *info == o.info && *lines == o.lines && *calls == o.calls && *jumps == o.jumps
+    }
+}
+
+impl<C: Cost> Eq for Part<C> {}
 
 impl<C: Cost> Part<C> {
     /// An empty part.
@@ -560,5 +752,70 @@ mod tests {
         o.push(FunctionId(0), FileId(0), &[1], &[u64::MAX]);
         o.push(FunctionId(0), FileId(0), &[2], &[1]);
         assert_eq!(o.totals(), None);
+    }
+
+    /// Lines as (function, file, positions, costs), through both readers.
+    fn lines_of(l: &CostLines<i64>) -> Vec<(u32, u32, Vec<u64>, Vec<i64>)> {
+        let mut all = Vec::new();
+        l.for_each(|r| {
+            all.push((
+                r.function.0,
+                r.file.0,
+                r.positions.to_vec(),
+                r.costs.to_vec(),
+            ))
+        });
+        let mut by_block = Vec::new();
+        for b in 0..l.blocks().len() {
+            l.for_each_in_block(b, |r| {
+                by_block.push((
+                    r.function.0,
+                    r.file.0,
+                    r.positions.to_vec(),
+                    r.costs.to_vec(),
+                ))
+            });
+        }
+        assert_eq!(all, by_block);
+        all
+    }
+
+    #[test]
+    fn rows_hold_the_same_lines_as_the_arena() {
+        let pos = Positions::INSTR_LINE;
+        // Rows 0..4; row 3 is named by no line and row 1 by two.
+        let rows_pos = vec![10, 1, 12, 2, 9, 3, 7, 7, 11, 4];
+        let rows_costs = vec![1, 0, 2, -3, 0, 0, 99, 99, 4, 5];
+        let mut rows = CostLines::with_rows(pos, 2, rows_pos.clone(), rows_costs.clone());
+        let mut coded = CostLines::<i64>::new(pos, 2);
+        let order = [(1, 1, 0), (1, 1, 1), (1, 2, 2), (2, 2, 4), (2, 2, 1)];
+        for &(f, fl, r) in &order {
+            rows.push_row(FunctionId(f), FileId(fl), r);
+            let r = r as usize;
+            coded.push(
+                FunctionId(f),
+                FileId(fl),
+                &rows_pos[2 * r..2 * r + 2],
+                &rows_costs[2 * r..2 * r + 2],
+            );
+        }
+        // A line pushed with its numbers is a new row.
+        rows.push(FunctionId(3), FileId(1), &[5, 6], &[7]);
+        coded.push(FunctionId(3), FileId(1), &[5, 6], &[7, 0]);
+        assert_eq!(rows.len(), 6);
+        assert_eq!(rows.blocks().len(), 4);
+        assert_eq!(lines_of(&rows), lines_of(&coded));
+        assert_eq!(lines_of(&rows)[4], (2, 2, vec![12, 2], vec![2, -3]));
+        assert_eq!(rows, coded);
+        assert_eq!(coded, rows);
+        assert_eq!(rows.totals(), coded.totals());
+        // One cost apart, or one line fewer, is another set of lines.
+        let mut other = CostLines::<i64>::new(pos, 2);
+        for l in &lines_of(&coded)[..5] {
+            other.push(FunctionId(l.0), FileId(l.1), &l.2, &l.3);
+        }
+        assert_ne!(rows, other);
+        other.push(FunctionId(3), FileId(1), &[5, 6], &[8]);
+        assert_ne!(rows, other);
     }
 }
