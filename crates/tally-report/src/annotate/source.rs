@@ -52,8 +52,9 @@ pub(super) fn is_unknown(name: &[u8]) -> bool {
 /// answers for all its files.
 #[derive(Default)]
 pub(super) struct Locator {
-    /// Folder → whether it is one.
-    dirs: FxHashMap<PathBuf, bool>,
+    /// Folder (its bytes: hashing a `Path` walks its components) →
+    /// whether it is one.
+    dirs: FxHashMap<Vec<u8>, bool>,
 }
 
 impl Locator {
@@ -70,15 +71,15 @@ impl Locator {
             return Some(p.to_path_buf());
         }
         let rel = p.strip_prefix("/").unwrap_or(p);
-        let dirs = include.iter().cloned().chain(
-            inputs
-                .iter()
-                .filter_map(|i| i.parent().map(Path::to_path_buf)),
-        );
+        let dirs = include
+            .iter()
+            .map(PathBuf::as_path)
+            .chain(inputs.iter().filter_map(|i| i.parent()));
         for d in dirs {
             let c = d.join(rel);
-            // An input in the working folder gives `name` again.
-            if c != p && self.is_file(&c) {
+            // An input in the working folder gives `name` again (compared
+            // as bytes: a `Path` compares component by component).
+            if c.as_os_str() != p.as_os_str() && self.is_file(&c) {
                 return Some(c);
             }
         }
@@ -90,12 +91,15 @@ impl Locator {
     fn is_file(&mut self, p: &Path) -> bool {
         if let Some(dir) = p.parent()
             && !dir.as_os_str().is_empty()
-            && !*self
-                .dirs
-                .entry(dir.to_path_buf())
-                .or_insert_with(|| dir.is_dir())
         {
-            return false;
+            let key = dir.as_os_str().as_encoded_bytes();
+            let is_dir = match self.dirs.get(key) {
+                Some(&d) => d,
+                None => *self.dirs.entry(key.to_vec()).or_insert(dir.is_dir()),
+            };
+            if !is_dir {
+                return false;
+            }
         }
         p.is_file()
     }
