@@ -25,6 +25,7 @@ use crate::folding::{
 };
 use crate::subst::Subst;
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 use std::borrow::Cow;
 use tally_model::{
     CallInfo, Cost, CostLines, Events, FileId, Format, Frame, FrameId, FunctionId, FunctionKey,
@@ -182,8 +183,9 @@ enum Rec {
 struct BlockAcc {
     function: FunctionId,
     file: FileId,
-    /// Lines, calls and jumps in first-seen order.
-    recs: Vec<Rec>,
+    /// Lines, calls and jumps in first-seen order (inline up to two: a
+    /// block of a diff per function holds one).
+    recs: SmallVec<[Rec; 2]>,
     /// The block's lines (indices into the part's line arrays), found
     /// without hashing when they come in the order seen before or in
     /// increasing positions; a per-block index otherwise, small enough to
@@ -237,7 +239,7 @@ impl<C: Cost> PartAcc<C> {
             self.blocks.push(BlockAcc {
                 function,
                 file,
-                recs: Vec::new(),
+                recs: SmallVec::new(),
                 lines: BlockLines::new(),
                 calls: BlockKeys::new(),
                 jumps: BlockKeys::new(),

@@ -20,6 +20,7 @@
 
 use hashbrown::HashTable;
 use rustc_hash::{FxBuildHasher, FxHashMap};
+use smallvec::SmallVec;
 use std::hash::BuildHasher;
 use tally_model::{CallInfo, Cost, FileId, FunctionId, JumpInfo, Positions, Sink};
 
@@ -111,7 +112,10 @@ impl PosList {
 /// of that kind, in the order first met, found by key. See the module
 /// documentation.
 pub(crate) struct BlockKeys<K> {
-    pub(crate) items: Vec<u32>,
+    /// Inline up to four: a block of a per-function folding holds one
+    /// record, and most blocks of a line-level one a few, so most need no
+    /// allocation of their own.
+    pub(crate) items: SmallVec<[u32; 4]>,
     /// Whether the keys of `items` strictly increase.
     sorted: bool,
     /// Places in `items` by the hash of their keys, built when first
@@ -135,7 +139,7 @@ fn index_size(capacity: usize) -> usize {
 impl<K: Copy + Ord + std::hash::Hash> BlockKeys<K> {
     pub(crate) fn new() -> Self {
         BlockKeys {
-            items: Vec::new(),
+            items: SmallVec::new(),
             sorted: true,
             index: None,
             cursor: 0,
