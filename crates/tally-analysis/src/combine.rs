@@ -1184,7 +1184,6 @@ impl<C: Cost> Combiner<C> {
             // The lines kept, as (function, file, row): the rows are handed
             // to the part as they are, not coded (see `CostLines`).
             let mut kept: Vec<(FunctionId, FileId, u32)> = Vec::new();
-            let as_rows = acc.line_pos.kinds() == np;
             let info = acc.info.unwrap_or_default();
             let had_summary = info.summary.is_some();
             let had_totals = info.totals.is_some();
@@ -1212,12 +1211,7 @@ impl<C: Cost> Combiner<C> {
                             bound
                                 .add(costs, None)
                                 .map_err(|k| unreadable(&profile, &labels, k, function))?;
-                            if as_rows {
-                                kept.push((function, file, i as u32));
-                            } else {
-                                part.lines
-                                    .push(function, file, &acc.line_pos.get(i)[..np], costs);
-                            }
+                            kept.push((function, file, i as u32));
                             seq += 1;
                         }
                         Rec::Call(i) => {
@@ -1285,13 +1279,13 @@ impl<C: Cost> Combiner<C> {
                     function: String::new(),
                     signed: C::SIGNED,
                 })?;
-            if as_rows {
-                let pos = std::mem::replace(&mut acc.line_pos, PosList::new(np)).into_flat();
-                let costs = std::mem::take(&mut acc.line_costs);
-                part.lines = CostLines::with_rows(self.positions, ne, pos, costs);
-                for (function, file, row) in kept {
-                    part.lines.push_row(function, file, row);
-                }
+            // Every input has the output's positions, so the part's rows
+            // hold `np` numbers each, as the lines want.
+            let pos = std::mem::replace(&mut acc.line_pos, PosList::new(np)).into_flat();
+            let costs = std::mem::take(&mut acc.line_costs);
+            part.lines = CostLines::with_rows(self.positions, ne, pos, costs);
+            for (function, file, row) in kept {
+                part.lines.push_row(function, file, row);
             }
             if had_summary {
                 part.info.summary = Some(totals.clone());

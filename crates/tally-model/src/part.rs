@@ -196,8 +196,11 @@ impl<C: Cost> CostLines<C> {
         let Store::Rows { costs, pos, order } = &mut self.store else {
             panic!("push_row on coded lines");
         };
-        let rows = row_count(pos, costs, self.positions, self.events);
-        assert!((row as usize) < rows, "row {row} of {rows}");
+        let end = row as usize + 1;
+        assert!(
+            end * self.positions <= pos.len() && end * self.events <= costs.len(),
+            "no row {row}"
+        );
         order.push(row);
         self.start_block(function, file);
         self.len += 1;
@@ -817,5 +820,13 @@ mod tests {
         assert_ne!(rows, other);
         other.push(FunctionId(3), FileId(1), &[5, 6], &[8]);
         assert_ne!(rows, other);
+    }
+
+    #[test]
+    #[should_panic(expected = "no row 2")]
+    fn a_line_of_a_missing_row_is_refused() {
+        let mut rows = CostLines::with_rows(Positions::LINE, 1, vec![1, 2], vec![3u64, 4]);
+        rows.push_row(FunctionId(0), FileId(0), 1);
+        rows.push_row(FunctionId(0), FileId(0), 2);
     }
 }

@@ -95,7 +95,11 @@ impl Locator {
             let key = dir.as_os_str().as_encoded_bytes();
             let is_dir = match self.dirs.get(key) {
                 Some(&d) => d,
-                None => *self.dirs.entry(key.to_vec()).or_insert(dir.is_dir()),
+                None => {
+                    let d = dir.is_dir();
+                    self.dirs.insert(key.to_vec(), d);
+                    d
+                }
             };
             if !is_dir {
                 return false;
