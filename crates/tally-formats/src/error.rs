@@ -292,6 +292,22 @@ impl Warnings {
         }
     }
 
+    /// Takes the warnings of a later region of the same input, read apart
+    /// (its lines numbered from 0; `lines` came before it): counts add, and
+    /// a kind first seen there keeps its first occurrence.
+    pub(crate) fn absorb(&mut self, later: Warnings, lines: u64) {
+        for w in later.items {
+            if let Some(mine) = self.items.iter_mut().find(|m| m.kind == w.kind) {
+                mine.count += w.count;
+            } else {
+                self.items.push(Warning {
+                    first_line: w.first_line + lines,
+                    ..w
+                });
+            }
+        }
+    }
+
     /// All warnings, in order of first occurrence.
     pub fn iter(&self) -> impl Iterator<Item = &Warning> {
         self.items.iter()

@@ -15,6 +15,9 @@ pub struct Input {
     pub size: Option<u64>,
     /// Whether the stream is gzip-compressed (detected from its magic bytes).
     pub gzip: bool,
+    /// Whether `path` is a regular file that can be opened again at any
+    /// offset (a split read, `callgrind::reader::split`).
+    pub(crate) regular: bool,
     reader: Box<dyn Read + Send>,
 }
 
@@ -26,8 +29,37 @@ impl Input {
             return Input::from_reader(PathBuf::from("<stdin>"), None, Box::new(io::stdin()));
         }
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        let size = file.metadata().ok().map(|m| m.len());
-        Input::from_reader(path.to_path_buf(), size, Box::new(file))
+        let meta = file.metadata().ok();
+        let size = meta.as_ref().map(|m| m.len());
+        let mut input = Input::from_reader(path.to_path_buf(), size, Box::new(file))?;
+        input.regular = meta.is_some_and(|m| m.is_file());
+        Ok(input)
+    }
+
+    /// The bytes of a regular file from `offset` to `end`, as an
+    /// uncompressed input.
+    pub(crate) fn open_range(path: &Path, offset: u64, end: u64) -> Result<Input, Error> {
+        use std::io::{Seek, SeekFrom};
+        let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+        file.seek(SeekFrom::Start(offset))
+            .map_err(|e| Error::io(path, e))?;
+        let n = end.saturating_sub(offset);
+        Ok(Input {
+            path: path.to_path_buf(),
+            size: Some(n),
+            gzip: false,
+            regular: true,
+            reader: Box::new(file.take(n)),
+        })
+    }
+
+    /// This input's first `n` bytes only.
+    pub(crate) fn limited(self, n: u64) -> Input {
+        Input {
+            size: Some(n),
+            reader: Box::new(self.reader.take(n)),
+            ..self
+        }
     }
 
     /// Wraps any reader, detecting gzip.
@@ -48,6 +80,7 @@ impl Input {
             path,
             size,
             gzip,
+            regular: false,
             reader,
         })
     }

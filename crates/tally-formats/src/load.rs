@@ -31,7 +31,7 @@ pub type AnyRead<U, S> = AnyCost<(ReadOutcome<u64>, U), (ReadOutcome<i64>, S)>;
 /// Parses a source into a sink of the caller's, unsigned if it can be and
 /// signed (with the sink `signed` makes) if it holds a negative count.
 /// Refuses files of other formats ([`Source::expect_callgrind`]).
-pub fn parse_any<U: Sink<u64>, S: Sink<i64>>(
+pub fn parse_any<U: Sink<u64> + Send, S: Sink<i64> + Send>(
     source: &Source,
     mut unsigned: U,
     signed: impl FnOnce() -> S,
@@ -124,7 +124,7 @@ pub enum Records {
 }
 
 /// A sink that becomes a whole profile.
-trait Store<C: Cost>: Sink<C> + Default {
+trait Store<C: Cost>: Sink<C> + Default + Send {
     fn finish(self, read: ReadOutcome<C>, path: &Path) -> Result<(Profile<C>, Warnings), Error>;
 }
 
@@ -370,6 +370,7 @@ fn replay<C: Cost>(mut profile: Profile<C>, sink: &mut impl Sink<C>) -> ReadOutc
         warnings: Warnings::default(),
         bytes: 0,
         sums: Default::default(),
+        split_at: None,
     }
 }
 

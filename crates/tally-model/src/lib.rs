@@ -27,7 +27,7 @@ pub use part::{
     Part, PartInfo, PartVisitor,
 };
 pub use rules::{EventColumns, EventValue, UnknownEvent, program_total, stated_total};
-pub use sink::{NullSink, Sink};
+pub use sink::{NullSink, Renumbering, Sink};
 pub use stacks::{Frame, FrameId, Label, LabelSetId, LabelValue, Sample, Stacks};
 
 /// Which subpositions start every cost line: any of `instr`, `bb`, `line`,

@@ -124,10 +124,27 @@ impl Interner {
         self.try_intern(s).expect("name table exceeds 4 GiB")
     }
 
+    /// Makes room for `strings` more strings of `bytes` bytes in all, so
+    /// that adding a known batch grows the table once.
+    pub fn reserve(&mut self, strings: usize, bytes: usize) {
+        self.offsets.reserve(strings);
+        self.hashes.reserve(strings);
+        self.bytes.reserve(bytes);
+        let hashes = &self.hashes;
+        self.table.reserve(strings, |&i| hashes[i as usize]);
+    }
+
     /// The index of `s`, adding it if new; `None` if the table would pass
     /// 4 GiB of name bytes.
     pub fn try_intern(&mut self, s: &[u8]) -> Option<u32> {
         self.try_intern_hashed(s, hash(s))
+    }
+
+    /// The [`Interner::hash`] of the string at `index`, as stored: a table
+    /// built elsewhere is merged into this one without hashing again.
+    #[inline]
+    pub fn hash_at(&self, index: u32) -> u64 {
+        self.hashes[index as usize]
     }
 
     /// The hash [`Interner::try_intern_hashed`] takes: computed where it is
@@ -171,7 +188,13 @@ impl Interner {
 
     /// The index of `s` if it is present.
     pub fn lookup(&self, s: &[u8]) -> Option<u32> {
-        self.table.find(hash(s), |&i| self.get(i) == s).copied()
+        self.lookup_hashed(s, hash(s))
+    }
+
+    /// [`Interner::lookup`] with `h`, which must be [`Interner::hash`]`(s)`.
+    pub fn lookup_hashed(&self, s: &[u8], h: u64) -> Option<u32> {
+        debug_assert_eq!(h, hash(s), "hash of another string");
+        self.table.find(h, |&i| self.get(i) == s).copied()
     }
 
     /// All strings in index order.
@@ -262,6 +285,15 @@ impl Names {
             .0
             .insert_unique(h, id, |&i| FxBuildHasher.hash_one(functions[i as usize]));
         Some(FunctionId(id))
+    }
+
+    /// Makes room for `n` more functions.
+    pub fn reserve_functions(&mut self, n: usize) {
+        self.functions.reserve(n);
+        let functions = &self.functions;
+        self.function_table
+            .0
+            .reserve(n, |&i| FxBuildHasher.hash_one(functions[i as usize]));
     }
 
     /// Looks a function up without adding it.

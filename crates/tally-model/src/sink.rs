@@ -36,6 +36,40 @@ pub trait Sink<C: Cost> {
     fn held_bytes(&self) -> usize {
         0
     }
+    /// A fresh sink for a second reader that reads a later region of the
+    /// same input on another core, or `None` if this sink cannot take
+    /// such a region back ([`Sink::absorb`]); the reader then reads the
+    /// input in one pass.
+    fn split(&self) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
+    /// Takes back the records of a sink made by [`Sink::split`], as if
+    /// they had come to this one after its own: their ids are the second
+    /// reader's, renumbered by `ids` into this reader's, and their
+    /// sequence numbers start again from 0. The second reader told its
+    /// sink of a part before its first record: that part is the one this
+    /// sink is in. Its file names were told to that sink only, in its ids.
+    fn absorb(&mut self, _later: Self, _ids: &Renumbering)
+    where
+        Self: Sized,
+    {
+    }
+}
+
+/// How a second reader's ids map to the first one's ([`Sink::absorb`]):
+/// entry `i` is the id that the second reader's id `i` has in the first.
+#[derive(Clone, Debug, Default)]
+pub struct Renumbering {
+    /// File ids.
+    pub files: Vec<FileId>,
+    /// Function ids.
+    pub functions: Vec<FunctionId>,
+    /// What to add to the second reader's sequence numbers
+    /// ([`crate::CallInfo::seq`]).
+    pub seq: u64,
 }
 
 /// A sink that keeps nothing: reading with it costs memory for names only
@@ -48,4 +82,7 @@ impl<C: Cost> Sink<C> for NullSink {
     fn line(&mut self, _: FunctionId, _: FileId, _: &[u64], _: &[C]) {}
     fn call(&mut self, _: CallInfo<C>, _: &[u64], _: &[u64], _: &[C]) {}
     fn jump(&mut self, _: JumpInfo<C>, _: &[u64], _: &[u64]) {}
+    fn split(&self) -> Option<Self> {
+        Some(NullSink)
+    }
 }

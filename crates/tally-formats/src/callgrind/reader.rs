@@ -39,6 +39,9 @@ mod fast;
 mod keyed;
 /// Reading on two threads.
 mod pipeline;
+/// Reading one file on two cores by regions.
+mod split;
+pub use split::SPLIT_FROM;
 /// The running sums that bound every later sum, and their overflow errors.
 mod sums;
 use fast::{add_totals, fast_decimal};
@@ -53,6 +56,22 @@ use tally_model::{
     JumpInfo, Jumps, NumberError, ObjectId, Part, PartInfo, Positions, Profile, SymbolId,
     parse_formula,
 };
+
+/// Whether a line ends a region read for another parser ([`split`]): a
+/// header line (the key ends at `:`), which may begin a part, or a line
+/// only tally reads, which may hold one.
+fn stops_region(line: &[u8]) -> bool {
+    if line.starts_with(super::writer::HIDDEN) {
+        return true;
+    }
+    if matches!(
+        line.first(),
+        None | Some(b'0'..=b'9' | b'+' | b'-' | b'*' | b'#')
+    ) {
+        return false;
+    }
+    line.iter().find(|&&b| b == b'=' || b == b':') == Some(&b':')
+}
 
 /// Why an input is empty: plain [`ParseErrorKind::Empty`], or, when
 /// `PATH-01`, `PATH-02`, … exist next to it, the per-thread files that
@@ -156,6 +175,9 @@ pub struct ReadOutcome<C: Cost> {
     pub bytes: u64,
     /// The running sums at the end ([`ReadOptions::carried`] for a next file).
     pub sums: Sums,
+    /// Where the input was cut, when a second core read the rest and its
+    /// records were taken ([`ReadOptions::split`]).
+    pub split_at: Option<u64>,
 }
 
 /// Options of a read.
@@ -179,6 +201,15 @@ pub struct ReadOptions<'a> {
     /// Bytes read at a time (1 MiB if `None`); tests make it small so that
     /// chunk boundaries fall everywhere.
     pub chunk_size: Option<usize>,
+    /// Read a regular file in two regions, one per core, when the sink can
+    /// be split ([`Sink::split`]); the result is the same. `None`: for
+    /// uncompressed files from [`SPLIT_FROM`] bytes when there are two
+    /// cores. It takes the place of [`ReadOptions::two_threads`].
+    pub split: Option<bool>,
+    /// Where the second region is looked for (the first `fn=` line from
+    /// this offset that can start one), instead of near the middle: tests
+    /// cut everywhere.
+    pub split_at: Option<u64>,
 }
 
 /// The input size from which a read uses two threads by default: below it
@@ -208,11 +239,43 @@ pub fn read_with<C: Cost>(
 }
 
 /// Parses an input, feeding records to `sink`.
-pub fn parse<C: Cost, S: Sink<C>>(
+pub fn parse<C: Cost, S: Sink<C> + Send>(
     input: Input,
     sink: &mut S,
     options: ReadOptions<'_>,
 ) -> Result<ReadOutcome<C>, Error> {
+    let cores = || std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    let splittable = !input.gzip && input.regular;
+    let split = match options.split {
+        Some(on) => on && splittable,
+        None => splittable && input.size.is_some_and(|n| n >= SPLIT_FROM) && cores(),
+    };
+    let second = if split { sink.split() } else { None };
+    let mut options = options;
+    if let Some(second) = second {
+        let mut p = Parser::new(sink);
+        p.progress = options.progress.take();
+        p.sums = options.carried.take().unwrap_or_default();
+        p.memory_limit = options.memory_limit;
+        let path = input.path.clone();
+        let at = options.split_at;
+        // A file with no place to cut is read in one pass below; the cut
+        // is looked for before anything is read.
+        let cut = split::find_cut(&path, at, input.size.unwrap_or(0))?;
+        if let Some(cut) = cut {
+            let (bytes, taken) = split::read(&mut p, input, second, cut)?;
+            return Ok(ReadOutcome {
+                profile: p.profile,
+                stats: p.stats,
+                warnings: p.warnings,
+                bytes,
+                sums: p.sums,
+                split_at: taken.then_some(cut),
+            });
+        }
+        options.progress = p.progress.take();
+        options.carried = Some(std::mem::take(&mut p.sums));
+    }
     let two_threads = match options.two_threads {
         Some(on) => on,
         None => {
@@ -248,6 +311,7 @@ pub fn parse<C: Cost, S: Sink<C>>(
         warnings: p.warnings,
         bytes,
         sums: p.sums,
+        split_at: None,
     })
 }
 
@@ -272,6 +336,15 @@ impl IdMap {
         } else {
             self.sparse.get(&id).copied()
         }
+    }
+
+    /// Every mapping, as `(id, index)`.
+    fn entries(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        let dense = self.dense.iter().enumerate();
+        dense
+            .filter(|&(_, &v)| v != Self::UNSET)
+            .map(|(i, &v)| (i as u64, v))
+            .chain(self.sparse.iter().map(|(&k, &v)| (k, v)))
     }
 
     /// Sets a mapping; returns the previous value if it differs.
@@ -359,6 +432,13 @@ struct Parser<'s, 'o, C: Cost, S> {
     /// or a function block mostly names the same (object, file, name) as
     /// the last time, so the hash lookup of the key is skipped.
     recent: Vec<Option<(FunctionKey, FunctionId)>>,
+    /// Reading a later region of the input for another parser
+    /// ([`split`]): stop before the first header line instead of reading
+    /// it, as it may begin a part, and take a name id not defined yet for
+    /// one defined before the region.
+    halt_at_header: bool,
+    /// Where it stopped: the offset of that line in the bytes read.
+    halted_at: Option<u64>,
 }
 
 impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
@@ -397,6 +477,8 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             memory_limit: None,
             dangling_call: None,
             recent: Vec::new(),
+            halt_at_header: false,
+            halted_at: None,
         }
     }
 
@@ -418,6 +500,23 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
     }
 
     fn run<L: pipeline::Source>(&mut self, lines: &mut L) -> Result<(), Error> {
+        self.read_lines(lines, 0)?;
+        self.end(lines.path())
+    }
+
+    /// The end of the input: every check that needs the whole of it.
+    fn end(&mut self, path: &std::path::Path) -> Result<(), Error> {
+        if self.line_no == 0 {
+            return Err(self.error(path, 1, empty_kind(path)));
+        }
+        self.finish()
+            .map_err(|kind| self.error(path, self.line_no, kind))
+    }
+
+    /// Reads the lines of `lines`, which start `base` bytes into the input
+    /// (for progress), up to its end or, with `halt_at_header`, up to the
+    /// first header line.
+    fn read_lines<L: pipeline::Source>(&mut self, lines: &mut L, base: u64) -> Result<(), Error> {
         let path = lines.path().to_path_buf();
         let mut next_progress = 1u64 << 24;
         loop {
@@ -461,6 +560,12 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                     continue;
                 }
                 let end = memchr::memchr(b'\n', &data[p..len]).map_or(len, |k| p + k);
+                if self.halt_at_header && stops_region(&data[p..end]) {
+                    // The line is left unread, for the parser this
+                    // region's records go to.
+                    self.halted_at = Some(lines.consumed() - len as u64 + p as u64);
+                    return Ok(());
+                }
                 self.line_no += 1;
                 if let Err(kind) = self.line(&data[p..end]) {
                     // Only the input's last line can end without a newline.
@@ -482,15 +587,11 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             if lines.consumed() >= next_progress {
                 next_progress = lines.consumed() + (1 << 24);
                 if let Some(p) = self.progress.as_mut() {
-                    p(lines.consumed());
+                    p(base + lines.consumed());
                 }
             }
         }
-        if self.line_no == 0 {
-            return Err(self.error(&path, 1, empty_kind(&path)));
-        }
-        self.finish()
-            .map_err(|kind| self.error(&path, self.line_no, kind))
+        Ok(())
     }
 
     fn error(&self, path: &std::path::Path, line: u64, kind: ParseErrorKind) -> Error {
@@ -776,7 +877,16 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
             let rest = &v[close + 1..];
             let map = &mut self.ids[space as usize];
             if rest.is_empty() {
-                return map.get(id).ok_or_else(|| ParseErrorKind::UndefinedId {
+                if let Some(index) = map.get(id) {
+                    return Ok(index);
+                }
+                if self.halt_at_header {
+                    // A later region: the name was defined before it.
+                    return self
+                        .inherited(space, id)
+                        .ok_or(ParseErrorKind::TooManyNames);
+                }
+                return Err(ParseErrorKind::UndefinedId {
                     key: String::from_utf8_lossy(key).into_owned(),
                     id,
                 });
