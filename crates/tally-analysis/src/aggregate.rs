@@ -6,7 +6,9 @@
 //! the function's whole cost whatever file its lines came from.
 
 use rustc_hash::FxHashMap;
-use tally_model::{CallInfo, Cost, FileId, FunctionId, JumpInfo, Jumps, Positions, Profile, Sink};
+use tally_model::{
+    CallInfo, Cost, FileId, FunctionId, JumpInfo, Jumps, Positions, Profile, Renumbering, Sink,
+};
 
 /// A flat table of cost vectors, all of one length.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -549,11 +551,102 @@ impl<C: Cost> Sink<C> for AggregateBuilder<C> {
             j.push(info, source, target);
         }
     }
+    fn split(&self) -> Option<Self> {
+        // Jumps kept for a listing would be renumbered one by one; such a
+        // read is not split.
+        if self.jumps.is_some() {
+            return None;
+        }
+        Some(AggregateBuilder::new(self.events))
+    }
+    fn absorb(&mut self, later: Self, ids: &Renumbering) {
+        let mut parts = later.parts.into_iter();
+        let Some(mut l) = parts.next() else {
+            return;
+        };
+        debug_assert!(parts.next().is_none(), "a region lies in one part");
+        let events = self.events;
+        l.sum_pending(events);
+        let p = self.part();
+        p.sum_pending(events);
+        let function = |f: FunctionId| ids.functions[f.index()];
+        let file = |f: FileId| ids.files[f.index()];
+        // Rows, then arcs, each in the order the region met them: new
+        // ones come after this part's, as they would have come.
+        for (r, key) in l.keys.iter().enumerate() {
+            let key = RowKey {
+                function: function(key.function),
+                file: file(key.file),
+            };
+            let row = Self::row(p, key) as usize;
+            p.sums.add(row, l.sums.get(r));
+        }
+        for a in l.arc_list {
+            let key = (function(a.caller), file(a.site_file), function(a.callee));
+            let idx = *p.arcs.entry(key).or_insert_with(|| {
+                p.arc_list.push(Arc {
+                    caller: key.0,
+                    site_file: key.1,
+                    callee: key.2,
+                    count: C::ZERO,
+                    inclusive: ArcCosts::from_elem(C::ZERO, events),
+                });
+                (p.arc_list.len() - 1) as u32
+            });
+            let arc = &mut p.arc_list[idx as usize];
+            arc.count = arc.count.saturating_add(a.count);
+            add_into(&mut arc.inclusive, &a.inclusive);
+        }
+        for (f, _) in l.present.iter().enumerate().filter(|(_, k)| **k) {
+            let i = function(FunctionId(f as u32)).index();
+            if i >= p.present.len() {
+                p.present.resize(i + 1, false);
+            }
+            p.present[i] = true;
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A region taken back brings its rows, arcs and functions with jumps
+    /// under the ids the renumbering gives them, after the part's own.
+    #[test]
+    fn a_region_is_renumbered_into_the_part() {
+        let mut a = AggregateBuilder::<u64>::keeping_jumps(false);
+        Sink::start_part(&mut a, Positions::LINE, 1);
+        a.line(FunctionId(0), FileId(1), &[5]);
+        let mut b = a.split().expect("splits");
+        Sink::start_part(&mut b, Positions::LINE, 1);
+        b.line(FunctionId(1), FileId(1), &[7]);
+        b.line(FunctionId(0), FileId(0), &[2]);
+        b.jump(FunctionId(2));
+        let info = CallInfo {
+            caller: FunctionId(1),
+            site_file: FileId(1),
+            callee: FunctionId(0),
+            count: 3,
+            seq: 0,
+        };
+        b.call(&info, &[4]);
+        let ids = Renumbering {
+            files: vec![FileId(0), FileId(2)],
+            functions: vec![FunctionId(0), FunctionId(3), FunctionId(4)],
+            seq: 1,
+        };
+        a.absorb(b, &ids);
+        let agg = a.finish(5, |_| true);
+        let rows: Vec<(u32, u32, u64)> = (0..agg.rows.len())
+            .map(|r| (agg.rows[r].function.0, agg.rows[r].file.0, agg.row_self.get(r)[0]))
+            .collect();
+        assert_eq!(rows, [(0, 1, 5), (3, 2, 7), (0, 0, 2)]);
+        assert_eq!(agg.function_present, [true, false, false, true, true]);
+        let arc = &agg.arcs[0];
+        assert_eq!((arc.caller.0, arc.site_file.0, arc.callee.0), (3, 2, 0));
+        assert_eq!((arc.count, arc.inclusive[0]), (3, 4));
+    }
 
     /// An arc's caller, file and callee ids, count and two costs.
     type Summed = ((u32, u32, u32), u64, [u64; 2]);
