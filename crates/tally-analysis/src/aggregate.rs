@@ -578,7 +578,7 @@ impl<C: Cost> Sink<C> for AggregateBuilder<C> {
                 function: function(key.function),
                 file: file(key.file),
             };
-            let row = Self::row(p, key) as usize;
+            let row = Self::row(p, key);
             p.sums.add(row, l.sums.get(r));
         }
         for a in l.arc_list {
@@ -639,7 +639,13 @@ mod tests {
         a.absorb(b, &ids);
         let agg = a.finish(5, |_| true);
         let rows: Vec<(u32, u32, u64)> = (0..agg.rows.len())
-            .map(|r| (agg.rows[r].function.0, agg.rows[r].file.0, agg.row_self.get(r)[0]))
+            .map(|r| {
+                (
+                    agg.rows[r].function.0,
+                    agg.rows[r].file.0,
+                    agg.row_self.get(r)[0],
+                )
+            })
             .collect();
         assert_eq!(rows, [(0, 1, 5), (3, 2, 7), (0, 0, 2)]);
         assert_eq!(agg.function_present, [true, false, false, true, true]);
