@@ -3,15 +3,10 @@
 //! one reader reading the whole file: the same rows, self costs, arcs
 //! and functions present, in the same order.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use tally_analysis::aggregate::{Aggregate, AggregateBuilder};
 use tally_formats::{Input, callgrind};
-
-fn fixture(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/data")
-        .join(rel)
-}
+use tally_testutil::{SPLIT_PROFILES, data, function_lines};
 
 /// The aggregate of every part, and whether the read was split.
 fn aggregate(path: &Path, at: Option<u64>) -> (Aggregate<u64>, bool) {
@@ -47,20 +42,11 @@ fn same(a: &Aggregate<u64>, b: &Aggregate<u64>) -> bool {
 #[test]
 fn a_split_read_aggregates_as_a_whole_one() {
     let mut taken = 0;
-    for rel in [
-        "callgrind/workload.combo.out",
-        "callgrind/workload.callers2.out",
-        "callgrind/recursion.jumps.out",
-        "callgrind/threads.jumps.out",
-        "callgrind/mutual.instr.out",
-        "callgrind/inline.nocompress.out",
-        "callgrind/mutual.dumpevery.out.1",
-        "cachegrind/workload.branch.out",
-    ] {
-        let path = fixture(rel);
+    for rel in SPLIT_PROFILES {
+        let path = data(rel);
         let bytes = std::fs::read(&path).unwrap();
         let (whole, _) = aggregate(&path, None);
-        let cuts: Vec<u64> = memchr_cuts(&bytes);
+        let cuts = function_lines(&bytes);
         for &c in cuts.iter().step_by(cuts.len().div_ceil(24).max(1)) {
             let (split, was) = aggregate(&path, Some(c));
             assert!(same(&whole, &split), "{rel}, cut at {c}: aggregates differ");
@@ -68,14 +54,4 @@ fn a_split_read_aggregates_as_a_whole_one() {
         }
     }
     assert!(taken > 50, "only {taken} cuts taken");
-}
-
-/// The offsets of the `fn=` lines.
-fn memchr_cuts(bytes: &[u8]) -> Vec<u64> {
-    bytes
-        .windows(4)
-        .enumerate()
-        .filter(|(_, w)| *w == b"\nfn=")
-        .map(|(i, _)| i as u64 + 1)
-        .collect()
 }

@@ -7,6 +7,7 @@ use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 use tally_formats::{Input, callgrind};
 use tally_model::NullSink;
+use tally_testutil::function_lines;
 
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -78,13 +79,6 @@ fn agree(path: &Path, at: u64) -> bool {
         }
         (a, b) => panic!("{name}, cut from {at}: {:?} / {:?}", a.err(), b.err()),
     }
-}
-
-/// The offsets of the `fn=` lines of a file: the places a cut can fall.
-fn function_lines(bytes: &[u8]) -> Vec<u64> {
-    memchr::memmem::find_iter(bytes, b"\nfn=")
-        .map(|k| k as u64 + 1)
-        .collect()
 }
 
 #[test]
@@ -288,16 +282,8 @@ fn a_split_sink_gets_the_records_of_a_whole_read() {
         Some((sink, out.split_at.is_some()))
     };
     let mut taken = 0;
-    for rel in [
-        "callgrind/workload.combo.out",
-        "callgrind/workload.callers2.out",
-        "callgrind/recursion.jumps.out",
-        "callgrind/threads.jumps.out",
-        "callgrind/inline.nocompress.out",
-        "callgrind/mutual.dumpevery.out.1",
-        "cachegrind/recursion.out",
-    ] {
-        let path = fixture(rel);
+    for rel in tally_testutil::SPLIT_PROFILES {
+        let path = tally_testutil::data(rel);
         let bytes = std::fs::read(&path).unwrap();
         let (whole, _) = read(&path, None).unwrap();
         let cuts = function_lines(&bytes);

@@ -32,6 +32,32 @@ pub fn data(rel: &str) -> PathBuf {
     data_dir().join(rel)
 }
 
+/// Profiles of the test data to cut a split read in: Valgrind's Callgrind
+/// files with calls, jumps, inlined files, callers in names, several
+/// dumps, threads and names spelled out, and Cachegrind files.
+pub const SPLIT_PROFILES: &[&str] = &[
+    "callgrind/workload.combo.out",
+    "callgrind/workload.callers2.out",
+    "callgrind/recursion.jumps.out",
+    "callgrind/threads.jumps.out",
+    "callgrind/mutual.instr.out",
+    "callgrind/inline.nocompress.out",
+    "callgrind/mutual.dumpevery.out.1",
+    "cachegrind/recursion.out",
+    "cachegrind/workload.branch.out",
+];
+
+/// The offsets of the `fn=` lines of a profile: where a split read can
+/// cut it.
+pub fn function_lines(bytes: &[u8]) -> Vec<u64> {
+    bytes
+        .windows(4)
+        .enumerate()
+        .filter(|(_, w)| *w == b"\nfn=")
+        .map(|(i, _)| i as u64 + 1)
+        .collect()
+}
+
 /// Program output as text, lossily: assertions and messages need a
 /// `String` even when a tool prints bytes that are not UTF-8.
 pub fn text(bytes: &[u8]) -> String {

@@ -36,8 +36,8 @@ use tally_model::{
 /// starting the second thread costs more than it saves.
 pub const SPLIT_FROM: u64 = 16 << 20;
 
-/// Where the cut is looked for, as a share of the input: the first parser
-/// also takes the second region in, after both are read.
+/// Where the cut is looked for, as a share of the input: a little past the
+/// middle, as the second thread starts later (its thread, the header).
 const CUT_SHARE: f64 = 0.52;
 
 /// How far past the wanted offset a cut is looked for, and how much is
