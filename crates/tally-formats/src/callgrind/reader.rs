@@ -250,31 +250,27 @@ pub fn parse<C: Cost, S: Sink<C> + Send>(
         Some(on) => on && splittable,
         None => splittable && input.size.is_some_and(|n| n >= SPLIT_FROM) && cores(),
     };
-    let second = if split { sink.split() } else { None };
-    let mut options = options;
-    if let Some(second) = second {
+    // A file with no place to cut is read in one pass below; the cut is
+    // looked for before anything is read.
+    let cut = match split.then(|| sink.split()).flatten() {
+        Some(second) => split::find_cut(&input.path, options.split_at, input.size.unwrap_or(0))?
+            .map(|cut| (cut, second)),
+        None => None,
+    };
+    if let Some((cut, second)) = cut {
         let mut p = Parser::new(sink);
-        p.progress = options.progress.take();
-        p.sums = options.carried.take().unwrap_or_default();
+        p.progress = options.progress;
+        p.sums = options.carried.unwrap_or_default();
         p.memory_limit = options.memory_limit;
-        let path = input.path.clone();
-        let at = options.split_at;
-        // A file with no place to cut is read in one pass below; the cut
-        // is looked for before anything is read.
-        let cut = split::find_cut(&path, at, input.size.unwrap_or(0))?;
-        if let Some(cut) = cut {
-            let (bytes, taken) = split::read(&mut p, input, second, cut)?;
-            return Ok(ReadOutcome {
-                profile: p.profile,
-                stats: p.stats,
-                warnings: p.warnings,
-                bytes,
-                sums: p.sums,
-                split_at: taken.then_some(cut),
-            });
-        }
-        options.progress = p.progress.take();
-        options.carried = Some(std::mem::take(&mut p.sums));
+        let (bytes, taken) = split::read(&mut p, input, second, cut)?;
+        return Ok(ReadOutcome {
+            profile: p.profile,
+            stats: p.stats,
+            warnings: p.warnings,
+            bytes,
+            sums: p.sums,
+            split_at: taken.then_some(cut),
+        });
     }
     let two_threads = match options.two_threads {
         Some(on) => on,

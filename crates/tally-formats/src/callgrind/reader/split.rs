@@ -362,13 +362,14 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
             let n = theirs.len() as u32;
             let mut map = Vec::with_capacity(n as usize);
             let mut stand_in = Vec::with_capacity(n as usize);
-            for batch in (0..n).collect::<Vec<_>>().chunks(16) {
+            for start in (0..n).step_by(16) {
                 // The table's misses of a batch overlap (see
                 // `Interner::touch`).
-                for &local in batch {
+                let batch = start..(start + 16).min(n);
+                for local in batch.clone() {
                     mine.touch(theirs.hash_at(local));
                 }
-                for &local in batch {
+                for local in batch {
                     let name = theirs.get(local);
                     let st = stand(name);
                     stand_in.push(!matches!(st, Stand::Name));
