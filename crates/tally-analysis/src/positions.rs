@@ -47,6 +47,12 @@ pub struct PositionCosts<C> {
     pub calls: BTreeMap<u64, Vec<CallSite<C>>>,
     /// Jumps per position (merged by target).
     pub jumps: BTreeMap<u64, Vec<JumpSite<C>>>,
+    /// Where each (position, caller, callee) is in `calls`: one place may
+    /// have thousands of call sites (every call of a file without line
+    /// numbers is on line 0), so they are not searched one by one.
+    call_index: FxHashMap<(u64, FunctionId, FunctionId), u32>,
+    /// The same for jumps, by (position, target, function, conditional).
+    jump_index: FxHashMap<(u64, u64, FunctionId, bool), u32>,
 }
 
 impl<C> Default for PositionCosts<C> {
@@ -55,6 +61,8 @@ impl<C> Default for PositionCosts<C> {
             costs: BTreeMap::new(),
             calls: BTreeMap::new(),
             jumps: BTreeMap::new(),
+            call_index: FxHashMap::default(),
+            jump_index: FxHashMap::default(),
         }
     }
 }
@@ -77,10 +85,9 @@ impl<C: Cost> PositionCosts<C> {
         inclusive: &[C],
     ) {
         let v = self.calls.entry(at).or_default();
-        match v
-            .iter_mut()
-            .find(|c| c.callee == callee && c.caller == caller)
-        {
+        let next = v.len() as u32;
+        let i = *self.call_index.entry((at, caller, callee)).or_insert(next);
+        match v.get_mut(i as usize) {
             Some(c) => {
                 c.count = c.count.saturating_add(count);
                 add_into(&mut c.inclusive, inclusive);
@@ -96,11 +103,10 @@ impl<C: Cost> PositionCosts<C> {
 
     fn add_jump(&mut self, at: u64, j: JumpSite<C>) {
         let v = self.jumps.entry(at).or_default();
-        match v.iter_mut().find(|x| {
-            x.target == j.target
-                && x.target_function == j.target_function
-                && x.conditional == j.conditional
-        }) {
+        let next = v.len() as u32;
+        let key = (at, j.target, j.target_function, j.conditional);
+        let i = *self.jump_index.entry(key).or_insert(next);
+        match v.get_mut(i as usize) {
             Some(x) => {
                 x.executed = x.executed.saturating_add(j.executed);
                 x.taken = x.taken.saturating_add(j.taken);
