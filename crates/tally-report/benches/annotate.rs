@@ -6,6 +6,8 @@
 //! is what `tally annotate FILE` does by default: the read sums the rows
 //! and keeps the records in one pass, then the report with source
 //! annotation (the generated sources are not on disk).
+//! `calls_on_one_line_20k` annotates a found source whose calls are all on
+//! one line.
 //!
 //! Run with `cargo bench -p tally-report --bench annotate`.
 
@@ -60,6 +62,35 @@ fn bench(c: &mut Criterion) {
             let (profile, _) = records.into_profile(read);
             annotate_sums(&profile, sums, &opts, &mut std::io::sink()).expect("annotating")
         })
+    });
+    g.finish();
+    calls_on_one_line(c);
+}
+
+/// Source annotation of a file whose 20,000 calls are all on line 0 (a
+/// file without line numbers): each call site is merged by a lookup, so
+/// this grows with the calls, not with their square.
+fn calls_on_one_line(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let source = dir.path().join("line0.c");
+    std::fs::write(&source, "int f(void);\n").expect("writing the source");
+    let mut text = format!("events: Ir\nfl={}\nfn=main\n0 1\n", source.display());
+    for i in 0..20_000 {
+        text.push_str(&format!("cfn=f{i}\ncalls=1 0\n0 5\n"));
+    }
+    for i in 0..20_000 {
+        text.push_str(&format!("fn=f{i}\n0 5\n"));
+    }
+    let input = tally_formats::Input::from_bytes("calls.out", text.into_bytes()).expect("input");
+    let (profile, _) = tally_formats::callgrind::read::<u64>(input).expect("reading");
+    let opts = Options {
+        threshold: Threshold::All,
+        ..Options::default()
+    };
+    let mut g = c.benchmark_group("annotate-source");
+    g.sample_size(10);
+    g.bench_function("calls_on_one_line_20k", |b| {
+        b.iter(|| annotate(&profile, &opts, &mut std::io::sink()).expect("annotating"))
     });
     g.finish();
 }

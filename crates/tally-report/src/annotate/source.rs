@@ -470,9 +470,14 @@ fn call_lines<C: Cost>(
 ) {
     let Some(calls) = calls else { return };
     let mut merged: Vec<(FunctionId, CallKind, C, Vec<C>)> = Vec::new();
+    // A line may have thousands of callees (line 0 of a file without line
+    // numbers): each is found by a map.
+    let mut index: FxHashMap<(FunctionId, CallKind), usize> = FxHashMap::default();
     for c in calls {
         let kind = a.call_kind(c.caller, c.callee);
-        match merged.iter_mut().find(|m| m.0 == c.callee && m.1 == kind) {
+        let next = merged.len();
+        let i = *index.entry((c.callee, kind)).or_insert(next);
+        match merged.get_mut(i) {
             Some(m) => {
                 m.2 = m.2.saturating_add(c.count);
                 add_into(&mut m.3, &c.inclusive);
