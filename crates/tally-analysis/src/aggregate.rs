@@ -581,22 +581,21 @@ impl<C: Cost> Sink<C> for AggregateBuilder<C> {
             let row = Self::row(p, key);
             p.sums.add(row, l.sums.get(r));
         }
+        // The region's arcs are summed as its calls would have been, in
+        // batches whose lookups overlap, into a table grown once.
+        p.arcs.reserve(l.arc_list.len());
+        p.arc_list.reserve(l.arc_list.len());
         for a in l.arc_list {
-            let key = (function(a.caller), file(a.site_file), function(a.callee));
-            let idx = *p.arcs.entry(key).or_insert_with(|| {
-                p.arc_list.push(Arc {
-                    caller: key.0,
-                    site_file: key.1,
-                    callee: key.2,
-                    count: C::ZERO,
-                    inclusive: ArcCosts::from_elem(C::ZERO, events),
-                });
-                (p.arc_list.len() - 1) as u32
+            p.pending.push(PendingCall {
+                key: (function(a.caller), file(a.site_file), function(a.callee)),
+                count: a.count,
+                inclusive: a.inclusive,
             });
-            let arc = &mut p.arc_list[idx as usize];
-            arc.count = arc.count.saturating_add(a.count);
-            add_into(&mut arc.inclusive, &a.inclusive);
+            if p.pending.len() == CALL_BATCH {
+                p.sum_pending(events);
+            }
         }
+        p.sum_pending(events);
         for (f, _) in l.present.iter().enumerate().filter(|(_, k)| **k) {
             let i = function(FunctionId(f as u32)).index();
             if i >= p.present.len() {
