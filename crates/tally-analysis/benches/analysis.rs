@@ -6,7 +6,8 @@
 //! estimated from the arcs as `tally flame` estimates them (to 0.1 pixel of
 //! 1200) and as `tally convert --to folded` does (everything split); and the
 //! streaming path of `tally annotate` and `tally gprof` (the reader feeding an
-//! [`AggregateBuilder`], no line stored), on the generated profile and, when
+//! [`AggregateBuilder`], no line stored), on the generated profile (from
+//! memory, and from a file read in two regions as `tally gprof` reads one) and, when
 //! `TALLY_BENCH_PROFILE` names one, on a real profile (such as the cc1
 //! profile of BENCHMARKS.md).
 //!
@@ -89,6 +90,31 @@ fn stream(c: &mut Criterion, text: &[u8]) {
                 },
                 criterion::BatchSize::PerIteration,
             )
+        });
+    }
+    // From a file: on two threads by role, and in two regions, one per
+    // core, the second's sums taken back at the end (what `tally gprof`
+    // does with a file of 16 MiB or more).
+    let file = tempfile::NamedTempFile::new().expect("temporary file");
+    std::fs::write(file.path(), text).expect("writing the profile");
+    s.throughput(criterion::Throughput::BytesDecimal(text.len() as u64));
+    for (name, split) in [
+        ("stream_aggregate_file_two_threads", false),
+        ("stream_aggregate_file_two_regions", true),
+    ] {
+        s.bench_function(name, |b| {
+            b.iter(|| {
+                let input = tally_formats::Input::open(file.path()).expect("opening");
+                let mut sums = AggregateBuilder::keeping_jumps(false);
+                let options = tally_formats::callgrind::ReadOptions {
+                    two_threads: Some(true),
+                    split: Some(split),
+                    ..Default::default()
+                };
+                let read = tally_formats::callgrind::parse::<u64, _>(input, &mut sums, options)
+                    .expect("reading");
+                black_box(sums.finish(read.profile.names.function_count(), |_| true))
+            })
         });
     }
     s.finish();

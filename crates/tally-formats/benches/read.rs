@@ -4,8 +4,9 @@
 //! events of `--cache-sim=yes`.
 //!
 //! Run with `cargo bench -p tally-formats --bench read`. About 64 MB per
-//! profile, generated in memory once; few samples, so the whole run takes
-//! about two minutes.
+//! profile, generated in memory once (and written to a temporary file for
+//! the reads from a file); few samples, so the whole run takes about three
+//! minutes.
 
 use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -71,6 +72,29 @@ fn bench(c: &mut Criterion) {
                     },
                     BatchSize::PerIteration,
                 )
+            });
+        }
+
+        // From a file, as `tally check` reads one: on two threads by role,
+        // and in two regions, one per core (`ReadOptions::split`, which
+        // needs a regular file).
+        let file = tempfile::NamedTempFile::new().expect("temporary file");
+        std::fs::write(file.path(), &text).expect("writing the profile");
+        for (bench, split) in [
+            ("parse-file-two-threads", false),
+            ("parse-file-two-regions", true),
+        ] {
+            group.bench_function(bench, |b| {
+                b.iter(|| {
+                    let options = ReadOptions {
+                        two_threads: Some(true),
+                        split: Some(split),
+                        ..Default::default()
+                    };
+                    let input = Input::open(file.path()).expect("opening the profile");
+                    callgrind::parse::<u64, _>(input, &mut NullSink, options)
+                        .expect("valid profile")
+                })
             });
         }
 
