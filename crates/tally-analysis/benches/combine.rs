@@ -29,6 +29,7 @@ fn generated(seed: u64, events: EventSet) -> Vec<u8> {
         events,
         compress: true,
         blocks: None,
+        shape: Default::default(),
     };
     let mut text = Vec::new();
     tally_gen::generate(&config, &mut text).expect("generating into memory");

@@ -315,6 +315,7 @@ fn split_walks_of_real_and_generated_profiles_are_the_one_walk() {
         events: tally_gen::EventSet::Ir,
         compress: true,
         blocks: None,
+        shape: Default::default(),
     };
     let mut text = Vec::new();
     tally_gen::generate(&config, &mut text).unwrap();

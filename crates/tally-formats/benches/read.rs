@@ -24,6 +24,7 @@ fn profile_text(events: EventSet) -> Vec<u8> {
         events,
         compress: true,
         blocks: None,
+        shape: Default::default(),
     };
     let mut out = Vec::with_capacity(SIZE as usize + (1 << 20));
     tally_gen::generate(&config, &mut out).expect("generating into memory");

@@ -91,6 +91,8 @@ pub struct Config {
     /// `size`, `events` and `blocks`, compressed and uncompressed outputs
     /// describe the same profile.
     pub blocks: Option<u64>,
+    /// What kind of program and run the profile is of.
+    pub shape: Shape,
 }
 
 impl Default for Config {
@@ -101,8 +103,28 @@ impl Default for Config {
             events: EventSet::Ir,
             compress: true,
             blocks: None,
+            shape: Shape::default(),
         }
     }
+}
+
+/// The program and the run, beyond its size: what sets the line mix. The
+/// default is a C++ program built with debug information, profiled with
+/// Callgrind's defaults. A release build profiled with
+/// `--separate-callers=3`, such as GCC's `cc1`, is
+/// `Shape { separate_callers: 3, no_debug_info: true }`: its names are long
+/// context names, a quarter of a file's bytes, and it switches files
+/// almost never.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// Callgrind's `--separate-callers=N`: every function is split by its
+    /// last `N` callers into contexts named `f'caller'caller's caller…`
+    /// (some a caller's address, where it had no symbol), a few contexts
+    /// for most functions and thousands for a few; 0 for none.
+    pub separate_callers: u32,
+    /// The program's own code has no debug information: its functions are
+    /// in file `???` at line 0, and nothing is inlined from headers.
+    pub no_debug_info: bool,
 }
 
 /// What was generated: the profile's totals and record counts, as a reader
@@ -162,7 +184,7 @@ pub fn generate(config: &Config, out: &mut dyn Write) -> io::Result<Stats> {
 /// [`generate`] with a given number of threads.
 fn generate_with(config: &Config, out: &mut dyn Write, threads: usize) -> io::Result<Stats> {
     let lines = config.size / bytes_per_line(config.events) + 1;
-    let model = Model::build(config.seed, lines);
+    let model = Model::build(config.seed, lines, config.shape);
     let cache = config.events == EventSet::Cache;
     let plan = first_pass(&model, config, threads);
     let job = Job {

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
-use tally_gen::{Config, EventSet, Stats, generate, parse_size};
+use tally_gen::{Config, EventSet, Shape, Stats, generate, parse_size};
 use tally_model::thousands;
 
 /// Generate a deterministic, realistic Callgrind profile (as Valgrind 3.19
@@ -32,6 +32,19 @@ struct Args {
     /// the program): with `--no-compress`, the same profile as without.
     #[arg(long)]
     blocks: Option<u64>,
+    /// Name every function by its last N callers too, as Callgrind's
+    /// --separate-callers=N does (`f'caller'caller's caller`): the long
+    /// context names of a profile such as cc1's.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    separate_callers: u32,
+    /// The program's own code has no debug information (file `???`, line
+    /// 0), as in a release build such as Debian's gcc.
+    #[arg(long)]
+    no_debug_info: bool,
+    /// The shape of a real profile: `cc1` is --separate-callers=3
+    /// --no-debug-info (GCC's cc1 as bench/corpus.sh profiles it).
+    #[arg(long, value_enum, conflicts_with_all = ["separate_callers", "no_debug_info"])]
+    like: Option<Like>,
     /// Output file (`-` for standard output).
     #[arg(short, long, required_unless_present = "measure")]
     output: Option<PathBuf>,
@@ -40,6 +53,11 @@ struct Args {
     /// call and jump density) as a Markdown table, a column per file.
     #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with_all = ["size", "output"])]
     measure: Vec<PathBuf>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Like {
+    Cc1,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -70,6 +88,16 @@ fn main() -> ExitCode {
         },
         compress: !args.no_compress,
         blocks: args.blocks,
+        shape: match args.like {
+            Some(Like::Cc1) => Shape {
+                separate_callers: 3,
+                no_debug_info: true,
+            },
+            None => Shape {
+                separate_callers: args.separate_callers,
+                no_debug_info: args.no_debug_info,
+            },
+        },
     };
     let start = Instant::now();
     let result = if output.as_os_str() == "-" {

@@ -9,8 +9,10 @@
 //! paths, libraries without debug information (`fl=???`, line 0) and
 //! unknown code (`ob=???`, names like `0x0000000004838000`).
 
+use crate::Shape;
 use crate::rng::{Rng, hash2, mix};
 use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
@@ -155,7 +157,7 @@ const MIN_FUNCTIONS: usize = 24;
 
 impl Model {
     /// Builds the program for about `lines` cost lines.
-    pub(crate) fn build(seed: u64, lines: u64) -> Model {
+    pub(crate) fn build(seed: u64, lines: u64, shape: Shape) -> Model {
         let mut rng = Rng::new(hash2(seed, 0x006d_6f64_656c));
         // Function sizes first: their sum decides how many functions there are.
         let mut sizes = Vec::new();
@@ -163,11 +165,16 @@ impl Model {
         while (total < lines + lines / 16 || sizes.len() < MIN_FUNCTIONS)
             && sizes.len() < MAX_FUNCTIONS
         {
-            let n = if rng.chance(700) {
+            let mut n = if rng.chance(700) {
                 rng.log_range(3, 120)
             } else {
                 rng.log_range(120, 2500)
             };
+            // A context runs a part of its function's code (cc1's, 60
+            // cost lines each, against 270 for a whole function here).
+            if shape.separate_callers > 0 {
+                n = (n / 4).max(3);
+            }
             sizes.push(n as u32);
             total += n;
         }
@@ -201,9 +208,11 @@ impl Model {
         m.symbols.index.reserve(sizes.len() + 64);
         m.symbols.names.reserve(sizes.len() + 64);
         let mut namer = Namer::default();
+        let mut contexts = Contexts::new(hash2(seed, 0x0063_7478), shape.separate_callers);
         for (oi, (spec, &count)) in specs.iter().zip(&counts).enumerate() {
             let object = m.objects.intern(&spec.name);
             let first = m.funcs.len() as u32;
+            contexts.left = 0;
             let mut addr = spec.base;
             let mut file = NO_FILE;
             let mut file_left = 0u32;
@@ -211,6 +220,26 @@ impl Model {
             let mut module = 0u32;
             let mut file_no = 0u32;
             for k in 0..count {
+                // Another context of the function made last: its code, a
+                // new name.
+                if let Some((base, variant)) = contexts.another(m.funcs.last()) {
+                    let sym =
+                        contexts.intern(&mut m.symbols, &mut keys, &base, object, variant.file);
+                    let hot = match rng.below(100) {
+                        0..80 => 1,
+                        80..95 => 4,
+                        _ => 40,
+                    };
+                    m.funcs.push(Func {
+                        name: sym,
+                        hot,
+                        ..variant
+                    });
+                    if contexts.popular {
+                        m.popular.push(m.funcs.len() as u32 - 1);
+                    }
+                    continue;
+                }
                 let instrs = match sizes.get(next) {
                     Some(&n) => n,
                     // Rounding gave this object more functions than sizes
@@ -218,7 +247,8 @@ impl Model {
                     None => rng.range(3, 40) as u32,
                 };
                 next += 1;
-                let debug = !matches!(spec.kind, Kind::NoDebug | Kind::Unknown);
+                let stripped = shape.no_debug_info && spec.kind == Kind::Project;
+                let debug = !(stripped || matches!(spec.kind, Kind::NoDebug | Kind::Unknown));
                 if file_left == 0 {
                     file_left = rng.range(1, 11) as u32;
                     file_no += 1;
@@ -243,14 +273,22 @@ impl Model {
                 } else {
                     (file, 0)
                 };
-                let mut sym = m.symbols.intern(&name);
-                // A function is (object, file, name): make the key unique,
-                // as a compiler's local symbols would be (`.constprop.N`).
-                let mut suffix = 0;
-                while !keys.insert((object, ffile, sym)) {
-                    sym = m.symbols.intern(&format!("{name}.constprop.{suffix}"));
-                    suffix += 1;
-                }
+                let popular = fixed && matches!(spec.kind, Kind::Libc | Kind::Ld | Kind::Libstdcxx);
+                let sym = if contexts.on() {
+                    contexts.begin(&name, spec, popular);
+                    contexts.intern(&mut m.symbols, &mut keys, &name, object, ffile)
+                } else {
+                    let mut sym = m.symbols.intern(&name);
+                    // A function is (object, file, name): make the key
+                    // unique, as a compiler's local symbols would be
+                    // (`.constprop.N`).
+                    let mut suffix = 0;
+                    while !keys.insert((object, ffile, sym)) {
+                        sym = m.symbols.intern(&format!("{name}.constprop.{suffix}"));
+                        suffix += 1;
+                    }
+                    sym
+                };
                 let (inline, inline_line) = if fline > 0 && rng.chance(inline_share(spec.kind)) {
                     let h = header_name(&mut rng, spec, module);
                     (m.files.intern(&h), rng.range(20, 2400) as u32)
@@ -276,7 +314,7 @@ impl Model {
                     hot,
                     per_call: u64::from(instrs) * rng.range(1, 40) + 5,
                 });
-                if fixed && matches!(spec.kind, Kind::Libc | Kind::Ld | Kind::Libstdcxx) {
+                if popular {
                     m.popular.push(m.funcs.len() as u32 - 1);
                 }
                 // 16 bytes of address space per instruction: executed
@@ -292,6 +330,103 @@ impl Model {
         }
         m.order = block_order(&mut rng, &m.funcs, &m.object_funcs);
         m
+    }
+}
+
+/// The context names of `--separate-callers=N`: each function the model
+/// draws becomes one or more contexts of it, consecutive functions that
+/// share its code and differ in the callers named after it.
+struct Contexts {
+    rng: Rng,
+    callers: u32,
+    /// The function whose contexts are being made: its name, the contexts
+    /// still to make, whether it is a popular callee.
+    base: String,
+    left: u32,
+    popular: bool,
+    /// Names of the functions met so far, the callers that contexts name.
+    met: Vec<Arc<str>>,
+    /// Address range of the current object, for callers without a symbol.
+    addrs: (u64, u64),
+    buf: String,
+}
+
+impl Contexts {
+    fn new(seed: u64, callers: u32) -> Contexts {
+        Contexts {
+            rng: Rng::new(seed),
+            callers,
+            base: String::new(),
+            left: 0,
+            popular: false,
+            met: Vec::new(),
+            addrs: (0, 1),
+            buf: String::new(),
+        }
+    }
+
+    fn on(&self) -> bool {
+        self.callers > 0
+    }
+
+    /// Starts the contexts of a new function `name`: how many is drawn as
+    /// cc1's are spread (median 2, mean 12, a few functions in thousands
+    /// of contexts: `xmalloc`, the tree walkers).
+    fn begin(&mut self, name: &str, spec: &ObjectSpec, popular: bool) {
+        let r = &mut self.rng;
+        let n = match r.below(1000) {
+            0..390 => 1,
+            390..990 => r.log_range(2, 40),
+            _ => r.log_range(100, 2300),
+        };
+        self.left = n as u32;
+        self.popular = popular;
+        self.base.clear();
+        self.base.push_str(name);
+        self.addrs = (spec.base, spec.base + (1 << 24));
+        self.met.push(Arc::from(name));
+    }
+
+    /// The next context of the function made last (`last`), if it has
+    /// contexts left: its name and the function to copy.
+    fn another(&mut self, last: Option<&Func>) -> Option<(String, Func)> {
+        if !self.on() || self.left == 0 {
+            return None;
+        }
+        Some((self.base.clone(), *last?))
+    }
+
+    /// Interns a new context name of `base` for a function in `object`
+    /// and `file`: unique as a function key, as Callgrind's contexts are.
+    fn intern(
+        &mut self,
+        symbols: &mut Table,
+        keys: &mut HashSet<(u32, u32, u32), Fast>,
+        base: &str,
+        object: u32,
+        file: u32,
+    ) -> u32 {
+        self.left = self.left.saturating_sub(1);
+        loop {
+            self.buf.clear();
+            self.buf.push_str(base);
+            for _ in 0..self.callers {
+                self.buf.push('\'');
+                // A caller without a symbol, named by its address, three
+                // times in ten.
+                if self.rng.chance(290) || self.met.is_empty() {
+                    let a = self.rng.range(self.addrs.0, self.addrs.1);
+                    let _ = write!(self.buf, "0x{a:016x}");
+                } else {
+                    let i = self.rng.below(self.met.len() as u64) as usize;
+                    self.buf.push_str(&self.met[i]);
+                }
+            }
+            let sym = symbols.intern(&self.buf);
+            if keys.insert((object, file, sym)) {
+                return sym;
+            }
+        }
     }
 }
 
@@ -1013,8 +1148,8 @@ mod tests {
 
     #[test]
     fn model_is_deterministic_and_keys_are_unique() {
-        let a = Model::build(5, 200_000);
-        let b = Model::build(5, 200_000);
+        let a = Model::build(5, 200_000, Shape::default());
+        let b = Model::build(5, 200_000, Shape::default());
         assert_eq!(a.order, b.order);
         assert_eq!(a.symbols.names, b.symbols.names);
         let keys: std::collections::HashSet<_> =

@@ -4,17 +4,27 @@
 
 use tally_formats::Input;
 use tally_formats::callgrind;
-use tally_gen::{Config, EventSet, generate, measure::measure};
+use tally_gen::{Config, EventSet, Shape, generate, measure::measure};
 
 #[test]
 fn measure_agrees_with_the_generator_and_the_reader() {
-    for (events, compress) in [(EventSet::Ir, true), (EventSet::Cache, false)] {
+    let cc1 = Shape {
+        separate_callers: 3,
+        no_debug_info: true,
+    };
+    for (events, compress, shape) in [
+        (EventSet::Ir, true, Shape::default()),
+        (EventSet::Cache, false, Shape::default()),
+        (EventSet::Ir, true, cc1),
+        (EventSet::Ir, false, cc1),
+    ] {
         let config = Config {
             seed: 3,
             size: 2 << 20,
             events,
             compress,
             blocks: None,
+            shape,
         };
         let mut out = Vec::new();
         let stats = generate(&config, &mut out).expect("writing to memory");
@@ -26,6 +36,13 @@ fn measure_agrees_with_the_generator_and_the_reader() {
         assert_eq!(m.kinds[2], stats.jumps, "jumps");
         assert_eq!(m.kinds[3], stats.blocks, "fn= lines");
         assert_eq!(m.kind_bytes.iter().sum::<u64>(), stats.bytes);
+        // With --separate-callers=3 every name is a context of four parts.
+        if shape == cc1 {
+            assert_eq!(m.context_names, m.function_names);
+            assert_eq!(m.context_parts, 4 * m.function_names);
+        } else {
+            assert_eq!(m.context_names, 0);
+        }
         // Every function is defined once when names are compressed.
         if compress {
             let defined = m.definitions[3] + m.definitions[4] + m.definitions[11];

@@ -5,7 +5,7 @@
 use std::process::Command;
 use tally_formats::callgrind::{self, ReadOutcome};
 use tally_formats::{Input, NullSink};
-use tally_gen::{Config, EventSet, Stats, generate};
+use tally_gen::{Config, EventSet, Shape, Stats, generate};
 use tally_model::{Positions, Profile};
 
 fn gen_bytes(config: &Config) -> (Vec<u8>, Stats) {
@@ -34,6 +34,7 @@ fn config(size: u64, events: EventSet, compress: bool) -> Config {
         events,
         compress,
         blocks: None,
+        shape: Default::default(),
     }
 }
 
@@ -89,6 +90,56 @@ fn cache_profile_reads_back() {
 fn uncompressed_profile_reads_back() {
     check_reads_back(&config(3 << 20, EventSet::Ir, false));
     check_reads_back(&config(3 << 20, EventSet::Cache, false));
+}
+
+/// The shape of cc1's profile (`--separate-callers=3`, no debug
+/// information): context names, many contexts of one function's code,
+/// nearly everything in file `???`.
+fn cc1(size: u64, compress: bool) -> Config {
+    Config {
+        shape: Shape {
+            separate_callers: 3,
+            no_debug_info: true,
+        },
+        ..config(size, EventSet::Ir, compress)
+    }
+}
+
+#[test]
+fn cc1_shaped_profile_reads_back() {
+    let config = cc1(4 << 20, true);
+    check_reads_back(&config);
+    let (bytes, stats) = gen_bytes(&config);
+    let profile = read(&bytes);
+    let names = &profile.names;
+    let mut bases = std::collections::HashSet::new();
+    for (_, key) in names.functions() {
+        let name = names.symbols.get(key.name.0);
+        assert_eq!(name.iter().filter(|&&b| b == b'\'').count(), 3);
+        bases.insert(name.split(|&b| b == b'\'').next().unwrap().to_vec());
+    }
+    // Functions have several contexts each, on average.
+    assert!(
+        (bases.len() as u64) < stats.functions / 2,
+        "{} functions of {} names",
+        stats.functions,
+        bases.len()
+    );
+    let unknown = names.files.iter().position(|f| f == b"???");
+    let in_unknown = (names.functions())
+        .filter(|(_, k)| Some(k.file.index()) == unknown)
+        .count();
+    assert!(in_unknown as u64 > stats.functions / 2, "{in_unknown}");
+}
+
+#[test]
+fn cc1_shaped_compressed_and_plain_are_the_same_profile() {
+    let (plain, ps) = gen_bytes(&cc1(3 << 20, false));
+    let (packed, _) = gen_bytes(&Config {
+        blocks: Some(ps.blocks),
+        ..cc1(3 << 20, true)
+    });
+    assert!(read(&plain) == read(&packed));
 }
 
 #[test]
@@ -272,13 +323,15 @@ fn callgrind_annotate_agrees() {
         eprintln!("callgrind_annotate not installed: test skipped");
         return;
     }
-    for events in [EventSet::Ir, EventSet::Cache] {
-        let (bytes, stats) = gen_bytes(&config(1 << 20, events, true));
-        let path = std::env::temp_dir().join(format!(
-            "tally-gen-test-{}-{:?}.out",
-            std::process::id(),
-            events
-        ));
+    let configs = [
+        ("ir", config(1 << 20, EventSet::Ir, true)),
+        ("cache", config(1 << 20, EventSet::Cache, true)),
+        ("cc1", cc1(1 << 20, true)),
+    ];
+    for (name, config) in configs {
+        let (bytes, stats) = gen_bytes(&config);
+        let path =
+            std::env::temp_dir().join(format!("tally-gen-test-{}-{name}.out", std::process::id(),));
         std::fs::write(&path, &bytes).unwrap();
         let out = Command::new("callgrind_annotate").arg(&path).output();
         std::fs::remove_file(&path).ok();

@@ -25,6 +25,7 @@ fn bench(c: &mut Criterion) {
         events: EventSet::Ir,
         compress: true,
         blocks: None,
+        shape: Default::default(),
     };
     let mut text = Vec::new();
     tally_gen::generate(&config, &mut text).expect("generating into memory");

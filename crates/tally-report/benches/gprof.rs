@@ -21,6 +21,7 @@ fn bench(c: &mut Criterion) {
         events: EventSet::Ir,
         compress: true,
         blocks: None,
+        shape: Default::default(),
     };
     let mut generated = Vec::new();
     tally_gen::generate(&config, &mut generated).expect("generating into memory");
