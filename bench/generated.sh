@@ -13,6 +13,10 @@
 #   TALLY_BENCH_EVENTS   ir | cache                   (default ir: Callgrind's
 #                        default events; cache = the nine --cache-sim events)
 #   TALLY_BENCH_SEED     generator seed               (default 1)
+#   TALLY_BENCH_LIKE     cc1: the shape of GCC's cc1 under
+#                        --separate-callers=3 (long context names, no debug
+#                        information; tally-gen --like cc1); default: a C++
+#                        program with debug information
 #   TALLY_BENCH_RUNS     hyperfine runs per command   (default 5)
 #   TALLY_BENCH_SKIP_ANNOTATE=1   do not run callgrind_annotate (it takes
 #                        minutes; it runs once, on the first size only)
@@ -26,6 +30,10 @@ dir=${TALLY_BENCH_DIR:-/tmp/tally-bench}
 sizes=${TALLY_BENCH_SIZES:-100M 500M}
 events=${TALLY_BENCH_EVENTS:-ir}
 seed=${TALLY_BENCH_SEED:-1}
+like=${TALLY_BENCH_LIKE:-}
+like_args=()
+like_tag=""
+if [ -n "$like" ]; then like_args=(--like "$like"); like_tag=".$like"; fi
 runs=${TALLY_BENCH_RUNS:-5}
 skip_annotate=${TALLY_BENCH_SKIP_ANNOTATE:-0}
 keep=${TALLY_BENCH_KEEP:-0}
@@ -83,10 +91,10 @@ rows=()
 notes=()
 first=""
 for size in $sizes; do
-    file="$dir/callgrind.$size.$events.seed$seed.out"
+    file="$dir/callgrind.$size.$events.seed$seed$like_tag.out"
     log "generating $file"
     rm -f "$file"
-    "$gen" --size "$size" --events "$events" --seed "$seed" -o "$file" 2>"$dir/gen.txt"
+    "$gen" --size "$size" --events "$events" --seed "$seed" "${like_args[@]}" -o "$file" 2>"$dir/gen.txt"
     bytes=$(stat -c %s "$file")
     mb=$(awk -v b="$bytes" 'BEGIN { printf "%.1f", b / 1e6 }')
     counts=$(awk '/cost lines|calls|jumps|functions/ { printf "%s%s %s", sep, $NF, $1 == "cost" ? "cost lines" : $1; sep = ", " }' "$dir/gen.txt")
@@ -134,7 +142,7 @@ for size in $sizes; do
 done
 
 if [ "$keep" != 1 ]; then
-    for size in $sizes; do rm -f "$dir/callgrind.$size.$events.seed$seed.out"; done
+    for size in $sizes; do rm -f "$dir/callgrind.$size.$events.seed$seed$like_tag.out"; done
 fi
 
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
@@ -145,7 +153,7 @@ valgrind_version=$( (valgrind --version 2>/dev/null) || echo "not installed")
 
 echo "## Callgrind reading: tally vs wc -l vs callgrind_annotate"
 echo
-echo "Generated profiles (\`tally-gen --events $events --seed $seed\`, instruction-level"
+echo "Generated profiles (\`tally-gen --events $events --seed $seed${like:+ --like $like}\`, instruction-level"
 echo "positions, jumps, compressed names and positions, as Valgrind 3.19 writes with"
 echo "\`--dump-instr=yes --collect-jumps=yes\`):"
 echo
