@@ -94,19 +94,47 @@ pub fn analyse<C: Cost>(
     let n = names.function_count();
     let mut notices = Vec::new();
 
+    // The routine table (every name made text) and gprof's graph of the
+    // arcs need nothing of each other unless arcs are chosen by name (`-k`,
+    // `-q FROM/TO`): on a large profile they are made on two threads.
+    let specs = &opts.specs;
+    let named_arcs = !specs.arcs_include.is_empty() || !specs.arcs_exclude.is_empty();
+    let (routines, arcs) = if named_arcs {
+        let r = routines(names);
+        let arcs = {
+            let (filtering, keep_arc) = arc_filter(&r.table, specs);
+            arc_graph(agg, n, &value, filtering.then_some(&keep_arc))
+        };
+        (r, arcs)
+    } else if agg.arcs.len() < 4096 {
+        (
+            routines(names),
+            arc_graph(agg, n, &value, None::<&fn(usize, usize) -> bool>),
+        )
+    } else {
+        std::thread::scope(|scope| {
+            let r = scope.spawn(|| routines(names));
+            let arcs = arc_graph(agg, n, &value, None::<&fn(usize, usize) -> bool>);
+            (r.join().expect("the routine table's thread panicked"), arcs)
+        })
+    };
     let Routines {
         table,
         objects,
         object_of,
         qualifier,
-    } = routines(names);
+    } = routines;
+    let ArcGraph {
+        graph,
+        measured: arc_measured,
+        mut negative,
+        kept: kept_arcs,
+    } = arcs;
 
-    let specs = &opts.specs;
     let flat_selection = selection(&table, &specs.flat_include, &specs.flat_exclude);
     let graph_selection = selection(&table, &specs.graph_include, &specs.graph_exclude);
     let time_selection = selection(&table, &specs.time_include, &specs.time_exclude);
 
-    let mut negative = false;
     let mut self_cost = vec![0i128; n];
     let mut flat_total = 0i128;
     for (f, c) in self_cost.iter_mut().enumerate() {
@@ -117,34 +145,6 @@ pub fn analyse<C: Cost>(
         negative |= *c < 0;
         flat_total += *c;
     }
-
-    // Arcs: Callgrind's arcs, summed over call-site files, in order of
-    // first appearance; `-k` and `-q FROM/TO` as for gmon input.
-    let (filtering, keep_arc) = arc_filter(&table, specs);
-    let mut records = Vec::with_capacity(agg.arcs.len());
-    let mut record_measured = Vec::with_capacity(agg.arcs.len());
-    let mut kept_arcs = Vec::new();
-    for arc in &agg.arcs {
-        let (p, c) = (arc.caller.index(), arc.callee.index());
-        if !keep_arc(p, c) {
-            continue;
-        }
-        let count = arc.count.to_i128();
-        negative |= count < 0;
-        records.push((p, c, u64::try_from(count.max(0)).unwrap_or(u64::MAX)));
-        record_measured.push(value(&arc.inclusive));
-        if filtering {
-            kept_arcs.push(arc.clone());
-        }
-    }
-    drop(keep_arc);
-    let (mut graph, arc_of) = Graph::from_arcs(n, &records);
-    let mut arc_measured: Vec<i128> = vec![0; graph.arcs.len()];
-    for ((&(_, c, count), &a), m) in records.iter().zip(&arc_of).zip(record_measured) {
-        graph.ncalls[c] = graph.ncalls[c].saturating_add(count);
-        arc_measured[a] = arc_measured[a].saturating_add(m);
-    }
-    drop((records, arc_of));
     if negative {
         notices.push(Notice(format!(
             "the profile has negative {event_name} costs or call counts (a difference of profiles?): negative counts are taken as 0, and gprof's shares assume costs that are not negative"
@@ -154,13 +154,14 @@ pub fn analyse<C: Cost>(
     // Measured inclusive costs over the same arcs as gprof's graph, so that
     // both find the same cycles.
     let incl_agg;
-    let incl_src = if filtering {
-        let mut a = agg.clone();
-        a.arcs = kept_arcs;
-        incl_agg = a;
-        &incl_agg
-    } else {
-        agg
+    let incl_src = match kept_arcs {
+        Some(kept) => {
+            let mut a = agg.clone();
+            a.arcs = kept;
+            incl_agg = a;
+            &incl_agg
+        }
+        None => agg,
     };
     let time: Vec<f64> = self_cost.iter().map(|&c| c as f64).collect();
     let raw_names: Vec<&str> = table.routines.iter().map(|r| r.name.as_str()).collect();
@@ -269,6 +270,57 @@ pub fn analyse<C: Cost>(
             arcs: arc_measured,
         }),
     })
+}
+
+/// gprof's graph of a profile's arcs.
+struct ArcGraph<C> {
+    graph: Graph,
+    /// Each graph arc's measured inclusive cost.
+    measured: Vec<i128>,
+    /// Whether a call count was negative.
+    negative: bool,
+    /// The profile's arcs kept, when some were left out by name.
+    kept: Option<Vec<tally_analysis::Arc<C>>>,
+}
+
+/// Callgrind's arcs as gprof's: summed over call-site files, in order of
+/// first appearance, with their call counts and measured costs; only those
+/// `keep` keeps, when given (`-k`, `-q FROM/TO`).
+fn arc_graph<C: Cost, K: Fn(usize, usize) -> bool>(
+    agg: &Aggregate<C>,
+    n: usize,
+    value: &impl Fn(&[C]) -> i128,
+    keep: Option<&K>,
+) -> ArcGraph<C> {
+    let mut negative = false;
+    let mut records = Vec::with_capacity(agg.arcs.len());
+    let mut record_measured = Vec::with_capacity(agg.arcs.len());
+    let mut kept = keep.map(|_| Vec::new());
+    for arc in &agg.arcs {
+        let (p, c) = (arc.caller.index(), arc.callee.index());
+        if keep.is_some_and(|k| !k(p, c)) {
+            continue;
+        }
+        let count = arc.count.to_i128();
+        negative |= count < 0;
+        records.push((p, c, u64::try_from(count.max(0)).unwrap_or(u64::MAX)));
+        record_measured.push(value(&arc.inclusive));
+        if let Some(kept) = kept.as_mut() {
+            kept.push(arc.clone());
+        }
+    }
+    let (mut graph, arc_of) = Graph::from_arcs(n, &records);
+    let mut measured: Vec<i128> = vec![0; graph.arcs.len()];
+    for ((&(_, c, count), &a), m) in records.iter().zip(&arc_of).zip(record_measured) {
+        graph.ncalls[c] = graph.ncalls[c].saturating_add(count);
+        measured[a] = measured[a].saturating_add(m);
+    }
+    ArcGraph {
+        graph,
+        measured,
+        negative,
+        kept,
+    }
 }
 
 /// The routine table of a profile's functions, and what the report
