@@ -3,15 +3,16 @@
 //! costs beside it) and the text report, flat profile and call graph,
 //! written to nowhere. The profile is generated (`tally-gen`, 64 MB, about
 //! 31,000 functions and the call arcs Valgrind writes with
-//! `--dump-instr=yes --collect-jumps=yes`); `TALLY_BENCH_PROFILE` adds a
-//! real one (such as the cc1 profile of BENCHMARKS.md).
+//! `--dump-instr=yes --collect-jumps=yes`), and one of the shape of the cc1
+//! profile of BENCHMARKS.md (`tally-gen --like cc1`: long context names);
+//! `TALLY_BENCH_PROFILE` adds a real one (such as that cc1 profile).
 //!
 //! Run with `cargo bench -p tally-report --bench gprof`.
 
 use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
 use std::time::Duration;
 use tally_analysis::AggregateBuilder;
-use tally_gen::{Config, EventSet};
+use tally_gen::{Config, EventSet, Shape};
 use tally_report::gprof::{Options, Report, callgrind, text};
 
 fn bench(c: &mut Criterion) {
@@ -25,13 +26,27 @@ fn bench(c: &mut Criterion) {
     };
     let mut generated = Vec::new();
     tally_gen::generate(&config, &mut generated).expect("generating into memory");
+    // The shape of cc1's profile: 80,000 context names, long ones.
+    let like_cc1 = Config {
+        shape: Shape {
+            separate_callers: 3,
+            no_debug_info: true,
+        },
+        ..config
+    };
+    let mut cc1_shaped = Vec::new();
+    tally_gen::generate(&like_cc1, &mut cc1_shaped).expect("generating into memory");
     let real = std::env::var_os("TALLY_BENCH_PROFILE")
         .map(|p| std::fs::read(&p).expect("reading TALLY_BENCH_PROFILE"));
     let mut g = c.benchmark_group("gprof-callgrind");
     g.sampling_mode(SamplingMode::Flat)
         .sample_size(10)
         .measurement_time(Duration::from_secs(10));
-    for (name, bytes) in [("generated_64MB", Some(generated)), ("real", real)] {
+    for (name, bytes) in [
+        ("generated_64MB", Some(generated)),
+        ("generated_like_cc1_64MB", Some(cc1_shaped)),
+        ("real", real),
+    ] {
         let Some(bytes) = bytes else { continue };
         // Read once, summing as `tally gprof` does.
         let input = tally_formats::Input::from_bytes("bench.out", bytes).expect("input");
