@@ -35,7 +35,8 @@ struct Args {
     /// Name every function by its last N callers too, as Callgrind's
     /// --separate-callers=N does (`f'caller'caller's caller`): the long
     /// context names of a profile such as cc1's.
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, value_name = "N", default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=MAX_CALLERS))]
     separate_callers: u32,
     /// The program's own code has no debug information (file `???`, line
     /// 0), as in a release build such as Debian's gcc.
@@ -54,6 +55,10 @@ struct Args {
     #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with_all = ["size", "output"])]
     measure: Vec<PathBuf>,
 }
+
+/// The most callers a context name may have: each adds a name of about
+/// 50 bytes to every function's, so a larger count only fills memory.
+const MAX_CALLERS: i64 = 64;
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum Like {

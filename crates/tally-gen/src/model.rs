@@ -222,17 +222,11 @@ impl Model {
             for k in 0..count {
                 // Another context of the function made last: its code, a
                 // new name.
-                if let Some((base, variant)) = contexts.another(m.funcs.last()) {
-                    let sym =
-                        contexts.intern(&mut m.symbols, &mut keys, &base, object, variant.file);
-                    let hot = match rng.below(100) {
-                        0..80 => 1,
-                        80..95 => 4,
-                        _ => 40,
-                    };
+                if let Some(variant) = contexts.another(m.funcs.last()) {
+                    let sym = contexts.intern(&mut m.symbols, &mut keys, object, variant.file);
                     m.funcs.push(Func {
                         name: sym,
-                        hot,
+                        hot: hotness(&mut rng),
                         ..variant
                     });
                     if contexts.popular {
@@ -276,7 +270,7 @@ impl Model {
                 let popular = fixed && matches!(spec.kind, Kind::Libc | Kind::Ld | Kind::Libstdcxx);
                 let sym = if contexts.on() {
                     contexts.begin(&name, spec, popular);
-                    contexts.intern(&mut m.symbols, &mut keys, &name, object, ffile)
+                    contexts.intern(&mut m.symbols, &mut keys, object, ffile)
                 } else {
                     let mut sym = m.symbols.intern(&name);
                     // A function is (object, file, name): make the key
@@ -296,11 +290,7 @@ impl Model {
                     (NO_FILE, 0)
                 };
                 let max_seg = (instrs / 16).clamp(1, 6);
-                let hot = match rng.below(100) {
-                    0..80 => 1,
-                    80..95 => 4,
-                    _ => 40,
-                };
+                let hot = hotness(&mut rng);
                 m.funcs.push(Func {
                     object,
                     file: ffile,
@@ -387,29 +377,29 @@ impl Contexts {
         self.met.push(Arc::from(name));
     }
 
-    /// The next context of the function made last (`last`), if it has
-    /// contexts left: its name and the function to copy.
-    fn another(&mut self, last: Option<&Func>) -> Option<(String, Func)> {
-        if !self.on() || self.left == 0 {
+    /// The function made last (`last`), to copy as its next context, if
+    /// it has contexts left.
+    fn another(&self, last: Option<&Func>) -> Option<Func> {
+        if self.left == 0 {
             return None;
         }
-        Some((self.base.clone(), *last?))
+        last.copied()
     }
 
-    /// Interns a new context name of `base` for a function in `object`
-    /// and `file`: unique as a function key, as Callgrind's contexts are.
+    /// Interns the next context name of the function begun last, for a
+    /// function in `object` and `file`: unique as a function key, as
+    /// Callgrind's contexts are.
     fn intern(
         &mut self,
         symbols: &mut Table,
         keys: &mut HashSet<(u32, u32, u32), Fast>,
-        base: &str,
         object: u32,
         file: u32,
     ) -> u32 {
         self.left = self.left.saturating_sub(1);
         loop {
             self.buf.clear();
-            self.buf.push_str(base);
+            self.buf.push_str(&self.base);
             for _ in 0..self.callers {
                 self.buf.push('\'');
                 // A caller without a symbol, named by its address, three
@@ -427,6 +417,15 @@ impl Contexts {
                 return sym;
             }
         }
+    }
+}
+
+/// A function's multiplier of execution counts: most are cold, a few hot.
+fn hotness(rng: &mut Rng) -> u32 {
+    match rng.below(100) {
+        0..80 => 1,
+        80..95 => 4,
+        _ => 40,
     }
 }
 
