@@ -43,6 +43,10 @@ fn text(b: &[u8]) -> (String, bool) {
     }
 }
 
+/// The arcs from which the analysis's independent steps run on two
+/// threads: below, a thread costs more than it saves.
+const TWO_THREADS_FROM_ARCS: usize = 4096;
+
 /// Builds the report from a whole profile (all parts summed).
 pub fn analyse_profile<C: Cost>(
     profile: &Profile<C>,
@@ -106,7 +110,7 @@ pub fn analyse<C: Cost>(
             arc_graph(agg, n, &value, filtering.then_some(&keep_arc))
         };
         (r, arcs)
-    } else if agg.arcs.len() < 4096 {
+    } else if agg.arcs.len() < TWO_THREADS_FROM_ARCS {
         (
             routines(names),
             arc_graph(agg, n, &value, None::<&fn(usize, usize) -> bool>),
@@ -179,7 +183,7 @@ pub fn analyse<C: Cost>(
     };
     // gprof's propagation and the measured costs need nothing of each
     // other: on a large profile they run on two threads.
-    let (cg, incl) = if incl_src.arcs.len() < 4096 {
+    let (cg, incl) = if incl_src.arcs.len() < TWO_THREADS_FROM_ARCS {
         (propagate(), Inclusive::new(incl_src))
     } else {
         std::thread::scope(|scope| {
