@@ -340,7 +340,7 @@ impl<'m, E: Emit> Body<'m, E> {
         while i < n {
             self.bbs.push(i);
             let len = (1 + r.below(9) as u32).min(n - i);
-            if f.inline != NO_FILE && inline_left == 0 && i > 0 && r.chance(80) {
+            if f.inline != NO_FILE && inline_left == 0 && i > 0 && r.chance(self.m.inline_rate) {
                 inline_left = r.range(1, 4) as u32;
                 saved = line;
                 line = u64::from(f.inline_line) + r.below(200);
@@ -527,7 +527,7 @@ impl<'m, E: Emit> Body<'m, E> {
         ));
         self.plan.clear();
         for b in 0..self.bbs.len() - 1 {
-            let action = match s.below(1000) {
+            let mut action = match s.below(1000) {
                 0..160 => Action::Call,
                 160..172 => Action::PltCall,
                 172..252 => Action::Loop,
@@ -536,6 +536,14 @@ impl<'m, E: Emit> Body<'m, E> {
                 507..511 => Action::Tail,
                 _ => Action::Fall,
             };
+            if matches!(action, Action::Fall) && m.extra_calls > 0 {
+                let x = s.below(1000);
+                if x < m.extra_calls {
+                    action = Action::Call;
+                } else if x < m.extra_calls + m.extra_jumps {
+                    action = Action::Cond;
+                }
+            }
             let mut step = Step {
                 action,
                 callee: 0,

@@ -112,9 +112,10 @@ impl Default for Config {
 /// default is a C++ program built with debug information, profiled with
 /// Callgrind's defaults. A release build profiled with
 /// `--separate-callers=3`, such as GCC's `cc1`, is
-/// `Shape { separate_callers: 3, no_debug_info: true }`: its names are long
-/// context names, a quarter of a file's bytes, and it switches files
-/// almost never.
+/// `Shape { separate_callers: 3, no_debug_info: true, .. }`: its names are
+/// long context names, a quarter of a file's bytes, and it switches files
+/// almost never. CPython built with debug information is
+/// `Shape { c_program: true, .. }`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Shape {
     /// Callgrind's `--separate-callers=N`: every function is split by its
@@ -125,6 +126,29 @@ pub struct Shape {
     /// The program's own code has no debug information: its functions are
     /// in file `???` at line 0, and nothing is inlined from headers.
     pub no_debug_info: bool,
+    /// The program is written in C, as an interpreter such as CPython is:
+    /// short C names and no libstdc++, small functions, static inline code
+    /// from headers in most of them (so `fi=`/`fe=` every few lines), a
+    /// call in twice as many basic blocks, and the second level of
+    /// recursive functions named `f'2` (Callgrind's `--separate-recs=2`).
+    pub c_program: bool,
+}
+
+impl Shape {
+    /// GCC's `cc1` as `bench/corpus.sh` profiles it: a release build under
+    /// `--separate-callers=3`.
+    pub const CC1: Shape = Shape {
+        separate_callers: 3,
+        no_debug_info: true,
+        c_program: false,
+    };
+    /// CPython as `bench/corpus.sh` profiles it: a C interpreter with debug
+    /// information, under Callgrind's defaults.
+    pub const PYTHON: Shape = Shape {
+        separate_callers: 0,
+        no_debug_info: false,
+        c_program: true,
+    };
 }
 
 /// What was generated: the profile's totals and record counts, as a reader

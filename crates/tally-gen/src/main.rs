@@ -42,8 +42,10 @@ struct Args {
     /// 0), as in a release build such as Debian's gcc.
     #[arg(long)]
     no_debug_info: bool,
-    /// The shape of a real profile: `cc1` is --separate-callers=3
-    /// --no-debug-info (GCC's cc1 as bench/corpus.sh profiles it).
+    /// The shape of a real profile, as bench/corpus.sh makes them: `cc1`
+    /// is --separate-callers=3 --no-debug-info (GCC's cc1); `python` is a
+    /// C interpreter with debug information (CPython): short names, much
+    /// inlined code, dense calls.
     #[arg(long, value_enum, conflicts_with_all = ["separate_callers", "no_debug_info"])]
     like: Option<Like>,
     /// Output file (`-` for standard output).
@@ -63,6 +65,7 @@ const MAX_CALLERS: i64 = 64;
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum Like {
     Cc1,
+    Python,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -94,13 +97,12 @@ fn main() -> ExitCode {
         compress: !args.no_compress,
         blocks: args.blocks,
         shape: match args.like {
-            Some(Like::Cc1) => Shape {
-                separate_callers: 3,
-                no_debug_info: true,
-            },
+            Some(Like::Cc1) => Shape::CC1,
+            Some(Like::Python) => Shape::PYTHON,
             None => Shape {
                 separate_callers: args.separate_callers,
                 no_debug_info: args.no_debug_info,
+                c_program: false,
             },
         },
     };

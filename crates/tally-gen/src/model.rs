@@ -122,6 +122,14 @@ pub(crate) struct Model {
     /// Seeds of the per-block streams.
     pub layout_seed: u64,
     pub cost_seed: u64,
+    /// Chance (per mille) that a basic block of a function with inlined
+    /// code starts a stretch of it.
+    pub inline_rate: u64,
+    /// Chance (per mille) that a basic block which would fall through
+    /// calls instead: the denser calls of a C program.
+    pub extra_calls: u64,
+    /// Chance (per mille) that it branches instead (when it does not call).
+    pub extra_jumps: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -172,13 +180,17 @@ impl Model {
             };
             // A context runs a part of its function's code (cc1's, 60
             // cost lines each, against 270 for a whole function here).
-            if shape.separate_callers > 0 {
+            // So does a C program's function (CPython's, 70).
+            if shape.separate_callers > 0 || shape.c_program {
                 n = (n / 4).max(3);
             }
             sizes.push(n as u32);
             total += n;
         }
-        let specs = object_specs(&mut rng, sizes.len());
+        let mut specs = object_specs(&mut rng, sizes.len());
+        if shape.c_program {
+            specs.retain(|s| s.kind != Kind::Libstdcxx);
+        }
         let mut m = Model {
             objects: Table::default(),
             files: Table::default(),
@@ -189,6 +201,9 @@ impl Model {
             order: Vec::new(),
             layout_seed: hash2(seed, 0x6c61_796f_7574),
             cost_seed: hash2(seed, 0x636f_7374),
+            inline_rate: if shape.c_program { 650 } else { 80 },
+            extra_calls: if shape.c_program { 420 } else { 0 },
+            extra_jumps: if shape.c_program { 80 } else { 0 },
         };
         // Split the functions over the objects by weight; the program takes
         // the rest.
@@ -207,12 +222,18 @@ impl Model {
             HashSet::with_capacity_and_hasher(sizes.len() + 64, Fast::default());
         m.symbols.index.reserve(sizes.len() + 64);
         m.symbols.names.reserve(sizes.len() + 64);
-        let mut namer = Namer::default();
+        let mut namer = Namer {
+            c_program: shape.c_program,
+            ..Namer::default()
+        };
         let mut contexts = Contexts::new(hash2(seed, 0x0063_7478), shape.separate_callers);
         for (oi, (spec, &count)) in specs.iter().zip(&counts).enumerate() {
             let object = m.objects.intern(&spec.name);
             let first = m.funcs.len() as u32;
             contexts.left = 0;
+            // A recursive function whose second level gets its own name
+            // (`f'2`), made next as a copy of it.
+            let mut recursive: Option<String> = None;
             let mut addr = spec.base;
             let mut file = NO_FILE;
             let mut file_left = 0u32;
@@ -220,6 +241,17 @@ impl Model {
             let mut module = 0u32;
             let mut file_no = 0u32;
             for k in 0..count {
+                if let (Some(name), Some(&last)) = (recursive.take(), m.funcs.last()) {
+                    let sym = m.symbols.intern(&format!("{name}'2"));
+                    if keys.insert((object, last.file, sym)) {
+                        m.funcs.push(Func {
+                            name: sym,
+                            hot: hotness(&mut rng),
+                            ..last
+                        });
+                        continue;
+                    }
+                }
                 // Another context of the function made last: its code, a
                 // new name.
                 if let Some(variant) = contexts.another(m.funcs.last()) {
@@ -244,7 +276,12 @@ impl Model {
                 let stripped = shape.no_debug_info && spec.kind == Kind::Project;
                 let debug = !(stripped || matches!(spec.kind, Kind::NoDebug | Kind::Unknown));
                 if file_left == 0 {
-                    file_left = rng.range(1, 11) as u32;
+                    // A C program's source files are larger.
+                    file_left = if shape.c_program {
+                        rng.range(4, 40)
+                    } else {
+                        rng.range(1, 11)
+                    } as u32;
                     file_no += 1;
                     if file_no.is_multiple_of(12) {
                         module += 1;
@@ -283,7 +320,11 @@ impl Model {
                     }
                     sym
                 };
-                let (inline, inline_line) = if fline > 0 && rng.chance(inline_share(spec.kind)) {
+                let share = match spec.kind {
+                    Kind::Project if shape.c_program => 900,
+                    kind => inline_share(kind),
+                };
+                let (inline, inline_line) = if fline > 0 && rng.chance(share) {
                     let h = header_name(&mut rng, spec, module);
                     (m.files.intern(&h), rng.range(20, 2400) as u32)
                 } else {
@@ -307,6 +348,9 @@ impl Model {
                 if popular {
                     m.popular.push(m.funcs.len() as u32 - 1);
                 }
+                if shape.c_program && !contexts.on() && rng.chance(45) {
+                    recursive = Some(name);
+                }
                 // 16 bytes of address space per instruction: executed
                 // instructions take 1-15 bytes, the rest is code that never
                 // ran; then a gap and 16-byte alignment, as compilers do.
@@ -318,7 +362,10 @@ impl Model {
         if m.popular.is_empty() {
             m.popular.push(0);
         }
-        m.order = block_order(&mut rng, &m.funcs, &m.object_funcs);
+        // A C program's profile keeps to one object for long: CPython's
+        // interpreter is one, and calls into libc go by `cob=`.
+        let run = if shape.c_program { (40, 400) } else { (1, 8) };
+        m.order = block_order(&mut rng, &m.funcs, &m.object_funcs, run);
         m
     }
 }
@@ -445,7 +492,12 @@ fn inline_share(kind: Kind) -> u64 {
 /// objects are interleaved in short runs, picked by how much each has left.
 /// Walking the function table nearly in order also keeps the generator in
 /// the processor's caches.
-fn block_order(rng: &mut Rng, funcs: &[Func], object_funcs: &[(u32, u32)]) -> Vec<(u32, u32)> {
+fn block_order(
+    rng: &mut Rng,
+    funcs: &[Func],
+    object_funcs: &[(u32, u32)],
+    run: (u64, u64),
+) -> Vec<(u32, u32)> {
     let mut queues: Vec<Vec<(u32, u32)>> = object_funcs
         .iter()
         .map(|&(lo, hi)| {
@@ -475,7 +527,7 @@ fn block_order(rng: &mut Rng, funcs: &[Func], object_funcs: &[(u32, u32)]) -> Ve
                 }
             })
             .unwrap_or(0);
-        for _ in 0..rng.range(1, 8) {
+        for _ in 0..rng.range(run.0, run.1) {
             match queues[o].pop() {
                 Some(p) => {
                     order.push(p);
@@ -925,6 +977,8 @@ fn header_name(rng: &mut Rng, spec: &ObjectSpec, module: u32) -> String {
 #[derive(Default)]
 struct Namer {
     buf: String,
+    /// The program's own functions have C names.
+    c_program: bool,
 }
 
 impl Namer {
@@ -965,6 +1019,7 @@ impl Namer {
         }
         let name = match spec.kind {
             Kind::Unknown => format!("0x{addr:016x}"),
+            Kind::Project if self.c_program => self.c(rng, spec),
             Kind::Project | Kind::Libstdcxx => self.cxx(rng, spec, instrs),
             Kind::NoDebug | Kind::CDebug | Kind::Libc | Kind::Ld => self.c(rng, spec),
         };

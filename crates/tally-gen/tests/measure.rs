@@ -8,15 +8,13 @@ use tally_gen::{Config, EventSet, Shape, generate, measure::measure};
 
 #[test]
 fn measure_agrees_with_the_generator_and_the_reader() {
-    let cc1 = Shape {
-        separate_callers: 3,
-        no_debug_info: true,
-    };
+    let cc1 = Shape::CC1;
     for (events, compress, shape) in [
         (EventSet::Ir, true, Shape::default()),
         (EventSet::Cache, false, Shape::default()),
         (EventSet::Ir, true, cc1),
         (EventSet::Ir, false, cc1),
+        (EventSet::Cache, true, Shape::PYTHON),
     ] {
         let config = Config {
             seed: 3,
@@ -40,6 +38,10 @@ fn measure_agrees_with_the_generator_and_the_reader() {
         if shape == cc1 {
             assert_eq!(m.context_names, m.function_names);
             assert_eq!(m.context_parts, 4 * m.function_names);
+        } else if shape == Shape::PYTHON {
+            // Only the second levels of recursion, `f'2`.
+            assert!(m.context_names > 0 && m.context_names < m.function_names / 5);
+            assert_eq!(m.context_parts, 2 * m.context_names);
         } else {
             assert_eq!(m.context_names, 0);
         }

@@ -97,10 +97,7 @@ fn uncompressed_profile_reads_back() {
 /// nearly everything in file `???`.
 fn cc1(size: u64, compress: bool) -> Config {
     Config {
-        shape: Shape {
-            separate_callers: 3,
-            no_debug_info: true,
-        },
+        shape: Shape::CC1,
         ..config(size, EventSet::Ir, compress)
     }
 }
@@ -130,6 +127,59 @@ fn cc1_shaped_profile_reads_back() {
         .filter(|(_, k)| Some(k.file.index()) == unknown)
         .count();
     assert!(in_unknown as u64 > stats.functions / 2, "{in_unknown}");
+}
+
+/// The shape of CPython's profile: a C program with debug information.
+fn python(size: u64, events: EventSet, compress: bool) -> Config {
+    Config {
+        shape: Shape::PYTHON,
+        ..config(size, events, compress)
+    }
+}
+
+#[test]
+fn python_shaped_profile_reads_back() {
+    for events in [EventSet::Ir, EventSet::Cache] {
+        let config = python(4 << 20, events, true);
+        check_reads_back(&config);
+        let (bytes, stats) = gen_bytes(&config);
+        let profile = read(&bytes);
+        let names = &profile.names;
+        // No libstdc++, so no C++ names: no `::`, no templates.
+        let mut recursive = 0;
+        for (_, key) in names.functions() {
+            let name = names.symbols.get(key.name.0);
+            assert!(
+                !name.windows(2).any(|w| w == b"::") && !name.contains(&b'<'),
+                "{}",
+                String::from_utf8_lossy(name)
+            );
+            if name.ends_with(b"'2") {
+                recursive += 1;
+            }
+        }
+        // Some functions have a second level of recursion, named `f'2`,
+        // as CPython's have about one in twenty.
+        let share = recursive as f64 / stats.functions as f64;
+        assert!(
+            (0.02..0.10).contains(&share),
+            "{recursive} of {}",
+            stats.functions
+        );
+        // Calls are dense: more than six per hundred cost lines (cc1's
+        // shape and the default have fewer than four).
+        assert!(stats.calls * 100 > stats.lines * 6, "{stats:?}");
+    }
+}
+
+#[test]
+fn python_shaped_compressed_and_plain_are_the_same_profile() {
+    let (plain, ps) = gen_bytes(&python(3 << 20, EventSet::Cache, false));
+    let (packed, _) = gen_bytes(&Config {
+        blocks: Some(ps.blocks),
+        ..python(3 << 20, EventSet::Cache, true)
+    });
+    assert!(read(&plain) == read(&packed));
 }
 
 #[test]
@@ -327,6 +377,7 @@ fn callgrind_annotate_agrees() {
         ("ir", config(1 << 20, EventSet::Ir, true)),
         ("cache", config(1 << 20, EventSet::Cache, true)),
         ("cc1", cc1(1 << 20, true)),
+        ("python", python(1 << 20, EventSet::Cache, true)),
     ];
     for (name, config) in configs {
         let (bytes, stats) = gen_bytes(&config);

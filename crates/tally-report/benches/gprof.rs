@@ -28,10 +28,7 @@ fn bench(c: &mut Criterion) {
     tally_gen::generate(&config, &mut generated).expect("generating into memory");
     // The shape of cc1's profile: 80,000 context names, long ones.
     let like_cc1 = Config {
-        shape: Shape {
-            separate_callers: 3,
-            no_debug_info: true,
-        },
+        shape: Shape::CC1,
         ..config
     };
     let mut cc1_shaped = Vec::new();
