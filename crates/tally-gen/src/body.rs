@@ -12,12 +12,15 @@
 //! by a space. Call targets, call sites, jump targets and jump sources are
 //! relative to the last plain cost line and do not replace it.
 
+use crate::EventSet;
 use crate::emit::{Emit, Num};
 use crate::model::{Func, Model, NO_FILE};
 use crate::rng::{Rng, hash2};
 
 /// The cache events, in Valgrind's order.
 pub(crate) const CACHE_EVENTS: usize = 9;
+/// The cache events and the branch events after them.
+const MAX_EVENTS: usize = CACHE_EVENTS + 4;
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Ins {
@@ -98,7 +101,8 @@ pub(crate) struct Body<'m, E> {
     m: &'m Model,
     pub(crate) e: E,
     compress: bool,
-    cache: bool,
+    /// Events per cost line: 1, [`CACHE_EVENTS`] or [`MAX_EVENTS`].
+    ne: usize,
     seen: [Vec<bool>; 3],
     fn_seen: Vec<bool>,
     ctx_ob: u32,
@@ -109,7 +113,7 @@ pub(crate) struct Body<'m, E> {
     last_addr: u64,
     last_line: u64,
     cur_file: u32,
-    costs: [u64; CACHE_EVENTS],
+    costs: [u64; MAX_EVENTS],
     plan: Vec<Step>,
     /// Sink of loads made only to bring data into the cache.
     touch: u32,
@@ -130,13 +134,13 @@ pub(crate) struct Body<'m, E> {
 }
 
 impl<'m, E: Emit> Body<'m, E> {
-    pub(crate) fn new(m: &'m Model, e: E, compress: bool, cache: bool) -> Self {
-        let ne = if cache { CACHE_EVENTS } else { 1 };
+    pub(crate) fn new(m: &'m Model, e: E, compress: bool, events: EventSet) -> Self {
+        let ne = events.names().len();
         Body {
             m,
             e,
             compress,
-            cache,
+            ne,
             seen: [
                 vec![false; m.objects.names.len()],
                 vec![false; m.files.names.len()],
@@ -154,7 +158,7 @@ impl<'m, E: Emit> Body<'m, E> {
             last_addr: 0,
             last_line: 0,
             cur_file: NO_FILE,
-            costs: [0; CACHE_EVENTS],
+            costs: [0; MAX_EVENTS],
             plan: Vec::new(),
             touch: 0,
             defer: false,
@@ -209,7 +213,11 @@ impl<'m, E: Emit> Body<'m, E> {
     }
 
     fn events(&self) -> usize {
-        if self.cache { CACHE_EVENTS } else { 1 }
+        self.ne
+    }
+
+    fn cache(&self) -> bool {
+        self.ne >= CACHE_EVENTS
     }
 
     /// `key=(id) name` on first use, `key=(id)` later; `key=name` plain.
@@ -446,6 +454,19 @@ impl<'m, E: Emit> Body<'m, E> {
             let ec_text = Num::new(ec);
             self.counts.bb_execs += ec;
             let (lo, hi) = (self.bbs[b] as usize, self.bbs[b + 1] as usize);
+            // The basic block's last instruction is its branch or call.
+            let branch = match step.action {
+                _ if self.ne < MAX_EVENTS => Branch::None,
+                Action::Cond | Action::Loop => Branch::Conditional,
+                Action::PltCall => Branch::Indirect,
+                // Calls through a pointer: one in eight; and jumps through
+                // a table (an interpreter's dispatch): one in two.
+                Action::Call if step.site_shift == 0 && step.callee.is_multiple_of(8) => {
+                    Branch::Indirect
+                }
+                Action::Jump if (step.target.addr >> 1) & 1 == 0 => Branch::Indirect,
+                _ => Branch::None,
+            };
             for k in lo..hi {
                 let ins = self.ins[k];
                 let file = Self::file_of(&f, ins.inline);
@@ -458,15 +479,16 @@ impl<'m, E: Emit> Body<'m, E> {
                 self.pos(ins.addr, line);
                 self.last_addr = ins.addr;
                 self.last_line = line;
-                if self.cache {
-                    self.cache_costs(&mut c, ec, &ec_text);
+                if self.cache() {
+                    let b = if k + 1 == hi { branch } else { Branch::None };
+                    self.cache_costs(&mut c, ec, &ec_text, b);
                 } else {
                     self.e.num(&ec_text);
                     self.e.byte(b'\n');
                 }
             }
             let n = (hi - lo) as u64;
-            if !self.cache {
+            if !self.cache() {
                 self.counts.totals[0] += ec * n;
             }
             self.counts.lines += n;
@@ -644,15 +666,16 @@ impl<'m, E: Emit> Body<'m, E> {
     /// Most instructions miss no cache: their counts are `ec` or 0 and are
     /// written from the rendered text; the others take the general path.
     #[inline]
-    fn cache_costs(&mut self, c: &mut Rng, ec: u64, ec_text: &Num) {
+    fn cache_costs(&mut self, c: &mut Rng, ec: u64, ec_text: &Num, branch: Branch) {
         let r = c.next_u64();
         let dr = r & 1023 < 360;
         let dw = (r >> 10) & 1023 < 170;
         let miss =
             (r >> 20) & 1023 < 25 || dr && (r >> 34) & 1023 < 150 || dw && (r >> 51) & 1023 < 100;
-        if miss {
-            self.costs = miss_costs(r, ec);
-            self.cost_values(CACHE_EVENTS);
+        if miss || branch != Branch::None {
+            self.costs[..CACHE_EVENTS].copy_from_slice(&miss_costs(r, ec));
+            self.costs[CACHE_EVENTS..].copy_from_slice(&branch_costs(c, branch, ec));
+            self.cost_values(self.ne);
             for (t, &v) in self.counts.totals.iter_mut().zip(&self.costs) {
                 *t += v;
             }
@@ -684,7 +707,7 @@ impl<'m, E: Emit> Body<'m, E> {
     fn inclusive(&mut self, c: &mut Rng, g: &Func, count: u64) {
         let ir = count.saturating_mul(g.per_call);
         self.costs[0] = ir;
-        if !self.cache {
+        if !self.cache() {
             return;
         }
         let r = c.next_u64();
@@ -696,7 +719,48 @@ impl<'m, E: Emit> Body<'m, E> {
         let il = i1 * (50 + ((r >> 28) & 63)) / 113;
         let dlr = d1r >> ((r >> 34) & 3);
         let dlw = d1w >> ((r >> 36) & 3);
-        self.costs = [ir, dr, dw, i1, d1r, d1w, il, dlr, dlw];
+        self.costs[..CACHE_EVENTS].copy_from_slice(&[ir, dr, dw, i1, d1r, d1w, il, dlr, dlw]);
+        if self.ne == MAX_EVENTS {
+            // About one instruction in seven is a conditional branch, one
+            // in forty an indirect one.
+            let bc = ir / 7;
+            let bi = ir / 40;
+            let bcm = bc / (10 + ((r >> 38) & 15));
+            let bim = bi / (3 + ((r >> 44) & 3));
+            self.costs[CACHE_EVENTS..].copy_from_slice(&[bc, bcm, bi, bim]);
+        }
+    }
+}
+
+/// The kind of branch an instruction is, for the branch events.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Branch {
+    None,
+    Conditional,
+    Indirect,
+}
+
+/// The branch events (`Bc Bcm Bi Bim`) of an instruction executed `ec`
+/// times: a branch each time, mispredicted now and then. Rates as in
+/// CPython's Cachegrind profile: about 6 % of conditional branches, 22 %
+/// of indirect ones.
+fn branch_costs(c: &mut Rng, branch: Branch, ec: u64) -> [u64; 4] {
+    match branch {
+        Branch::None => [0; 4],
+        Branch::Conditional => {
+            let r = c.next_u64();
+            let missed = if !r.is_multiple_of(3) {
+                (ec / (2 + (r >> 8) % 30)).max(1).min(ec)
+            } else {
+                0
+            };
+            [ec, missed, 0, 0]
+        }
+        Branch::Indirect => {
+            let r = c.next_u64();
+            let missed = (ec / (2 + (r >> 8) % 8)).max(1).min(ec);
+            [0, 0, ec, missed]
+        }
     }
 }
 

@@ -57,6 +57,10 @@ pub enum EventSet {
     Ir,
     /// `--cache-sim=yes`: `Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw`.
     Cache,
+    /// `--cache-sim=yes --branch-sim=yes`: the nine of `Cache`, then
+    /// `Bc Bcm Bi Bim` (conditional and indirect branches, and their
+    /// mispredictions), as Cachegrind records by default.
+    Branch,
 }
 
 impl EventSet {
@@ -66,6 +70,10 @@ impl EventSet {
             EventSet::Ir => &["Ir"],
             EventSet::Cache => &[
                 "Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw",
+            ],
+            EventSet::Branch => &[
+                "Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bc", "Bcm",
+                "Bi", "Bim",
             ],
         }
     }
@@ -185,6 +193,7 @@ fn bytes_per_line(events: EventSet) -> u64 {
     match events {
         EventSet::Ir => 12,
         EventSet::Cache => 15,
+        EventSet::Branch => 16,
     }
 }
 
@@ -209,12 +218,11 @@ pub fn generate(config: &Config, out: &mut dyn Write) -> io::Result<Stats> {
 fn generate_with(config: &Config, out: &mut dyn Write, threads: usize) -> io::Result<Stats> {
     let lines = config.size / bytes_per_line(config.events) + 1;
     let model = Model::build(config.seed, lines, config.shape);
-    let cache = config.events == EventSet::Cache;
     let plan = first_pass(&model, config, threads);
     let job = Job {
         model: &model,
         compress: config.compress,
-        cache,
+        events: config.events,
         blocks: plan.counts.blocks,
         first_uses: &plan.first_uses,
         marks: &plan.marks,
@@ -298,9 +306,8 @@ fn measure(body: &mut Body<'_, Counter>, start: u64, end: u64) -> Measured {
 /// out which names each defines and what that adds to its size, and stops
 /// at the block that reaches the target size.
 fn first_pass(model: &Model, config: &Config, threads: usize) -> Plan {
-    let cache = config.events == EventSet::Cache;
     let new_body = || {
-        let mut b = Body::new(model, Counter::default(), config.compress, cache);
+        let mut b = Body::new(model, Counter::default(), config.compress, config.events);
         b.defer = true;
         b
     };
@@ -467,7 +474,7 @@ impl<'a> Merge<'a> {
 struct Job<'a> {
     model: &'a Model,
     compress: bool,
-    cache: bool,
+    events: EventSet,
     blocks: u64,
     /// Names in the order of their first use, and where each chunk's
     /// first uses start in that list.
@@ -486,7 +493,7 @@ impl Job<'_> {
         let chunks = self.blocks.div_ceil(CHUNK_BLOCKS) as usize;
         let workers = self.threads.min(chunks);
         if workers <= 1 {
-            let mut body = Body::new(self.model, w, self.compress, self.cache);
+            let mut body = Body::new(self.model, w, self.compress, self.events);
             for i in 0..self.blocks {
                 body.block(i);
                 if body.e.failed() {
@@ -525,7 +532,7 @@ impl Job<'_> {
             self.model,
             BufOut::new(Vec::new()),
             self.compress,
-            self.cache,
+            self.events,
         );
         let mut known = 0;
         for k in (t..chunks).step_by(workers) {
@@ -550,7 +557,7 @@ fn header(w: &mut impl Emit, config: &Config, counts: &Counts) {
     w.bytes(
         b"# callgrind format\nversion: 1\ncreator: callgrind-3.19.0\npid: 4242\ncmd:  ./generated\npart: 1\n\n\n",
     );
-    if config.events == EventSet::Cache {
+    if config.events != EventSet::Ir {
         w.bytes(
             b"desc: I1 cache: 32768 B, 64 B, 8-way associative\n\
               desc: D1 cache: 32768 B, 64 B, 8-way associative\n\

@@ -20,8 +20,9 @@ struct Args {
     /// Seed of all random choices; the same arguments give the same bytes.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Recorded events: `ir` (Callgrind's default) or `cache` (the nine
-    /// events of --cache-sim=yes).
+    /// Recorded events: `ir` (Callgrind's default), `cache` (the nine
+    /// events of --cache-sim=yes) or `branch` (those and the four of
+    /// --branch-sim=yes, thirteen as in a Cachegrind profile).
     #[arg(long, value_enum, default_value_t = Events::Ir)]
     events: Events,
     /// Plain names and absolute positions (--compress-strings=no
@@ -72,6 +73,7 @@ enum Like {
 enum Events {
     Ir,
     Cache,
+    Branch,
 }
 
 fn size_arg(s: &str) -> Result<u64, String> {
@@ -93,6 +95,7 @@ fn main() -> ExitCode {
         events: match args.events {
             Events::Ir => EventSet::Ir,
             Events::Cache => EventSet::Cache,
+            Events::Branch => EventSet::Branch,
         },
         compress: !args.no_compress,
         blocks: args.blocks,

@@ -15,6 +15,7 @@ fn measure_agrees_with_the_generator_and_the_reader() {
         (EventSet::Ir, true, cc1),
         (EventSet::Ir, false, cc1),
         (EventSet::Cache, true, Shape::PYTHON),
+        (EventSet::Branch, false, Shape::PYTHON),
     ] {
         let config = Config {
             seed: 3,
