@@ -287,8 +287,14 @@ impl Model {
                         module += 1;
                     }
                     file = if debug {
-                        m.files
-                            .intern(&file_name(&mut rng, spec, oi as u32, module, file_no))
+                        m.files.intern(&file_name(
+                            &mut rng,
+                            spec,
+                            oi as u32,
+                            module,
+                            file_no,
+                            shape.c_program,
+                        ))
                     } else {
                         m.files.intern("???")
                     };
@@ -325,7 +331,7 @@ impl Model {
                     kind => inline_share(kind),
                 };
                 let (inline, inline_line) = if fline > 0 && rng.chance(share) {
-                    let h = header_name(&mut rng, spec, module);
+                    let h = header_name(&mut rng, spec, module, shape.c_program);
                     (m.files.intern(&h), rng.range(20, 2400) as u32)
                 } else {
                     (NO_FILE, 0)
@@ -910,11 +916,25 @@ const STD_HEADERS: &[&str] = &[
     "/usr/include/c++/12/bits/new_allocator.h",
 ];
 
-fn file_name(rng: &mut Rng, spec: &ObjectSpec, object: u32, module: u32, n: u32) -> String {
+/// The source file `n` of `spec`'s object; a C program's (`c`) are `.c`.
+fn file_name(
+    rng: &mut Rng,
+    spec: &ObjectSpec,
+    object: u32,
+    module: u32,
+    n: u32,
+    c: bool,
+) -> String {
     match spec.kind {
         Kind::Project => {
             let w = MODULE_WORDS[(module as usize + object as usize * 7) % MODULE_WORDS.len()];
-            let ext = if rng.chance(850) { "cc" } else { "cpp" };
+            let ext = if c {
+                "c"
+            } else if rng.chance(850) {
+                "cc"
+            } else {
+                "cpp"
+            };
             format!(
                 "./src/{w}_{module}/{}_{n}.{ext}",
                 rng.pick(CLASS_WORDS).to_lowercase()
@@ -952,9 +972,11 @@ fn file_name(rng: &mut Rng, spec: &ObjectSpec, object: u32, module: u32, n: u32)
     }
 }
 
-fn header_name(rng: &mut Rng, spec: &ObjectSpec, module: u32) -> String {
+/// A header whose code is inlined into functions of `spec`'s object; a C
+/// program's (`c`) are its own, never the C++ library's.
+fn header_name(rng: &mut Rng, spec: &ObjectSpec, module: u32, c: bool) -> String {
     match spec.kind {
-        Kind::Project if rng.chance(500) => {
+        Kind::Project if c || rng.chance(500) => {
             let w = MODULE_WORDS[module as usize % MODULE_WORDS.len()];
             format!(
                 "./src/{w}_{module}/{}.h",
