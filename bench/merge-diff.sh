@@ -4,9 +4,10 @@
 # ~80 MB), and `tally merge` of 100 Callgrind profiles of a test program.
 # Prints a Markdown report on standard output; progress on standard error.
 #
-# The Cachegrind files are made by tally-gen (a Callgrind profile with the
-# nine cache events) converted with `tally convert --to cachegrind`: line
-# level, as Cachegrind writes. The second input of each pair is the first
+# The Cachegrind files are made by tally-gen (a Callgrind profile shaped
+# like CPython's, with Cachegrind's thirteen cache and branch events)
+# converted with `tally convert --to cachegrind`: line level, as
+# Cachegrind writes. The second input of each pair is the first
 # merged with itself (same functions and lines, other counts), as two runs
 # of one program are. The Callgrind profiles are real: Valgrind runs of
 # tests/data/dcpi/real/workload (committed; tests/data/bin is built by
@@ -38,15 +39,15 @@ make_pair() { # NAME SIZE
     local name=$1 size=$2
     if [ ! -s "$dir/$name.b.cachegrind" ]; then
         log "making $name ($size of Callgrind text → Cachegrind)"
-        "$gen" --size "$size" --events cache -o "$dir/$name.callgrind" > /dev/null
+        "$gen" --like python --events branch --size "$size" -o "$dir/$name.callgrind" > /dev/null
         "$tally" convert "$dir/$name.callgrind" --to cachegrind -o "$dir/$name.a.cachegrind"
         "$tally" merge "$dir/$name.a.cachegrind" "$dir/$name.a.cachegrind" \
             -o "$dir/$name.b.cachegrind"
         rm -f "$dir/$name.callgrind"
     fi
 }
-make_pair small 6M
-make_pair large 200M
+make_pair python-small 4M
+make_pair python-large 200M
 
 if [ ! -s "$dir/cg/workload.100.out" ]; then
     log "100 Callgrind runs of tests/data/dcpi/real/workload"
@@ -63,10 +64,10 @@ mb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 
 echo "### Cachegrind files"
 echo
-for name in small large; do
+for name in python-small python-large; do
     a=$dir/$name.a.cachegrind b=$dir/$name.b.cachegrind
     r=$runs
-    [ "$name" = small ] && r=10
+    [ "$name" = python-small ] && r=10
     echo "**$name**: A $(mb "$(size "$a")") MB, B $(mb "$(size "$b")") MB, $(grep -c '^fn=' "$a") functions, $(grep -c '^[0-9]' "$a") lines"
     echo
     hyperfine -N -w 1 -r "$r" --export-markdown "$dir/$name.merge.md" \
