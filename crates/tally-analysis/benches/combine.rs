@@ -1,7 +1,7 @@
 //! Speed of `tally merge` and `tally diff` without the command: two
-//! line-level Cachegrind files (a generated profile with the nine cache
-//! events, summed per line as Cachegrind writes, and the same with other
-//! counts) read and summed, either folded as they are read
+//! line-level Cachegrind files (generated profiles shaped like CPython's
+//! with Cachegrind's thirteen events, summed per line as Cachegrind
+//! writes) read and summed, either folded as they are read
 //! ([`Folding`] and [`Combiner::add_folded_owned`], what `tally merge`
 //! does; per function as read for a diff, as `tally diff` does) or loaded
 //! whole first and then added ([`Combiner::add`]); and two generated
@@ -18,28 +18,30 @@ use tally_analysis::combine::{CombineOptions, Combined, Combiner, Sign};
 use tally_analysis::folding::Folding;
 use tally_formats::Input;
 use tally_formats::callgrind;
-use tally_gen::{Config, EventSet};
+use tally_gen::{Config, EventSet, Shape};
 
 /// A generated profile of about 24 MB with `events`, as `tally-gen`
 /// writes it (Callgrind, instructions and lines, calls and jumps).
-fn generated(seed: u64, events: EventSet) -> Vec<u8> {
+fn generated(seed: u64, events: EventSet, shape: Shape) -> Vec<u8> {
     let config = Config {
         seed,
         size: 24 << 20,
         events,
         compress: true,
         blocks: None,
-        shape: Default::default(),
+        shape,
     };
     let mut text = Vec::new();
     tally_gen::generate(&config, &mut text).expect("generating into memory");
     text
 }
 
-/// A generated profile with the nine cache events, summed per line as
-/// Cachegrind writes.
+/// A generated profile shaped like CPython's with Cachegrind's thirteen
+/// events, summed per line as Cachegrind writes (`bench/merge-diff.sh`'s
+/// files).
 fn cachegrind_text(seed: u64) -> Vec<u8> {
-    let input = Input::from_bytes("gen.out", generated(seed, EventSet::Cache)).expect("input");
+    let text = generated(seed, EventSet::Branch, Shape::PYTHON);
+    let input = Input::from_bytes("gen.out", text).expect("input");
     let (profile, _) = callgrind::read::<u64>(input).expect("reading");
     let mut out = Vec::new();
     tally_formats::cachegrind::write(&profile, &mut out).expect("writing");
@@ -127,7 +129,7 @@ fn bench(c: &mut Criterion) {
 
     // One profile twice, as two runs of one program list the same
     // records in the same order.
-    let a = generated(1, EventSet::Ir);
+    let a = generated(1, EventSet::Ir, Shape::default());
     let b = a.clone();
     let mut g = group(c, "merge-two-callgrind-files", a.len() + b.len());
     g.bench_function("merge", |bench| {
