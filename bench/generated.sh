@@ -10,13 +10,15 @@
 #   TALLY_BENCH_DIR      scratch directory            (default /tmp/tally-bench)
 #   TALLY_BENCH_SIZES    sizes to generate, tally-gen syntax, 1M = 2^20 bytes
 #                                                      (default "100M 500M")
-#   TALLY_BENCH_EVENTS   ir | cache                   (default ir: Callgrind's
-#                        default events; cache = the nine --cache-sim events)
+#   TALLY_BENCH_EVENTS   ir | cache | branch          (default ir: Callgrind's
+#                        default events; cache = the nine --cache-sim events;
+#                        branch = those and the four --branch-sim events)
 #   TALLY_BENCH_SEED     generator seed               (default 1)
 #   TALLY_BENCH_LIKE     cc1: the shape of GCC's cc1 under
 #                        --separate-callers=3 (long context names, no debug
-#                        information; tally-gen --like cc1); default: a C++
-#                        program with debug information
+#                        information; tally-gen --like cc1); python: CPython's
+#                        (a C program, dense calls); default: a C++ program
+#                        with debug information
 #   TALLY_BENCH_RUNS     hyperfine runs per command   (default 5)
 #   TALLY_BENCH_SKIP_ANNOTATE=1   do not run callgrind_annotate (it takes
 #                        minutes; it runs once, on the first size only)

@@ -6,11 +6,11 @@
 //! writes what Valgrind 3.19 writes with `--dump-instr=yes
 //! --collect-jumps=yes` (optionally `--cache-sim=yes` and
 //! `--branch-sim=yes`) for a large C++ program, or in the [`Shape`] of
-//! another kind of program (cc1's, CPython's): the same header, name compression, relative positions, inlined
-//! code (`fi=`/`fe=`), calls between objects and files, conditional and
-//! unconditional jumps, and the same quirks (trailing spaces after
-//! positions, line 0 for code without debug information). The same
-//! [`Config`] always gives the same bytes.
+//! another kind of program (cc1's, CPython's): the same header, name
+//! compression, relative positions, inlined code (`fi=`/`fe=`), calls
+//! between objects and files, conditional and unconditional jumps, and the
+//! same quirks (trailing spaces after positions, line 0 for code without
+//! debug information). The same [`Config`] always gives the same bytes.
 //!
 //! How it is built, module by module:
 //!

@@ -167,6 +167,7 @@ impl Model {
     /// Builds the program for about `lines` cost lines.
     pub(crate) fn build(seed: u64, lines: u64, shape: Shape) -> Model {
         let mut rng = Rng::new(hash2(seed, 0x006d_6f64_656c));
+        let knobs = Knobs::of(shape);
         // Function sizes first: their sum decides how many functions there are.
         let mut sizes = Vec::new();
         let mut total = 0u64;
@@ -178,10 +179,7 @@ impl Model {
             } else {
                 rng.log_range(120, 2500)
             };
-            // A context runs a part of its function's code (cc1's, 60
-            // cost lines each, against 270 for a whole function here).
-            // So does a C program's function (CPython's, 70).
-            if shape.separate_callers > 0 || shape.c_program {
+            if knobs.small_functions {
                 n = (n / 4).max(3);
             }
             sizes.push(n as u32);
@@ -201,9 +199,9 @@ impl Model {
             order: Vec::new(),
             layout_seed: hash2(seed, 0x6c61_796f_7574),
             cost_seed: hash2(seed, 0x636f_7374),
-            inline_rate: if shape.c_program { 650 } else { 80 },
-            extra_calls: if shape.c_program { 420 } else { 0 },
-            extra_jumps: if shape.c_program { 80 } else { 0 },
+            inline_rate: knobs.inline_rate,
+            extra_calls: knobs.extra_calls,
+            extra_jumps: knobs.extra_jumps,
         };
         // Split the functions over the objects by weight; the program takes
         // the rest.
@@ -276,12 +274,7 @@ impl Model {
                 let stripped = shape.no_debug_info && spec.kind == Kind::Project;
                 let debug = !(stripped || matches!(spec.kind, Kind::NoDebug | Kind::Unknown));
                 if file_left == 0 {
-                    // A C program's source files are larger.
-                    file_left = if shape.c_program {
-                        rng.range(4, 40)
-                    } else {
-                        rng.range(1, 11)
-                    } as u32;
+                    file_left = rng.range(knobs.file_span.0, knobs.file_span.1) as u32;
                     file_no += 1;
                     if file_no.is_multiple_of(12) {
                         module += 1;
@@ -326,9 +319,9 @@ impl Model {
                     }
                     sym
                 };
-                let share = match spec.kind {
-                    Kind::Project if shape.c_program => 900,
-                    kind => inline_share(kind),
+                let share = match (spec.kind, knobs.project_inlines) {
+                    (Kind::Project, Some(share)) => share,
+                    (kind, _) => inline_share(kind),
                 };
                 let (inline, inline_line) = if fline > 0 && rng.chance(share) {
                     let h = header_name(&mut rng, spec, module, shape.c_program);
@@ -354,7 +347,7 @@ impl Model {
                 if popular {
                     m.popular.push(m.funcs.len() as u32 - 1);
                 }
-                if shape.c_program && !contexts.on() && rng.chance(45) {
+                if knobs.recursive > 0 && !contexts.on() && rng.chance(knobs.recursive) {
                     recursive = Some(name);
                 }
                 // 16 bytes of address space per instruction: executed
@@ -368,11 +361,64 @@ impl Model {
         if m.popular.is_empty() {
             m.popular.push(0);
         }
-        // A C program's profile keeps to one object for long: CPython's
-        // interpreter is one, and calls into libc go by `cob=`.
-        let run = if shape.c_program { (40, 400) } else { (1, 8) };
-        m.order = block_order(&mut rng, &m.funcs, &m.object_funcs, run);
+        m.order = block_order(&mut rng, &m.funcs, &m.object_funcs, knobs.run);
         m
+    }
+}
+
+/// The numbers a [`Shape`] sets, in one place. A C program's are
+/// calibrated on CPython's profile (BENCHMARKS.md, "tally-gen against
+/// real files"); the default's keep the bytes the generator always wrote.
+struct Knobs {
+    /// Functions a quarter of the default size: a context runs a part of
+    /// its function's code (cc1's, 60 cost lines each, against 270 for a
+    /// whole function here), and a C program's functions are small
+    /// (CPython's, 70).
+    small_functions: bool,
+    /// How many functions a source file holds (a uniform range).
+    file_span: (u64, u64),
+    /// Chance (per mille) that a function of the program inlines a
+    /// header's code; `None`: as for any C++ object.
+    project_inlines: Option<u64>,
+    /// Chance (per mille) that a function gets an `f'2` twin.
+    recursive: u64,
+    /// Blocks of one object written in a row (a uniform range): a C
+    /// program keeps to one object for long, CPython's interpreter being
+    /// one, and its calls into libc go by `cob=`.
+    run: (u64, u64),
+    /// See [`Model::inline_rate`], [`Model::extra_calls`],
+    /// [`Model::extra_jumps`].
+    inline_rate: u64,
+    extra_calls: u64,
+    extra_jumps: u64,
+}
+
+impl Knobs {
+    fn of(shape: Shape) -> Knobs {
+        let small_functions = shape.separate_callers > 0 || shape.c_program;
+        if shape.c_program {
+            Knobs {
+                small_functions,
+                file_span: (4, 40),
+                project_inlines: Some(900),
+                recursive: 45,
+                run: (40, 400),
+                inline_rate: 650,
+                extra_calls: 420,
+                extra_jumps: 80,
+            }
+        } else {
+            Knobs {
+                small_functions,
+                file_span: (1, 11),
+                project_inlines: None,
+                recursive: 0,
+                run: (1, 8),
+                inline_rate: 80,
+                extra_calls: 0,
+                extra_jumps: 0,
+            }
+        }
     }
 }
 

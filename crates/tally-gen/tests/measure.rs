@@ -8,12 +8,11 @@ use tally_gen::{Config, EventSet, Shape, generate, measure::measure};
 
 #[test]
 fn measure_agrees_with_the_generator_and_the_reader() {
-    let cc1 = Shape::CC1;
     for (events, compress, shape) in [
         (EventSet::Ir, true, Shape::default()),
         (EventSet::Cache, false, Shape::default()),
-        (EventSet::Ir, true, cc1),
-        (EventSet::Ir, false, cc1),
+        (EventSet::Ir, true, Shape::CC1),
+        (EventSet::Ir, false, Shape::CC1),
         (EventSet::Cache, true, Shape::PYTHON),
         (EventSet::Branch, false, Shape::PYTHON),
     ] {
@@ -36,7 +35,7 @@ fn measure_agrees_with_the_generator_and_the_reader() {
         assert_eq!(m.kinds[3], stats.blocks, "fn= lines");
         assert_eq!(m.kind_bytes.iter().sum::<u64>(), stats.bytes);
         // With --separate-callers=3 every name is a context of four parts.
-        if shape == cc1 {
+        if shape == Shape::CC1 {
             assert_eq!(m.context_names, m.function_names);
             assert_eq!(m.context_parts, 4 * m.function_names);
         } else if shape == Shape::PYTHON {
