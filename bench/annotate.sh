@@ -10,8 +10,8 @@
 # once (TALLY_BENCH_REF_RUNS); tally runs 5 times after a warm-up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p tally-cli >&2
-tally=$PWD/target/release/tally
+cargo build --profile profiling -p tally-cli >&2
+tally=$PWD/target/profiling/tally
 ref_runs=${TALLY_BENCH_REF_RUNS:-1}
 
 mem() { /usr/bin/time -f "%M" "$@" 2>&1 >/dev/null | tail -1; }

@@ -28,9 +28,9 @@ log "corpus in $dir"
 corpus_table=$("$root/bench/corpus.sh" "$dir")
 tally=${TALLY_BIN:-}
 if [ -z "$tally" ]; then
-    log "building tally (release)"
-    (cd "$root" && cargo build --release -p tally-cli >&2)
-    tally=${CARGO_TARGET_DIR:-$root/target}/release/tally
+    log "building tally (profiling profile)"
+    (cd "$root" && cargo build --profile profiling -p tally-cli >&2)
+    tally=${CARGO_TARGET_DIR:-$root/target}/profiling/tally
 fi
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

@@ -31,9 +31,9 @@ done
 python3 -c 'import datafusion, pyspark' 2>/dev/null ||
     { log "needs python3 -m pip install datafusion pyspark (examples/fleet/README.md)"; exit 1; }
 
-log "building (release)"
-cargo build --release -q -p tally-cli
-tally=$PWD/target/release/tally
+log "building (profiling profile)"
+cargo build --profile profiling -q -p tally-cli
+tally=$PWD/target/profiling/tally
 prog=$PWD/tests/data/dcpi/real/workload
 half=$((n / 2))
 

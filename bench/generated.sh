@@ -58,11 +58,11 @@ if [ ${#missing[@]} -gt 0 ]; then
     install_packages "${missing[@]}"
 fi
 
-log "building tally and tally-gen (release)"
-cargo build --release -p tally-cli -p tally-gen >&2
+log "building tally and tally-gen (profiling profile)"
+cargo build --profile profiling -p tally-cli -p tally-gen >&2
 target=${CARGO_TARGET_DIR:-$PWD/target}
-tally=$target/release/tally
-gen=$target/release/tally-gen
+tally=$target/profiling/tally
+gen=$target/profiling/tally-gen
 
 mkdir -p "$dir"
 annotate=""

@@ -33,8 +33,8 @@ print(s, count, #str)
 LUA
 rm -f gmon.out
 ./src/src/lua-pg bench.lua >/dev/null
-(cd "$root" && cargo build --release -q -p tally-cli)
-tally="$root/target/release/tally"
+(cd "$root" && cargo build --profile profiling -q -p tally-cli)
+tally="$root/target/profiling/tally"
 p=src/src/lua-pg
 for args in "-b" "" "-b -l" "-b -A"; do
     LC_ALL=C gprof $args $p gmon.out >gnu.txt 2>/dev/null

@@ -10,9 +10,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${TALLY_BENCH_DIR:-/tmp/tally-bench/graph}
 mkdir -p "$work"
-(cd "$root" && cargo build --release -q -p tally-cli -p tally-gen)
-tally="$root/target/release/tally"
-gen="$root/target/release/tally-gen"
+(cd "$root" && cargo build --profile profiling -q -p tally-cli -p tally-gen)
+tally="$root/target/profiling/tally"
+gen="$root/target/profiling/tally-gen"
 g2d="gprof2dot"
 command -v gprof2dot >/dev/null || g2d="python3 -m gprof2dot"
 big=$(ls -S "$root"/tests/data/callgrind/*.out | head -1)

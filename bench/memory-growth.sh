@@ -22,10 +22,10 @@ if [ -n "${TALLY_BENCH_BIN:-}" ] && [ -n "${TALLY_BENCH_GEN:-}" ]; then
     tally=$TALLY_BENCH_BIN
     gen=$TALLY_BENCH_GEN
 else
-    log "building (release)"
-    cargo build --release -p tally-cli -p tally-gen >&2
-    tally=${TALLY_BENCH_BIN:-${CARGO_TARGET_DIR:-$PWD/target}/release/tally}
-    gen=${TALLY_BENCH_GEN:-${CARGO_TARGET_DIR:-$PWD/target}/release/tally-gen}
+    log "building (profiling profile)"
+    cargo build --profile profiling -p tally-cli -p tally-gen >&2
+    tally=${TALLY_BENCH_BIN:-${CARGO_TARGET_DIR:-$PWD/target}/profiling/tally}
+    gen=${TALLY_BENCH_GEN:-${CARGO_TARGET_DIR:-$PWD/target}/profiling/tally-gen}
 fi
 mkdir -p "$dir"
 

@@ -19,9 +19,9 @@ log() { echo "memory.sh: $*" >&2; }
 if [ -n "${TALLY_BENCH_BIN:-}" ]; then
     tally=$TALLY_BENCH_BIN
 else
-    log "building (release)"
-    cargo build --release -p tally-cli >&2
-    tally=${CARGO_TARGET_DIR:-$PWD/target}/release/tally
+    log "building (profiling profile)"
+    cargo build --profile profiling -p tally-cli >&2
+    tally=${CARGO_TARGET_DIR:-$PWD/target}/profiling/tally
 fi
 mkdir -p "$dir"
 input=$dir/exp-$bytes.cg.gz

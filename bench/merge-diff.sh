@@ -28,11 +28,11 @@ for t in cg_merge cg_diff valgrind; do
     command -v "$t" >/dev/null || { log "needs $t (valgrind)"; exit 1; }
 done
 
-log "building (release)"
-cargo build --release -p tally-cli -p tally-gen >&2
+log "building (profiling profile)"
+cargo build --profile profiling -p tally-cli -p tally-gen >&2
 target=${CARGO_TARGET_DIR:-$PWD/target}
-tally=$target/release/tally
-gen=$target/release/tally-gen
+tally=$target/profiling/tally
+gen=$target/profiling/tally-gen
 mkdir -p "$dir"
 
 make_pair() { # NAME SIZE

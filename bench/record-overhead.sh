@@ -12,8 +12,8 @@
 # scheduler moving it onto the CPU where the recorder reads its samples.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p tally-cli >&2
-tally=$PWD/target/release/tally
+cargo build --profile profiling -p tally-cli >&2
+tally=$PWD/target/profiling/tally
 rounds=${1:-10}
 n=${TALLY_BENCH_N:-12000}
 tmp=$(mktemp -d)

@@ -9,9 +9,11 @@
 # many pairs tally won.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p tally-cli >&2
+cargo build --profile profiling -p tally-cli >&2
 cargo build --release --manifest-path crates/tally-qemu-plugin/Cargo.toml --target-dir target >&2
-tally=$PWD/target/release/tally
+tally=$PWD/target/profiling/tally
+# The plugin is built in release; point tally at it.
+export TALLY_QEMU_PLUGIN=${TALLY_QEMU_PLUGIN:-$PWD/target/release/libtally_qemu_plugin.so}
 pairs=${1:-8}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -9,16 +9,16 @@
 #
 #   bench/web.sh PROFILE...        (default: a 100 MB tally-gen file, seed 1)
 #
-# Uses target/release/tally (build it first: cargo build --release -p tally-cli).
+# Uses target/profiling/tally (build it first: cargo build --profile profiling -p tally-cli).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tally=${TALLY:-target/release/tally}
+tally=${TALLY:-target/profiling/tally}
 dir=${TALLY_BENCH_DIR:-/tmp/tally-bench-web}
 mkdir -p "$dir"
 files=("$@")
 if [ ${#files[@]} -eq 0 ]; then
     gen="$dir/gen-100M.out"
-    [ -f "$gen" ] || target/release/tally-gen --size 100M --seed 1 >"$gen"
+    [ -f "$gen" ] || target/profiling/tally-gen --size 100M --seed 1 >"$gen"
     files=("$gen")
 fi
 now() { date +%s.%N; }
