@@ -9,10 +9,9 @@ use crate::progress::Progress;
 use anyhow::{anyhow, bail};
 use std::path::PathBuf;
 use tally_formats::detect::Format as FileFormat;
-use tally_formats::gmon::Gmon;
 use tally_formats::{OutputFormat, OutputOptions, Source};
+use tally_input::{GmonInput, Program};
 use tally_model::{AnyCost, Cost, Profile};
-use tally_symbols::ObjectFile;
 
 /// Output formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -100,7 +99,7 @@ pub struct Args {
 /// The output format: `--to`, else the one the output's name implies.
 fn output_format(args: &Args) -> Option<OutputFormat> {
     args.to
-        .map(crate::combine::output_format)
+        .map(crate::inputs::output_format)
         .or_else(|| OutputFormat::from_name(&args.output))
 }
 
@@ -176,12 +175,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             }
         );
     }
-    crate::combine::stdin_once(&args.files)?;
-    let sources = args
-        .files
-        .iter()
-        .map(|f| Source::open(f))
-        .collect::<Result<Vec<_>, _>>()?;
+    crate::inputs::stdin_once(&args.files)?;
+    let sources = tally_input::open_all(&args.files)?;
     match input_format(&args, &sources)? {
         InputFormat::Gmon => return run_gmon(&args, &sources),
         InputFormat::Dcpi => return run_dcpi(&args, &sources),
@@ -203,11 +198,11 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let total: u64 = sources.iter().filter_map(Source::size).sum();
     let mut progress = Progress::new(Some(total));
     let mut update = |n| progress.update(n);
-    let (p, warnings) = read_profile(&sources, &mut update)?;
+    let (p, warnings) = tally_input::read_within_memory(&sources, &mut update)?;
     drop(progress);
     for (s, ws) in sources.iter().zip(&warnings) {
-        for w in ws.iter() {
-            eprintln!("{}: warning: {w}", s.path().display());
+        for line in tally_input::warning_lines(s.path(), ws) {
+            eprintln!("{line}");
         }
     }
     match &p {
@@ -242,49 +237,15 @@ fn write_unsigned(p: &Profile<u64>, args: &Args) -> anyhow::Result<Outcome> {
     write(&with, args)
 }
 
-/// Reads the inputs as one profile: every record as read while they take
-/// less than [`exact_limit`](tally_formats::limits::exact_limit) in
-/// memory (twice their decompressed size), else read again with repeated
-/// records summed, so that a file of many repeated lines converts in the
-/// memory its distinct records need.
-fn read_profile(
-    sources: &[Source],
-    update: &mut dyn FnMut(u64),
-) -> anyhow::Result<(tally_model::AnyProfile, Vec<tally_formats::Warnings>)> {
-    use tally_formats::{ParseErrorKind, Records, limits};
-    let ceiling = limits::memory_limit()?;
-    let content_bytes = sources.iter().filter_map(Source::content_size_hint).sum();
-    let exact_limit = limits::exact_limit(content_bytes, ceiling);
-    let first =
-        tally_formats::read_all_kept(sources, Records::Exact, Some(exact_limit), Some(update));
-    match first {
-        Err(tally_formats::Error::Parse {
-            kind: ParseErrorKind::MemoryLimit { .. },
-            ..
-        }) if ceiling.is_none_or(|c| c > exact_limit) => Ok(tally_formats::read_all_kept(
-            sources,
-            Records::Folded,
-            ceiling,
-            Some(update),
-        )?),
-        r => Ok(r?),
-    }
-}
-
 /// Converts a DCPI profile (several are summed) with its image.
 fn run_dcpi(args: &Args, sources: &[Source]) -> anyhow::Result<Outcome> {
-    let mut v = Vec::new();
-    for (f, s) in args.files.iter().zip(sources) {
-        let p = tally_formats::dcpi::parse(&s.bytes()?, s.name())?;
-        v.push((f.display().to_string(), p));
-    }
-    let p = tally_report::dcpi::sum(&v)?;
+    let input = tally_input::read_dcpi(sources)?;
     if wants_dcpi(args) {
-        tally_formats::dcpi::write_file(&p, &args.output)?;
+        tally_formats::dcpi::write_file(&input.profile, &args.output)?;
         return Ok(Outcome::Ok);
     }
-    let obj = match &args.binary {
-        Some(b) => Some(ObjectFile::open(b).map_err(|e| anyhow!("{e}"))?),
+    let image = match &args.binary {
+        Some(b) => Some(Program::open(b)?),
         None => {
             eprintln!(
                 "tally convert: warning: no --binary IMAGE: addresses are not mapped to functions and lines"
@@ -292,12 +253,7 @@ fn run_dcpi(args: &Args, sources: &[Source]) -> anyhow::Result<Outcome> {
             None
         }
     };
-    let name = match (&args.binary, p.header.path()) {
-        (Some(b), _) => b.display().to_string(),
-        (None, Some(path)) => path.to_string(),
-        (None, None) => "???".to_string(),
-    };
-    let prof = tally_report::convert::dcpi::to_callgrind(&p, obj.as_ref(), &name)?;
+    let prof = input.to_profile(image.as_ref())?;
     write_unsigned(&prof, args)
 }
 
@@ -309,10 +265,8 @@ fn run_gmon(args: &Args, sources: &[Source]) -> anyhow::Result<Outcome> {
             args.files[0].display()
         );
     };
-    // The error names the file already; its source would repeat itself.
-    let obj = ObjectFile::open(binary).map_err(|e| anyhow!("{e}"))?;
-    let gmon = Gmon::sum(sources, tally_report::gprof::layout_of(&obj))?;
-    if gmon.histograms.is_empty() && gmon.arcs.is_empty() {
+    let input = GmonInput::sum(sources, Program::open(binary)?)?;
+    if input.is_empty() {
         eprintln!(
             "tally convert: warning: {}: no histogram and no call arcs: the profile is empty",
             args.files[0].display()
@@ -323,24 +277,25 @@ fn run_gmon(args: &Args, sources: &[Source]) -> anyhow::Result<Outcome> {
         demangle: !args.no_demangle,
         ..Default::default()
     };
-    let conv = tally_report::convert::gmon::convert(&obj, &gmon, &opts)?;
+    let conv = input.to_profile(&opts)?;
     for n in &conv.notices {
-        eprintln!("tally convert: warning: {}", n.0);
+        eprintln!("tally convert: warning: {n}");
     }
     write_unsigned(&conv.profile, args)
 }
 
 fn write<C: Cost>(p: &Profile<C>, args: &Args) -> anyhow::Result<Outcome> {
     if wants_dcpi(args) {
-        let obj = match &args.binary {
-            Some(b) => Some(ObjectFile::open(b).map_err(|e| anyhow!("{e}"))?),
-            None => None,
-        };
+        let image = args.binary.as_deref().map(Program::open).transpose()?;
         let opts = tally_report::convert::dcpi::FromCallgrind {
             event: args.event.as_deref(),
             object: args.object.as_deref(),
         };
-        let d = tally_report::convert::dcpi::from_callgrind(p, obj.as_ref(), &opts)?;
+        let d = tally_report::convert::dcpi::from_callgrind(
+            p,
+            image.as_ref().map(Program::object),
+            &opts,
+        )?;
         tally_formats::dcpi::write_file(&d, &args.output)?;
         return Ok(Outcome::Ok);
     }
@@ -359,7 +314,7 @@ fn write<C: Cost>(p: &Profile<C>, args: &Args) -> anyhow::Result<Outcome> {
         gzip: None,
     };
     tally_formats::write_profile(p, &args.output, &options)
-        .map_err(|e| crate::combine::write_error(e, &args.files))?;
+        .map_err(|e| crate::inputs::write_error(e, &args.files))?;
     Ok(Outcome::Ok)
 }
 

@@ -2,12 +2,11 @@
 //! showed them (see docs/dcpi.md).
 
 use crate::Outcome;
-use anyhow::anyhow;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use tally_formats::dcpi::{self, DcpiProfile};
+use tally_formats::dcpi::DcpiProfile;
+use tally_input::{DcpiInput, Program};
 use tally_report::dcpi as report;
-use tally_symbols::ObjectFile;
 
 /// `tally dcpi` commands.
 #[derive(clap::Subcommand)]
@@ -65,15 +64,6 @@ pub enum Command {
     },
 }
 
-fn read(path: &Path) -> anyhow::Result<DcpiProfile> {
-    Ok(dcpi::read_file(path)?)
-}
-
-fn image(path: &Path) -> anyhow::Result<ObjectFile> {
-    // The error names the file already.
-    ObjectFile::open(path).map_err(|e| anyhow!("{e}"))
-}
-
 /// Warns when a profile names another image than the one given: its
 /// samples would be mapped to the wrong procedures.
 fn check_image(p: &DcpiProfile, file: &Path, img: &Path) {
@@ -89,12 +79,12 @@ fn check_image(p: &DcpiProfile, file: &Path, img: &Path) {
     }
 }
 
+fn read(path: &Path) -> anyhow::Result<DcpiProfile> {
+    Ok(DcpiInput::read_one(path)?.profile)
+}
+
 fn summed(paths: &[PathBuf]) -> anyhow::Result<DcpiProfile> {
-    let mut v = Vec::new();
-    for p in paths {
-        v.push((p.display().to_string(), read(p)?));
-    }
-    Ok(report::sum(&v)?)
+    Ok(tally_input::read_dcpi_paths(paths)?.profile)
 }
 
 pub fn run(c: Command) -> anyhow::Result<Outcome> {
@@ -121,7 +111,8 @@ pub fn run(c: Command) -> anyhow::Result<Outcome> {
             if !(0.0..=100.0).contains(&keep) {
                 crate::usage_bail!("--keep must be a percentage between 0 and 100, got {keep}");
             }
-            let obj = image(&img)?;
+            let image = Program::open(&img)?;
+            let obj = image.object();
             let p = summed(&profiles)?;
             check_image(&p, &profiles[0], &img);
             let o = report::ProfOptions {
@@ -129,17 +120,18 @@ pub fn run(c: Command) -> anyhow::Result<Outcome> {
                 image_name: img.display().to_string(),
                 json,
             };
-            report::prof(&p, &obj, &o, &mut out)?;
+            report::prof(&p, obj, &o, &mut out)?;
         }
         Command::List {
             image: img,
             profiles,
             proc_name,
         } => {
-            let obj = image(&img)?;
+            let image = Program::open(&img)?;
+            let obj = image.object();
             let p = summed(&profiles)?;
             check_image(&p, &profiles[0], &img);
-            report::list(&p, &obj, &proc_name, &mut out)?;
+            report::list(&p, obj, &proc_name, &mut out)?;
         }
         Command::Diff {
             image: img,
@@ -147,7 +139,8 @@ pub fn run(c: Command) -> anyhow::Result<Outcome> {
             b,
             proc_name,
         } => {
-            let obj = image(&img)?;
+            let image = Program::open(&img)?;
+            let obj = image.object();
             let (pa, pb) = (read(&a)?, read(&b)?);
             check_image(&pa, &a, &img);
             check_image(&pb, &b, &img);
@@ -155,7 +148,7 @@ pub fn run(c: Command) -> anyhow::Result<Outcome> {
                 proc_name,
                 names: (a.display().to_string(), b.display().to_string()),
             };
-            report::diff(&pa, &pb, &obj, &o, &mut out)?;
+            report::diff(&pa, &pb, obj, &o, &mut out)?;
         }
     }
     out.flush()?;

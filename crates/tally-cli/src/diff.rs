@@ -2,7 +2,7 @@
 //! profile with signed counts (see docs/merge-diff.md).
 
 use crate::Outcome;
-use crate::combine::{self, To};
+use crate::inputs::{self as combine, To};
 use anyhow::bail;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -128,7 +128,7 @@ pub fn direct(
     per_line: bool,
 ) -> anyhow::Result<Combined<i64>> {
     let by_function = |f: Format| per_function || (f == Format::Cachegrind && !per_line);
-    let (la, lb) = both(a, b, |path| combine::load_folded_by(path, by_function));
+    let (la, lb) = both(a, b, |path| Ok(combine::load_folded_by(path, by_function)?));
     let la = la?;
     combine::print_lines(&combine::read_warnings(&la, a));
     let lb = lb?;
@@ -264,7 +264,14 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         (None, false) => PathBuf::from("-"),
     };
     let inputs = [args.a.clone(), args.b.clone()];
-    combine::write_result(d, &output, args.to, !args.no_compress, "diff", &inputs)?;
+    combine::write_result(
+        d,
+        &output,
+        args.to.map(combine::output_format),
+        !args.no_compress,
+        "diff",
+        &inputs,
+    )?;
     Ok(Outcome::Ok)
 }
 

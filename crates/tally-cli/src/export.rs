@@ -4,14 +4,13 @@
 //! inputs stream through the memory of one.
 
 use crate::Outcome;
-use anyhow::{Context, anyhow, bail};
+use anyhow::Context;
 use std::path::{Path, PathBuf};
 use tally_formats::Source;
 use tally_formats::detect::Format as FileFormat;
-use tally_formats::gmon::Gmon;
+use tally_input::{GmonInput, Program};
 use tally_model::AnyCost;
 use tally_parquet::{Exporter, ProfileInfo, Table};
-use tally_symbols::ObjectFile;
 
 /// Output formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -55,7 +54,7 @@ fn parse_label(s: &str) -> Result<(String, String), String> {
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let To::Parquet = args.to;
-    crate::combine::stdin_once(&args.files)?;
+    crate::inputs::stdin_once(&args.files)?;
     let mut seen = std::collections::HashSet::new();
     if let Some((k, _)) = args.labels.iter().find(|(k, _)| !seen.insert(k)) {
         crate::usage_bail!("--label {k}=…: the key `{k}` is given more than once");
@@ -75,10 +74,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
 fn export_to(args: &Args, dir: &Path) -> anyhow::Result<Outcome> {
     let binary = match &args.binary {
         Some(b) => {
-            let obj = ObjectFile::open(b).map_err(|e| anyhow!("{e}"))?;
+            let program = Program::open(b)?;
             let bytes = std::fs::read(b).with_context(|| format!("{}", b.display()))?;
             let id = tally_parquet::profile_id([bytes.as_slice()], &[]);
-            Some((obj, b.display().to_string(), id))
+            Some((program, id))
         }
         None => None,
     };
@@ -115,7 +114,7 @@ fn export_to(args: &Args, dir: &Path) -> anyhow::Result<Outcome> {
     if let Some(e) = failure {
         return Err(e);
     }
-    written.map_err(|e| crate::combine::write_error(e, &args.files))?;
+    written.map_err(|e| crate::inputs::write_error(e, &args.files))?;
     if let Some(n) = counts {
         eprintln!(
             "tally export: {} profiles; rows: {} costs, {} functions, {} arcs, {} profiles in {}",
@@ -143,7 +142,7 @@ fn write(path: &Path, f: impl FnOnce(Out<'_>) -> std::io::Result<()>) -> std::io
 
 fn export(
     args: &Args,
-    binary: Option<&(ObjectFile, String, String)>,
+    binary: Option<&(Program, String)>,
     outputs: [(Boxed<'_>, PathBuf); 4],
 ) -> anyhow::Result<tally_parquet::Counts> {
     let mut ex = Exporter::new(outputs)?;
@@ -155,41 +154,30 @@ fn export(
             ..ProfileInfo::default()
         };
         let bytes = source.bytes()?;
-        let extra = binary.map(|b| b.2.as_bytes()).unwrap_or_default();
+        let extra = binary.map(|b| b.1.as_bytes()).unwrap_or_default();
         info.id = tally_parquet::profile_id([bytes.as_ref(), extra], &args.labels);
         drop(bytes);
+        let program = binary.map(|b| &b.0);
         match source.format() {
             FileFormat::Gmon => {
-                let Some((obj, _, _)) = binary else {
-                    bail!(
-                        "{}: a gmon file needs the program that wrote it: add --binary PROG",
-                        path.display()
-                    );
-                };
-                let gmon = Gmon::sum(
-                    std::slice::from_ref(&source),
-                    tally_report::gprof::layout_of(obj),
-                )?;
+                let sources = std::slice::from_ref(&source);
+                let program = GmonInput::check(sources, program)?;
+                let gmon = tally_input::sum_gmon(sources, program)?;
                 let opts = tally_report::gprof::Options::default();
-                let conv = tally_report::convert::gmon::convert(obj, &gmon, &opts)?;
+                let conv = tally_input::convert_gmon(program, &gmon, &opts)?;
                 info.format = "gmon".into();
                 ex.add(&conv.profile, &info)?;
             }
             FileFormat::Dcpi => {
-                let d = tally_formats::dcpi::parse(&source.bytes()?, source.name())?;
-                let name = match (binary, d.header.path()) {
-                    (Some(b), _) => b.1.clone(),
-                    (None, Some(p)) => p.to_string(),
-                    (None, None) => "???".to_string(),
-                };
-                let p = tally_report::convert::dcpi::to_callgrind(&d, binary.map(|b| &b.0), &name)?;
+                let input = tally_input::read_dcpi(std::slice::from_ref(&source))?;
+                let p = input.to_profile(program)?;
                 info.format = "dcpi".into();
                 ex.add(&p, &info)?;
             }
             format => {
                 let (p, warnings) = tally_formats::read(&source, None)?;
-                for w in warnings.iter() {
-                    eprintln!("{}: warning: {w}", path.display());
+                for line in tally_input::warning_lines(path, &warnings) {
+                    eprintln!("{line}");
                 }
                 info.format = format_name(format, &p).into();
                 match &p {

@@ -7,10 +7,8 @@ use std::path::{Path, PathBuf};
 use tally_analysis::{Aggregate, AggregateBuilder, EstimateOptions, StackTree, estimate_tree};
 use tally_formats::Source;
 use tally_formats::detect::Format as FileFormat;
-use tally_formats::gmon::Gmon;
 use tally_model::{AnyCost, EventColumns, EventValue, Profile, Stacks};
 use tally_report::flame::{FlameOptions, Tree, write_svg};
-use tally_symbols::ObjectFile;
 
 /// Arguments of `tally flame`.
 #[derive(clap::Args)]
@@ -64,7 +62,7 @@ enum Drawing {
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
-    crate::combine::stdin_once(&args.files)?;
+    crate::inputs::stdin_once(&args.files)?;
     if args.diff && args.files.len() != 2 {
         crate::usage_bail!(
             "--diff takes exactly two files, A (before) and B (after); {} given",
@@ -221,51 +219,30 @@ fn event_of(profile: &Profile<u64>, name: &str, file: &Path) -> anyhow::Result<E
 /// Reads `files` as one profile with its stacks: recorded ones, or
 /// estimated from the arcs.
 fn read(files: &[PathBuf], binary: Option<&Path>, min_share: f64) -> anyhow::Result<Drawn> {
-    let sources = files
-        .iter()
-        .map(|f| Source::open(f))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut profile = if let Some(binary) = binary {
-        if let Some(s) = sources.iter().find(|s| s.format() != FileFormat::Gmon) {
-            bail!(
-                "{}: not a gmon file, and --binary is only for gmon input",
-                s.path().display()
-            );
-        }
-        let obj = ObjectFile::open(binary).map_err(|e| anyhow!("{e}"))?;
-        let gmon = Gmon::sum(&sources, tally_report::gprof::layout_of(&obj))?;
-        let conv = tally_report::convert::gmon::convert(
-            &obj,
-            &gmon,
-            &tally_report::gprof::Options::default(),
-        )?;
-        for n in &conv.notices {
-            eprintln!("tally flame: warning: {}", n.0);
-        }
-        conv.profile
-    } else {
-        if let Some(s) = sources.iter().find(|s| s.format() == FileFormat::Gmon) {
-            bail!(
-                "{}: a gmon file needs the program that wrote it: add --binary PROG",
-                s.path().display()
-            );
-        }
-        if let [source] = &sources[..]
-            && source.format() == FileFormat::Callgrind
-        {
-            return summed(source, min_share);
-        }
-        let (loaded, warnings) = tally_formats::read_all(&sources, None)?;
-        for (f, w) in files.iter().zip(&warnings) {
-            warn(f, w)?;
-        }
-        match loaded {
-            AnyCost::Unsigned(p) => p,
-            AnyCost::Signed(_) => bail!(
-                "{}: a difference (negative counts) has no flame graph: draw `tally flame --diff A B` of the two profiles",
-                files[0].display()
-            ),
-        }
+    let sources = tally_input::open_all(files)?;
+    if let [source] = &sources[..]
+        && binary.is_none()
+        && source.format() == tally_input::FileFormat::Callgrind
+    {
+        return summed(source, min_share);
+    }
+    let options = tally_input::Options {
+        program: binary.map(Path::to_path_buf),
+        ..Default::default()
+    };
+    let loaded = tally_input::load_profile(&sources, &options)?;
+    for n in &loaded.notices {
+        eprintln!("tally flame: warning: {n}");
+    }
+    for w in &loaded.warnings {
+        eprintln!("{w}");
+    }
+    let mut profile = match loaded.profile {
+        AnyCost::Unsigned(p) => p,
+        AnyCost::Signed(_) => bail!(
+            "{}: a difference (negative counts) has no flame graph: draw `tally flame --diff A B` of the two profiles",
+            files[0].display()
+        ),
     };
     let stacks = match profile.stacks.take() {
         Some(s) if !s.is_empty() => Drawing::Recorded(s),
@@ -279,19 +256,11 @@ fn read(files: &[PathBuf], binary: Option<&Path>, min_share: f64) -> anyhow::Res
     Ok(Drawn { profile, stacks })
 }
 
-/// Prints a read's warnings; a file that looks truncated is an error, as a
-/// picture of part of a run would look like the whole run.
-fn warn(file: &Path, w: &tally_formats::Warnings) -> anyhow::Result<()> {
-    if let Some(t) = w
-        .iter()
-        .find(|w| w.kind == tally_formats::WarningKind::Truncated)
-    {
-        bail!("{}: {t}: not drawn", file.display());
+/// Prints a read's warnings.
+fn warn(file: &Path, w: &tally_formats::Warnings) {
+    for line in tally_input::warning_lines(file, w) {
+        eprintln!("{line}");
     }
-    for w in w.iter() {
-        eprintln!("{}: warning: {w}", file.display());
-    }
-    Ok(())
 }
 
 /// One Callgrind file, summed as it is read (no line is stored: the
@@ -310,7 +279,7 @@ fn summed(source: &Source, min_share: f64) -> anyhow::Result<Drawn> {
             file.display()
         );
     };
-    warn(file, &outcome.warnings)?;
+    warn(file, &outcome.warnings);
     let profile = outcome.profile;
     let agg = builder.finish(profile.names.function_count(), |_| true);
     let stacks = estimate_tree(&agg, EstimateOptions { min_share })

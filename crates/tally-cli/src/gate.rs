@@ -3,7 +3,7 @@
 //! (see docs/gate.md).
 
 use crate::Outcome;
-use crate::combine;
+use crate::inputs as combine;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use tally_analysis::combine::{CombineOptions, Combiner, EventChoice, Sign};

@@ -8,9 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 use tally_formats::Source;
 use tally_formats::detect::Format as FileFormat;
-use tally_formats::gmon::Gmon;
+use tally_input::{GmonInput, Program};
 use tally_report::gprof;
-use tally_symbols::ObjectFile;
 
 use crate::Outcome;
 use crate::gprof_args::parse;
@@ -50,14 +49,10 @@ pub fn run(args: Vec<String>) -> Result<Outcome> {
     } else {
         vec![PathBuf::from("gmon.out")]
     };
-    // The error names the file and its cause already.
-    let obj = ObjectFile::open(&program).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let layout = gprof::layout_of(&obj);
-    let sources = gmon_paths
-        .iter()
-        .map(|p| Source::open(p))
-        .collect::<Result<Vec<_>, _>>()?;
-    let gmon = Gmon::sum(&sources, layout)?;
+    let program = Program::open(&program)?;
+    let sources = tally_input::open_all(&gmon_paths)?;
+    let input = GmonInput::sum(&sources, program)?;
+    let (obj, gmon) = (input.program.object(), &input.gmon);
 
     // The reports gprof prints when none is asked for: flat profile and
     // call graph (less those turned off).
@@ -70,7 +65,7 @@ pub fn run(args: Vec<String>) -> Result<Outcome> {
         }
     }
     if p.sum {
-        gmon.write_file(Path::new("gmon.sum"), layout)?;
+        gmon.write_file(Path::new("gmon.sum"), gprof::layout_of(obj))?;
     }
     p.opts.flat = p.flat;
     p.opts.graph = p.graph;
@@ -89,7 +84,7 @@ pub fn run(args: Vec<String>) -> Result<Outcome> {
     if !(p.flat || p.graph || p.anno) {
         return Ok(Outcome::Ok);
     }
-    let report = gprof::analyse(&obj, &gmon, &p.opts)?;
+    let report = gprof::analyse(obj, gmon, &p.opts)?;
     for n in &report.notices {
         eprintln!("tally gprof: warning: {}", n.0);
     }
@@ -105,7 +100,7 @@ pub fn run(args: Vec<String>) -> Result<Outcome> {
             all_lines: p.all_lines,
         };
         let (text, notices) =
-            gprof::source::write(&report, &p.opts, &gmon, &anno, !p.flat && !p.graph);
+            gprof::source::write(&report, &p.opts, gmon, &anno, !p.flat && !p.graph);
         out.push_str(&text);
         for n in notices {
             eprintln!("tally gprof: {n}");

@@ -4,16 +4,15 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use tally_analysis::AggregateBuilder;
 use tally_formats::Source;
 use tally_formats::callgrind::ReadOutcome;
 use tally_formats::detect::Format as FileFormat;
-use tally_formats::gmon::Gmon;
+use tally_input::{GmonInput, Program};
 use tally_model::{AnyCost, Cost, Profile};
 use tally_report::gprof::{self, Options};
 use tally_report::graph::{self, Graph, Prune};
-use tally_symbols::ObjectFile;
 
 use crate::Outcome;
 use crate::progress::Progress;
@@ -89,11 +88,7 @@ pub fn run(args: Args) -> Result<Outcome> {
             ),
         },
     };
-    let sources = args
-        .files
-        .iter()
-        .map(|p| Source::open(p))
-        .collect::<Result<Vec<_>, _>>()?;
+    let sources = tally_input::open_all(&args.files)?;
     let report = if sources.iter().any(|s| s.format() == FileFormat::Gmon) || args.binary.is_some()
     {
         gmon_report(&args, &sources)?
@@ -141,32 +136,22 @@ pub fn run(args: Args) -> Result<Outcome> {
 
 /// gprof's analysis of gmon files and their program.
 fn gmon_report(args: &Args, sources: &[Source]) -> Result<gprof::Report> {
-    if let Some(s) = sources.iter().find(|s| s.format() != FileFormat::Gmon) {
-        bail!(
-            "{}: {}: with --binary every input must be a gmon file",
-            s.path().display(),
-            s.format().describe()
-        );
-    }
-    let Some(binary) = &args.binary else {
-        crate::usage_bail!(
-            "{}: a gmon file needs the program that wrote it: add --binary PROG",
-            args.files[0].display()
-        );
-    };
+    let program = GmonInput::check(sources, args.binary.as_deref())?;
     if args.event.is_some() {
         crate::usage_bail!("--event is for Callgrind profiles; gmon files hold time samples");
     }
-    // The error names the file already.
-    let obj = ObjectFile::open(binary).map_err(|e| anyhow!("{e}"))?;
-    let gmon = Gmon::sum(sources, gprof::layout_of(&obj))?;
-    if gmon.histograms.is_empty() && gmon.arcs.is_empty() {
+    let input = GmonInput::sum(sources, Program::open(program)?)?;
+    if input.is_empty() {
         bail!(
             "{}: no histogram and no call arcs: the profile is empty",
             args.files[0].display()
         );
     }
-    Ok(gprof::analyse(&obj, &gmon, &graph_options())?)
+    Ok(gprof::analyse(
+        input.program.object(),
+        &input.gmon,
+        &graph_options(),
+    )?)
 }
 
 /// The gprof options a graph needs: a call graph, nothing printed.
@@ -214,17 +199,10 @@ fn callgrind_report(args: &Args, sources: &[Source]) -> Result<gprof::Report> {
     }
 }
 
-/// Prints a read's warnings; a file that looks truncated is an error: a
-/// graph of part of a run shows wrong shares with nothing to tell.
+/// Prints a read's warnings.
 fn warn(source: &Source, warnings: &tally_formats::Warnings) -> Result<()> {
-    for w in warnings.iter() {
-        if w.kind == tally_formats::WarningKind::Truncated {
-            bail!(
-                "{}: {w}; a graph of part of a run would show wrong shares",
-                source.path().display()
-            );
-        }
-        eprintln!("{}: warning: {w}", source.path().display());
+    for line in tally_input::warning_lines(source.path(), warnings) {
+        eprintln!("{line}");
     }
     Ok(())
 }

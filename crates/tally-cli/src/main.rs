@@ -3,7 +3,6 @@
 
 mod annotate;
 mod check;
-mod combine;
 mod convert;
 mod dcpi;
 mod diff;
@@ -14,6 +13,7 @@ mod gprof;
 mod gprof_args;
 mod gprof_callgrind;
 mod graph;
+mod inputs;
 mod merge;
 mod progress;
 mod record;
@@ -172,7 +172,9 @@ fn main() -> ExitCode {
             }
             let _ = io::stdout().flush();
             report(&e);
-            if e.chain().any(|c| c.is::<Usage>()) {
+            if e.chain().any(|c| {
+                c.is::<Usage>() || matches!(c.downcast_ref(), Some(tally_input::Error::Usage(_)))
+            }) {
                 ExitCode::from(2)
             } else {
                 ExitCode::from(error_status)
@@ -201,11 +203,12 @@ fn say_stopped(stop: &tally_formats::signals::Stop) {
 pub fn report(e: &anyhow::Error) {
     // A reader's error names its file and line already; with context
     // added, the whole chain is printed.
-    if let Some(f) = e
-        .chain()
-        .next()
-        .and_then(|outer| outer.downcast_ref::<tally_formats::Error>())
-    {
+    let outer = e.chain().next();
+    let formats = outer.and_then(|o| match o.downcast_ref::<tally_input::Error>() {
+        Some(tally_input::Error::Formats(f)) => Some(f),
+        _ => o.downcast_ref::<tally_formats::Error>(),
+    });
+    if let Some(f) = formats {
         eprintln!("{f}");
     } else {
         eprintln!("tally: {}", chain(e));

@@ -2,7 +2,7 @@
 //! instruction, call arc and jump (see docs/merge-diff.md).
 
 use crate::Outcome;
-use crate::combine::{self, To};
+use crate::inputs::{self as combine, To};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -132,12 +132,26 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         Sum::Unsigned(u) => {
             let events = combine::event_names(&u);
             let r = u.finish().map_err(|e| locate::<u64>(e, files, &events))?;
-            combine::write_result(r, &args.output, args.to, compress, "merge", files)?
+            combine::write_result(
+                r,
+                &args.output,
+                args.to.map(combine::output_format),
+                compress,
+                "merge",
+                files,
+            )?
         }
         Sum::Signed(s) => {
             let events = combine::event_names(&s);
             let r = s.finish().map_err(|e| locate::<i64>(e, files, &events))?;
-            combine::write_result(r, &args.output, args.to, compress, "merge", files)?
+            combine::write_result(
+                r,
+                &args.output,
+                args.to.map(combine::output_format),
+                compress,
+                "merge",
+                files,
+            )?
         }
     }
     Ok(Outcome::Ok)
@@ -158,7 +172,7 @@ fn locate<C: tally_model::Cost>(
     events: &[String],
 ) -> anyhow::Error {
     let files: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
-    combine::locate::<C>(e, &files, events)
+    combine::locate::<C>(e, &files, events).into()
 }
 
 enum Sum {

@@ -211,7 +211,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         .unwrap_or_else(|| PathBuf::from(format!("callgrind.out.{}", recording.pid)));
     let format = args
         .format
-        .map(crate::combine::output_format)
+        .map(crate::inputs::output_format)
         .or_else(|| OutputFormat::from_name(&output))
         .unwrap_or(OutputFormat::Callgrind);
     if matches!(format, OutputFormat::Dcpi | OutputFormat::Cachegrind) {

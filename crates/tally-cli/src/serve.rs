@@ -62,7 +62,7 @@ fn wrap(e: Error) -> anyhow::Error {
 }
 
 fn load(files: &[PathBuf], diff: bool, binary: Option<PathBuf>) -> Result<Session> {
-    crate::combine::stdin_once(files)?;
+    crate::inputs::stdin_once(files)?;
     let session = Session::load(files, &LoadOptions { binary, diff }).map_err(wrap)?;
     for i in &session.inputs {
         for w in &i.warnings {

@@ -33,6 +33,9 @@ pub enum Error {
     /// A report's error.
     #[error(transparent)]
     Report(#[from] tally_report::ReportError),
+    /// An input that could not be loaded (names the file).
+    #[error(transparent)]
+    Load(tally_input::Error),
     /// An input that cannot be shown.
     #[error("{0}")]
     Input(String),
@@ -51,6 +54,20 @@ pub enum Error {
     /// A thread panicked while holding the views.
     #[error("internal error: the analyses' cache is unusable")]
     Poisoned,
+}
+
+impl From<tally_input::Error> for Error {
+    /// A usage error stays one (exit status 2); a reader's error stays the
+    /// reader's, so that it is printed as `FILE:LINE: …`.
+    fn from(e: tally_input::Error) -> Error {
+        match e {
+            tally_input::Error::Usage(m) => Error::Usage(m),
+            tally_input::Error::Input(m) => Error::Input(m),
+            tally_input::Error::Formats(f) => Error::Formats(f),
+            tally_input::Error::Report(r) => Error::Report(r),
+            e => Error::Load(e),
+        }
+    }
 }
 
 /// The page: HTML with its CSS and script inlined, and `data` (JSON, or

@@ -10,12 +10,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use tally_analysis::{Aggregate, EstimateOptions, estimate_stacks_with};
-use tally_formats::Source;
-use tally_formats::detect::Format as FileFormat;
-use tally_formats::gmon::Gmon;
+use tally_input::GmonInput;
 use tally_model::{AnyCost, EventColumns, FunctionId, Profile, Stacks};
 use tally_report::gprof::{self, Options, Report};
-use tally_symbols::ObjectFile;
 
 use crate::Error;
 use crate::view::{Grouping, Provisional, Table, View};
@@ -29,7 +26,7 @@ pub struct Input {
     pub profile: Profile<u64>,
     /// gmon input: the program and the summed gmon data, which gprof's
     /// own analysis reads.
-    pub gmon: Option<(ObjectFile, Gmon)>,
+    pub gmon: Option<GmonInput>,
     /// Whole stacks: recorded, or estimated from the call arcs on first
     /// use (only the flame graph needs them, and estimating takes a while
     /// on a large profile).
@@ -321,7 +318,7 @@ impl Session {
         let opts = Options::default();
         let agg = self.aggregate(input, part)?;
         let report: Report = match &inp.gmon {
-            Some((obj, gmon)) => gprof::analyse(obj, gmon, &opts)?,
+            Some(g) => gprof::analyse(g.program.object(), &g.gmon, &opts)?,
             None => {
                 let sums: Vec<Vec<u64>> = inp
                     .profile
@@ -392,59 +389,25 @@ impl Input {
 /// Reads one input: gmon files with their program, or any profile
 /// tally reads, several summed.
 fn load_input(files: &[PathBuf], binary: Option<&Path>) -> Result<Input, Error> {
-    let sources = files
-        .iter()
-        .map(|p| Source::open(p))
-        .collect::<Result<Vec<_>, _>>()?;
-    let name = files
-        .iter()
-        .map(|f| f.display().to_string())
-        .collect::<Vec<_>>()
-        .join(" ");
-    let mut warnings = Vec::new();
-    let is_gmon = sources.iter().any(|s| s.format() == FileFormat::Gmon);
-    let (mut profile, gmon) = if is_gmon || binary.is_some() {
-        if let Some(s) = sources.iter().find(|s| s.format() != FileFormat::Gmon) {
+    let sources = tally_input::open_all(files)?;
+    let name = tally_input::names(&sources, " ");
+    let options = tally_input::Options {
+        program: binary.map(Path::to_path_buf),
+        ..Default::default()
+    };
+    let loaded = tally_input::load_profile(&sources, &options)?;
+    let mut warnings = loaded.notices;
+    warnings.extend(loaded.warnings);
+    let mut profile = match loaded.profile {
+        AnyCost::Unsigned(p) => p,
+        AnyCost::Signed(_) => {
             return Err(Error::Input(format!(
-                "{}: {}: with --binary every input must be a gmon file",
-                s.path().display(),
-                s.format().describe()
-            )));
-        }
-        let Some(binary) = binary else {
-            return Err(Error::Usage(format!(
-                "{}: a gmon file needs the program that wrote it: add --binary PROG",
+                "{}: a difference (negative counts) cannot be served: serve the two profiles with `tally serve A B --diff`",
                 files[0].display()
             )));
-        };
-        let obj = ObjectFile::open(binary).map_err(|e| Error::Input(e.to_string()))?;
-        let gmon = Gmon::sum(&sources, gprof::layout_of(&obj))?;
-        let conv = tally_report::convert::gmon::convert(&obj, &gmon, &Options::default())?;
-        warnings.extend(conv.notices.iter().map(|n| n.0.clone()));
-        (conv.profile, Some((obj, gmon)))
-    } else {
-        let (loaded, read_warnings) = tally_formats::read_all(&sources, None)?;
-        for (f, w) in files.iter().zip(&read_warnings) {
-            for w in w.iter() {
-                if w.kind == tally_formats::WarningKind::Truncated {
-                    return Err(Error::Input(format!(
-                        "{}: {w}; a view of part of a run would show wrong shares",
-                        f.display()
-                    )));
-                }
-                warnings.push(format!("{}: warning: {w}", f.display()));
-            }
-        }
-        match loaded {
-            AnyCost::Unsigned(p) => (p, None),
-            AnyCost::Signed(_) => {
-                return Err(Error::Input(format!(
-                    "{}: a difference (negative counts) cannot be served: serve the two profiles with `tally serve A B --diff`",
-                    files[0].display()
-                )));
-            }
         }
     };
+    let gmon = loaded.gmon;
     let stacks = OnceLock::new();
     let estimated = match profile.stacks.take() {
         Some(s) if !s.is_empty() => {

@@ -1,15 +1,15 @@
-//! What `tally merge`, `tally diff` and `tally annotate --diff` share:
-//! loading inputs (signed or not), the rename options, and writing the
-//! result.
+//! The inputs of `tally merge`, `tally diff`, `tally gate` and `tally
+//! annotate --diff`: each read straight into a folding sink (signed or
+//! not), summed or subtracted in the order named, and the result written.
 
-use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
 use tally_analysis::combine::{CombineError, Combined, Combiner, Sign};
 use tally_analysis::folding::Folding;
-use tally_analysis::subst::Subst;
 use tally_formats::callgrind::ReadOutcome;
 use tally_formats::{OutputFormat, OutputOptions, Source};
 use tally_model::{AnyCost, AnyProfile, Cost, Format};
+
+use crate::Error;
 
 /// An input read for a merge or diff: its header facts and names (a
 /// profile without records) and its records folded as they were read,
@@ -21,7 +21,7 @@ pub type Folded = AnyCost<(ReadOutcome<u64>, Folding<u64>), (ReadOutcome<i64>, F
 /// [`read_warnings`]): each distinct record once, grouped as the combiner takes
 /// them, so memory grows with the distinct records and no profile is
 /// built per input.
-pub fn load_folded(path: &Path) -> anyhow::Result<Folded> {
+pub fn load_folded(path: &Path) -> Result<Folded, Error> {
     load_folded_by(path, |_| false)
 }
 
@@ -30,10 +30,7 @@ pub fn load_folded(path: &Path) -> anyhow::Result<Folded> {
 /// for sure only once the file is read: the guess from its first bytes
 /// decides how it is read, and an input that turns out otherwise is read
 /// again.
-pub fn load_folded_by(
-    path: &Path,
-    per_function: impl Fn(Format) -> bool,
-) -> anyhow::Result<Folded> {
+pub fn load_folded_by(path: &Path, per_function: impl Fn(Format) -> bool) -> Result<Folded, Error> {
     let source = Source::open(path)?;
     fn make<C: Cost>(by_function: bool) -> Folding<C> {
         if by_function {
@@ -53,13 +50,13 @@ pub fn load_folded_by(
     if per_function(folded_format(&read)) != guess {
         read = read_as(!guess)?;
     }
-    fn check<C: Cost>(o: &ReadOutcome<C>, f: &Folding<C>, path: &Path) -> anyhow::Result<()> {
+    fn check<C: Cost>(o: &ReadOutcome<C>, f: &Folding<C>, path: &Path) -> Result<(), Error> {
         if let Some(function) = f.overflow() {
-            bail!(
+            return Err(Error::Input(format!(
                 "{}: in function `{}`: a sum of repeated records does not fit in 64 bits",
                 path.display(),
                 String::from_utf8_lossy(o.profile.names.function_name(function))
-            );
+            )));
         }
         Ok(())
     }
@@ -126,22 +123,10 @@ pub fn add_folded_to<C: Cost>(
     }
 }
 
-/// Refuses standard input (`-`) named more than once: it can be read only
-/// once, so a second `-` would be an empty profile or a second reader of
-/// the same stream.
-pub fn stdin_once<'a>(files: impl IntoIterator<Item = &'a PathBuf>) -> anyhow::Result<()> {
-    if files.into_iter().filter(|f| f.as_os_str() == "-").count() > 1 {
-        crate::usage_bail!(
-            "`-` (standard input) is given more than once: it can be read only once"
-        );
-    }
-    Ok(())
-}
-
 /// The error of writing the output: an I/O error says which file and that
 /// writing it failed; a count that overflows when the Cachegrind writer
 /// sums a profile per line names the inputs.
-pub fn write_error(e: tally_formats::Error, inputs: &[PathBuf]) -> anyhow::Error {
+pub fn write_error(e: tally_formats::Error, inputs: &[PathBuf]) -> Error {
     match e {
         tally_formats::Error::Io { path, source } => {
             if source
@@ -149,11 +134,11 @@ pub fn write_error(e: tally_formats::Error, inputs: &[PathBuf]) -> anyhow::Error
                 .is_some_and(|r| r.is::<tally_formats::cachegrind::SumOverflow>())
             {
                 let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
-                return anyhow::anyhow!("{}: {source}", names.join(", "));
+                return Error::Input(format!("{}: {source}", names.join(", ")));
             }
             // The I/O error stays in the chain, so that a closed pipe
             // (`tally merge A B | head`) ends quietly, as for the reports.
-            anyhow::Error::new(source).context(format!("{}: cannot write", path.display()))
+            Error::Write { path, source }
         }
         e => e.into(),
     }
@@ -183,7 +168,7 @@ pub fn event_names<C: Cost>(c: &Combiner<C>) -> Vec<String> {
 /// the order summed) are scanned again as one sum of `C`, and the input,
 /// line and function where their running sums pass what `C` holds are
 /// named. Standard input cannot be read again; its error stays unlocated.
-pub fn locate<C: Cost>(e: CombineError, files: &[&Path], events: &[String]) -> anyhow::Error {
+pub fn locate<C: Cost>(e: CombineError, files: &[&Path], events: &[String]) -> Error {
     let overflow = matches!(
         e,
         CombineError::Overflow { .. } | CombineError::Unreadable { .. }
@@ -199,46 +184,11 @@ pub fn locate<C: Cost>(e: CombineError, files: &[&Path], events: &[String]) -> a
     match found {
         Err(located) if files.len() > 1 => {
             let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-            anyhow::anyhow!("{located} (in the sum of {})", names.join(", "))
+            Error::Input(format!("{located} (in the sum of {})", names.join(", ")))
         }
         Err(located) => located.into(),
         Ok(()) => e.into(),
     }
-}
-
-/// Parses `--mod-filename` / `--mod-funcname`.
-pub fn subst(expr: Option<&str>, flag: &str) -> anyhow::Result<Option<Subst>> {
-    expr.map(|e| Subst::parse(e).with_context(|| flag.to_string()))
-        .transpose()
-}
-
-/// Output formats of merge and diff.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum To {
-    /// Callgrind format.
-    Callgrind,
-    /// Cachegrind format (self costs per file, function and line).
-    Cachegrind,
-    /// JSON (see docs/json.md).
-    Json,
-    /// pprof (profile.proto, gzip'd): inputs with whole stacks only.
-    Pprof,
-    /// Folded stacks (`a;b;c COUNT`): inputs with whole stacks only.
-    Folded,
-    /// speedscope JSON: inputs with whole stacks only.
-    Speedscope,
-}
-
-/// The output format a `--to` value names (the values of every `--to`
-/// enum are [`OutputFormat`] names).
-pub fn output_format(to: impl clap::ValueEnum) -> OutputFormat {
-    let value = to
-        .to_possible_value()
-        .expect("`--to` values are never skipped");
-    value
-        .get_name()
-        .parse()
-        .expect("`--to` values name output formats")
 }
 
 /// Writes the result (temporary file and rename; `-` is standard output),
@@ -247,24 +197,26 @@ pub fn output_format(to: impl clap::ValueEnum) -> OutputFormat {
 pub fn write_result<C: Cost>(
     c: Combined<C>,
     out: &Path,
-    to: Option<To>,
+    to: Option<OutputFormat>,
     compress: bool,
     command: &str,
     inputs: &[PathBuf],
-) -> anyhow::Result<()> {
+) -> Result<(), Error> {
     warn_stated(&c, command, out);
-    if matches!(to, Some(To::Pprof | To::Folded | To::Speedscope)) && c.profile.stacks.is_none() {
+    if let Some(f @ (OutputFormat::Pprof | OutputFormat::Folded | OutputFormat::Speedscope)) = to
+        && c.profile.stacks.is_none()
+    {
         // A sum of arcs has no stacks to write; estimating them is
         // `tally convert`'s job, which says that it estimates.
-        anyhow::bail!(
+        return Err(Error::Input(format!(
             "--to {}: the inputs hold caller-callee arcs, not whole stacks; write Callgrind and \
              use `tally convert --to {}` on it to get estimated stacks",
-            output_format(to.expect("matched")).name(),
-            output_format(to.expect("matched")).name()
-        );
+            f.name(),
+            f.name()
+        )));
     }
     let options = OutputOptions {
-        format: to.map(output_format),
+        format: to,
         compress_names: compress,
         gzip: None,
         ..Default::default()
@@ -314,7 +266,7 @@ pub fn label(p: &Path) -> String {
 pub fn event_choice(
     arg: Option<&str>,
     files: &[PathBuf],
-) -> anyhow::Result<tally_analysis::combine::EventChoice> {
+) -> Result<tally_analysis::combine::EventChoice, Error> {
     use tally_analysis::combine::EventChoice;
     let Some(arg) = arg else {
         return Ok(EventChoice::Same);
@@ -326,7 +278,7 @@ pub fn event_choice(
             .filter(|s| !s.is_empty())
             .collect();
         if v.is_empty() {
-            crate::usage_bail!("--events: no event names given");
+            return Err(Error::Usage("--events: no event names given".into()));
         }
         return Ok(EventChoice::Only(v));
     }
@@ -350,7 +302,9 @@ pub fn event_choice(
     }
     let common = common.unwrap_or_default();
     if common.is_empty() {
-        bail!("--events common: the inputs have no event in common");
+        return Err(Error::Input(
+            "--events common: the inputs have no event in common".into(),
+        ));
     }
     Ok(EventChoice::Only(common))
 }
