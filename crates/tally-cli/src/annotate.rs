@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use tally_analysis::AggregateBuilder;
 use tally_formats::Source;
 use tally_formats::callgrind::ReadOutcome;
+use tally_input::Summing;
 use tally_model::{AnyCost, Cost, Profile};
 use tally_report::annotate::AggregateAndRecords;
 use tally_report::annotate::{Grouping, Options, PartFilter, Threshold, Tree};
@@ -198,49 +199,55 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         };
         return report(d.profile, None, calls, &args, &opts);
     }
-    let sources = profiles
-        .iter()
-        .map(|p| Source::open(p))
-        .collect::<Result<Vec<_>, _>>()?;
+    let sources = tally_input::open_all(&profiles)?;
     let total: u64 = sources.iter().filter_map(Source::size).sum();
     let mut progress = Progress::new(Some(total));
     let mut update = |n| progress.update(n);
     // One file: sum while reading; keep the lines only for source or
     // assembly annotation. (Stack formats are loaded whole: their stacks
     // give exact inclusive costs.)
-    if let [source] = &sources[..]
-        && source.detected().is_callgrind_reader_input()
-    {
-        if tally_report::annotate::needs_lines(&opts) {
-            let read = tally_formats::parse_any(
-                source,
-                AggregateAndRecords::new(&opts),
-                || AggregateAndRecords::new(&opts),
-                Some(&mut update),
-            )?;
-            drop(progress);
-            return match read {
-                AnyCost::Unsigned((o, s)) => streamed_with_lines(source, o, s, &args, &opts),
-                AnyCost::Signed((o, s)) => streamed_with_lines(source, o, s, &args, &opts),
-            };
+    let read = if tally_report::annotate::needs_lines(&opts) {
+        match tally_input::read_summing(
+            &sources,
+            true,
+            || AggregateAndRecords::new(&opts),
+            || AggregateAndRecords::new(&opts),
+            Some(&mut update),
+        )? {
+            Summing::Streamed(read) => {
+                drop(progress);
+                let source = &sources[0];
+                return match read {
+                    AnyCost::Unsigned((o, s)) => streamed_with_lines(source, o, s, &args, &opts),
+                    AnyCost::Signed((o, s)) => streamed_with_lines(source, o, s, &args, &opts),
+                };
+            }
+            Summing::Whole { profile, warnings } => (profile, warnings),
         }
+    } else {
         let keep = opts.jumps.is_some();
-        let read = tally_formats::parse_any(
-            source,
-            AggregateBuilder::keeping_jumps(keep),
+        match tally_input::read_summing(
+            &sources,
+            true,
+            || AggregateBuilder::keeping_jumps(keep),
             || AggregateBuilder::keeping_jumps(keep),
             Some(&mut update),
-        )?;
-        drop(progress);
-        return match read {
-            AnyCost::Unsigned((o, s)) => streamed(source, o, s, &args, &opts),
-            AnyCost::Signed((o, s)) => streamed(source, o, s, &args, &opts),
-        };
-    }
-    let (p, warnings) = tally_formats::read_all(&sources, Some(&mut update))?;
+        )? {
+            Summing::Streamed(read) => {
+                drop(progress);
+                let source = &sources[0];
+                return match read {
+                    AnyCost::Unsigned((o, s)) => streamed(source, o, s, &args, &opts),
+                    AnyCost::Signed((o, s)) => streamed(source, o, s, &args, &opts),
+                };
+            }
+            Summing::Whole { profile, warnings } => (profile, warnings),
+        }
+    };
     drop(progress);
-    for (s, w) in sources.iter().zip(&warnings) {
-        warn(s, w);
+    let (p, warnings) = read;
+    for w in warnings {
+        eprintln!("{w}");
     }
     match p {
         AnyCost::Unsigned(p) => report(p, None, Vec::new(), &args, &opts),
@@ -281,8 +288,8 @@ fn streamed_with_lines<C: Cost>(
 }
 
 fn warn(source: &Source, warnings: &tally_formats::Warnings) {
-    for w in warnings.iter() {
-        eprintln!("{}: warning: {w}", source.path().display());
+    for line in tally_input::warning_lines(source.path(), warnings) {
+        eprintln!("{line}");
     }
 }
 

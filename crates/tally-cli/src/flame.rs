@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use tally_analysis::{Aggregate, AggregateBuilder, EstimateOptions, StackTree, estimate_tree};
 use tally_formats::Source;
 use tally_formats::detect::Format as FileFormat;
+use tally_input::Summing;
 use tally_model::{AnyCost, EventColumns, EventValue, Profile, Stacks};
 use tally_report::flame::{FlameOptions, Tree, write_svg};
 
@@ -220,36 +221,30 @@ fn event_of(profile: &Profile<u64>, name: &str, file: &Path) -> anyhow::Result<E
 /// estimated from the arcs.
 fn read(files: &[PathBuf], binary: Option<&Path>, min_share: f64) -> anyhow::Result<Drawn> {
     let sources = tally_input::open_all(files)?;
-    if let [source] = &sources[..]
-        && binary.is_none()
-        && source.format() == tally_input::FileFormat::Callgrind
+    if binary.is_none()
+        && sources
+            .iter()
+            .all(|s| s.format() != tally_input::FileFormat::Gmon)
     {
-        return summed(source, min_share);
+        return summed(&sources, min_share);
     }
-    let options = tally_input::Options {
-        program: binary.map(Path::to_path_buf),
-        ..Default::default()
-    };
-    let loaded = tally_input::load_profile(&sources, &options)?;
-    for n in &loaded.notices {
+    let input = tally_input::read_gmon(&sources, binary)?;
+    let conv = input.to_profile(&tally_report::gprof::Options::default())?;
+    for n in &conv.notices {
         eprintln!("tally flame: warning: {n}");
     }
-    for w in &loaded.warnings {
-        eprintln!("{w}");
-    }
-    let mut profile = match loaded.profile {
-        AnyCost::Unsigned(p) => p,
-        AnyCost::Signed(_) => bail!(
-            "{}: a difference (negative counts) has no flame graph: draw `tally flame --diff A B` of the two profiles",
-            files[0].display()
-        ),
-    };
+    with_stacks(conv.profile, &files[0], min_share)
+}
+
+/// A loaded profile with its stacks: the recorded ones, or estimated from
+/// its arcs.
+fn with_stacks(mut profile: Profile<u64>, file: &Path, min_share: f64) -> anyhow::Result<Drawn> {
     let stacks = match profile.stacks.take() {
         Some(s) if !s.is_empty() => Drawing::Recorded(s),
         _ => {
             let options = EstimateOptions { min_share };
             let s = estimate_tree(&Aggregate::new(&profile, |_| true), options)
-                .with_context(|| format!("{}: estimating stacks", files[0].display()))?;
+                .with_context(|| format!("{}: estimating stacks", file.display()))?;
             Drawing::Estimated(s)
         }
     };
@@ -263,22 +258,38 @@ fn warn(file: &Path, w: &tally_formats::Warnings) {
     }
 }
 
-/// One Callgrind file, summed as it is read (no line is stored: the
-/// estimate needs only self costs and arcs).
-fn summed(source: &Source, min_share: f64) -> anyhow::Result<Drawn> {
-    let file = source.path();
-    let read = tally_formats::load::parse_any(
-        source,
-        AggregateBuilder::<u64>::keeping_jumps(false),
+/// Profiles other than gmon: one Callgrind file summed as it is read (no
+/// line is stored: the estimate needs only self costs and arcs); recorded
+/// stacks, or several files, loaded whole.
+fn summed(sources: &[Source], min_share: f64) -> anyhow::Result<Drawn> {
+    let read = tally_input::read_summing(
+        sources,
+        true,
+        || AggregateBuilder::<u64>::keeping_jumps(false),
         || tally_model::NullSink,
         None,
     )?;
-    let AnyCost::Unsigned((outcome, builder)) = read else {
-        bail!(
+    let (outcome, builder) = match read {
+        Summing::Streamed(AnyCost::Unsigned(read)) => read,
+        Summing::Streamed(AnyCost::Signed(_))
+        | Summing::Whole {
+            profile: AnyCost::Signed(_),
+            ..
+        } => bail!(
             "{}: a difference (negative counts) has no flame graph: draw `tally flame --diff A B` of the two profiles",
-            file.display()
-        );
+            sources[0].path().display()
+        ),
+        Summing::Whole {
+            profile: AnyCost::Unsigned(profile),
+            warnings,
+        } => {
+            for w in &warnings {
+                eprintln!("{w}");
+            }
+            return with_stacks(profile, sources[0].path(), min_share);
+        }
     };
+    let file = sources[0].path();
     warn(file, &outcome.warnings);
     let profile = outcome.profile;
     let agg = builder.finish(profile.names.function_count(), |_| true);

@@ -23,8 +23,8 @@ fn analyse<C: Cost>(
     opts: &Options,
     event: Option<&str>,
 ) -> Result<gprof::Report> {
-    for w in read.warnings.iter() {
-        eprintln!("{}: warning: {w}", source.path().display());
+    for line in tally_input::warning_lines(source.path(), &read.warnings) {
+        eprintln!("{line}");
     }
     sums.set_events(read.profile.events.len());
     let part_sums = sums.part_totals();
@@ -73,9 +73,9 @@ pub fn run(
 
     let mut progress = Progress::new(source.size());
     let mut update = |n| progress.update(n);
-    let read = tally_formats::parse_any(
+    let read = tally_input::read_one_summing(
         source,
-        AggregateBuilder::new(0),
+        || AggregateBuilder::new(0),
         || AggregateBuilder::new(0),
         Some(&mut update),
     );

@@ -9,7 +9,7 @@ use tally_analysis::AggregateBuilder;
 use tally_formats::Source;
 use tally_formats::callgrind::ReadOutcome;
 use tally_formats::detect::Format as FileFormat;
-use tally_input::{GmonInput, Program};
+use tally_input::{GmonInput, Program, Summing};
 use tally_model::{AnyCost, Cost, Profile};
 use tally_report::gprof::{self, Options};
 use tally_report::graph::{self, Graph, Prune};
@@ -169,30 +169,29 @@ fn callgrind_report(args: &Args, sources: &[Source]) -> Result<gprof::Report> {
     let total: u64 = sources.iter().filter_map(Source::size).sum();
     let mut progress = Progress::new(Some(total));
     let mut update = |n| progress.update(n);
-    if let [source] = sources {
-        let read = tally_formats::parse_any(
-            source,
-            AggregateBuilder::new(0),
-            || AggregateBuilder::new(0),
-            Some(&mut update),
-        );
-        drop(progress);
-        let name = source.path().display().to_string();
-        return match read? {
-            AnyCost::Unsigned((o, s)) => streamed(source, o, s, args, &name),
-            AnyCost::Signed((o, s)) => streamed(source, o, s, args, &name),
-        };
-    }
-    let (p, warnings) = tally_formats::read_all(sources, Some(&mut update))?;
+    let read = tally_input::read_summing(
+        sources,
+        false,
+        || AggregateBuilder::new(0),
+        || AggregateBuilder::new(0),
+        Some(&mut update),
+    );
     drop(progress);
-    for (s, w) in sources.iter().zip(&warnings) {
-        warn(s, w)?;
+    let (p, warnings) = match read? {
+        Summing::Streamed(read) => {
+            let source = &sources[0];
+            let name = source.path().display().to_string();
+            return match read {
+                AnyCost::Unsigned((o, s)) => streamed(source, o, s, args, &name),
+                AnyCost::Signed((o, s)) => streamed(source, o, s, args, &name),
+            };
+        }
+        Summing::Whole { profile, warnings } => (profile, warnings),
+    };
+    for w in warnings {
+        eprintln!("{w}");
     }
-    let name = sources
-        .iter()
-        .map(|s| s.path().display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
+    let name = tally_input::names(sources, ", ");
     match p {
         AnyCost::Unsigned(p) => whole(p, args, &name),
         AnyCost::Signed(p) => whole(p, args, &name),
@@ -200,11 +199,10 @@ fn callgrind_report(args: &Args, sources: &[Source]) -> Result<gprof::Report> {
 }
 
 /// Prints a read's warnings.
-fn warn(source: &Source, warnings: &tally_formats::Warnings) -> Result<()> {
+fn warn(source: &Source, warnings: &tally_formats::Warnings) {
     for line in tally_input::warning_lines(source.path(), warnings) {
         eprintln!("{line}");
     }
-    Ok(())
 }
 
 /// The report of one profile summed while it was read.
@@ -215,7 +213,7 @@ fn streamed<C: Cost>(
     args: &Args,
     name: &str,
 ) -> Result<gprof::Report> {
-    warn(source, &read.warnings)?;
+    warn(source, &read.warnings);
     sums.set_events(read.profile.events.len());
     let event = event(&mut read.profile, args.event.as_deref())?;
     let part_sums = sums.part_totals();

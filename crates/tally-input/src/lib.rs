@@ -9,6 +9,8 @@
 //!   [`Loaded`] value: gmon files summed with their program and converted,
 //!   DCPI profiles summed and mapped with their image, anything else read
 //!   (several summed), signed when it holds a difference;
+//! - [`read_summing`] is the one rule for when a command sums an input
+//!   as it reads it (one file) and when it loads inputs whole;
 //! - [`warning_lines`] is the one rule for a reader's warnings: a file that
 //!   looks truncated is a warning, with the same text, in every command;
 //! - [`combine`] reads the inputs of `merge`, `diff` and `gate`, folded as
@@ -32,6 +34,7 @@ mod error;
 mod gmon;
 mod load;
 mod program;
+mod stream;
 mod warnings;
 
 pub use dcpi::{DcpiInput, read_dcpi, read_dcpi_paths};
@@ -39,6 +42,7 @@ pub use error::Error;
 pub use gmon::{Converted, GmonInput, convert_gmon, read_gmon, sum_gmon};
 pub use load::{Loaded, Options, load_profile, names, open_all, read_within_memory, stdin_once};
 pub use program::Program;
+pub use stream::{Summing, read_one_summing, read_summing};
 pub use warnings::warning_lines;
 
 /// Formats and detection, as the inputs were read.
