@@ -6,6 +6,7 @@ mod check;
 mod convert;
 mod dcpi;
 mod diff;
+#[cfg(feature = "parquet")]
 mod export;
 mod flame;
 mod gate;
@@ -16,9 +17,13 @@ mod graph;
 mod inputs;
 mod merge;
 mod progress;
+#[cfg(feature = "record")]
 mod record;
+#[cfg(feature = "record")]
 mod record_system;
+#[cfg(feature = "web")]
 mod serve;
+#[cfg(feature = "sim")]
 mod sim;
 
 use clap::{Parser, Subcommand};
@@ -52,6 +57,7 @@ enum Command {
     Diff(diff::Args),
     /// Profiles of any format as Parquet tables (costs, functions, arcs,
     /// profiles) for Spark, DataFusion and other engines, with labels.
+    #[cfg(feature = "parquet")]
     Export(export::Args),
     /// A flame graph (or icicle graph) as an interactive SVG; `--diff A B`
     /// for a differential one. Callgrind and gmon stacks are estimated
@@ -76,15 +82,19 @@ enum Command {
     /// Cachegrind's cache and branch simulation of a program run under
     /// QEMU, or of a Lackey trace, written as a Cachegrind or Callgrind
     /// profile.
+    #[cfg(feature = "sim")]
     Sim(sim::Args),
     /// A local web UI on 127.0.0.1: functions, callers and callees, call
     /// graph, flame graph, source and assembly (`--diff A B` compares).
+    #[cfg(feature = "web")]
     Serve(serve::Args),
     /// The web UI's page as one self-contained HTML file (`--html`).
+    #[cfg(feature = "web")]
     Report(serve::ReportArgs),
     /// A sampling profile of a program run natively (or of a running
     /// process) through perf_event_open, with whole call stacks, written
     /// as Callgrind, pprof, folded stacks, JSON or speedscope.
+    #[cfg(feature = "record")]
     Record(record::Args),
 }
 
@@ -150,15 +160,20 @@ fn main() -> ExitCode {
         Command::Annotate(a) => annotate::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Diff(a) => diff::run(a),
+        #[cfg(feature = "parquet")]
         Command::Export(a) => export::run(a),
         Command::Flame(a) => flame::run(a),
         Command::Dcpi(c) => dcpi::run(c),
         Command::Gprof(a) => gprof::run(a.args),
         Command::Graph(a) => graph::run(a),
         Command::Gate(a) => gate::run(a),
+        #[cfg(feature = "sim")]
         Command::Sim(a) => sim::run(a),
+        #[cfg(feature = "web")]
         Command::Serve(a) => serve::run(a),
+        #[cfg(feature = "web")]
         Command::Report(a) => serve::report(a),
+        #[cfg(feature = "record")]
         Command::Record(a) => record::run(a),
     };
     // A signal that came as the work finished still decides the status.
@@ -233,13 +248,86 @@ fn chain(e: &anyhow::Error) -> String {
     msg
 }
 
+/// Whether an error comes from a closed standard output (`tally … | head`):
+/// tally then ends quietly with status 0, as ripgrep and other filters do.
+/// Rust ignores SIGPIPE in its binaries, so a write to a closed pipe fails
+/// with EPIPE (this error) instead of killing the process.
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<io::Error>()
-            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
-            || matches!(
-                c.downcast_ref::<tally_formats::Error>(),
-                Some(tally_formats::Error::Io { source, .. }) if source.kind() == io::ErrorKind::BrokenPipe
-            )
-    })
+    e.chain().any(broken_pipe)
+}
+
+/// Whether `e`, or an error it wraps, is an I/O error of kind
+/// [`io::ErrorKind::BrokenPipe`]. `source()` does not always lead there:
+/// an `io::Error::other(inner)` gives `inner`'s source, never `inner`
+/// itself, and serde_json's error hides the I/O error it carries; both
+/// are opened here.
+fn broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(e);
+    while let Some(c) = next {
+        if let Some(io) = c.downcast_ref::<io::Error>() {
+            if io.kind() == io::ErrorKind::BrokenPipe {
+                return true;
+            }
+            if let Some(inner) = io.get_ref()
+                && broken_pipe(inner)
+            {
+                return true;
+            }
+        }
+        if let Some(j) = c.downcast_ref::<serde_json::Error>()
+            && j.io_error_kind() == Some(io::ErrorKind::BrokenPipe)
+        {
+            return true;
+        }
+        if let Some(
+            tally_formats::Error::Io { source, .. } | tally_formats::Error::Read { source, .. },
+        ) = c.downcast_ref::<tally_formats::Error>()
+            && source.kind() == io::ErrorKind::BrokenPipe
+        {
+            return true;
+        }
+        next = c.source();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    fn pipe() -> io::Error {
+        io::Error::from(io::ErrorKind::BrokenPipe)
+    }
+
+    #[test]
+    fn a_closed_pipe_is_seen_however_it_is_wrapped() {
+        assert!(is_broken_pipe(&anyhow::Error::new(pipe())));
+        assert!(is_broken_pipe(
+            &anyhow::Error::new(pipe()).context("writing the report")
+        ));
+        // `tally annotate --json`: serde_json's error in io::Error::other,
+        // in the report's error.
+        let json = io::Error::other(serde_json::Error::io(pipe()));
+        let report = tally_report::ReportError::Io(json);
+        assert!(is_broken_pipe(&anyhow::Error::new(report)));
+        let formats = tally_formats::Error::Io {
+            path: "-".into(),
+            source: pipe(),
+        };
+        let input = tally_input::Error::Formats(formats);
+        assert!(is_broken_pipe(
+            &Err::<(), _>(input).context("converting").unwrap_err()
+        ));
+    }
+
+    #[test]
+    fn other_errors_are_not_a_closed_pipe() {
+        let denied = io::Error::from(io::ErrorKind::PermissionDenied);
+        assert!(!is_broken_pipe(&anyhow::Error::new(denied)));
+        let json = serde_json::from_str::<u32>("x").unwrap_err();
+        assert!(!is_broken_pipe(&anyhow::Error::new(io::Error::other(json))));
+        assert!(!is_broken_pipe(&anyhow::anyhow!("Broken pipe")));
+        assert!(!is_broken_pipe(&anyhow::Error::new(Usage("x".into()))));
+    }
 }
