@@ -2,13 +2,13 @@
 //! differential one of two, as an interactive SVG (see docs/flame.md).
 
 use crate::Outcome;
-use anyhow::{Context, anyhow, bail};
+use anyhow::{anyhow, bail};
 use std::path::{Path, PathBuf};
-use tally_analysis::{Aggregate, AggregateBuilder, EstimateOptions, StackTree, estimate_tree};
+
 use tally_formats::Source;
 use tally_formats::detect::Format as FileFormat;
-use tally_input::Summing;
-use tally_model::{AnyCost, EventColumns, EventValue, Profile, Stacks};
+use tally_input::{StackSource, WithStacks};
+use tally_model::{EventColumns, EventValue, Profile};
 use tally_report::flame::{FlameOptions, Tree, write_svg};
 
 /// Arguments of `tally flame`.
@@ -48,18 +48,6 @@ pub struct Args {
     /// gmon.out input: the program that wrote it (built with `-pg`).
     #[arg(long, value_name = "PROG")]
     binary: Option<PathBuf>,
-}
-
-/// A profile read for drawing, with its stacks.
-struct Drawn {
-    profile: Profile<u64>,
-    stacks: Drawing,
-}
-
-/// Stacks as recorded, or estimated from the arcs.
-enum Drawing {
-    Recorded(Stacks<u64>),
-    Estimated(StackTree),
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
@@ -171,10 +159,18 @@ fn through_model(args: &Args, min_share: f64) -> anyhow::Result<(Tree, String, b
     } else {
         vec![&args.files[..]]
     };
-    let drawn = groups
-        .iter()
-        .map(|files| read(files, args.binary.as_deref(), min_share))
-        .collect::<anyhow::Result<Vec<Drawn>>>()?;
+    let mut drawn = Vec::new();
+    for files in groups {
+        let sources = tally_input::open_all(files)?;
+        let d = tally_input::load_with_stacks(&sources, args.binary.as_deref(), min_share)?;
+        for n in &d.notices {
+            eprintln!("tally flame: warning: {n}");
+        }
+        for w in &d.warnings {
+            eprintln!("{w}");
+        }
+        drawn.push(d);
+    }
 
     let first = &drawn[0].profile;
     let columns = EventColumns::new(&first.events);
@@ -191,14 +187,12 @@ fn through_model(args: &Args, min_share: f64) -> anyhow::Result<(Tree, String, b
         let event = event_of(&d.profile, &name, &args.files[i.min(args.files.len() - 1)])?;
         let base = args.diff && i == 0;
         match &d.stacks {
-            Drawing::Recorded(s) => tree.add_stacks(&d.profile, s, &event, false, base),
-            Drawing::Estimated(s) => tree.add_stack_tree(&d.profile, s, &event, true, base),
+            StackSource::Recorded(s) => tree.add_stacks(&d.profile, s, &event, false, base),
+            StackSource::Estimated(s) => tree.add_stack_tree(&d.profile, s, &event, true, base),
         }
     }
     tree.finish();
-    let estimated = drawn
-        .iter()
-        .any(|d| matches!(d.stacks, Drawing::Estimated(_)));
+    let estimated = drawn.iter().any(WithStacks::estimated);
     Ok((tree, name, estimated))
 }
 
@@ -215,88 +209,4 @@ fn event_of(profile: &Profile<u64>, name: &str, file: &Path) -> anyhow::Result<E
         .column(e)
         .cloned()
         .expect("a found event has a column"))
-}
-
-/// Reads `files` as one profile with its stacks: recorded ones, or
-/// estimated from the arcs.
-fn read(files: &[PathBuf], binary: Option<&Path>, min_share: f64) -> anyhow::Result<Drawn> {
-    let sources = tally_input::open_all(files)?;
-    if binary.is_none()
-        && sources
-            .iter()
-            .all(|s| s.format() != tally_input::FileFormat::Gmon)
-    {
-        return summed(&sources, min_share);
-    }
-    let input = tally_input::read_gmon(&sources, binary)?;
-    let conv = input.to_profile(&tally_report::gprof::Options::default())?;
-    for n in &conv.notices {
-        eprintln!("tally flame: warning: {n}");
-    }
-    with_stacks(conv.profile, &files[0], min_share)
-}
-
-/// A loaded profile with its stacks: the recorded ones, or estimated from
-/// its arcs.
-fn with_stacks(mut profile: Profile<u64>, file: &Path, min_share: f64) -> anyhow::Result<Drawn> {
-    let stacks = match profile.stacks.take() {
-        Some(s) if !s.is_empty() => Drawing::Recorded(s),
-        _ => {
-            let options = EstimateOptions { min_share };
-            let s = estimate_tree(&Aggregate::new(&profile, |_| true), options)
-                .with_context(|| format!("{}: estimating stacks", file.display()))?;
-            Drawing::Estimated(s)
-        }
-    };
-    Ok(Drawn { profile, stacks })
-}
-
-/// Prints a read's warnings.
-fn warn(file: &Path, w: &tally_formats::Warnings) {
-    for line in tally_input::warning_lines(file, w) {
-        eprintln!("{line}");
-    }
-}
-
-/// Profiles other than gmon: one Callgrind file summed as it is read (no
-/// line is stored: the estimate needs only self costs and arcs); recorded
-/// stacks, or several files, loaded whole.
-fn summed(sources: &[Source], min_share: f64) -> anyhow::Result<Drawn> {
-    let read = tally_input::read_summing(
-        sources,
-        true,
-        || AggregateBuilder::<u64>::keeping_jumps(false),
-        || tally_model::NullSink,
-        None,
-    )?;
-    let (outcome, builder) = match read {
-        Summing::Streamed(AnyCost::Unsigned(read)) => read,
-        Summing::Streamed(AnyCost::Signed(_))
-        | Summing::Whole {
-            profile: AnyCost::Signed(_),
-            ..
-        } => bail!(
-            "{}: a difference (negative counts) has no flame graph: draw `tally flame --diff A B` of the two profiles",
-            sources[0].path().display()
-        ),
-        Summing::Whole {
-            profile: AnyCost::Unsigned(profile),
-            warnings,
-        } => {
-            for w in &warnings {
-                eprintln!("{w}");
-            }
-            return with_stacks(profile, sources[0].path(), min_share);
-        }
-    };
-    let file = sources[0].path();
-    warn(file, &outcome.warnings);
-    let profile = outcome.profile;
-    let agg = builder.finish(profile.names.function_count(), |_| true);
-    let stacks = estimate_tree(&agg, EstimateOptions { min_share })
-        .with_context(|| format!("{}: estimating stacks", file.display()))?;
-    Ok(Drawn {
-        profile,
-        stacks: Drawing::Estimated(stacks),
-    })
 }

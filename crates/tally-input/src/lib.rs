@@ -11,6 +11,8 @@
 //!   (several summed), signed when it holds a difference;
 //! - [`read_summing`] is the one rule for when a command sums an input
 //!   as it reads it (one file) and when it loads inputs whole;
+//! - [`load_with_stacks`] gives the pictures and exporters a profile with
+//!   its stacks: recorded, or estimated from its call arcs;
 //! - [`warning_lines`] is the one rule for a reader's warnings: a file that
 //!   looks truncated is a warning, with the same text, in every command;
 //! - [`combine`] reads the inputs of `merge`, `diff` and `gate`, folded as
@@ -34,6 +36,7 @@ mod error;
 mod gmon;
 mod load;
 mod program;
+mod stacks;
 mod stream;
 mod warnings;
 
@@ -42,6 +45,7 @@ pub use error::Error;
 pub use gmon::{Converted, GmonInput, convert_gmon, read_gmon, sum_gmon};
 pub use load::{Loaded, Options, load_profile, names, open_all, read_within_memory, stdin_once};
 pub use program::Program;
+pub use stacks::{StackSource, WithStacks, load_with_stacks};
 pub use stream::{Summing, read_one_summing, read_summing};
 pub use warnings::warning_lines;
 
