@@ -3,11 +3,8 @@
 
 use crate::Outcome;
 use crate::inputs::{self as combine, To};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use tally_analysis::combine::{CombineOptions, Combiner, Sign};
-use tally_model::AnyCost;
+use tally_analysis::combine::CombineOptions;
 
 /// Arguments of `tally merge`.
 #[derive(clap::Args)]
@@ -52,130 +49,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         rename_file: combine::subst(args.mod_filename.as_deref(), "--mod-filename")?,
         rename_function: combine::subst(args.mod_funcname.as_deref(), "--mod-funcname")?,
     };
-    // Unsigned until an input turns out to be a difference; then the
-    // files read so far are folded again into a signed sum. Files are read
-    // on reader threads (one per core, at most four) while the main thread
-    // folds them in order.
-    let mut sum = Sum::Unsigned(Combiner::new(options.clone()));
-    let files = &args.files;
-    let readers = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .clamp(1, 4)
-        .min(files.len());
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|scope| -> anyhow::Result<()> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(readers);
-        for _ in 0..readers {
-            let tx = tx.clone();
-            let (next, stop) = (&next, &stop);
-            scope.spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(f) = files.get(i) else { break };
-                    if tx.send((i, combine::load_folded(f))).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        let result = (|| -> anyhow::Result<()> {
-            let mut ready = BTreeMap::new();
-            for (i, f) in files.iter().enumerate() {
-                let p = loop {
-                    if let Some(p) = ready.remove(&i) {
-                        break p;
-                    }
-                    let (j, r) = rx
-                        .recv()
-                        .map_err(|_| anyhow::anyhow!("{}: the readers stopped", f.display()))?;
-                    ready.insert(j, r);
-                }?;
-                combine::print_lines(&combine::read_warnings(&p, f));
-                let label = combine::label(f);
-                if combine::folded_signed(&p)
-                    && let Sum::Unsigned(_) = sum
-                {
-                    let mut s = Combiner::<i64>::new(options.clone());
-                    for (j, g) in files[..i].iter().enumerate() {
-                        let p = combine::load_folded(g)?;
-                        combine::add_folded_to(&mut s, &p, Sign::Plus, &combine::label(g))
-                            .map_err(|e| located(e, &s, &files[..=j]))?;
-                    }
-                    sum = Sum::Signed(s);
-                }
-                // An input of the sum's cost type is handed over, so that
-                // the first becomes the sum without being folded again.
-                match (&mut sum, p) {
-                    (Sum::Unsigned(u), AnyCost::Unsigned((o, f))) => u
-                        .add_folded_owned(&o.profile, f, Sign::Plus, &label)
-                        .map_err(|e| located(e, u, &files[..=i]))?,
-                    (Sum::Signed(s), AnyCost::Signed((o, f))) => s
-                        .add_folded_owned(&o.profile, f, Sign::Plus, &label)
-                        .map_err(|e| located(e, s, &files[..=i]))?,
-                    (Sum::Unsigned(u), p) => combine::add_folded_to(u, &p, Sign::Plus, &label)
-                        .map_err(|e| located(e, u, &files[..=i]))?,
-                    (Sum::Signed(s), p) => combine::add_folded_to(s, &p, Sign::Plus, &label)
-                        .map_err(|e| located(e, s, &files[..=i]))?,
-                }
-            }
-            Ok(())
-        })();
-        // On an error the readers stop after the file they are reading.
-        stop.store(true, Ordering::Relaxed);
-        drop(rx);
-        result
-    })?;
-    let compress = !args.no_compress;
-    match sum {
-        Sum::Unsigned(u) => {
-            let events = combine::event_names(&u);
-            let r = u.finish().map_err(|e| locate::<u64>(e, files, &events))?;
-            combine::write_result(
-                r,
-                &args.output,
-                args.to.map(combine::output_format),
-                compress,
-                "merge",
-                files,
-            )?
-        }
-        Sum::Signed(s) => {
-            let events = combine::event_names(&s);
-            let r = s.finish().map_err(|e| locate::<i64>(e, files, &events))?;
-            combine::write_result(
-                r,
-                &args.output,
-                args.to.map(combine::output_format),
-                compress,
-                "merge",
-                files,
-            )?
-        }
-    }
+    let sum = combine::sum_in_order(&args.files, &options, |w| combine::print_lines(&w))?;
+    let to = args.to.map(combine::output_format);
+    sum.write(&args.files, &args.output, to, !args.no_compress, "merge")?;
     Ok(Outcome::Ok)
-}
-
-/// An overflow of the sum so far, located in `files`.
-fn located<C: tally_model::Cost>(
-    e: tally_analysis::combine::CombineError,
-    c: &Combiner<C>,
-    files: &[PathBuf],
-) -> anyhow::Error {
-    locate::<C>(e, files, &combine::event_names(c))
-}
-
-fn locate<C: tally_model::Cost>(
-    e: tally_analysis::combine::CombineError,
-    files: &[PathBuf],
-    events: &[String],
-) -> anyhow::Error {
-    let files: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
-    combine::locate::<C>(e, &files, events).into()
-}
-
-enum Sum {
-    Unsigned(Combiner<u64>),
-    Signed(Combiner<i64>),
 }

@@ -2,8 +2,10 @@
 //! annotate --diff`: each read straight into a folding sink (signed or
 //! not), summed or subtracted in the order named, and the result written.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use tally_analysis::combine::{CombineError, Combined, Combiner, Sign};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use tally_analysis::combine::{CombineError, CombineOptions, Combined, Combiner, Sign};
 use tally_analysis::folding::Folding;
 use tally_formats::callgrind::ReadOutcome;
 use tally_formats::{OutputFormat, OutputOptions, Source};
@@ -307,4 +309,137 @@ pub fn event_choice(
         ));
     }
     Ok(EventChoice::Only(common))
+}
+
+/// A sum of inputs: unsigned until an input turns out to be a difference.
+pub enum Sum {
+    /// Every input so far has unsigned counts.
+    Unsigned(Combiner<u64>),
+    /// An input held negative counts: the sum is signed.
+    Signed(Combiner<i64>),
+}
+
+/// Sums `files` in the order named (`tally merge`): they are read on
+/// reader threads (one per core, at most four), each folded as read,
+/// while this thread adds them in order. When an input holds a
+/// difference, the files added so far are read again into a signed sum.
+/// `warn` is given each input's warnings as it is added, in the order
+/// named, so that the messages do not vary from run to run.
+pub fn sum_in_order(
+    files: &[PathBuf],
+    options: &CombineOptions,
+    mut warn: impl FnMut(Vec<String>),
+) -> Result<Sum, Error> {
+    let mut sum = Sum::Unsigned(Combiner::new(options.clone()));
+    let readers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(1, 4)
+        .min(files.len());
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| -> Result<(), Error> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(readers);
+        for _ in 0..readers {
+            let tx = tx.clone();
+            let (next, stop) = (&next, &stop);
+            scope.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(f) = files.get(i) else { break };
+                    if tx.send((i, load_folded(f))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut add_all = || -> Result<(), Error> {
+            let mut ready = BTreeMap::new();
+            for (i, f) in files.iter().enumerate() {
+                let p = loop {
+                    if let Some(p) = ready.remove(&i) {
+                        break p;
+                    }
+                    let (j, r) = rx.recv().map_err(|_| {
+                        Error::Input(format!("{}: the readers stopped", f.display()))
+                    })?;
+                    ready.insert(j, r);
+                }?;
+                warn(read_warnings(&p, f));
+                let label = label(f);
+                if folded_signed(&p)
+                    && let Sum::Unsigned(_) = sum
+                {
+                    let mut s = Combiner::<i64>::new(options.clone());
+                    for (j, g) in files[..i].iter().enumerate() {
+                        let p = load_folded(g)?;
+                        add_folded_to(&mut s, &p, Sign::Plus, &self::label(g))
+                            .map_err(|e| located(e, &s, &files[..=j]))?;
+                    }
+                    sum = Sum::Signed(s);
+                }
+                // An input of the sum's cost type is handed over, so that
+                // the first becomes the sum without being folded again.
+                match (&mut sum, p) {
+                    (Sum::Unsigned(u), AnyCost::Unsigned((o, f))) => u
+                        .add_folded_owned(&o.profile, f, Sign::Plus, &label)
+                        .map_err(|e| located(e, u, &files[..=i]))?,
+                    (Sum::Signed(s), AnyCost::Signed((o, f))) => s
+                        .add_folded_owned(&o.profile, f, Sign::Plus, &label)
+                        .map_err(|e| located(e, s, &files[..=i]))?,
+                    (Sum::Unsigned(u), p) => add_folded_to(u, &p, Sign::Plus, &label)
+                        .map_err(|e| located(e, u, &files[..=i]))?,
+                    (Sum::Signed(s), p) => add_folded_to(s, &p, Sign::Plus, &label)
+                        .map_err(|e| located(e, s, &files[..=i]))?,
+                }
+            }
+            Ok(())
+        };
+        let result = add_all();
+        // On an error the readers stop after the file they are reading.
+        stop.store(true, Ordering::Relaxed);
+        drop(rx);
+        result
+    })?;
+    Ok(sum)
+}
+
+impl Sum {
+    /// Finishes the sum of `files` and writes it to `out` (see
+    /// [`write_result`]); an overflow is located in the inputs.
+    pub fn write(
+        self,
+        files: &[PathBuf],
+        out: &Path,
+        to: Option<OutputFormat>,
+        compress: bool,
+        command: &str,
+    ) -> Result<(), Error> {
+        match self {
+            Sum::Unsigned(u) => {
+                let events = event_names(&u);
+                let r = u
+                    .finish()
+                    .map_err(|e| locate_in::<u64>(e, files, &events))?;
+                write_result(r, out, to, compress, command, files)
+            }
+            Sum::Signed(s) => {
+                let events = event_names(&s);
+                let r = s
+                    .finish()
+                    .map_err(|e| locate_in::<i64>(e, files, &events))?;
+                write_result(r, out, to, compress, command, files)
+            }
+        }
+    }
+}
+
+/// An overflow of the sum so far, located in `files`.
+fn located<C: Cost>(e: CombineError, c: &Combiner<C>, files: &[PathBuf]) -> Error {
+    locate_in::<C>(e, files, &event_names(c))
+}
+
+fn locate_in<C: Cost>(e: CombineError, files: &[PathBuf], events: &[String]) -> Error {
+    let files: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    locate::<C>(e, &files, events)
 }
