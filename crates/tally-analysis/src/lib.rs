@@ -5,6 +5,7 @@
 //!
 //! Everything here is pure and deterministic: the same profile gives the
 //! same numbers and the same order, whatever the hash seeds.
+#![deny(missing_docs)]
 
 pub mod aggregate;
 pub mod combine;

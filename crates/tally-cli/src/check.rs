@@ -19,8 +19,8 @@ pub struct Args {
     /// Print only errors and warnings.
     #[arg(short, long)]
     quiet: bool,
-    /// Treat every warning as an error (exit status 1), such as a file
-    /// that looks truncated.
+    /// Treat every warning as an error (exit status 1). A file that looks
+    /// truncated is one without this option.
     #[arg(long)]
     strict: bool,
 }
@@ -40,11 +40,11 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                     Checked::Dcpi(p) if !args.quiet => print_dcpi(&mut out, source.name(), &p)?,
                     Checked::Dcpi(_) => {}
                     Checked::Text(read) => {
-                        let warned = match *read {
+                        let found = match *read {
                             AnyCost::Unsigned(o) => print(&mut out, &source, &o, args.quiet)?,
                             AnyCost::Signed(o) => print(&mut out, &source, &o, args.quiet)?,
                         };
-                        if warned && args.strict {
+                        if found.fails(args.strict) {
                             outcome = Outcome::Invalid;
                         }
                     }
@@ -60,8 +60,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     Ok(outcome)
 }
 
-/// A checked input: a DCPI profile, or a Callgrind or Cachegrind one
-/// scanned without keeping its records.
+/// A checked input: a DCPI profile, or one read as Callgrind's model
+/// (Callgrind, Cachegrind, pprof, perf.data, `perf script` text, folded
+/// stacks) scanned without keeping its records.
 enum Checked {
     Dcpi(tally_formats::dcpi::DcpiProfile),
     Text(Box<AnyCost<ReadOutcome<u64>, ReadOutcome<i64>>>),
@@ -79,8 +80,65 @@ fn check(source: &Source) -> Result<Checked, Error> {
     };
     let mut progress = Progress::new(size);
     let mut update = |n| progress.update(n);
-    let scanned = tally_formats::scan(source, Some(&mut update))?;
+    let mut scanned = tally_formats::scan(source, Some(&mut update))?;
+    // The stack formats are read whole and replayed, so the reader counts
+    // no bytes of text: their content is what was read.
+    let bytes = match &mut scanned {
+        AnyCost::Unsigned(o) => &mut o.bytes,
+        AnyCost::Signed(o) => &mut o.bytes,
+    };
+    if *bytes == 0 {
+        *bytes = content_size(source)?;
+    }
     Ok(Checked::Text(Box::new(scanned)))
+}
+
+/// The size of a source's content, decompressed: the size as stored for a
+/// plain file, the gzip trailer's size when it can be trusted, else the
+/// content read again.
+fn content_size(source: &Source) -> Result<u64, Error> {
+    match source.content_size_hint() {
+        Some(n) => Ok(n),
+        None => Ok(source.bytes()?.len() as u64),
+    }
+}
+
+/// What a file's check found besides errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Found {
+    /// Any warning.
+    warned: bool,
+    /// The file looks cut short ([`tally_formats::WarningKind::Truncated`]).
+    truncated: bool,
+}
+
+impl Found {
+    /// Whether the check fails (exit status 1): a truncated file always
+    /// does (a validator cannot pass a file it knows to be incomplete),
+    /// other warnings only with `--strict`.
+    fn fails(self, strict: bool) -> bool {
+        self.truncated || (strict && self.warned)
+    }
+}
+
+/// The name of the format a profile was read from, as the header line
+/// says it: what the content was detected as, or for the Callgrind
+/// reader's input (which includes text it does not recognise ahead), the
+/// kind of profile it turned out to be.
+fn format_name(detected: FileFormat, model: Format) -> &'static str {
+    match detected {
+        FileFormat::PerfData => "perf.data",
+        FileFormat::PerfScript => "perf script",
+        FileFormat::Folded => "folded stacks",
+        FileFormat::Pprof => "pprof",
+        FileFormat::TallyJson => "tally JSON",
+        FileFormat::Gmon => "gmon",
+        FileFormat::Dcpi => "DCPI",
+        _ => match model {
+            Format::Callgrind => "Callgrind",
+            Format::Cachegrind => "Cachegrind",
+        },
+    }
 }
 
 fn print_dcpi(
@@ -120,26 +178,26 @@ fn print<C: Cost>(
     source: &Source,
     o: &ReadOutcome<C>,
     quiet: bool,
-) -> io::Result<bool> {
+) -> io::Result<Found> {
     let p = &o.profile;
     let name = source.name().display().to_string();
     for w in o.warnings.iter() {
         eprintln!("{name}: warning: {w}");
     }
-    let warned = !o.warnings.is_empty();
-    if quiet {
-        return Ok(warned);
-    }
-    let format = match p.format {
-        Format::Callgrind => "Callgrind",
-        Format::Cachegrind => "Cachegrind",
+    let found = Found {
+        warned: !o.warnings.is_empty(),
+        truncated: o.warnings.contains(tally_formats::WarningKind::Truncated),
     };
+    if quiet {
+        return Ok(found);
+    }
+    let format = format_name(source.format(), p.format);
     let signed = if C::SIGNED {
         ", signed costs (a difference)"
     } else {
         ""
     };
-    let valid = if o.warnings.contains(tally_formats::WarningKind::Truncated) {
+    let valid = if found.truncated {
         "truncated"
     } else {
         "valid"
@@ -247,10 +305,88 @@ fn print<C: Cost>(
     if !o.warnings.is_empty() {
         writeln!(out, "  warnings:   {}", o.warnings.len())?;
     }
+    let stored = match source.size() {
+        // pprof is gzip'd by its format: its bytes are the stored ones.
+        Some(n) if source.detected().gzip && source.format() != FileFormat::Pprof => {
+            format!(" ({} gzip'd)", thousands(i128::from(n)))
+        }
+        _ => String::new(),
+    };
     writeln!(
         out,
-        "  read:       {} bytes",
+        "  read:       {} bytes{stored}",
         thousands(i128::from(o.bytes))
     )?;
-    Ok(warned)
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_truncated_file_fails_with_or_without_strict() {
+        let truncated = Found {
+            warned: true,
+            truncated: true,
+        };
+        assert!(truncated.fails(false));
+        assert!(truncated.fails(true));
+        let warned = Found {
+            warned: true,
+            truncated: false,
+        };
+        assert!(!warned.fails(false));
+        assert!(warned.fails(true));
+        let clean = Found {
+            warned: false,
+            truncated: false,
+        };
+        assert!(!clean.fails(true));
+    }
+
+    #[test]
+    fn the_format_read_is_named() {
+        assert_eq!(
+            format_name(FileFormat::PerfData, Format::Callgrind),
+            "perf.data"
+        );
+        assert_eq!(
+            format_name(FileFormat::PerfScript, Format::Callgrind),
+            "perf script"
+        );
+        assert_eq!(
+            format_name(FileFormat::Folded, Format::Callgrind),
+            "folded stacks"
+        );
+        assert_eq!(format_name(FileFormat::Pprof, Format::Callgrind), "pprof");
+        assert_eq!(
+            format_name(FileFormat::Callgrind, Format::Callgrind),
+            "Callgrind"
+        );
+        // Text the detector did not recognise is named by what the reader
+        // made of it.
+        assert_eq!(
+            format_name(FileFormat::Unknown, Format::Cachegrind),
+            "Cachegrind"
+        );
+        assert_eq!(
+            format_name(FileFormat::OnlyComments, Format::Callgrind),
+            "Callgrind"
+        );
+    }
+
+    #[test]
+    fn the_bytes_of_a_stack_profile_are_its_content() {
+        let text = b"main;f 3\nmain;g 4\n".to_vec();
+        let source = Source::from_bytes("s.folded", text.clone());
+        assert_eq!(source.format(), FileFormat::Folded);
+        let Checked::Text(read) = check(&source).unwrap() else {
+            panic!("folded stacks read as DCPI");
+        };
+        let AnyCost::Unsigned(o) = *read else {
+            panic!("signed");
+        };
+        assert_eq!(o.bytes, text.len() as u64);
+    }
 }

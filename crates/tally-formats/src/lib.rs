@@ -52,6 +52,7 @@
 //! # Ok(())
 //! # }
 //! ```
+#![deny(missing_docs)]
 
 pub mod cachegrind;
 pub mod callgrind;

@@ -12,6 +12,7 @@
 //! which errors are located. A failing case is written to a file that
 //! `tally-fuzz --replay FILE` runs again; the ones kept in `seeds/` are
 //! replayed by `cargo test`. See docs/fuzzing.md.
+#![deny(missing_docs)]
 
 pub mod check;
 pub mod corpus;

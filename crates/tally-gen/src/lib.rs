@@ -35,7 +35,7 @@
 //! assert!(out.starts_with(b"# callgrind format\n"));
 //! ```
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod body;
 mod emit;

@@ -5,6 +5,7 @@
 //! one or more [`Part`]s holding self-cost lines, call arcs and jumps. The
 //! model does no I/O. It is generic over the [`Cost`] type so that signed
 //! profiles (differences) share all code with measured ones.
+#![deny(missing_docs)]
 
 mod any;
 mod cost;

@@ -6,6 +6,7 @@
 //! docs/parquet.md), so thousands of profiles stream through the memory
 //! of one. Rows follow the profile's own order, so the same inputs always
 //! give the same files.
+#![deny(missing_docs)]
 
 mod schema;
 mod table;

@@ -12,6 +12,7 @@
 //! so the result is an ordinary profile of whole stacks that every writer
 //! takes. With `-p` an existing process is attached to: each of its
 //! threads on each CPU, its mappings read from `/proc`.
+#![deny(missing_docs)]
 
 pub mod outputs;
 mod preload;
@@ -571,7 +572,7 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
                 }
             };
             let preload = Preloader::start((!user_only).then(kernel_release).flatten());
-            let forwarding = tally_sim::session::signals::forward_to(held.pid as u32);
+            let forwarding = sys::signals::forward_to(held.pid as u32);
             if let Err(e) = held.release() {
                 let _ = sys::wait_pid(held.pid, true);
                 return Err(RecordError::Spawn {
@@ -616,7 +617,7 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
             let (mut events, event, user_only) = open(options, &tids, false, &mut notes)?;
             let preload = Preloader::start((!user_only).then(kernel_release).flatten());
             // Signals stop the recording, not the process.
-            let forwarding = tally_sim::session::signals::forward_to(0);
+            let forwarding = sys::signals::forward_to(0);
             let start = Instant::now();
             loop {
                 sys::poll(&events.fds, 100);
@@ -955,5 +956,292 @@ pub fn signal_name(s: i32) -> String {
         13 => "SIGPIPE".into(),
         15 => "SIGTERM".into(),
         n => format!("signal {n}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sys::flag;
+
+    fn event(name: &str) -> Event {
+        Event::named(name).expect(name)
+    }
+
+    fn options(rate: Rate, call_graph: CallGraph, follow_children: bool) -> Options {
+        Options {
+            event: EVENTS[0],
+            rate,
+            pages: 0,
+            call_graph,
+            follow_children,
+        }
+    }
+
+    #[test]
+    fn events_are_found_by_perfs_names() {
+        for e in EVENTS {
+            assert_eq!(Event::named(e.name), Some(e));
+        }
+        let b = event("branch-instructions");
+        assert_eq!((b.name, b.kind, b.config), ("branches", 0, 4));
+        assert_eq!(event("task-clock").config, 1);
+        assert!(event("cycles").is_hardware());
+        assert!(!event("cpu-clock").is_hardware());
+        assert_eq!(Event::named("cpu_clock"), None);
+        assert_eq!(Event::named(""), None);
+    }
+
+    #[test]
+    fn a_command_is_sampled_from_its_exec_at_a_frequency() {
+        let o = options(Rate::Frequency(999), CallGraph::FramePointers, false);
+        let a = attr(&o, event("cycles"), false, true);
+        assert_eq!((a.kind, a.config), (0, 0));
+        assert_eq!(a.sample_period_or_freq, 999);
+        assert_eq!(a.sample_type, SAMPLE_TYPE);
+        for (bit, name) in [
+            (flag::DISABLED, "DISABLED"),
+            (flag::ENABLE_ON_EXEC, "ENABLE_ON_EXEC"),
+            (flag::FREQ, "FREQ"),
+            (flag::INHERIT, "INHERIT"),
+            (flag::INHERIT_THREAD, "INHERIT_THREAD"),
+            (flag::SAMPLE_ID_ALL, "SAMPLE_ID_ALL"),
+            (flag::MMAP2, "MMAP2"),
+        ] {
+            assert_ne!(a.flags & bit, 0, "{name}");
+        }
+        assert_eq!(a.flags & flag::EXCLUDE_KERNEL, 0);
+        assert_eq!(a.sample_stack_user, 0);
+        assert_eq!(a.wakeup, 64);
+    }
+
+    #[test]
+    fn an_attached_process_is_sampled_at_once_every_period() {
+        let o = options(Rate::Period(250_000), CallGraph::FramePointers, true);
+        let a = attr(&o, event("instructions"), true, false);
+        assert_eq!((a.kind, a.config), (0, 1));
+        assert_eq!(a.sample_period_or_freq, 250_000);
+        assert_eq!(a.flags & (flag::DISABLED | flag::ENABLE_ON_EXEC), 0);
+        assert_eq!(a.flags & flag::FREQ, 0);
+        assert_ne!(a.flags & flag::EXCLUDE_KERNEL, 0);
+        // Children followed: forked processes inherit the event too.
+        assert_eq!(a.flags & flag::INHERIT_THREAD, 0);
+        assert_ne!(a.flags & flag::INHERIT, 0);
+    }
+
+    #[test]
+    fn dwarf_samples_copy_the_stack_in_whole_words() {
+        let o = options(Rate::Frequency(99), CallGraph::Dwarf(1001), false);
+        let a = attr(&o, EVENTS[0], false, true);
+        assert_eq!(a.sample_type, DWARF_SAMPLE_TYPE);
+        assert_eq!(a.sample_stack_user, 1000);
+        assert_eq!(a.sample_regs_user, REGS_USER);
+        assert_ne!(a.flags & flag::EXCLUDE_CALLCHAIN_USER, 0);
+        assert_eq!(a.wakeup, 8);
+    }
+
+    #[test]
+    fn resolve_sizes_the_buffers_for_the_stacks() {
+        let target = Target::Command {
+            program: PathBuf::from("/nonexistent/prog"),
+            args: vec!["prog".into()],
+        };
+        let fp = options(Rate::Frequency(99), CallGraph::FramePointers, false);
+        assert_eq!(resolve(&target, &fp).pages, 128);
+        let dwarf = options(Rate::Frequency(99), CallGraph::Dwarf(4096), false);
+        let r = resolve(&target, &dwarf);
+        assert_eq!((r.pages, r.call_graph), (1024, CallGraph::Dwarf(4096)));
+        let given = Options { pages: 16, ..fp };
+        assert_eq!(resolve(&target, &given).pages, 16);
+        // Auto, for a program that cannot be read: DWARF, the safe choice.
+        let auto = options(Rate::Frequency(99), CallGraph::Auto, false);
+        let r = resolve(&target, &auto);
+        assert_eq!(r.call_graph, CallGraph::Dwarf(DEFAULT_STACK_SIZE));
+        assert_eq!(r.pages, 1024);
+    }
+
+    #[test]
+    fn programs_are_found_in_path_unless_they_name_a_path() {
+        let sh = find_program(Path::new("sh")).expect("sh in PATH");
+        assert!(sh.is_absolute() || sh.components().count() > 1, "{sh:?}");
+        assert!(sh.is_file());
+        assert_eq!(sh.file_name().unwrap(), "sh");
+        assert_eq!(
+            find_program(Path::new("./no/such")),
+            Some(PathBuf::from("./no/such"))
+        );
+        assert_eq!(
+            find_program(Path::new("/no/such")),
+            Some(PathBuf::from("/no/such"))
+        );
+        assert_eq!(find_program(Path::new("tally-no-such-program-here")), None);
+    }
+
+    #[test]
+    fn this_process_has_its_threads_and_executable_mappings() {
+        let pid = std::process::id() as i32;
+        assert!(threads(pid).contains(&pid));
+        assert!(threads(-1).is_empty());
+        let mut out = Vec::new();
+        synthesize(pid, &mut out);
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        let exe = exe.as_os_str().as_encoded_bytes();
+        assert!(
+            out.iter().any(|t| matches!(
+                &t.record,
+                Record::Mmap { pid: p, path, len, .. } if *p == pid && path == exe && *len > 0
+            )),
+            "the test program's code is mapped"
+        );
+        assert!(out.iter().all(|t| t.time == 0));
+    }
+
+    fn sample(pid: i32, tid: i32, chain: &[u64], period: u64) -> Timed {
+        Timed {
+            time: 0,
+            record: Record::Sample {
+                pid,
+                tid,
+                chain: chain.to_vec(),
+                kernel: false,
+                period,
+                stack: None,
+            },
+        }
+    }
+
+    fn recording(event: Event, rate: Rate, records: Vec<Timed>) -> Recording {
+        Recording {
+            records,
+            event,
+            rate,
+            lost: 0,
+            ending: Ending::Exited(0),
+            interrupted: None,
+            user_only: false,
+            notes: Vec::new(),
+            cmd: "prog 1".into(),
+            pid: 10,
+            call_graph: CallGraph::FramePointers,
+            program: Some(PathBuf::from("/nonexistent/prog")),
+            started: std::time::UNIX_EPOCH,
+            symbols: Default::default(),
+        }
+    }
+
+    /// Samples of two threads of process 10 in `/nonexistent/prog`
+    /// mapped at 0x400000: its file offsets stand for its addresses.
+    fn records() -> Vec<Timed> {
+        vec![
+            Timed {
+                time: 0,
+                record: Record::Mmap {
+                    pid: 10,
+                    start: 0x40_0000,
+                    len: 0x1_0000,
+                    offset: 0,
+                    path: b"/nonexistent/prog".to_vec(),
+                },
+            },
+            sample(10, 10, &[0x40_0010, 0x40_0020], 3_000),
+            sample(10, 11, &[0x40_0010, 0x40_0020], 5_000),
+            sample(10, 11, &[0x40_0030], 4_000),
+        ]
+    }
+
+    #[test]
+    fn periods_and_rates_of_clocks_and_counters() {
+        let clock = recording(event("cpu-clock"), Rate::Frequency(1000), records());
+        assert_eq!(clock.period(), 1_000_000);
+        assert_eq!(clock.clock_hz(), Some(1000));
+        assert_eq!(clock.rate_text(), "1000 Hz (a period of 1000000 ns)");
+        let fixed = recording(event("task-clock"), Rate::Period(250_000), records());
+        assert_eq!(fixed.period(), 250_000);
+        assert_eq!(fixed.clock_hz(), Some(4000));
+        // A counter at a frequency: the mean of the kernel's periods.
+        let cycles = recording(event("cycles"), Rate::Frequency(1000), records());
+        assert_eq!(cycles.period(), 4_000);
+        assert_eq!(cycles.clock_hz(), None);
+        assert_eq!(
+            cycles.rate_text(),
+            "1000 Hz (periods adapted by the kernel)"
+        );
+        let every = recording(event("cache-misses"), Rate::Period(100), records());
+        assert_eq!(every.rate_text(), "every 100 misses");
+        assert_eq!(every.clock_hz(), None);
+        // No samples: no division by zero.
+        assert_eq!(
+            recording(event("cycles"), Rate::Frequency(1), Vec::new()).period(),
+            0
+        );
+    }
+
+    #[test]
+    fn samples_and_threads_are_counted() {
+        let r = recording(EVENTS[0], Rate::Frequency(99), records());
+        assert_eq!(r.samples(), 3);
+        assert_eq!(r.threads(), 2);
+        let empty = recording(EVENTS[0], Rate::Frequency(99), Vec::new());
+        assert_eq!((empty.samples(), empty.threads()), (0, 0));
+    }
+
+    fn desc(p: &Profile<u64>, key: &str) -> Option<String> {
+        p.parts[0]
+            .info
+            .desc
+            .iter()
+            .find(|(k, _)| k == key.as_bytes())
+            .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+    }
+
+    #[test]
+    fn the_profile_costs_periods_and_says_how_it_was_taken() {
+        let mut r = recording(event("cpu-clock"), Rate::Frequency(1000), records());
+        r.lost = 7;
+        r.interrupted = Some(2);
+        r.ending = Ending::Killed(11);
+        let p = r.profile().unwrap();
+        assert_eq!(p.events.recorded()[0].name, "cpu-clock");
+        assert_eq!(p.totals(), Some(vec![12_000]));
+        assert_eq!(p.parts[0].info.pid, Some(10));
+        assert_eq!(desc(&p, "Lost samples").as_deref(), Some(" 7"));
+        assert_eq!(desc(&p, "Threads sampled").as_deref(), Some(" 2"));
+        assert_eq!(
+            desc(&p, "Incomplete").as_deref(),
+            Some(" stopped by SIGINT")
+        );
+        assert_eq!(desc(&p, "Program").as_deref(), Some(" killed by SIGSEGV"));
+        let sampling = desc(&p, "Sampling").unwrap();
+        assert!(
+            sampling.starts_with(" 3 samples of cpu-clock at 1000 Hz"),
+            "{sampling}"
+        );
+        assert!(sampling.ends_with("stacks by frame pointers"), "{sampling}");
+        // Counted: each sample is 1.
+        assert_eq!(r.sample_counts().unwrap().totals(), Some(vec![3]));
+    }
+
+    #[test]
+    fn a_complete_profile_says_nothing_of_an_ending() {
+        let mut r = recording(EVENTS[0], Rate::Frequency(99), records());
+        r.user_only = true;
+        r.call_graph = CallGraph::Dwarf(8192);
+        let p = r.profile().unwrap();
+        assert_eq!(desc(&p, "Incomplete"), None);
+        assert_eq!(desc(&p, "Program"), None);
+        let sampling = desc(&p, "Sampling").unwrap();
+        assert!(
+            sampling.ends_with("DWARF unwinding of 8192 bytes of stack; user frames only"),
+            "{sampling}"
+        );
+    }
+
+    #[test]
+    fn signals_are_named() {
+        assert_eq!(signal_name(2), "SIGINT");
+        assert_eq!(signal_name(9), "SIGKILL");
+        assert_eq!(signal_name(13), "SIGPIPE");
+        assert_eq!(signal_name(15), "SIGTERM");
+        assert_eq!(signal_name(64), "signal 64");
     }
 }

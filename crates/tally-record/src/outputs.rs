@@ -457,4 +457,235 @@ mod tests {
         assert_eq!(super::epoch(leap), "0002290000");
         assert_eq!(super::epoch_seconds(t), "20261126133320");
     }
+
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn epochs_at_the_ends_of_days_and_years() {
+        assert_eq!(epoch(UNIX_EPOCH), "7001010000");
+        assert_eq!(epoch_seconds(UNIX_EPOCH), "19700101000000");
+        // 2024-12-31 23:59:59 UTC, the last second of a leap year.
+        let t = UNIX_EPOCH + Duration::from_secs(1_735_689_599);
+        assert_eq!(epoch_seconds(t), "20241231235959");
+        assert_eq!(epoch_seconds(t + Duration::from_secs(1)), "20250101000000");
+        // 1900 was no leap year, 2100 will not be: 2100-03-01.
+        let t = UNIX_EPOCH + Duration::from_secs(4_107_542_400);
+        assert_eq!(epoch_seconds(t), "21000301000000");
+        // Before 1970 (not a time a recording starts): the epoch's start.
+        let before = UNIX_EPOCH - Duration::from_secs(10);
+        assert_eq!(epoch(before), "7001010000");
+    }
+
+    #[test]
+    fn fnv1a_is_the_reference_hash() {
+        // The FNV-1a 64 test vectors.
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    /// An image of `/opt/app/bin/prog` whose code segment (file offsets
+    /// 0x1000..0x3000) is loaded at 0x401000, after a data-only segment.
+    fn image() -> Image {
+        Image {
+            path: b"/opt/app/bin/prog".to_vec(),
+            id: 0xdead_beef,
+            tstart: 0x40_1000,
+            tsize: 0x2000,
+            loads: vec![(0, 0x1000, 0x40_0000), (0x1000, 0x2000, 0x40_1000)],
+        }
+    }
+
+    #[test]
+    fn file_offsets_become_offsets_from_the_text_start() {
+        let i = image();
+        assert_eq!(i.text_offset(0x1000), Some(0));
+        assert_eq!(i.text_offset(0x1010), Some(0x10));
+        assert_eq!(i.text_offset(0x2fff), Some(0x1fff));
+        // Before the code segment, and past every segment.
+        assert_eq!(i.text_offset(0x10), None);
+        assert_eq!(i.text_offset(0x3000), None);
+    }
+
+    #[test]
+    fn an_images_dcpi_profile_has_the_required_header() {
+        let facts = DcpiFacts {
+            epoch: "2611261333",
+            event: "cycles",
+            period: 65_536,
+        };
+        let machine = Machine { cpus: 4, mhz: 2400 };
+        let samples = BTreeMap::from([(0x10, 3), (0x24, 1)]);
+        let (name, p) = image().dcpi(samples.clone(), &facts, &machine);
+        assert_eq!(name, "prog_deadbeef");
+        assert_eq!(p.samples, samples);
+        let h = &p.header;
+        assert_eq!(h.image(), Some(0xdead_beef));
+        assert_eq!(h.event(), Some("cycles"));
+        assert_eq!(h.period(), Some(65_536));
+        assert_eq!(h.path(), Some("/opt/app/bin/prog"));
+        assert_eq!(h.tstart(), Some(0x40_1000));
+        assert_eq!(h.get("tsize"), Some(&b"8192"[..]));
+        assert_eq!(h.get("cpucount"), Some(&b"4"[..]));
+        assert_eq!(h.get("cpuspeed"), Some(&b"2400"[..]));
+        assert_eq!(h.get("epoch"), Some(&b"2611261333"[..]));
+        for key in tally_formats::dcpi::REQUIRED {
+            assert!(h.get(key).is_some(), "{key}");
+        }
+        // It encodes and reads back as it is.
+        let bytes = tally_formats::dcpi::encode(&p).unwrap();
+        let back = tally_formats::dcpi::parse(&bytes, Path::new("prog_deadbeef")).unwrap();
+        assert_eq!(back, p);
+    }
+
+    #[test]
+    fn an_image_without_a_file_name_is_called_image() {
+        let mut i = image();
+        i.path = b"/".to_vec();
+        let facts = DcpiFacts {
+            epoch: "x",
+            event: "cycles",
+            period: 1,
+        };
+        let machine = Machine { cpus: 1, mhz: 0 };
+        assert_eq!(
+            i.dcpi(BTreeMap::new(), &facts, &machine).0,
+            "image_deadbeef"
+        );
+    }
+
+    #[test]
+    fn images_are_read_from_elf_files_only() {
+        let exe = std::env::current_exe().unwrap();
+        let i = Image::open(&exe, b"/mapped/as/this").expect("the test program is ELF");
+        assert_eq!(i.path, b"/mapped/as/this");
+        assert!(i.tsize > 0);
+        // Its `.text` lies in the executable segment.
+        let data = std::fs::read(&exe).unwrap();
+        let elf = object::File::parse(&*data).unwrap();
+        let text = elf.section_by_name(".text").unwrap();
+        assert!(i.tstart <= text.address() && text.address() < i.tstart + i.tsize);
+        let (text_offset, _) = text.file_range().unwrap();
+        assert_eq!(
+            i.text_offset(text_offset + 0x10),
+            Some(text.address() + 0x10 - i.tstart)
+        );
+        assert!(
+            Image::open(
+                Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")),
+                b"/x"
+            )
+            .is_none()
+        );
+        assert!(Image::open(Path::new("/nonexistent/prog"), b"/x").is_none());
+    }
+
+    /// The sample counts of a recording of `/nonexistent/prog`: the
+    /// symbol reader cannot open it, so its frames' addresses are file
+    /// offsets: leaves at 0x10 (twice) and 0x30, 0x10 called from 0x20.
+    fn counts(per_sample: u64) -> Profile<u64> {
+        use crate::records::{Record, Timed};
+        let sample = |chain: &[u64]| Timed {
+            time: 0,
+            record: Record::Sample {
+                pid: 10,
+                tid: 10,
+                chain: chain.to_vec(),
+                kernel: false,
+                period: per_sample,
+                stack: None,
+            },
+        };
+        let r = crate::Recording {
+            records: vec![
+                Timed {
+                    time: 0,
+                    record: Record::Mmap {
+                        pid: 10,
+                        start: 0x40_0000,
+                        len: 0x1_0000,
+                        offset: 0,
+                        path: b"/nonexistent/prog".to_vec(),
+                    },
+                },
+                sample(&[0x40_0010, 0x40_0020]),
+                sample(&[0x40_0010, 0x40_0020]),
+                sample(&[0x40_0030]),
+            ],
+            event: crate::EVENTS[0],
+            rate: crate::Rate::Frequency(1000),
+            lost: 0,
+            ending: crate::Ending::Exited(0),
+            interrupted: None,
+            user_only: false,
+            notes: Vec::new(),
+            cmd: "prog".into(),
+            pid: 10,
+            call_graph: crate::CallGraph::FramePointers,
+            program: Some(PathBuf::from("/nonexistent/prog")),
+            started: UNIX_EPOCH,
+            symbols: Default::default(),
+        };
+        r.profile().unwrap()
+    }
+
+    #[test]
+    fn gmon_histograms_the_leaves_and_counts_stacks_through_arcs() {
+        let g = gmon(&counts(1), b"/nonexistent/prog", Some(1000));
+        assert!(g.sampled);
+        let [h] = &g.histograms[..] else {
+            panic!("{:?}", g.histograms);
+        };
+        // Two-byte bins from the lowest leaf to past the highest.
+        assert_eq!((h.low_pc, h.high_pc), (0x10, 0x32));
+        assert_eq!(h.bins.len(), 0x11);
+        assert_eq!(h.bins[0], 2);
+        assert_eq!(h.bins[0x10], 1);
+        assert_eq!(h.bins.iter().sum::<u64>(), 3);
+        assert_eq!(h.prof_rate, 1000);
+        assert_eq!(
+            g.arcs,
+            vec![gmon::Arc {
+                from_pc: 0x20,
+                self_pc: 0x10,
+                count: 2,
+            }]
+        );
+        // Without a clock the histogram counts samples.
+        let g = gmon(&counts(1), b"/nonexistent/prog", None);
+        assert_eq!(g.histograms[0].dimension, "samples");
+        assert_eq!(g.histograms[0].prof_rate, 1);
+        // Another object's samples are not the program's.
+        let other = gmon(&counts(1), b"/other/prog", Some(1000));
+        assert!(other.histograms.is_empty() && other.arcs.is_empty());
+    }
+
+    #[test]
+    fn gmon_bins_are_sixteen_bits() {
+        let g = gmon(&counts(100_000), b"/nonexistent/prog", Some(1000));
+        assert_eq!(g.histograms[0].bins[0], u64::from(u16::MAX));
+        assert_eq!(g.arcs[0].count, 200_000);
+    }
+
+    #[test]
+    fn gmon_bytes_read_back_as_gmon() {
+        let g = gmon(&counts(1), b"/nonexistent/prog", Some(1000));
+        let bytes = gmon_bytes(&g).unwrap();
+        let back = Gmon::parse(&bytes, Path::new("gmon.out"), gmon::Layout::host()).unwrap();
+        assert!(back.sampled);
+        assert_eq!(back.arcs, g.arcs);
+        assert_eq!(back.histograms[0].bins, g.histograms[0].bins);
+        assert_eq!(back.histograms[0].low_pc, 0x10);
+    }
+
+    #[test]
+    fn unreadable_images_have_no_dcpi_profile() {
+        let facts = DcpiFacts {
+            epoch: "2611261333",
+            event: "cpu-clock",
+            period: 1_000_000,
+        };
+        assert!(dcpi(&counts(1), &facts).is_empty());
+    }
 }

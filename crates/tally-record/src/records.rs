@@ -309,4 +309,324 @@ mod tests {
             }]
         );
     }
+
+    /// Words in native byte order, as the kernel writes them.
+    fn words(ws: &[u64]) -> Vec<u8> {
+        ws.iter().flat_map(|w| w.to_ne_bytes()).collect()
+    }
+
+    /// Two 32-bit fields in one word, `a` first in memory.
+    fn pair(a: u32, b: u32) -> Vec<u8> {
+        let mut v = a.to_ne_bytes().to_vec();
+        v.extend(b.to_ne_bytes());
+        v
+    }
+
+    /// A NUL-terminated string padded to 8 bytes.
+    fn padded(s: &[u8]) -> Vec<u8> {
+        let mut v = s.to_vec();
+        v.push(0);
+        while !v.len().is_multiple_of(8) {
+            v.push(0);
+        }
+        v
+    }
+
+    /// The sample id fields every non-sample record ends with: pid, tid,
+    /// time.
+    fn id(pid: u32, tid: u32, time: u64) -> Vec<u8> {
+        let mut v = pair(pid, tid);
+        v.extend(time.to_ne_bytes());
+        v
+    }
+
+    fn parsed(bytes: &[u8]) -> Vec<Timed> {
+        let mut out = Vec::new();
+        parse(bytes, &mut out);
+        out
+    }
+
+    #[test]
+    fn strings_are_padded_to_eight_bytes() {
+        assert_eq!(
+            string_at(b"abc\0\0\0\0\0xyz", 0),
+            Some((b"abc".to_vec(), 8))
+        );
+        // Eight bytes and the NUL: two words.
+        assert_eq!(
+            string_at(b"abcdefgh\0\0\0\0\0\0\0\0", 0),
+            Some((b"abcdefgh".to_vec(), 16))
+        );
+        assert_eq!(string_at(b"xxxxxxxxab\0", 8), Some((b"ab".to_vec(), 16)));
+        // No NUL: not a string.
+        assert_eq!(string_at(b"abc", 0), None);
+        assert_eq!(string_at(b"abc", 9), None);
+    }
+
+    #[test]
+    fn mmap_and_mmap2_records() {
+        let mut body = pair(42, 43);
+        body.extend(words(&[0x7f00_0000_1000, 0x2000, 0x1000]));
+        body.extend(padded(b"/usr/lib/libc.so.6"));
+        body.extend(id(42, 43, 555));
+        let mmap = record(MMAP, 2, &body);
+
+        let mut body = pair(42, 44);
+        body.extend(words(&[0x5555_0000, 0x3000, 0x0]));
+        body.extend(pair(8, 1)); // maj, min
+        body.extend(words(&[1234, 0])); // ino, ino_generation
+        body.extend(pair(5, 2)); // prot, flags
+        body.extend(padded(b"/bin/prog"));
+        body.extend(id(42, 44, 777));
+        let mmap2 = record(MMAP2, 2, &body);
+
+        let out = parsed(&[mmap, mmap2].concat());
+        assert_eq!(
+            out,
+            vec![
+                Timed {
+                    time: 555,
+                    record: Record::Mmap {
+                        pid: 42,
+                        start: 0x7f00_0000_1000,
+                        len: 0x2000,
+                        offset: 0x1000,
+                        path: b"/usr/lib/libc.so.6".to_vec(),
+                    }
+                },
+                Timed {
+                    time: 777,
+                    record: Record::Mmap {
+                        pid: 42,
+                        start: 0x5555_0000,
+                        len: 0x3000,
+                        offset: 0,
+                        path: b"/bin/prog".to_vec(),
+                    }
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn comm_records_say_whether_exec_made_them() {
+        let mut body = pair(7, 8);
+        body.extend(padded(b"worker"));
+        body.extend(id(7, 8, 10));
+        let renamed = record(COMM, 0, &body);
+        let mut body = pair(7, 7);
+        body.extend(padded(b"prog"));
+        body.extend(id(7, 7, 11));
+        let exec = record(COMM, MISC_COMM_EXEC, &body);
+        let out = parsed(&[renamed, exec].concat());
+        assert_eq!(
+            out,
+            vec![
+                Timed {
+                    time: 10,
+                    record: Record::Comm {
+                        pid: 7,
+                        tid: 8,
+                        name: b"worker".to_vec(),
+                        exec: false,
+                    }
+                },
+                Timed {
+                    time: 11,
+                    record: Record::Comm {
+                        pid: 7,
+                        tid: 7,
+                        name: b"prog".to_vec(),
+                        exec: true,
+                    }
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn fork_exit_and_lost_records() {
+        // pid, ppid, tid, ptid, time (then the sample id fields).
+        let mut body = pair(20, 10);
+        body.extend(pair(21, 11));
+        body.extend(words(&[300]));
+        body.extend(id(20, 21, 300));
+        let fork = record(FORK, 0, &body);
+        let mut body = pair(20, 10);
+        body.extend(pair(22, 22));
+        body.extend(words(&[400]));
+        body.extend(id(20, 22, 400));
+        let exit = record(EXIT, 0, &body);
+        // id, lost, then the sample id fields.
+        let mut body = words(&[1, 17]);
+        body.extend(id(0, 0, 500));
+        let lost = record(LOST, 0, &body);
+        let out = parsed(&[fork, exit, lost].concat());
+        assert_eq!(
+            out,
+            vec![
+                Timed {
+                    time: 300,
+                    record: Record::Fork {
+                        pid: 20,
+                        ppid: 10,
+                        tid: 21,
+                    }
+                },
+                Timed {
+                    time: 400,
+                    record: Record::Exit { pid: 20, tid: 22 }
+                },
+                Timed {
+                    time: 500,
+                    record: Record::Lost(17)
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn unknown_records_are_skipped_and_the_next_read() {
+        // PERF_RECORD_THROTTLE (5), then a lost record.
+        let throttle = record(5, 0, &words(&[1, 2, 3]));
+        let mut body = words(&[1, 4]);
+        body.extend(id(0, 0, 9));
+        let lost = record(LOST, 0, &body);
+        assert_eq!(
+            parsed(&[throttle, lost].concat()),
+            vec![Timed {
+                time: 9,
+                record: Record::Lost(4)
+            }]
+        );
+    }
+
+    #[test]
+    fn a_record_of_size_below_its_header_ends_the_parse() {
+        let mut body = words(&[1, 4]);
+        body.extend(id(0, 0, 9));
+        let lost = record(LOST, 0, &body);
+        // A header claiming 4 bytes: the parse cannot step over it.
+        let mut bad = LOST.to_ne_bytes().to_vec();
+        bad.extend(0u16.to_ne_bytes());
+        bad.extend(4u16.to_ne_bytes());
+        let out = parsed(&[lost.clone(), bad, lost].concat());
+        assert_eq!(out.len(), 1, "{out:?}");
+    }
+
+    #[test]
+    fn a_kernel_sample_without_a_chain_is_its_instruction() {
+        // ip, pid tid, time, period, nr = 0.
+        let mut body = words(&[0xffff_ffff_8100_0000]);
+        body.extend(pair(3, 4));
+        body.extend(words(&[123, 10_000, 0]));
+        let out = parsed(&record(SAMPLE, CPUMODE_KERNEL, &body));
+        assert_eq!(
+            out,
+            vec![Timed {
+                time: 123,
+                record: Record::Sample {
+                    pid: 3,
+                    tid: 4,
+                    chain: vec![0xffff_ffff_8100_0000],
+                    kernel: true,
+                    period: 10_000,
+                    stack: None,
+                }
+            }]
+        );
+    }
+
+    #[test]
+    fn a_chain_longer_than_its_record_is_dropped() {
+        let mut body = words(&[0x401000]);
+        body.extend(pair(3, 4));
+        // nr = 1000, one address given.
+        body.extend(words(&[123, 1, 1000, 0x401000]));
+        let mut good = words(&[0x402000]);
+        good.extend(pair(3, 4));
+        good.extend(words(&[124, 1, 1, 0x402000]));
+        let out = parsed(&[record(SAMPLE, 2, &body), record(SAMPLE, 2, &good)].concat());
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].time, 124);
+    }
+
+    /// A DWARF sample: kernel chain, then the user registers (abi, bp,
+    /// sp, ip), the stack's size, bytes and dynamic size.
+    fn dwarf_sample(chain: &[u64], abi: u64, stack: &[u8], dyn_size: u64) -> Vec<u8> {
+        let mut body = words(&[0x401234]);
+        body.extend(pair(9, 9));
+        body.extend(words(&[50, 1000, chain.len() as u64]));
+        body.extend(words(chain));
+        body.extend(words(&[abi]));
+        if abi != 0 {
+            body.extend(words(&[0x7ffd_0100, 0x7ffd_0000, 0x401234]));
+        }
+        body.extend(words(&[stack.len() as u64]));
+        body.extend(stack);
+        if !stack.is_empty() {
+            body.extend(words(&[dyn_size]));
+        }
+        record(SAMPLE, 2, &body)
+    }
+
+    #[test]
+    fn dwarf_samples_carry_their_registers_and_stack() {
+        let stack: Vec<u8> = (0..16).collect();
+        let bytes = dwarf_sample(&[], 2, &stack, 8);
+        let mut out = Vec::new();
+        parse_with(&bytes, true, &mut out);
+        let [
+            Timed {
+                time: 50,
+                record:
+                    Record::Sample {
+                        chain,
+                        stack: Some(s),
+                        period: 1000,
+                        ..
+                    },
+            },
+        ] = &out[..]
+        else {
+            panic!("{out:?}");
+        };
+        assert!(chain.is_empty(), "the user part is unwound later");
+        assert_eq!(
+            **s,
+            UserStack {
+                bp: 0x7ffd_0100,
+                sp: 0x7ffd_0000,
+                ip: 0x401234,
+                // Only the dynamic size was written by the program.
+                bytes: (0..8).collect(),
+            }
+        );
+        // Read without DWARF, the same record has no stack: its
+        // instruction stands for the chain.
+        let out = parsed(&bytes);
+        assert!(matches!(
+            &out[0].record,
+            Record::Sample { chain, stack: None, .. } if chain == &[0x401234]
+        ));
+    }
+
+    #[test]
+    fn a_dwarf_sample_without_registers_has_no_stack() {
+        // abi 0: the kernel had no user registers (a kernel thread).
+        let bytes = dwarf_sample(&[CONTEXT_KERNEL_MARK, 0xffff_ffff_8100_0010], 0, &[], 0);
+        let mut out = Vec::new();
+        parse_with(&bytes, true, &mut out);
+        assert!(
+            matches!(
+                &out[0].record,
+                Record::Sample { chain, stack: None, .. }
+                    if chain == &[CONTEXT_KERNEL_MARK, 0xffff_ffff_8100_0010]
+            ),
+            "{out:?}"
+        );
+    }
+
+    /// `PERF_CONTEXT_KERNEL`.
+    const CONTEXT_KERNEL_MARK: u64 = -128i64 as u64;
 }

@@ -1,6 +1,6 @@
 //! The system calls of sampling: `perf_event_open` and its ring buffer,
-//! and starting a program held before `exec`. The only module of the crate
-//! with `unsafe`.
+//! starting a program held before `exec`, and passing signals on to it
+//! ([`signals`]). The only module of the crate with `unsafe`.
 //!
 //! The ring buffer is the kernel's: a metadata page whose `data_head` the
 //! kernel advances as it writes records and whose `data_tail` the reader
@@ -8,6 +8,8 @@
 //! Records are copied out whole (a record can straddle the wrap), then the
 //! tail is released, so the kernel never overwrites one being read.
 #![allow(unsafe_code)]
+
+pub mod signals;
 
 use std::ffi::CString;
 use std::io;

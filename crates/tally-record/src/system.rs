@@ -478,7 +478,7 @@ pub fn record_system(
     let mut tracker = Tracker::default();
     tracker.read_all_proc();
     // Signals end the recording; the last epoch is still written.
-    let forwarding = tally_sim::session::signals::forward_to(0);
+    let forwarding = sys::signals::forward_to(0);
     let start = Instant::now();
     let mut epoch_start = (start, SystemTime::now());
     let mut reader = Reader::new(CallGraph::FramePointers);
@@ -519,4 +519,241 @@ pub fn record_system(
         interrupted,
         notes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use object::{Object, ObjectSection};
+
+    /// Process ids no process has (above the kernel's `pid_max`), so
+    /// that nothing is read from `/proc` for them.
+    const PARENT: i32 = 2_000_000_001;
+    const CHILD: i32 = 2_000_000_002;
+    /// Where the test program is mapped in them.
+    const BASE: u64 = 0x1000_0000;
+
+    /// The test program (an ELF file with code): its path, its image,
+    /// and the file offset and address of a byte of its `.text`.
+    fn program() -> (Vec<u8>, Image, u64, u64) {
+        let exe = std::fs::canonicalize(std::env::current_exe().unwrap()).unwrap();
+        let path = exe.as_os_str().as_encoded_bytes().to_vec();
+        let image = Image::open(&exe, &path).expect("an ELF image");
+        let data = std::fs::read(&exe).unwrap();
+        let elf = object::File::parse(&*data).unwrap();
+        let text = elf.section_by_name(".text").unwrap();
+        let (offset, _) = text.file_range().unwrap();
+        (path, image, offset + 0x10, text.address() + 0x10)
+    }
+
+    fn mmap(pid: i32, path: &[u8]) -> Timed {
+        Timed {
+            time: 0,
+            record: Record::Mmap {
+                pid,
+                start: BASE,
+                len: 0x1000_0000,
+                offset: 0,
+                path: path.to_vec(),
+            },
+        }
+    }
+
+    fn sample(pid: i32, ip: u64) -> Timed {
+        Timed {
+            time: 0,
+            record: Record::Sample {
+                pid,
+                tid: pid,
+                chain: vec![ip],
+                kernel: false,
+                period: 1000,
+                stack: None,
+            },
+        }
+    }
+
+    fn at(time: u64, record: Record) -> Timed {
+        Timed { time, record }
+    }
+
+    #[test]
+    fn samples_are_counted_at_offsets_in_their_images() {
+        let (path, image, file_offset, address) = program();
+        let ip = BASE + file_offset;
+        let mut t = Tracker::default();
+        t.feed(&[
+            mmap(PARENT, &path),
+            sample(PARENT, ip),
+            sample(PARENT, ip),
+            // In no mapping.
+            sample(PARENT, 0x10),
+            at(0, Record::Lost(5)),
+        ]);
+        assert_eq!((t.samples, t.unattributed, t.lost), (3, 1, 5));
+
+        let db = tempfile::tempdir().unwrap();
+        let started = std::time::UNIX_EPOCH + Duration::from_secs(1_795_700_000);
+        let e = t
+            .end_epoch(db.path(), started, EVENTS[0], Rate::Frequency(1000))
+            .unwrap();
+        let dir = db.path().join("20261126133320");
+        assert_eq!(e.dir.as_deref(), Some(dir.as_path()));
+        assert_eq!((e.images, e.samples, e.unattributed, e.lost), (1, 3, 1, 5));
+        let base = path.rsplit(|&b| b == b'/').next().unwrap();
+        let name = format!("{}_{:08x}", String::from_utf8_lossy(base), image.id);
+        let file = dir.join(&name);
+        let p = tally_formats::dcpi::parse(&std::fs::read(&file).unwrap(), &file).unwrap();
+        assert_eq!(
+            p.samples.into_iter().collect::<Vec<_>>(),
+            vec![(address - image.tstart, 2)]
+        );
+        assert_eq!(p.header.period(), Some(1_000_000));
+        assert_eq!(p.header.tstart(), Some(image.tstart));
+        // The next epoch starts from nothing.
+        assert_eq!((t.samples, t.unattributed, t.lost), (0, 0, 0));
+        let e = t
+            .end_epoch(db.path(), started, EVENTS[0], Rate::Frequency(1000))
+            .unwrap();
+        assert_eq!((e.dir, e.images, e.samples), (None, 0, 0));
+    }
+
+    #[test]
+    fn a_fork_shares_its_parents_code_until_it_execs_or_exits() {
+        let (path, image, file_offset, address) = program();
+        let ip = BASE + file_offset;
+        let mut t = Tracker::default();
+        t.feed(&[
+            mmap(PARENT, &path),
+            at(
+                1,
+                Record::Fork {
+                    pid: CHILD,
+                    ppid: PARENT,
+                    tid: CHILD,
+                },
+            ),
+            sample(CHILD, ip),
+            at(
+                2,
+                Record::Exit {
+                    pid: CHILD,
+                    tid: CHILD,
+                },
+            ),
+            sample(CHILD, ip),
+            at(
+                3,
+                Record::Comm {
+                    pid: PARENT,
+                    tid: PARENT,
+                    name: b"other".to_vec(),
+                    exec: true,
+                },
+            ),
+            sample(PARENT, ip),
+        ]);
+        assert_eq!((t.samples, t.unattributed), (3, 2));
+        let [(mapped, counts)] = &t.counts.values().collect::<Vec<_>>()[..] else {
+            panic!("one image");
+        };
+        assert_eq!(mapped.path, path);
+        assert_eq!(
+            counts.iter().map(|(&o, &n)| (o, n)).collect::<Vec<_>>(),
+            vec![(address - image.tstart, 1)]
+        );
+    }
+
+    #[test]
+    fn pseudo_files_are_not_images() {
+        let mut t = Tracker::default();
+        t.feed(&[mmap(PARENT, b"[vdso]"), sample(PARENT, BASE + 0x10)]);
+        assert_eq!((t.samples, t.unattributed), (1, 1));
+        assert!(t.files.is_empty());
+    }
+
+    #[test]
+    fn a_later_mapping_replaces_what_it_overlaps() {
+        let mut t = Tracker::default();
+        t.mmap(PARENT, 0x1000, 0x3000, 0, b"/a");
+        t.mmap(PARENT, 0x5000, 0x1000, 0, b"/b");
+        t.mmap(PARENT, 0x2000, 0x1000, 0x40, b"/c");
+        let maps = &t.maps[&PARENT];
+        assert_eq!(
+            maps.keys().copied().collect::<Vec<_>>(),
+            vec![0x2000, 0x5000]
+        );
+        assert_eq!(maps[&0x2000].end, 0x3000);
+        assert_eq!(maps[&0x2000].offset, 0x40);
+        // One Mapped per path, shared while a mapping holds it.
+        t.mmap(CHILD, 0x9000, 0x1000, 0, b"/b");
+        let b1 = t.maps[&PARENT][&0x5000].mapped.clone().unwrap();
+        let b2 = t.maps[&CHILD][&0x9000].mapped.clone().unwrap();
+        assert!(Rc::ptr_eq(&b1, &b2));
+        assert_eq!(b1.file, PathBuf::from(format!("/proc/{PARENT}/root/b")));
+    }
+
+    #[test]
+    fn epochs_of_one_second_get_their_own_directories() {
+        let (path, image, _, _) = program();
+        let facts = DcpiFacts {
+            epoch: "20260101000000",
+            event: "cpu-clock",
+            period: 1_000_000,
+        };
+        let machine = Machine { cpus: 1, mhz: 0 };
+        let profiles = BTreeMap::from([image.dcpi(BTreeMap::from([(0, 1)]), &facts, &machine)]);
+        let db = tempfile::tempdir().unwrap();
+        // A partial epoch left by a crash is replaced.
+        let partial = db.path().join(".20260101000000.partial");
+        std::fs::create_dir(&partial).unwrap();
+        std::fs::write(partial.join("stale"), b"x").unwrap();
+        let first = write_epoch(db.path(), "20260101000000", &profiles).unwrap();
+        let second = write_epoch(db.path(), "20260101000000", &profiles).unwrap();
+        assert_eq!(first, db.path().join("20260101000000"));
+        assert_eq!(second, db.path().join("20260101000000-2"));
+        assert!(!partial.exists());
+        let names = |d: &Path| {
+            let mut v: Vec<String> = std::fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        let base = String::from_utf8_lossy(path.rsplit(|&b| b == b'/').next().unwrap());
+        let want = vec![format!("{base}_{:08x}", image.id)];
+        assert_eq!(names(&first), want);
+        assert_eq!(names(&second), want);
+    }
+
+    #[test]
+    fn the_system_event_samples_user_code_of_every_process() {
+        let o = SystemOptions {
+            event: EVENTS[4],
+            rate: Rate::Period(100_000),
+            pages: 0,
+            dir: PathBuf::from("db"),
+            duration: None,
+            epoch: None,
+        };
+        let a = attr(&o, o.event);
+        assert_eq!((a.kind, a.config), (0, 0));
+        assert_eq!(a.sample_period_or_freq, 100_000);
+        assert_eq!(a.sample_type, crate::SAMPLE_TYPE);
+        assert_ne!(a.flags & sys::flag::EXCLUDE_KERNEL, 0);
+        assert_ne!(a.flags & sys::flag::EXCLUDE_CALLCHAIN_USER, 0);
+        assert_eq!(a.flags & sys::flag::FREQ, 0);
+        // CPU-wide events: nothing to inherit, nothing held for an exec.
+        assert_eq!(a.flags & (sys::flag::INHERIT | sys::flag::DISABLED), 0);
+        let f = attr(
+            &SystemOptions {
+                rate: Rate::Frequency(99),
+                ..o
+            },
+            EVENTS[0],
+        );
+        assert_ne!(f.flags & sys::flag::FREQ, 0);
+        assert_eq!(f.sample_period_or_freq, 99);
+    }
 }

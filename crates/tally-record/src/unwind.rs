@@ -241,3 +241,31 @@ pub fn keeps_frame_pointers(path: &std::path::Path) -> bool {
     }
     all > 0 && 2 * with > all
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_elf_programs_keep_frame_pointers() {
+        let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+        assert!(!keeps_frame_pointers(std::path::Path::new(manifest)));
+        assert!(!keeps_frame_pointers(std::path::Path::new(
+            "/nonexistent/prog"
+        )));
+    }
+
+    #[test]
+    fn images_are_read_from_absolute_paths_of_elf_files() {
+        let exe = std::fs::canonicalize(std::env::current_exe().unwrap()).unwrap();
+        let image = Image::read(exe.as_os_str().as_encoded_bytes()).expect("ELF");
+        assert!(!image.exec.is_empty(), "an executable segment");
+        assert!(image.text.is_some());
+        assert!(image.eh_frame.is_some(), "Rust programs unwind");
+        assert!(Image::read(b"[vdso]").is_none());
+        assert!(Image::read(b"relative/path").is_none());
+        assert!(
+            Image::read(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml").as_bytes()).is_none()
+        );
+    }
+}

@@ -12,6 +12,7 @@
 //! - `graph`: the call graph as DOT or SVG (`tally graph`).
 //! - `gate`: the verdict of `tally gate` as text, JSON, JUnit XML and Markdown.
 //! - `format`: number formatting and styles shared by the text writers.
+#![deny(missing_docs)]
 
 pub mod annotate;
 pub mod convert;

@@ -47,7 +47,7 @@
 //! # Ok::<(), tally_symbols::SymbolsError>(())
 //! ```
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod demangle;
 mod disasm;

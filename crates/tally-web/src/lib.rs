@@ -14,6 +14,7 @@
 //!
 //! The page (`assets/`) is plain JavaScript and CSS, inlined into the one
 //! HTML document served, so nothing is fetched from anywhere else.
+#![deny(missing_docs)]
 
 pub mod api;
 pub mod report;

@@ -8,6 +8,11 @@
 //! `si_code`). [`Forwarding`] restores the dispositions it replaced when
 //! dropped, which the session does as soon as the program has ended, so
 //! that the profile is written under the caller's handlers.
+//!
+//! `tally record` forwards signals the same way (`tally_record::sys::signals`,
+//! without the traced children). The handler needs `sigaction(2)` and
+//! `kill(2)`, so each crate keeps it in its one module that allows
+//! `unsafe`; tally-formats, which both use, allows none.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
