@@ -4,9 +4,10 @@ use crate::progress::Progress;
 use crate::{Outcome, report};
 use std::io::{self, Write};
 use std::path::PathBuf;
+use tally_formats::Source;
 use tally_formats::callgrind::ReadOutcome;
 use tally_formats::detect::Format as FileFormat;
-use tally_formats::{Error, Source};
+use tally_input::Scanned;
 use tally_model::{AnyCost, Cost, Format};
 use tally_report::format::thousands;
 
@@ -30,16 +31,18 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     for (i, path) in args.files.iter().enumerate() {
-        let result = Source::open(path).and_then(|s| check(&s).map(|c| (s, c)));
+        let result = Source::open(path)
+            .map_err(tally_input::Error::from)
+            .and_then(|s| check(&s).map(|c| (s, c)));
         match result {
             Ok((source, checked)) => {
                 if i > 0 && !args.quiet {
                     writeln!(out)?;
                 }
                 match checked {
-                    Checked::Dcpi(p) if !args.quiet => print_dcpi(&mut out, source.name(), &p)?,
-                    Checked::Dcpi(_) => {}
-                    Checked::Text(read) => {
+                    Scanned::Dcpi(p) if !args.quiet => print_dcpi(&mut out, source.name(), &p)?,
+                    Scanned::Dcpi(_) => {}
+                    Scanned::Profile(read) => {
                         let found = match *read {
                             AnyCost::Unsigned(o) => print(&mut out, &source, &o, args.quiet)?,
                             AnyCost::Signed(o) => print(&mut out, &source, &o, args.quiet)?,
@@ -60,19 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     Ok(outcome)
 }
 
-/// A checked input: a DCPI profile, or one read as Callgrind's model
-/// (Callgrind, Cachegrind, pprof, perf.data, `perf script` text, folded
-/// stacks) scanned without keeping its records.
-enum Checked {
-    Dcpi(tally_formats::dcpi::DcpiProfile),
-    Text(Box<AnyCost<ReadOutcome<u64>, ReadOutcome<i64>>>),
-}
-
-fn check(source: &Source) -> Result<Checked, Error> {
-    if source.format() == FileFormat::Dcpi {
-        let p = tally_formats::dcpi::parse(&source.bytes()?, source.name())?;
-        return Ok(Checked::Dcpi(p));
-    }
+fn check(source: &Source) -> Result<Scanned, tally_input::Error> {
     let size = if source.detected().gzip {
         None
     } else {
@@ -80,27 +71,7 @@ fn check(source: &Source) -> Result<Checked, Error> {
     };
     let mut progress = Progress::new(size);
     let mut update = |n| progress.update(n);
-    let mut scanned = tally_formats::scan(source, Some(&mut update))?;
-    // The stack formats are read whole and replayed, so the reader counts
-    // no bytes of text: their content is what was read.
-    let bytes = match &mut scanned {
-        AnyCost::Unsigned(o) => &mut o.bytes,
-        AnyCost::Signed(o) => &mut o.bytes,
-    };
-    if *bytes == 0 {
-        *bytes = content_size(source)?;
-    }
-    Ok(Checked::Text(Box::new(scanned)))
-}
-
-/// The size of a source's content, decompressed: the size as stored for a
-/// plain file, the gzip trailer's size when it can be trusted, else the
-/// content read again.
-fn content_size(source: &Source) -> Result<u64, Error> {
-    match source.content_size_hint() {
-        Some(n) => Ok(n),
-        None => Ok(source.bytes()?.len() as u64),
-    }
+    tally_input::scan(source, Some(&mut update))
 }
 
 /// What a file's check found besides errors.
@@ -381,7 +352,7 @@ mod tests {
         let text = b"main;f 3\nmain;g 4\n".to_vec();
         let source = Source::from_bytes("s.folded", text.clone());
         assert_eq!(source.format(), FileFormat::Folded);
-        let Checked::Text(read) = check(&source).unwrap() else {
+        let Scanned::Profile(read) = check(&source).unwrap() else {
             panic!("folded stacks read as DCPI");
         };
         let AnyCost::Unsigned(o) = *read else {

@@ -30,6 +30,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod check;
 pub mod combine;
 mod dcpi;
 mod error;
@@ -40,6 +41,7 @@ mod stacks;
 mod stream;
 mod warnings;
 
+pub use check::{Scanned, scan};
 pub use dcpi::{DcpiInput, read_dcpi, read_dcpi_paths};
 pub use error::Error;
 pub use gmon::{Converted, GmonInput, convert_gmon, read_gmon, sum_gmon};
