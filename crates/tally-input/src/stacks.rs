@@ -1,0 +1,122 @@
+//! A profile with its stacks, for the pictures and exporters that draw
+//! whole stacks: the recorded ones where the input has them, else
+//! estimated from the call arcs (and said so).
+
+use std::path::Path;
+
+use tally_analysis::{Aggregate, AggregateBuilder, EstimateOptions, StackTree, estimate_tree};
+use tally_formats::Source;
+use tally_formats::detect::Format as FileFormat;
+use tally_model::{AnyCost, Profile, Stacks};
+
+use crate::{Error, Summing, read_gmon, read_summing, warning_lines};
+
+/// Stacks as recorded, or estimated from the arcs.
+pub enum StackSource {
+    /// The sampler's stacks (perf.data, pprof, folded…), exact.
+    Recorded(Stacks<u64>),
+    /// Estimated from the arcs: each function's cost split across its
+    /// callers in proportion to the calls' costs.
+    Estimated(StackTree),
+}
+
+/// A profile with its stacks, and what reading it had to say.
+pub struct WithStacks {
+    /// The profile (without its recorded stacks, which are in `stacks`).
+    pub profile: Profile<u64>,
+    /// Its stacks.
+    pub stacks: StackSource,
+    /// The readers' warnings, as printed.
+    pub warnings: Vec<String>,
+    /// What converting gmon input had to say (the command prefixes them).
+    pub notices: Vec<String>,
+}
+
+impl WithStacks {
+    /// Whether the stacks are estimated rather than recorded.
+    pub fn estimated(&self) -> bool {
+        matches!(self.stacks, StackSource::Estimated(_))
+    }
+}
+
+/// Reads `sources` as one profile with its stacks. gmon files need
+/// `program`; one Callgrind file is summed as it is read (the estimate
+/// needs only self costs and arcs); a difference (negative counts) has no
+/// stacks to draw and is refused. Estimated stacks split no share below
+/// `min_share` of the total further.
+pub fn load_with_stacks(
+    sources: &[Source],
+    program: Option<&Path>,
+    min_share: f64,
+) -> Result<WithStacks, Error> {
+    let Some(first) = sources.first() else {
+        return Err(Error::Usage("no input".into()));
+    };
+    let file = first.path();
+    let signed = || {
+        Error::Input(format!(
+            "{}: a difference (negative counts) has no flame graph: draw `tally flame --diff A B` of the two profiles",
+            file.display()
+        ))
+    };
+    if program.is_some() || sources.iter().any(|s| s.format() == FileFormat::Gmon) {
+        let input = read_gmon(sources, program)?;
+        let conv = input.to_profile(&tally_report::gprof::Options::default())?;
+        return with_stacks(conv.profile, file, min_share, Vec::new(), conv.notices);
+    }
+    let read = read_summing(
+        sources,
+        true,
+        || AggregateBuilder::<u64>::keeping_jumps(false),
+        || tally_model::NullSink,
+        None,
+    )?;
+    let (outcome, builder) = match read {
+        Summing::Streamed(AnyCost::Unsigned(read)) => read,
+        Summing::Whole {
+            profile: AnyCost::Unsigned(profile),
+            warnings,
+        } => return with_stacks(profile, file, min_share, warnings, Vec::new()),
+        _ => return Err(signed()),
+    };
+    let warnings = warning_lines(file, &outcome.warnings);
+    let profile = outcome.profile;
+    let agg = builder.finish(profile.names.function_count(), |_| true);
+    let stacks = estimate(&agg, file, min_share)?;
+    Ok(WithStacks {
+        profile,
+        stacks: StackSource::Estimated(stacks),
+        warnings,
+        notices: Vec::new(),
+    })
+}
+
+/// A loaded profile with its recorded stacks, or stacks estimated from
+/// its arcs.
+fn with_stacks(
+    mut profile: Profile<u64>,
+    file: &Path,
+    min_share: f64,
+    warnings: Vec<String>,
+    notices: Vec<String>,
+) -> Result<WithStacks, Error> {
+    let stacks = match profile.stacks.take() {
+        Some(s) if !s.is_empty() => StackSource::Recorded(s),
+        _ => StackSource::Estimated(estimate(
+            &Aggregate::new(&profile, |_| true),
+            file,
+            min_share,
+        )?),
+    };
+    Ok(WithStacks {
+        profile,
+        stacks,
+        warnings,
+        notices,
+    })
+}
+
+fn estimate(agg: &Aggregate<u64>, file: &Path, min_share: f64) -> Result<StackTree, Error> {
+    estimate_tree(agg, EstimateOptions { min_share })
+        .map_err(|e| Error::Input(format!("{}: estimating stacks: {e}", file.display())))
+}
