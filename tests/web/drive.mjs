@@ -1,6 +1,6 @@
 // Drives Debian's chromium (headless, through playwright-core) over tally's
 // page, as a person would, and prints what it saw as one JSON object; the
-// Rust test (crates/tally-cli/tests/web.rs) checks the numbers.
+// Rust test (crates/tally-cli/tests/it/web.rs) checks the numbers.
 //
 //   node drive.mjs URL SHOTS_DIR PREFIX FUNCTION [offline]
 //

@@ -8,12 +8,15 @@
 //! variable is set) it fails, because there a missing tool is a broken
 //! setup and a green run would have tested nothing.
 //!
-//! [`cli`] runs the `tally` binary as a user does, and the functions here
-//! find the shared test data and turn outputs into text.
+//! [`cli`] runs the `tally` binary as a user does, [`qemu`] says whether
+//! `tally sim -- PROG` can run (QEMU and tally's plugin, under the same
+//! rule), and the functions here find the shared test data and turn
+//! outputs into text.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod cli;
+pub mod qemu;
 pub mod tools;
 
 pub use cli::Tally;

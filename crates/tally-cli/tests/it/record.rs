@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use tally_testutil::{path_str, require, tally};
+use tally_testutil::{path_str, qemu, require, tally};
 
 /// The tests of this file run one at a time: they compare time shares
 /// (and `--system` samples every process), which another test's program
@@ -200,7 +200,7 @@ fn desc(path: &Path) -> String {
 #[test]
 fn frame_pointers_agree_with_the_exact_run() {
     let _serial = serial();
-    if !require(&["gcc", "callgrind_annotate", "qemu-x86_64"]) {
+    if !qemu::require(env!("CARGO_BIN_EXE_tally"), &["gcc", "callgrind_annotate"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -572,7 +572,7 @@ fn real_chains(stacks: &[(Vec<String>, u64)]) -> (u64, u64) {
 #[test]
 fn dwarf_unwinding_without_frame_pointers() {
     let _serial = serial();
-    if !require(&["gcc", "qemu-x86_64"]) {
+    if !qemu::require(env!("CARGO_BIN_EXE_tally"), &["gcc"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

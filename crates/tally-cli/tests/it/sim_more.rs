@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use tally_testutil::{path_str as s, require, temp_dir, text};
+use tally_testutil::{path_str as s, qemu, require, temp_dir, text};
 
 fn tally_path() -> &'static str {
     env!("CARGO_BIN_EXE_tally")
@@ -41,20 +41,6 @@ fn tally(args: &[&str]) -> Output {
 fn ok(o: Output) -> Output {
     assert!(o.status.success(), "{}", text(&o.stderr));
     o
-}
-
-/// Whether QEMU and the plugin are there (the plugin built next to tally,
-/// as CI builds it).
-fn have_qemu() -> bool {
-    if !require(&["qemu-x86_64"]) {
-        return false;
-    }
-    let plugin = Path::new(tally_path()).with_file_name("libtally_qemu_plugin.so");
-    if !plugin.is_file() {
-        tally_testutil::skip("tally's QEMU plugin");
-        return false;
-    }
-    true
 }
 
 /// Compiles C `src` into `dir/name` with `flags`.
@@ -288,7 +274,7 @@ fn middle_levels_are_reported_as_a_lackey_replay_counts_them() {
 
 #[test]
 fn middle_levels_of_a_native_run_change_with_their_size() {
-    if !require(&["gcc"]) || !have_qemu() {
+    if !qemu::require_beside(tally_path(), &["gcc"]) {
         return;
     }
     let dir = temp_dir();
@@ -386,12 +372,7 @@ fn the_plugin_is_found_in_order_and_installed_where_tally_looks() {
     // built plugin (or, where it is not built, any ELF file) is copied.
     let e = text(&clean_env(s(&t), &["sim", "--install-plugin", s(&qemu)], &env).stderr);
     assert!(e.contains("not a shared library"), "{e}");
-    let built = Path::new(tally_path()).with_file_name("libtally_qemu_plugin.so");
-    let plugin = if built.is_file() {
-        built
-    } else {
-        PathBuf::from("/bin/true")
-    };
+    let plugin = qemu::plugin(tally_path()).unwrap_or_else(|| PathBuf::from("/bin/true"));
     let o = ok(clean_env(
         s(&t),
         &["sim", "--install-plugin", s(&plugin)],
@@ -412,8 +393,9 @@ fn the_plugin_is_found_in_order_and_installed_where_tally_looks() {
     assert_eq!(chosen(&t, &qemu, &with_var), s(&other));
     std::fs::remove_file(&beside).unwrap();
 
-    // The installed plugin runs a program.
-    if have_qemu() {
+    // The installed plugin runs a program (found in the data directory:
+    // this run clears the environment).
+    if qemu::require(tally_path(), &[]) {
         let out = dir.path().join("cg.out");
         ok(clean_env(
             s(&t),
@@ -490,7 +472,7 @@ int main(void) { printf("%d\n", helper(100000)); return 0; }
 
 #[test]
 fn functions_of_a_stripped_program_are_named_as_callgrind_names_them() {
-    if !require(&["gcc", "valgrind", "strip"]) || !have_qemu() {
+    if !qemu::require_beside(tally_path(), &["gcc", "valgrind", "strip"]) {
         return;
     }
     let dir = temp_dir();
@@ -556,7 +538,7 @@ fn function_files(p: &Path) -> BTreeMap<String, String> {
 
 #[test]
 fn valgrind_names_give_valgrinds_file_names() {
-    if !require(&["gcc", "valgrind"]) || !have_qemu() {
+    if !qemu::require_beside(tally_path(), &["gcc", "valgrind"]) {
         return;
     }
     let dir = temp_dir();

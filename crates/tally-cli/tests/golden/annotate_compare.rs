@@ -18,7 +18,7 @@
 //!   those calls with their count and no cost, so they are compared by
 //!   count (calls between different components stay exact).
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -904,38 +904,43 @@ fn merged_reads() -> Result<(), Failed> {
     Ok(())
 }
 
-fn main() {
-    let args = Arguments::from_args();
+/// Every comparison with callgrind_annotate and cg_annotate, named `annotate_compare/…`.
+pub fn trials() -> Vec<Trial> {
     let have_cga = tally_testutil::live(&["callgrind_annotate"]);
     let have_cg = tally_testutil::live(&["cg_annotate"]);
     let mut tests = Vec::new();
     for p in fixtures("callgrind", ".annotate") {
         let n = p.file_name().unwrap().to_string_lossy().to_string();
         let q = p.clone();
-        tests.push(Trial::test(format!("self/callgrind/{n}"), move || {
-            compare_self(
-                &q,
-                "callgrind_annotate",
-                ".annotate",
-                &["--auto=no", "--threshold=100"],
-                have_cga,
-            )
-        }));
+        tests.push(Trial::test(
+            format!("annotate_compare/self/callgrind/{n}"),
+            move || {
+                compare_self(
+                    &q,
+                    "callgrind_annotate",
+                    ".annotate",
+                    &["--auto=no", "--threshold=100"],
+                    have_cga,
+                )
+            },
+        ));
         let q = p.clone();
-        tests.push(Trial::test(format!("inclusive/callgrind/{n}"), move || {
-            compare_inclusive(&q, have_cga)
-        }));
+        tests.push(Trial::test(
+            format!("annotate_compare/inclusive/callgrind/{n}"),
+            move || compare_inclusive(&q, have_cga),
+        ));
         let q = p.clone();
-        tests.push(Trial::test(format!("tree/callgrind/{n}"), move || {
-            compare_tree(&q, have_cga)
-        }));
+        tests.push(Trial::test(
+            format!("annotate_compare/tree/callgrind/{n}"),
+            move || compare_tree(&q, have_cga),
+        ));
         // Source lines (not for files with `calls=0`, whose cost
         // callgrind_annotate books on the call's line as self cost).
         let calls0 = std::fs::read_to_string(&p).is_ok_and(|t| t.contains("\ncalls=0 "));
         if !calls0 {
             let q = p.clone();
             tests.push(tally_testutil::trial(
-                format!("source/callgrind/{n}"),
+                format!("annotate_compare/source/callgrind/{n}"),
                 &["callgrind_annotate"],
                 move || compare_source(&q),
             ));
@@ -944,7 +949,7 @@ fn main() {
     for p in fixtures("callgrind", ".annotate") {
         let n = p.file_name().unwrap().to_string_lossy().to_string();
         tests.push(tally_testutil::trial(
-            format!("written/convert/callgrind/{n}"),
+            format!("annotate_compare/written/convert/callgrind/{n}"),
             &["callgrind_annotate"],
             move || converted_reads(&p, "callgrind", "callgrind_annotate"),
         ));
@@ -952,27 +957,30 @@ fn main() {
     for p in fixtures("cachegrind", ".cg_annotate") {
         let n = p.file_name().unwrap().to_string_lossy().to_string();
         tests.push(tally_testutil::trial(
-            format!("written/convert/cachegrind/{n}"),
+            format!("annotate_compare/written/convert/cachegrind/{n}"),
             &["cg_annotate"],
             move || converted_reads(&p, "cachegrind", "cg_annotate"),
         ));
     }
     tests.push(tally_testutil::trial(
-        "written/merge/instr-jumps",
+        "annotate_compare/written/merge/instr-jumps",
         &["gcc", "valgrind", "callgrind_annotate"],
         merged_reads,
     ));
     for p in fixtures("cachegrind", ".cg_annotate") {
         let n = p.file_name().unwrap().to_string_lossy().to_string();
-        tests.push(Trial::test(format!("self/cachegrind/{n}"), move || {
-            compare_self(
-                &p,
-                "cg_annotate",
-                ".cg_annotate",
-                &["--auto=no", "--threshold=0"],
-                have_cg,
-            )
-        }));
+        tests.push(Trial::test(
+            format!("annotate_compare/self/cachegrind/{n}"),
+            move || {
+                compare_self(
+                    &p,
+                    "cg_annotate",
+                    ".cg_annotate",
+                    &["--auto=no", "--threshold=0"],
+                    have_cg,
+                )
+            },
+        ));
     }
-    libtest_mimic::run(&args, tests).exit();
+    tests
 }

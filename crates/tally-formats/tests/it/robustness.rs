@@ -1,9 +1,7 @@
 //! Bad input never panics: mutated and truncated real profiles give a
 //! profile or an error, and errors point at a line of the input.
 
-mod common;
-
-use common::tabbed;
+use crate::common::tabbed;
 use proptest::prelude::*;
 use std::path::Path;
 use tally_formats::{Error, Input, callgrind};

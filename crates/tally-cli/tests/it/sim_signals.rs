@@ -13,23 +13,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use tally_testutil::{path_str as s, require, temp_dir, text};
+use tally_testutil::{path_str as s, qemu, temp_dir, text};
 
 fn tally_path() -> &'static str {
     env!("CARGO_BIN_EXE_tally")
-}
-
-/// Whether gcc, QEMU and the plugin (built next to tally) are there.
-fn have_qemu() -> bool {
-    if !require(&["qemu-x86_64", "gcc"]) {
-        return false;
-    }
-    let plugin = Path::new(tally_path()).with_file_name("libtally_qemu_plugin.so");
-    if !plugin.is_file() {
-        tally_testutil::skip("tally's QEMU plugin");
-        return false;
-    }
-    true
 }
 
 /// Compiles C `src` into `dir/name`.
@@ -123,7 +110,7 @@ fn start(out: &Path, prog: &Path, args: &[&str], own_group: bool) -> std::proces
 /// same.
 #[test]
 fn signals_to_tally_end_the_run_with_the_profile_so_far() {
-    if !have_qemu() {
+    if !qemu::require(tally_path(), &["gcc"]) {
         return;
     }
     let dir = temp_dir();
@@ -151,7 +138,7 @@ fn signals_to_tally_end_the_run_with_the_profile_so_far() {
 /// it (SIGKILL), with the profile so far.
 #[test]
 fn a_second_signal_ends_a_program_that_ignores_the_first() {
-    if !have_qemu() {
+    if !qemu::require(tally_path(), &["gcc"]) {
         return;
     }
     let dir = temp_dir();
@@ -193,7 +180,7 @@ fn ir_per_function(p: &Path) -> BTreeMap<String, u64> {
 /// counted as Cachegrind counts them.
 #[test]
 fn closing_every_low_descriptor_keeps_the_profile() {
-    if !have_qemu() || !require(&["valgrind"]) {
+    if !qemu::require(tally_path(), &["gcc", "valgrind"]) {
         return;
     }
     let dir = temp_dir();
@@ -237,7 +224,7 @@ fn closing_every_low_descriptor_keeps_the_profile() {
 /// not stop) a read-only directory.
 #[test]
 fn an_unwritable_output_is_refused_before_the_run() {
-    if !have_qemu() {
+    if !qemu::require(tally_path(), &["gcc"]) {
         return;
     }
     let dir = temp_dir();

@@ -4,8 +4,10 @@
 //! gprof's gmon.out. The callers and callees the page shows are checked
 //! against `tally gprof --json`, the inclusive costs against `tally
 //! annotate --inclusive=yes`; screenshots go to
-//! `target/test-artefacts/web/`. The server's guards (token, Host header,
-//! paths outside the API, loopback only) are checked with plain requests.
+//! `target/test-artefacts/web/`, and with `TALLY_SCREENSHOTS=1` the
+//! README's also to `docs/images/`. The server's guards (token, Host
+//! header, paths outside the API, loopback only) are checked with plain
+//! requests.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -99,15 +101,23 @@ const README_VIEWS: [(&str, &str); 7] = [
     ("compare", "compare-overview"),
 ];
 
-/// Copies the Callgrind run's screenshots to `docs/images/web-VIEW.png`,
-/// where the README shows them, and checks that the README shows exactly
-/// those: the pictures are the current page's, made by this test.
+/// Checks that the README shows exactly the screenshots of
+/// [`README_VIEWS`], which this test takes; with `TALLY_SCREENSHOTS=1`
+/// copies the Callgrind run's to `docs/images/web-VIEW.png`, where the
+/// README shows them (tracked files: a test run does not rewrite them
+/// unless asked).
 fn publish_screenshots() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    for (view, shot) in README_VIEWS {
+    for (_, shot) in README_VIEWS {
         let from = artefacts().join(format!("{shot}.png"));
-        let to = root.join(format!("docs/images/web-{view}.png"));
-        std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+        assert!(from.is_file(), "{}: no screenshot", from.display());
+    }
+    if std::env::var_os("TALLY_SCREENSHOTS").is_some_and(|v| v == "1") {
+        for (view, shot) in README_VIEWS {
+            let from = artefacts().join(format!("{shot}.png"));
+            let to = root.join(format!("docs/images/web-{view}.png"));
+            std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+        }
     }
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let mut shown: Vec<&str> = readme

@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use tally_testutil::{qemu, require};
 
 fn workload() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/dcpi/real/workload")
@@ -47,35 +48,6 @@ fn tally(args: &[&str]) -> Output {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn have(tool: &str, arg: &str) -> bool {
-    let found = Command::new(tool).arg(arg).output().is_ok();
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{tool} is missing, and CI must install it"
-        );
-        eprintln!("{tool} is not installed: this test checks nothing live");
-    }
-    found
-}
-
-/// Whether the QEMU plugin is built next to tally (as CI builds it).
-fn have_qemu() -> bool {
-    if !have("qemu-x86_64", "--version") {
-        return false;
-    }
-    let plugin = Path::new(tally_path()).with_file_name("libtally_qemu_plugin.so");
-    let ok = plugin.is_file() || std::env::var_os("TALLY_QEMU_PLUGIN").is_some();
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "the QEMU plugin is not built; CI must build it"
-        );
-        eprintln!("the QEMU plugin is not built: this test checks nothing live");
-    }
-    ok
 }
 
 /// A Cachegrind file's events and counts summed per function name.
@@ -140,7 +112,7 @@ fn cachegrind(dir: &Path, name: &str, geo: &[&str], args: &[&str]) -> PathBuf {
 
 #[test]
 fn lackey_trace_gives_cachegrinds_counts_per_function() {
-    if !have("valgrind", "--version") {
+    if !require(&["valgrind"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -228,7 +200,7 @@ const MISSES: [&str; 9] = [
 
 #[test]
 fn native_run_matches_cachegrind() {
-    if !have("valgrind", "--version") || !have_qemu() {
+    if !qemu::require_beside(tally_path(), &["valgrind"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -290,7 +262,7 @@ fn native_run_matches_cachegrind() {
 /// profile has `Ir` only, as Cachegrind's `--cache-sim=no` writes it.
 #[test]
 fn counts_without_simulation_need_no_accesses() {
-    if !have_qemu() {
+    if !qemu::require_beside(tally_path(), &[]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -316,7 +288,7 @@ fn counts_without_simulation_need_no_accesses() {
 
 #[test]
 fn callgrind_output_has_the_calls() {
-    if !have("valgrind", "--version") || !have_qemu() {
+    if !qemu::require_beside(tally_path(), &["valgrind"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -450,12 +422,11 @@ fn bad_input_is_reported_clearly() {
 /// QEMU's log.
 #[test]
 fn the_plugin_says_why_it_refuses() {
-    if !have_qemu() {
+    // QEMU runs here without tally, in the test's environment.
+    if !qemu::require(tally_path(), &[]) {
         return;
     }
-    let plugin = std::env::var_os("TALLY_QEMU_PLUGIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(tally_path()).with_file_name("libtally_qemu_plugin.so"));
+    let plugin = qemu::plugin(tally_path()).expect("the plugin, required above");
     for (arg, says) in [
         ("bogus=1", "unknown argument `bogus=1`"),
         ("fd=x", "bad argument `fd=x`"),
@@ -476,7 +447,7 @@ fn the_plugin_says_why_it_refuses() {
 
 #[test]
 fn a_crash_or_a_kill_leaves_an_incomplete_profile() {
-    if !have_qemu() || !have("gcc", "--version") {
+    if !qemu::require_beside(tally_path(), &["gcc"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -555,7 +526,7 @@ fn a_crash_or_a_kill_leaves_an_incomplete_profile() {
 /// the second thread starts).
 #[test]
 fn the_plugins_d1_gives_the_same_profile() {
-    if !have_qemu() || !have("gcc", "--version") {
+    if !qemu::require_beside(tally_path(), &["gcc"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -350,7 +350,7 @@ fn other_profilers_files_are_named() {
     // A pprof Profile message: sample_type {type: 1, unit: 2}, string_table.
     let msg = b"\x0a\x04\x08\x01\x10\x02\x32\x00\x32\x07samples\x32\x05count";
     std::fs::write(&pprof, gzip(msg)).unwrap();
-    // pprof is read (tests/pprof.rs): an empty one has its event.
+    // pprof is read (tests/it/pprof.rs): an empty one has its event.
     let out = tally_testutil::tally!().ok(&["annotate", pprof.to_str().unwrap()]);
     let out = String::from_utf8_lossy(&out.stdout);
     assert!(out.contains("Events recorded:  samples"), "{out}");

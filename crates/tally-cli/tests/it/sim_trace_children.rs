@@ -14,23 +14,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use tally_testutil::{path_str as s, require, temp_dir, text};
+use tally_testutil::{path_str as s, qemu, temp_dir, text};
 
 fn tally_path() -> &'static str {
     env!("CARGO_BIN_EXE_tally")
-}
-
-/// Whether gcc, QEMU and the plugin (built next to tally) are there.
-fn have_qemu() -> bool {
-    if !require(&["qemu-x86_64", "gcc"]) {
-        return false;
-    }
-    let plugin = Path::new(tally_path()).with_file_name("libtally_qemu_plugin.so");
-    if !plugin.is_file() {
-        tally_testutil::skip("tally's QEMU plugin");
-        return false;
-    }
-    true
 }
 
 /// Compiles C `src` into `dir/name`.
@@ -79,7 +66,7 @@ const EXECD: &str = "static volatile long sink;\n\
 
 #[test]
 fn every_process_has_its_own_profile_with_cachegrinds_counts() {
-    if !have_qemu() || !require(&["valgrind"]) {
+    if !qemu::require(tally_path(), &["gcc", "valgrind"]) {
         return;
     }
     let dir = temp_dir();
@@ -175,7 +162,7 @@ fn every_process_has_its_own_profile_with_cachegrinds_counts() {
 
 #[test]
 fn a_signal_reaches_every_process_and_every_profile_is_written() {
-    if !have_qemu() {
+    if !qemu::require(tally_path(), &["gcc"]) {
         return;
     }
     let dir = temp_dir();

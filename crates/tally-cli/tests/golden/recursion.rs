@@ -8,7 +8,7 @@
 //! A function's inclusive cost is its own, or for a cycle member its
 //! cycle's, since members have none of their own.
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -477,27 +477,29 @@ fn cpython() -> Result<(), Failed> {
     Ok(())
 }
 
-fn main() {
-    let args = Arguments::from_args();
+/// Every recursion trial, named `recursion/…`.
+pub fn trials() -> Vec<Trial> {
     let mut tests = Vec::new();
     for p in fixtures() {
         let n = p.file_name().unwrap().to_string_lossy().to_string();
-        tests.push(Trial::test(format!("fixture/{n}"), move || fixture(&p)));
+        tests.push(Trial::test(format!("recursion/fixture/{n}"), move || {
+            fixture(&p)
+        }));
     }
     tests.push(tally_testutil::trial(
-        "compiled/fib",
+        "recursion/compiled/fib",
         &["gcc", "valgrind"],
         compiled,
     ));
     tests.push(tally_testutil::trial(
-        "compiled/diff",
+        "recursion/compiled/diff",
         &["gcc", "valgrind"],
         diff,
     ));
     tests.push(tally_testutil::trial(
-        "cpython",
+        "recursion/cpython",
         &["valgrind", "python3"],
         cpython,
     ));
-    libtest_mimic::run(&args, tests).exit();
+    tests
 }

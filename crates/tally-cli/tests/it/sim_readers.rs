@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
-use tally_testutil::{path_str as s, require, temp_dir, text};
+use tally_testutil::{path_str as s, qemu, temp_dir, text};
 
 fn tally_path() -> &'static str {
     env!("CARGO_BIN_EXE_tally")
@@ -57,12 +57,7 @@ fn table(report: &str) -> BTreeMap<String, Vec<u64>> {
 
 #[test]
 fn callgrind_annotate_reads_sims_callgrind_profile_with_tallys_numbers() {
-    if !require(&["qemu-x86_64", "callgrind_annotate"]) {
-        return;
-    }
-    let plugin = Path::new(tally_path()).with_file_name("libtally_qemu_plugin.so");
-    if !plugin.is_file() {
-        tally_testutil::skip("tally's QEMU plugin");
+    if !qemu::require(tally_path(), &["callgrind_annotate"]) {
         return;
     }
     let dir = temp_dir();

@@ -3,9 +3,7 @@
 //! themselves and with what the real tools (callgrind_annotate, cg_annotate)
 //! print for the original and for our rewrite.
 
-mod common;
-
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use tally_formats::{Error, Input, WarningKind, callgrind, read_file, read_files};
@@ -164,7 +162,7 @@ fn round_trip<C: Cost>(path: &Path) -> Result<(), Failed> {
 /// tabs between the numbers of every cost line) read the same profile.
 fn fast_and_careful_paths_agree(path: &Path) -> Result<(), Failed> {
     let text = std::fs::read(path)?;
-    let tabbed = common::tabbed(&text);
+    let tabbed = crate::common::tabbed(&text);
     let fast = callgrind::read::<u64>(Input::from_bytes("fast", text).unwrap());
     let careful = callgrind::read::<u64>(Input::from_bytes("careful", tabbed).unwrap());
     match (fast, careful) {
@@ -380,8 +378,8 @@ fn series(paths: Vec<PathBuf>) -> Result<(), Failed> {
     Ok(())
 }
 
-fn main() {
-    let args = Arguments::from_args();
+/// One trial per fixture and check.
+pub fn trials() -> Vec<Trial> {
     let mut tests = Vec::new();
 
     for p in valgrind_profiles() {
@@ -495,5 +493,5 @@ fn main() {
             Err("expected a summary-above-total warning".into())
         }
     }));
-    libtest_mimic::run(&args, tests).exit();
+    tests
 }

@@ -4,7 +4,6 @@
 //! SIGTERM or SIGHUP, sent to tally or to its process group while it reads
 //! or writes a large profile, end it within a second with status 128 +
 //! signal, no temporary file left and the old output as it was.
-#![cfg(unix)]
 
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
-use tally_testutil::{path_str as s, require, temp_dir, text};
+use tally_testutil::{path_str as s, qemu, temp_dir, text};
 
 fn tally_path() -> &'static str {
     env!("CARGO_BIN_EXE_tally")
@@ -31,14 +31,7 @@ fn ir_per_function(p: &Path) -> BTreeMap<String, u64> {
 
 #[test]
 fn a_forking_program_is_profiled_in_its_first_process_with_a_warning() {
-    if !require(&["qemu-x86_64", "gcc", "valgrind"]) {
-        return;
-    }
-    if !Path::new(tally_path())
-        .with_file_name("libtally_qemu_plugin.so")
-        .is_file()
-    {
-        tally_testutil::skip("tally's QEMU plugin");
+    if !qemu::require(tally_path(), &["gcc", "valgrind"]) {
         return;
     }
     let dir = temp_dir();

@@ -9,7 +9,7 @@
 //! Reports with explanations are compared without them: tally writes its
 //! own.
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -226,18 +226,18 @@ fn check_bad(case: &Case) -> Result<(), Failed> {
     Ok(())
 }
 
-fn main() {
-    let args = Arguments::from_args();
+/// Every fixture of MANIFEST.tsv tally compares, named `gprof_compare/…`.
+pub fn trials() -> Vec<Trial> {
     let live = tally_testutil::live(&["gprof"]);
     let mut trials = Vec::new();
     for case in manifest() {
-        let name = case.output.clone();
+        let name = format!("gprof_compare/{}", case.output);
         let unsupported = case
             .args
             .iter()
             .any(|a| matches!(a.as_str(), "-i" | "-C" | "-T"));
         let c = case.clone();
-        if name.starts_with("bad/") {
+        if case.output.starts_with("bad/") {
             trials.push(Trial::test(name, move || check_bad(&c)));
         } else if case.args.iter().any(|a| a == "-s") {
             trials.push(Trial::test(name, move || compare_sum(&c, live)));
@@ -245,5 +245,5 @@ fn main() {
             trials.push(Trial::test(name, move || compare_report(&c, live)));
         }
     }
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }

@@ -1,0 +1,32 @@
+//! tally-cli's integration tests in one binary: the tally command run as users run it.
+
+mod annotate;
+mod annotate_defaults;
+mod bounded_memory;
+mod cli;
+mod dcpi;
+mod export;
+mod flame;
+mod gate;
+mod gmon_convert;
+mod gprof;
+mod gprof_callgrind;
+mod graph;
+mod input;
+mod interop;
+mod merge_diff;
+mod pprof;
+mod record;
+mod reliability_input;
+#[cfg(unix)]
+mod reliability_io;
+mod sim;
+mod sim_children;
+mod sim_more;
+mod sim_readers;
+mod sim_signals;
+mod sim_trace_children;
+mod speedscope;
+mod stacks;
+mod truncation;
+mod web;

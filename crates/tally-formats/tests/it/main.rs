@@ -1,0 +1,9 @@
+//! tally-formats's integration tests in one binary (libtest; the fixture corpus is in golden/).
+
+mod common;
+mod dcpi;
+mod detect;
+mod gmon;
+mod robustness;
+mod semantics;
+mod split;

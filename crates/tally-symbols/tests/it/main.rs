@@ -1,0 +1,3 @@
+//! tally-symbols's integration tests in one binary: against nm, objdump and addr2line.
+
+mod gnu_tools;
