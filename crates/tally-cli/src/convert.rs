@@ -259,12 +259,9 @@ fn run_dcpi(args: &Args, sources: &[Source]) -> anyhow::Result<Outcome> {
 
 /// Converts gmon files (summed as gprof sums them) with their program.
 fn run_gmon(args: &Args, sources: &[Source]) -> anyhow::Result<Outcome> {
-    let Some(binary) = &args.binary else {
-        bail!(
-            "{}: a gmon file needs the program that wrote it: add --binary PROG",
-            args.files[0].display()
-        );
-    };
+    // `--from gmon` reads files not detected as gmon: the reader names
+    // what is wrong with each.
+    let binary = GmonInput::need_program(&args.files[0], args.binary.as_deref())?;
     let input = GmonInput::sum(sources, Program::open(binary)?)?;
     if input.is_empty() {
         eprintln!(

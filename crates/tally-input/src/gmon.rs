@@ -47,11 +47,17 @@ impl GmonInput {
                 s.format().describe()
             )));
         }
+        let first = sources.first().map_or(Path::new(""), Source::path);
+        GmonInput::need_program(first, program)
+    }
+
+    /// The program gmon input needs, or the usage error every command
+    /// gives without it (naming the first gmon file).
+    pub fn need_program<P>(first: &Path, program: Option<P>) -> Result<P, Error> {
         program.ok_or_else(|| {
-            let first = sources.first().map(|s| s.path().display().to_string());
             Error::Usage(format!(
                 "{}: a gmon file needs the program that wrote it: add --binary PROG",
-                first.unwrap_or_default()
+                first.display()
             ))
         })
     }

@@ -653,8 +653,10 @@ fn fails(args: &[&str], names: &[&str]) {
 
 #[test]
 fn bad_input_gets_a_clear_error() {
-    // gmon without --binary.
-    fails(&["cycles.O0.gmon"], &["cycles.O0.gmon", "--binary"]);
+    // gmon without --binary: a usage error, as in every command.
+    let o = tally(&gprof_dir(), &["convert", "cycles.O0.gmon", "-o", "-"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("cycles.O0.gmon: a gmon file needs the program"));
     // A truncated gmon file: the file and the offset of the cut record.
     fails(
         &["bad/truncated.gmon", "--binary", "cycles.O0"],

@@ -85,6 +85,29 @@ fn a_cut_profile_is_called_truncated_by_check_and_annotate() {
             1,
             "once per file"
         );
+        // One rule in every command: the same warning line, and the
+        // command goes on.
+        let warning = text(&check.stderr)
+            .lines()
+            .find(|l| l.contains("looks truncated"))
+            .expect("check warns")
+            .to_owned();
+        let out = dir.path().join(format!("cut{pc}.svg"));
+        let dot = dir.path().join(format!("cut{pc}.dot"));
+        for args in [
+            vec!["flame", c, "-o", path_str(&out)],
+            vec!["graph", c, "-o", path_str(&dot)],
+            vec!["gprof", "-b", c],
+            vec!["convert", c, "-o", "-"],
+        ] {
+            let o = tally(&args);
+            assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+            assert!(
+                text(&o.stderr).lines().any(|l| l == warning),
+                "{args:?}: {}",
+                text(&o.stderr)
+            );
+        }
     }
     // The intact profile, and what merge and diff write, are not.
     let other = profile(dir.path(), "600");
@@ -133,8 +156,11 @@ fn no_fixture_is_called_truncated() {
                 continue;
             }
             let o = tally(&["check", "-q", path_str(&p)]);
+            // A truncated file fails check too: look before skipping
+            // what is not a profile (sources, scripts).
+            assert!(!truncated(&o), "{name}: {}", text(&o.stderr));
             if !o.status.success() {
-                continue; // not a profile (sources, scripts)
+                continue;
             }
             n += 1;
             assert!(!truncated(&o), "{name}: {}", text(&o.stderr));
