@@ -5,7 +5,7 @@
 #
 #   TALLY_BENCH_RUNS=5 bench/record.sh
 #
-# The program: the CPU-bound test program of crates/tally-cli/tests/record.rs
+# The program: the CPU-bound test program of crates/tally-cli/tests/it/record.rs
 # (a hot loop `spin`, `leaf`, a recursion `rec`), about a second natively,
 # built twice at -O2: with frame pointers (the fp rows) and without (gcc's
 # default: the dwarf rows). Both tools sample cpu-clock at 999 Hz; DWARF
