@@ -1,7 +1,10 @@
 //! Analyses over the profile model: self costs and arcs summed over parts,
 //! the call graph's strongly connected components, inclusive costs that stay
 //! right under recursion, costs per source line or instruction, and whole
-//! stacks estimated from arcs, and the budget check of `tally gate`.
+//! stacks estimated from arcs, and the budget check of `tally gate`;
+//! GNU gprof's analysis of gmon data and Callgrind profiles (`gprof`), and
+//! the conversions that need a program's symbols (`convert`: gmon →
+//! Callgrind, DCPI ↔ Callgrind).
 //!
 //! Everything here is pure and deterministic: the same profile gives the
 //! same numbers and the same order, whatever the hash seeds.
@@ -9,6 +12,7 @@
 
 pub mod aggregate;
 pub mod combine;
+pub mod convert;
 pub mod estimate;
 pub mod folding;
 pub mod gate;

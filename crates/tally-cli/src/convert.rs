@@ -269,7 +269,7 @@ fn run_gmon(args: &Args, sources: &[Source]) -> anyhow::Result<Outcome> {
             args.files[0].display()
         );
     }
-    let opts = tally_report::gprof::Options {
+    let opts = tally_analysis::gprof::Options {
         gnu_compatible: args.gnu_compatible,
         demangle: !args.no_demangle,
         ..Default::default()
@@ -284,11 +284,11 @@ fn run_gmon(args: &Args, sources: &[Source]) -> anyhow::Result<Outcome> {
 fn write<C: Cost>(p: &Profile<C>, args: &Args) -> anyhow::Result<Outcome> {
     if wants_dcpi(args) {
         let image = args.binary.as_deref().map(Program::open).transpose()?;
-        let opts = tally_report::convert::dcpi::FromCallgrind {
+        let opts = tally_analysis::convert::dcpi::FromCallgrind {
             event: args.event.as_deref(),
             object: args.object.as_deref(),
         };
-        let d = tally_report::convert::dcpi::from_callgrind(
+        let d = tally_analysis::convert::dcpi::from_callgrind(
             p,
             image.as_ref().map(Program::object),
             &opts,

@@ -163,7 +163,7 @@ fn export(
                 let sources = std::slice::from_ref(&source);
                 let program = GmonInput::check(sources, program)?;
                 let gmon = tally_input::sum_gmon(sources, program)?;
-                let opts = tally_report::gprof::Options::default();
+                let opts = tally_analysis::gprof::Options::default();
                 let conv = tally_input::convert_gmon(program, &gmon, &opts)?;
                 info.format = "gmon".into();
                 ex.add(&conv.profile, &info)?;

@@ -6,10 +6,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
+use tally_analysis::gprof;
 use tally_formats::Source;
 use tally_formats::detect::Format as FileFormat;
 use tally_input::{GmonInput, Program};
-use tally_report::gprof;
+use tally_report::gprof::{json, source, text};
 
 use crate::Outcome;
 use crate::gprof_args::parse;
@@ -89,18 +90,17 @@ pub fn run(args: Vec<String>) -> Result<Outcome> {
         eprintln!("tally gprof: warning: {}", n.0);
     }
     let mut out = if p.json {
-        gprof::json::write(&report, &p.opts)
+        json::write(&report, &p.opts)
     } else {
-        gprof::text::write(&report, &p.opts)
+        text::write(&report, &p.opts)
     };
     if p.anno {
-        let anno = gprof::source::Annotate {
+        let anno = source::Annotate {
             min_count: p.min_count,
             dirs: p.source_dirs.clone(),
             all_lines: p.all_lines,
         };
-        let (text, notices) =
-            gprof::source::write(&report, &p.opts, gmon, &anno, !p.flat && !p.graph);
+        let (text, notices) = source::write(&report, &p.opts, gmon, &anno, !p.flat && !p.graph);
         out.push_str(&text);
         for n in notices {
             eprintln!("tally gprof: {n}");

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use tally_report::gprof::{ArcSpec, Options, SymSpec};
+use tally_analysis::gprof::{ArcSpec, Options, SymSpec};
 
 pub const USAGE: &str = "\
 Usage: tally gprof [OPTIONS] [PROGRAM] [GMON...]

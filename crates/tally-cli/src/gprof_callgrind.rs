@@ -1,16 +1,17 @@
 //! `tally gprof CALLGRIND-PROFILE`: reads the profile (summing while
 //! reading, as `tally annotate` does for one input), then prints gprof's
-//! analysis from `tally_report::gprof::callgrind`.
+//! analysis from `tally_analysis::gprof::callgrind`.
 
 use std::io::Write;
 
 use anyhow::{Context, Result};
 use tally_analysis::AggregateBuilder;
+use tally_analysis::gprof::callgrind as report;
+use tally_analysis::gprof::{self, Options};
 use tally_formats::Source;
 use tally_formats::callgrind::ReadOutcome;
 use tally_model::{AnyCost, Cost};
-use tally_report::gprof::callgrind as report;
-use tally_report::gprof::{self, Options};
+use tally_report::gprof::{json, text};
 
 use crate::Outcome;
 use crate::progress::Progress;
@@ -92,9 +93,9 @@ pub fn run(
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     if json {
-        out.write_all(gprof::json::write(&r, &opts).as_bytes())?;
+        out.write_all(json::write(&r, &opts).as_bytes())?;
     } else {
-        gprof::text::write_to(&r, &opts, &mut out)?;
+        text::write_to(&r, &opts, &mut out)?;
     }
     out.flush()?;
     // The report is a few hundred thousand allocations on a large

@@ -6,12 +6,12 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use tally_analysis::AggregateBuilder;
+use tally_analysis::gprof::{self, Options};
 use tally_formats::Source;
 use tally_formats::callgrind::ReadOutcome;
 use tally_formats::detect::Format as FileFormat;
 use tally_input::{GmonInput, Program, Summing};
 use tally_model::{AnyCost, Cost, Profile};
-use tally_report::gprof::{self, Options};
 use tally_report::graph::{self, Graph, Prune};
 
 use crate::Outcome;

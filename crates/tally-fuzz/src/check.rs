@@ -159,6 +159,12 @@ pub fn report_verdict(e: &tally_report::ReportError) -> bool {
     matches!(e, E::Input(m) | E::NoSuchPart(m) if !m.contains("overflow") && !m.contains("does not fit"))
 }
 
+/// [`report_verdict`] for an analysis's or conversion's error, as the
+/// report error it becomes.
+pub fn analysis_verdict(e: &tally_analysis::gprof::GprofError) -> bool {
+    report_verdict(&e.clone().into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,13 +11,14 @@ use std::io::Write;
 use std::path::Path;
 use tally_analysis::AggregateBuilder;
 use tally_analysis::combine::{CombineOptions, Combiner, EventChoice, Sign};
+use tally_analysis::gprof;
 use tally_formats::callgrind::{self, WriteOptions};
 use tally_formats::dcpi::{self, DcpiProfile};
 use tally_formats::gmon::Gmon;
 use tally_formats::{Input, Source};
 use tally_model::{AnyCost, AnyProfile, Cost, Format, Profile};
 use tally_report::annotate::{Options as AnnotateOptions, Threshold, Tree};
-use tally_report::gprof;
+use tally_report::gprof::{json, text};
 use tally_symbols::ObjectFile;
 
 /// One input to drive: the bytes a reader gets (gzip'd or not), the
@@ -236,18 +237,20 @@ impl<'c> Driver<'c> {
         if opts.flat || opts.graph {
             match gprof::analyse(obj, &g, &opts) {
                 Ok(r) => {
-                    let _ = gprof::text::write(&r, &opts);
-                    json_parses(&gprof::json::write(&r, &opts), "gprof-json")?;
+                    let _ = text::write(&r, &opts);
+                    json_parses(&json::write(&r, &opts), "gprof-json")?;
                 }
-                Err(e) => check::error("gprof", &e.to_string(), check::report_verdict(&e), extent)?,
+                Err(e) => {
+                    check::error("gprof", &e.to_string(), check::analysis_verdict(&e), extent)?
+                }
             }
         }
-        match tally_report::convert::gmon::convert(obj, &g, &opts) {
+        match tally_analysis::convert::gmon::convert(obj, &g, &opts) {
             Ok(c) => round_trip(&c.profile, "gmon-to-callgrind")?,
             Err(e) => check::error(
                 "gmon-to-callgrind",
                 &e.to_string(),
-                check::report_verdict(&e),
+                check::analysis_verdict(&e),
                 extent,
             )?,
         }
@@ -331,14 +334,19 @@ impl<'c> Driver<'c> {
         }
         if let Some(b) = base {
             let v = vec![("fuzz-seed".to_string(), b), (NAME.to_string(), p.clone())];
-            report("dcpi-sum", tally_report::dcpi::sum(&v).map(|_| ()))?;
+            report(
+                "dcpi-sum",
+                tally_analysis::convert::dcpi::sum(&v)
+                    .map(|_| ())
+                    .map_err(Into::into),
+            )?;
         }
-        match tally_report::convert::dcpi::to_callgrind(&p, obj, NAME) {
+        match tally_analysis::convert::dcpi::to_callgrind(&p, obj, NAME) {
             Ok(prof) => round_trip(&prof, "dcpi-to-callgrind")?,
             Err(e) => check::error(
                 "dcpi-to-callgrind",
                 &e.to_string(),
-                check::report_verdict(&e),
+                check::analysis_verdict(&e),
                 extent,
             )?,
         }
@@ -748,9 +756,9 @@ fn gprof_streamed(source: &Source, extent: Extent) -> Res {
     match report {
         Ok(r) => {
             let mut sink = Vec::new();
-            gprof::text::write_to(&r, &opts, &mut sink)
+            text::write_to(&r, &opts, &mut sink)
                 .map_err(|e| Failure::new("read-back", "gprof-text", e.to_string()))?;
-            json_parses(&gprof::json::write(&r, &opts), "gprof-json")
+            json_parses(&json::write(&r, &opts), "gprof-json")
         }
         Err(e) => check::error("gprof", &e.to_string(), check::report_verdict(&e), extent),
     }
@@ -764,7 +772,7 @@ fn gprof_report<C: Cost>(
     sums.set_events(read.profile.events.len());
     let part_sums = sums.part_totals();
     let agg = sums.finish(read.profile.names.function_count(), |_| true);
-    gprof::callgrind::analyse(&read.profile, &agg, &part_sums, None, opts, NAME)
+    gprof::callgrind::analyse(&read.profile, &agg, &part_sums, None, opts, NAME).map_err(Into::into)
 }
 
 fn add<C: Cost>(

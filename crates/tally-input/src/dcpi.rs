@@ -24,7 +24,7 @@ pub fn read_dcpi(sources: &[Source]) -> Result<DcpiInput, Error> {
         v.push((s.path().display().to_string(), p));
     }
     Ok(DcpiInput {
-        profile: tally_report::dcpi::sum(&v)?,
+        profile: tally_analysis::convert::dcpi::sum(&v)?,
     })
 }
 
@@ -36,7 +36,7 @@ pub fn read_dcpi_paths(paths: &[PathBuf]) -> Result<DcpiInput, Error> {
         v.push((p.display().to_string(), dcpi::read_file(p)?));
     }
     Ok(DcpiInput {
-        profile: tally_report::dcpi::sum(&v)?,
+        profile: tally_analysis::convert::dcpi::sum(&v)?,
     })
 }
 
@@ -63,7 +63,7 @@ impl DcpiInput {
             (None, None) => "???".to_string(),
         };
         let object = image.map(Program::object);
-        Ok(tally_report::convert::dcpi::to_callgrind(
+        Ok(tally_analysis::convert::dcpi::to_callgrind(
             &self.profile,
             object,
             &name,

@@ -31,3 +31,11 @@ pub enum Error {
         source: std::io::Error,
     },
 }
+
+/// An analysis's or conversion's error (`tally_analysis::gprof`,
+/// `tally_analysis::convert`) is a report error: same variant, same message.
+impl From<tally_analysis::gprof::GprofError> for Error {
+    fn from(e: tally_analysis::gprof::GprofError) -> Self {
+        Error::Report(e.into())
+    }
+}

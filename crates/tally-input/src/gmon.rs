@@ -3,11 +3,11 @@
 
 use std::path::Path;
 
+use tally_analysis::gprof::{self, Options};
 use tally_formats::Source;
 use tally_formats::detect::Format as FileFormat;
 use tally_formats::gmon::Gmon;
 use tally_model::Profile;
-use tally_report::gprof::{self, Options};
 
 use crate::{Error, Program};
 
@@ -88,7 +88,7 @@ pub fn sum_gmon(sources: &[Source], program: &Program) -> Result<Gmon, Error> {
 
 /// [`GmonInput::to_profile`] with a program that other inputs share.
 pub fn convert_gmon(program: &Program, gmon: &Gmon, opts: &Options) -> Result<Converted, Error> {
-    let conv = tally_report::convert::gmon::convert(program.object(), gmon, opts)?;
+    let conv = tally_analysis::convert::gmon::convert(program.object(), gmon, opts)?;
     Ok(Converted {
         notices: conv.notices.iter().map(|n| n.0.clone()).collect(),
         profile: conv.profile,

@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
+use tally_analysis::gprof;
 use tally_formats::Source;
 use tally_formats::detect::Format as FileFormat;
 use tally_model::AnyProfile;
-use tally_report::gprof;
 
 use crate::{Error, GmonInput, read_gmon, warning_lines};
 

@@ -61,7 +61,7 @@ pub fn load_with_stacks(
     };
     if program.is_some() || sources.iter().any(|s| s.format() == FileFormat::Gmon) {
         let input = read_gmon(sources, program)?;
-        let conv = input.to_profile(&tally_report::gprof::Options::default())?;
+        let conv = input.to_profile(&tally_analysis::gprof::Options::default())?;
         return with_stacks(conv.profile, file, min_share, Vec::new(), conv.notices);
     }
     let read = read_summing(

@@ -12,8 +12,9 @@
 use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
 use std::time::Duration;
 use tally_analysis::AggregateBuilder;
+use tally_analysis::gprof::{Options, Report, callgrind};
 use tally_gen::{Config, EventSet, Shape};
-use tally_report::gprof::{Options, Report, callgrind, text};
+use tally_report::gprof::text;
 
 fn bench(c: &mut Criterion) {
     let config = Config {

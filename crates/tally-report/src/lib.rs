@@ -1,21 +1,21 @@
 //! Reports: the analyses a report needs, laid out as text or JSON.
-//! Reports read the model and the analyses; they never parse profiles.
+//! Reports read the model and the analyses; they never parse profiles,
+//! and compute no more than their layout needs (gprof's analysis and the
+//! conversions between profile kinds are `tally-analysis`'s).
 //!
 //! - `annotate`: function tables, inclusive costs with cycles, call trees,
 //!   source, assembly and jumps (`tally annotate`).
 //! - `gprof`: GNU gprof's flat profile and call graph, from gmon data or a
-//!   Callgrind profile (`tally gprof`).
+//!   Callgrind profile (`tally gprof`), as `tally_analysis::gprof` made it.
 //! - `dcpi`: the DCPI tools' reports (`tally dcpi`).
 //! - `diff`: the JSON summary of `tally diff`.
 //! - `flame`: flame graphs as interactive SVGs (`tally flame`).
-//! - `convert`: gmon → Callgrind and DCPI ↔ Callgrind (`tally convert`).
 //! - `graph`: the call graph as DOT or SVG (`tally graph`).
 //! - `gate`: the verdict of `tally gate` as text, JSON, JUnit XML and Markdown.
 //! - `format`: number formatting and styles shared by the text writers.
 #![deny(missing_docs)]
 
 pub mod annotate;
-pub mod convert;
 pub mod dcpi;
 pub mod diff;
 pub mod flame;
@@ -23,6 +23,17 @@ pub mod format;
 pub mod gate;
 pub mod gprof;
 pub mod graph;
+
+impl From<tally_analysis::gprof::GprofError> for ReportError {
+    fn from(e: tally_analysis::gprof::GprofError) -> Self {
+        use tally_analysis::gprof::GprofError as E;
+        match e {
+            E::UnknownEvent { name, known } => ReportError::UnknownEvent { name, known },
+            E::Input(m) => ReportError::Input(m),
+            other => ReportError::Input(other.to_string()),
+        }
+    }
+}
 
 impl From<tally_model::UnknownEvent> for ReportError {
     fn from(e: tally_model::UnknownEvent) -> Self {

@@ -71,6 +71,14 @@ impl From<tally_input::Error> for Error {
     }
 }
 
+/// An analysis's error (`tally_analysis::gprof`) is a report error: same
+/// variant, same message.
+impl From<tally_analysis::gprof::GprofError> for Error {
+    fn from(e: tally_analysis::gprof::GprofError) -> Error {
+        Error::Report(e.into())
+    }
+}
+
 /// The page: HTML with its CSS and script inlined, and `data` (JSON, or
 /// `null` for a server) as the report's embedded replies.
 pub fn page(title: &str, data: &str) -> String {

@@ -9,10 +9,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use tally_analysis::gprof::{self, Options, Report};
 use tally_analysis::{Aggregate, EstimateOptions, estimate_stacks_with};
 use tally_input::GmonInput;
 use tally_model::{AnyCost, EventColumns, FunctionId, Profile, Stacks};
-use tally_report::gprof::{self, Options, Report};
 
 use crate::Error;
 use crate::view::{Grouping, Provisional, Table, View};

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 use tally_analysis::Aggregate;
+use tally_analysis::gprof::{Costs, Report};
 use tally_model::{EventColumns, FunctionId};
-use tally_report::gprof::{Costs, Report};
 
 use crate::session::Input;
 

@@ -3,7 +3,8 @@
 //! samples per procedure), `list` (dcpilist: one procedure's instructions
 //! with their samples and source lines) and `diff` (dcpidiff: two profiles
 //! of one image, per procedure or per instruction). The conversions to and
-//! from Callgrind are in `crate::convert::dcpi`.
+//! from Callgrind, and the sum of profiles, are in
+//! `tally_analysis::convert::dcpi`.
 //!
 //! Addresses are `text start + offset`: the text start is the header's
 //! `tstart` line if it has one, else the image's `.text` section address,
@@ -15,7 +16,8 @@ use crate::format::{MAX_COLUMN, pad_left, thousands};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::io::Write;
-use tally_formats::dcpi::{DcpiProfile, Header};
+use tally_analysis::convert::dcpi::text_start;
+use tally_formats::dcpi::DcpiProfile;
 use tally_symbols::ObjectFile;
 
 fn th(v: u64) -> String {
@@ -33,51 +35,6 @@ fn signed(d: i128) -> String {
 
 /// The procedure name of samples outside every symbol.
 pub const UNKNOWN: &str = "unknown_rtns";
-
-/// The address the chunk offsets are relative to.
-pub fn text_start(h: &Header, image: Option<&ObjectFile>) -> u64 {
-    h.tstart()
-        .or_else(|| image.and_then(|i| i.section(".text")).map(|s| s.address))
-        .unwrap_or(0)
-}
-
-/// Profiles of one image summed: they must sample the same event.
-pub fn sum(profiles: &[(String, DcpiProfile)]) -> Result<DcpiProfile, ReportError> {
-    let Some((first_name, first)) = profiles.first() else {
-        return Err(ReportError::Input("no profiles".into()));
-    };
-    let mut out = first.clone();
-    for (name, p) in &profiles[1..] {
-        if p.header.event() != first.header.event() {
-            return Err(ReportError::Input(format!(
-                "{name} samples `{}` but {first_name} samples `{}`: profiles of different events cannot be summed",
-                p.header.event().unwrap_or("?"),
-                first.header.event().unwrap_or("?")
-            )));
-        }
-        if p.header.image() != first.header.image() {
-            return Err(ReportError::Input(format!(
-                "{name} is a profile of image {:x} but {first_name} of image {:x}",
-                p.header.image().unwrap_or(0),
-                first.header.image().unwrap_or(0)
-            )));
-        }
-        if text_start(&p.header, None) != text_start(&first.header, None) {
-            return Err(ReportError::Input(format!(
-                "{name} and {first_name} have different text starts"
-            )));
-        }
-        for (&o, &c) in &p.samples {
-            let e = out.samples.entry(o).or_insert(0);
-            *e = e.checked_add(c).ok_or_else(|| {
-                ReportError::Input(format!(
-                    "{name}: the summed count at offset {o:#x} exceeds 32 bits"
-                ))
-            })?;
-        }
-    }
-    Ok(out)
-}
 
 /// `tally dcpi cat`: the header, then address and count per sampled
 /// instruction, then the totals.

@@ -10,9 +10,7 @@
 //! (`measured`), the `cycles` and the warnings.
 
 use serde_json::{Map, Value, json};
-use tally_analysis::gprof::CallGraph;
-
-use super::{Costs, EventCounts, Histogram, Options, Report};
+use tally_analysis::gprof::{CallGraph, Costs, EventCounts, Histogram, Options, Report};
 
 /// The report as a JSON document.
 pub fn write(report: &Report, opts: &Options) -> String {

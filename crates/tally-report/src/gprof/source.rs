@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use tally_formats::gmon::Gmon;
 
-use super::{Options, Report, selection};
+use tally_analysis::gprof::{Options, Report, selection};
 
 /// Options of the annotated source.
 #[derive(Debug, Clone, Default)]

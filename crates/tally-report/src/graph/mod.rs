@@ -20,7 +20,7 @@ pub mod svg;
 
 use std::path::Path;
 
-use crate::gprof::{Costs, Report};
+use tally_analysis::gprof::{Costs, Report};
 
 /// One function of the graph.
 #[derive(Debug, Clone, PartialEq)]

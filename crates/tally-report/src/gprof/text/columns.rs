@@ -6,9 +6,7 @@
 
 use std::io::Write as _;
 
-use tally_analysis::gprof::CallGraph;
-
-use crate::gprof::{Costs, EventCounts, Histogram, Measured, Options, Report};
+use tally_analysis::gprof::{CallGraph, Costs, EventCounts, Histogram, Measured, Options, Report};
 
 /// Everything that differs between the layouts, as data.
 pub(super) struct Columns<'a> {

@@ -5,10 +5,9 @@
 
 use std::fmt::Write;
 
-use tally_analysis::gprof::CallGraph;
+use tally_analysis::gprof::{CallGraph, EventCounts, Measured, Options};
 
 use super::columns::{Columns, Section, Unit, Widths};
-use crate::gprof::{EventCounts, Measured, Options};
 
 /// The columns of a report of a Callgrind profile.
 pub(super) fn columns<'a>(

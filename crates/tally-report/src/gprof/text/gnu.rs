@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use super::columns::{Columns, Section, Unit, Widths};
-use crate::gprof::{Histogram, Options, Report};
+use tally_analysis::gprof::{Histogram, Options, Report};
 
 /// SI prefixes for the per-call columns, from tera to atto, with the factor
 /// that brings a time in seconds to that unit.

@@ -16,10 +16,9 @@ mod tests;
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-use tally_analysis::gprof::CallGraph;
+use tally_analysis::gprof::{CallGraph, Options, Report};
 
 use self::columns::{Columns, Cost, fixed, number, spaces};
-use super::{Options, Report};
 
 /// Writes the report: flat profile, call graph and index, as chosen.
 pub fn write_to(report: &Report, opts: &Options, out: &mut impl io::Write) -> io::Result<()> {
@@ -247,7 +246,7 @@ fn entry(
     let cycle = g.is_cycle(node);
     if !cycle {
         let parents = g.sorted_parents(node);
-        r.touch_print_names(parents.iter().map(|&a| g.graph.arcs[a].parent));
+        touch_print_names(r, parents.iter().map(|&a| g.graph.arcs[a].parent));
         if parents.is_empty() {
             spaces(buf, iw + 7 + c.cost_columns() * (cw + 1) + 2 * (kw + 1) + 4);
             buf.extend_from_slice(b"<spontaneous>\n");
@@ -282,15 +281,15 @@ fn entry(
             c.measured(buf, |_| None);
             c.called(buf, g, m, true);
             buf.extend_from_slice(b"     ");
-            r.push_print_name(m, buf);
+            push_print_name(r, m, buf);
             buf.push(b'\n');
         }
     } else {
         buf.push(b' ');
-        r.push_print_name(node, buf);
+        push_print_name(r, node, buf);
         buf.push(b'\n');
         let children = g.sorted_children(node);
-        r.touch_print_names(children.iter().map(|&a| g.graph.arcs[a].child));
+        touch_print_names(r, children.iter().map(|&a| g.graph.arcs[a].child));
         for a in children {
             arc_line(r, c, g, a, g.graph.arcs[a].child, buf);
         }
@@ -331,7 +330,7 @@ fn arc_line(r: &Report, c: &Columns<'_>, g: &CallGraph, a: usize, other: usize, 
         number(buf, i128::from(g.ncalls[g.group(arc.child)]), kw, true);
         spaces(buf, 5);
     }
-    r.push_print_name(other, buf);
+    push_print_name(r, other, buf);
     buf.push(b'\n');
 }
 
@@ -387,5 +386,59 @@ fn index_layout<'n>(
             j += rows;
         }
         out.push(b'\n');
+    }
+}
+
+/// Reads what [`push_print_name`] reads of each of `nodes`,
+/// before their lines are written: the callers and callees of an entry
+/// are far apart in memory, and these reads, independent of each
+/// other, overlap their cache misses (each line written between them
+/// would wait for its own).
+fn touch_print_names(r: &Report, nodes: impl Iterator<Item = usize>) {
+    let Some(g) = &r.graph else {
+        return;
+    };
+    let mut x = 0usize;
+    for node in nodes {
+        let name = if node < r.table.len() {
+            r.display(node).as_bytes().first().copied().unwrap_or(0)
+        } else {
+            0
+        };
+        x ^= usize::from(name) ^ g.index[node] ^ g.cycle[node] as usize;
+    }
+    std::hint::black_box(x);
+}
+
+/// Appends the name as the call graph prints it: with its cycle and
+/// index. Written as bytes, not through `fmt`: a report of a Callgrind
+/// profile prints it on each of its millions of lines.
+fn push_print_name(r: &Report, node: usize, buf: &mut Vec<u8>) {
+    let mut n = itoa::Buffer::new();
+    let Some(g) = &r.graph else {
+        buf.extend_from_slice(r.display(node).as_bytes());
+        return;
+    };
+    if g.is_cycle(node) {
+        buf.extend_from_slice(b"<cycle ");
+        buf.extend_from_slice(n.format(g.cycle[node]).as_bytes());
+        buf.push(b'>');
+    } else {
+        buf.extend_from_slice(r.display(node).as_bytes());
+        if g.cycle[node] != 0 {
+            buf.extend_from_slice(b" <cycle ");
+            buf.extend_from_slice(n.format(g.cycle[node]).as_bytes());
+            buf.push(b'>');
+        }
+    }
+    if g.index[node] != 0 {
+        let (open, close) = if g.print_flag[node] {
+            (b" [", b']')
+        } else {
+            (b" (", b')')
+        };
+        buf.extend_from_slice(open);
+        buf.extend_from_slice(n.format(g.index[node]).as_bytes());
+        buf.push(close);
     }
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use tally_formats::Input;
 
-use crate::gprof::{Options, Report, callgrind};
+use tally_analysis::gprof::{Options, Report, callgrind};
 
 fn report(name: &str) -> Report {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

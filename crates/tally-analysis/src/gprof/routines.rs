@@ -5,15 +5,13 @@
 
 use std::path::Path;
 
-use tally_analysis::gprof::{Routine, SymbolTable};
 use tally_symbols::ObjectFile;
 
-use super::Options;
-use crate::ReportError;
+use super::{GprofError, Options, Routine, SymbolTable};
 
 /// Why the routine table could not be built.
-fn no_symbols(program: &Path) -> ReportError {
-    ReportError::Input(format!(
+fn no_symbols(program: &Path) -> GprofError {
+    GprofError::Input(format!(
         "{}: no symbols (is it stripped?); gprof needs the symbol table to map addresses to functions",
         program.display()
     ))
@@ -98,10 +96,7 @@ fn routine_class(
 /// The routines of `obj` by gprof's rules, with their source positions.
 /// Returns the table and whether leading underscores are to be dropped
 /// from printed names (only where no plain `main` exists).
-pub fn function_table(
-    obj: &ObjectFile,
-    opts: &Options,
-) -> Result<(SymbolTable, bool), ReportError> {
+pub fn function_table(obj: &ObjectFile, opts: &Options) -> Result<(SymbolTable, bool), GprofError> {
     function_table_with_files(obj, opts).map(|(t, d, _)| (t, d))
 }
 
@@ -110,11 +105,11 @@ pub fn function_table(
 pub fn function_table_with_files(
     obj: &ObjectFile,
     opts: &Options,
-) -> Result<(SymbolTable, bool, Vec<String>), ReportError> {
+) -> Result<(SymbolTable, bool, Vec<String>), GprofError> {
     let mut files: Vec<String> = Vec::new();
     let text = obj
         .section(".text")
-        .ok_or_else(|| ReportError::Input(format!("{}: no .text section", obj.path().display())))?;
+        .ok_or_else(|| GprofError::Input(format!("{}: no .text section", obj.path().display())))?;
     let mut raw = Vec::new();
     let mut discard_underscores = true;
     let strings = opts.gnu_compatible.then(|| obj.symtab_strings());

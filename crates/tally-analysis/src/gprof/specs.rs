@@ -3,7 +3,7 @@
 //! a [`Selection`] marks the routines a report part includes, and
 //! [`arc_filter`] the arcs the call graph keeps.
 
-use tally_analysis::gprof::{Routine, Selection, SymbolTable};
+use super::{Routine, Selection, SymbolTable};
 
 /// A symbol specification, `FILE:FUNCTION`, `FILE:LINE`, `FUNCTION`, `FILE`
 /// (with a dot) or `LINE` (digits), as gprof's options take them.
@@ -112,11 +112,7 @@ pub struct Specs {
 
 /// The routines that `include` names (all when it names none), less those
 /// `exclude` names.
-pub(crate) fn selection(
-    table: &SymbolTable,
-    include: &[SymSpec],
-    exclude: &[SymSpec],
-) -> Selection {
+pub fn selection(table: &SymbolTable, include: &[SymSpec], exclude: &[SymSpec]) -> Selection {
     let mark = |specs: &[SymSpec]| -> Vec<bool> {
         table
             .routines
@@ -130,7 +126,7 @@ pub(crate) fn selection(
 /// Which arcs the options keep, `keep(caller, callee)`: with `-q FROM/TO`
 /// naming a caller that exists, only those arcs; else all but the `-k`
 /// and `-Q FROM/TO` ones. The flag says whether any arc may be dropped.
-pub(crate) fn arc_filter<'a>(
+pub fn arc_filter<'a>(
     table: &'a SymbolTable,
     specs: &'a Specs,
 ) -> (bool, impl Fn(usize, usize) -> bool + 'a) {

@@ -22,14 +22,15 @@
 //! callee's cost by counts.
 
 use rustc_hash::FxHashMap;
-use tally_analysis::gprof::{AssembleOptions, Graph, Routine, SymbolTable, assemble};
-use tally_analysis::{Aggregate, Inclusive};
 use tally_model::{
     Cost, EventColumns, FunctionId, FunctionKey, Interner, Names, Profile, program_total,
 };
 
-use super::{Costs, EventCounts, Measured, Notice, Options, Report, arc_filter, selection};
-use crate::ReportError;
+use super::{
+    AssembleOptions, Costs, EventCounts, GprofError, Graph, Measured, Notice, Options, Report,
+    Routine, SymbolTable, arc_filter, assemble, selection,
+};
+use crate::{Aggregate, Inclusive};
 
 fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -53,7 +54,7 @@ pub fn analyse_profile<C: Cost>(
     event: Option<&str>,
     opts: &Options,
     source: &str,
-) -> Result<Report, ReportError> {
+) -> Result<Report, GprofError> {
     let agg = Aggregate::new(profile, |_| true);
     let sums: Vec<Vec<C>> = profile
         .parts
@@ -78,11 +79,11 @@ pub fn analyse<C: Cost>(
     event: Option<&str>,
     opts: &Options,
     source: &str,
-) -> Result<Report, ReportError> {
+) -> Result<Report, GprofError> {
     let columns = EventColumns::new(&profile.events);
     let e = match event {
         None if profile.events.is_empty() => {
-            return Err(ReportError::Input(format!(
+            return Err(GprofError::Input(format!(
                 "{source}: the profile has no events"
             )));
         }
@@ -284,7 +285,7 @@ struct ArcGraph<C> {
     /// Whether a call count was negative.
     negative: bool,
     /// The profile's arcs kept, when some were left out by name.
-    kept: Option<Vec<tally_analysis::Arc<C>>>,
+    kept: Option<Vec<crate::Arc<C>>>,
 }
 
 /// Callgrind's arcs as gprof's: summed over call-site files, in order of

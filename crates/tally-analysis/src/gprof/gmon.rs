@@ -4,17 +4,14 @@
 //! looks like another program's, then gprof's propagation, into the one
 //! [`Report`].
 
-use tally_analysis::gprof::{
-    AssembleOptions, Graph, Samples, SymbolTable, assemble, assign_samples,
-};
 use tally_formats::gmon::{Gmon, Layout};
 use tally_symbols::{InstrKind, ObjectFile};
 
 use super::{
-    Costs, DEFAULT_EXCLUDED, Histogram, Notice, Options, Report, SymSpec, arc_filter, display_name,
+    AssembleOptions, Costs, DEFAULT_EXCLUDED, GprofError, Graph, Histogram, Notice, Options,
+    Report, Samples, SymSpec, SymbolTable, arc_filter, assemble, assign_samples, display_name,
     function_table_with_files, lines, selection,
 };
-use crate::ReportError;
 
 /// The layout of the gmon files of `obj`.
 pub fn layout_of(obj: &ObjectFile) -> Layout {
@@ -22,7 +19,7 @@ pub fn layout_of(obj: &ObjectFile) -> Layout {
 }
 
 /// Builds the report from a program and its (merged) gmon data.
-pub fn analyse(obj: &ObjectFile, gmon: &Gmon, opts: &Options) -> Result<Report, ReportError> {
+pub fn analyse(obj: &ObjectFile, gmon: &Gmon, opts: &Options) -> Result<Report, GprofError> {
     let (table, discard, source_files) = if opts.line {
         lines::line_table(obj, opts)?
     } else {

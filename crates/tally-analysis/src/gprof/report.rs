@@ -13,9 +13,7 @@
 use std::cmp::Ordering;
 use std::path::PathBuf;
 
-use tally_analysis::gprof::{CallGraph, Selection, SelfTimes, SymbolTable};
-
-use super::{Notice, Options};
+use super::{CallGraph, Notice, Options, Selection, SelfTimes, SymbolTable};
 
 /// Everything the text and JSON writers print.
 #[derive(Debug, Clone)]
@@ -272,59 +270,5 @@ impl Report {
         let calls = self.ncalls[i];
         let m = self.measured.as_ref()?.nodes[i]?;
         (calls != 0).then(|| m as f64 / calls as f64)
-    }
-
-    /// Reads what [`Report::push_print_name`] reads of each of `nodes`,
-    /// before their lines are written: the callers and callees of an entry
-    /// are far apart in memory, and these reads, independent of each
-    /// other, overlap their cache misses (each line written between them
-    /// would wait for its own).
-    pub fn touch_print_names(&self, nodes: impl Iterator<Item = usize>) {
-        let Some(g) = &self.graph else {
-            return;
-        };
-        let mut x = 0usize;
-        for node in nodes {
-            let name = if node < self.table.len() {
-                self.display(node).as_bytes().first().copied().unwrap_or(0)
-            } else {
-                0
-            };
-            x ^= usize::from(name) ^ g.index[node] ^ g.cycle[node] as usize;
-        }
-        std::hint::black_box(x);
-    }
-
-    /// Appends the name as the call graph prints it: with its cycle and
-    /// index. Written as bytes, not through `fmt`: a report of a Callgrind
-    /// profile prints it on each of its millions of lines.
-    pub fn push_print_name(&self, node: usize, buf: &mut Vec<u8>) {
-        let mut n = itoa::Buffer::new();
-        let Some(g) = &self.graph else {
-            buf.extend_from_slice(self.display(node).as_bytes());
-            return;
-        };
-        if g.is_cycle(node) {
-            buf.extend_from_slice(b"<cycle ");
-            buf.extend_from_slice(n.format(g.cycle[node]).as_bytes());
-            buf.push(b'>');
-        } else {
-            buf.extend_from_slice(self.display(node).as_bytes());
-            if g.cycle[node] != 0 {
-                buf.extend_from_slice(b" <cycle ");
-                buf.extend_from_slice(n.format(g.cycle[node]).as_bytes());
-                buf.push(b'>');
-            }
-        }
-        if g.index[node] != 0 {
-            let (open, close) = if g.print_flag[node] {
-                (b" [", b']')
-            } else {
-                (b" (", b')')
-            };
-            buf.extend_from_slice(open);
-            buf.extend_from_slice(n.format(g.index[node]).as_bytes());
-            buf.push(close);
-        }
     }
 }

@@ -39,15 +39,16 @@
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
-use tally_analysis::gprof::{AssembleOptions, Graph, Selection, SymbolTable, UNIT, assemble};
 use tally_formats::gmon::Gmon;
 use tally_model::{
     CallInfo, Events, FileId, Format, FunctionId, FunctionKey, ObjectId, Positions, Profile,
 };
 use tally_symbols::{InstrKind, ObjectFile};
 
-use crate::ReportError;
-use crate::gprof::{DEFAULT_EXCLUDED, Notice, Options, display_name, function_table};
+use crate::gprof::{
+    AssembleOptions, DEFAULT_EXCLUDED, GprofError, Graph, Notice, Options, Selection, SymbolTable,
+    UNIT, assemble, display_name, function_table,
+};
 
 /// The event of converted profiles.
 pub const EVENT: &str = "Samples";
@@ -66,7 +67,7 @@ pub struct Conversion {
 
 /// Converts a program's gmon data (several files already merged with
 /// [`Gmon::merge`]) to a profile; see the module documentation.
-pub fn gmon_to_profile(obj: &ObjectFile, gmon: &Gmon) -> Result<Profile<u64>, ReportError> {
+pub fn gmon_to_profile(obj: &ObjectFile, gmon: &Gmon) -> Result<Profile<u64>, GprofError> {
     convert(obj, gmon, &Options::default()).map(|c| c.profile)
 }
 
@@ -74,7 +75,7 @@ pub fn gmon_to_profile(obj: &ObjectFile, gmon: &Gmon) -> Result<Profile<u64>, Re
 /// that apply are those that shape the routine table
 /// ([`function_table`]: `gnu_compatible`, `no_static`, `functions_only`)
 /// and `demangle`; the report options are ignored.
-pub fn convert(obj: &ObjectFile, gmon: &Gmon, opts: &Options) -> Result<Conversion, ReportError> {
+pub fn convert(obj: &ObjectFile, gmon: &Gmon, opts: &Options) -> Result<Conversion, GprofError> {
     let (table, discard) = function_table(obj, opts)?;
     let n = table.len();
     let mut notices = Vec::new();
@@ -502,7 +503,7 @@ struct Spread {
 
 /// Credits every bin to the routines it overlaps, in proportion to the
 /// overlap, with the bounds GNU gprof's `hist_assign_samples` computes
-/// (see [`tally_analysis::gprof::assign_samples`]). Unlike gprof, each
+/// (see [`crate::gprof::assign_samples`]). Unlike gprof, each
 /// bin's shares add up to its count: gprof divides the overlap by the
 /// nominal bin width (`scale`, e.g. 1.997 units), while the integer bounds
 /// make a bin 1 or 2 units wide, so its per-routine times drift a little

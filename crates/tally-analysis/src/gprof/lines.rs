@@ -5,21 +5,19 @@
 //! GNU gprof asks the DWARF reader about every byte of `.text`, one by one;
 //! here the line table is walked row by row, which gives the same runs.
 
-use tally_analysis::gprof::{Routine, SymbolTable};
 use tally_symbols::ObjectFile;
 
-use super::{Options, function_table_with_files};
-use crate::ReportError;
+use super::{GprofError, Options, Routine, SymbolTable, function_table_with_files};
 
 /// The line routines and the function routines of `obj`, in one table.
 pub fn line_table(
     obj: &ObjectFile,
     opts: &Options,
-) -> Result<(SymbolTable, bool, Vec<String>), ReportError> {
+) -> Result<(SymbolTable, bool, Vec<String>), GprofError> {
     let (functions, discard, mut files) = function_table_with_files(obj, opts)?;
     let text = obj
         .section(".text")
-        .ok_or_else(|| ReportError::Input(format!("{}: no .text section", obj.path().display())))?;
+        .ok_or_else(|| GprofError::Input(format!("{}: no .text section", obj.path().display())))?;
     let mut lines: Vec<Routine> = Vec::new();
     let mut prev: Option<(String, String, u32)> = None;
     // Every address where the (function, file, line) may change: each

@@ -1,4 +1,4 @@
-//! DCPI ↔ Callgrind.
+//! DCPI ↔ Callgrind, and DCPI profiles of one image summed ([`sum`]).
 //!
 //! A DCPI profile becomes a Callgrind profile with `positions: instr line`
 //! and one event named after the header's `event`: each sampled address is
@@ -12,8 +12,7 @@
 //! where Valgrind loaded it (0x108000 for the main program): the load bias
 //! is found from the image's symbols, so DCPI offsets are image offsets.
 
-use crate::ReportError;
-use crate::dcpi::text_start;
+use crate::gprof::GprofError;
 use std::collections::BTreeMap;
 use tally_formats::dcpi::{DcpiProfile, Header};
 use tally_model::{Events, FunctionKey, Positions, Profile};
@@ -23,6 +22,51 @@ use tally_symbols::ObjectFile;
 const DESC_LINE: &[u8] = b"dcpi";
 /// `desc:` type of the text start a conversion used.
 const DESC_START: &[u8] = b"dcpi-text-start";
+
+/// The address the chunk offsets are relative to.
+pub fn text_start(h: &Header, image: Option<&ObjectFile>) -> u64 {
+    h.tstart()
+        .or_else(|| image.and_then(|i| i.section(".text")).map(|s| s.address))
+        .unwrap_or(0)
+}
+
+/// Profiles of one image summed: they must sample the same event.
+pub fn sum(profiles: &[(String, DcpiProfile)]) -> Result<DcpiProfile, GprofError> {
+    let Some((first_name, first)) = profiles.first() else {
+        return Err(GprofError::Input("no profiles".into()));
+    };
+    let mut out = first.clone();
+    for (name, p) in &profiles[1..] {
+        if p.header.event() != first.header.event() {
+            return Err(GprofError::Input(format!(
+                "{name} samples `{}` but {first_name} samples `{}`: profiles of different events cannot be summed",
+                p.header.event().unwrap_or("?"),
+                first.header.event().unwrap_or("?")
+            )));
+        }
+        if p.header.image() != first.header.image() {
+            return Err(GprofError::Input(format!(
+                "{name} is a profile of image {:x} but {first_name} of image {:x}",
+                p.header.image().unwrap_or(0),
+                first.header.image().unwrap_or(0)
+            )));
+        }
+        if text_start(&p.header, None) != text_start(&first.header, None) {
+            return Err(GprofError::Input(format!(
+                "{name} and {first_name} have different text starts"
+            )));
+        }
+        for (&o, &c) in &p.samples {
+            let e = out.samples.entry(o).or_insert(0);
+            *e = e.checked_add(c).ok_or_else(|| {
+                GprofError::Input(format!(
+                    "{name}: the summed count at offset {o:#x} exceeds 32 bits"
+                ))
+            })?;
+        }
+    }
+    Ok(out)
+}
 
 /// A Callgrind event name from DCPI's event text (`cycles`, `imiss`,
 /// `pm:retired`): letters, digits and `_`.
@@ -42,10 +86,10 @@ pub fn to_callgrind(
     p: &DcpiProfile,
     image: Option<&ObjectFile>,
     image_name: &str,
-) -> Result<Profile<u64>, ReportError> {
+) -> Result<Profile<u64>, GprofError> {
     let event = p.header.event().unwrap_or("samples");
     let name = event_name(event);
-    let mut events = Events::new([name.clone()]).map_err(|e| ReportError::Input(e.to_string()))?;
+    let mut events = Events::new([name.clone()]).map_err(|e| GprofError::Input(e.to_string()))?;
     if name != event {
         events.set_long_name(&name, event.to_string());
     }
@@ -116,9 +160,9 @@ pub fn from_callgrind<C: tally_model::Cost>(
     p: &Profile<C>,
     image: Option<&ObjectFile>,
     opts: &FromCallgrind<'_>,
-) -> Result<DcpiProfile, ReportError> {
+) -> Result<DcpiProfile, GprofError> {
     let Some(ix) = p.positions.instr() else {
-        return Err(ReportError::Input(
+        return Err(GprofError::Input(
             "the profile has no instruction addresses (`positions: instr line`, Callgrind's --dump-instr=yes): DCPI counts samples per instruction".into(),
         ));
     };
@@ -189,7 +233,7 @@ pub fn from_callgrind<C: tally_model::Cost>(
     for (addr, v) in sums {
         let a = addr.wrapping_sub(bias);
         let Some(off) = a.checked_sub(start) else {
-            return Err(ReportError::Input(format!(
+            return Err(GprofError::Input(format!(
                 "instruction {addr:#x} lies below the text start {start:#x}{}",
                 if bias != 0 {
                     format!(" (load bias {bias:#x})")
@@ -199,7 +243,7 @@ pub fn from_callgrind<C: tally_model::Cost>(
             )));
         };
         let c = u32::try_from(v).map_err(|_| {
-            ReportError::Input(format!("{v} {event} at {addr:#x}: DCPI counts are 32-bit"))
+            GprofError::Input(format!("{v} {event} at {addr:#x}: DCPI counts are 32-bit"))
         })?;
         samples.insert(off, c);
     }
@@ -212,7 +256,7 @@ fn choose_object<C: tally_model::Cost>(
     p: &Profile<C>,
     image: Option<&ObjectFile>,
     asked: Option<&str>,
-) -> Result<Option<u32>, ReportError> {
+) -> Result<Option<u32>, GprofError> {
     let mut used: Vec<u32> = Vec::new();
     for part in &p.parts {
         for b in part.lines.blocks() {
@@ -239,7 +283,7 @@ fn choose_object<C: tally_model::Cost>(
             })
             .map(|&o| Some(o))
             .ok_or_else(|| {
-                ReportError::Input(format!(
+                GprofError::Input(format!(
                     "no object `{a}` in the profile (it has: {})",
                     list()
                 ))
@@ -264,7 +308,7 @@ fn choose_object<C: tally_model::Cost>(
             (same.len() == 1).then(|| same[0])
         });
         return found.map(|&o| Some(o)).ok_or_else(|| {
-            ReportError::Input(format!(
+            GprofError::Input(format!(
                 "no object of the profile is {path} (it has: {}); name one with --object",
                 list()
             ))
@@ -277,7 +321,7 @@ fn choose_object<C: tally_model::Cost>(
         .collect();
     match real.as_slice() {
         [o] => Ok(Some(*o)),
-        _ => Err(ReportError::Input(format!(
+        _ => Err(GprofError::Input(format!(
             "the profile has several objects ({}); give the image (--binary) or --object",
             list()
         ))),

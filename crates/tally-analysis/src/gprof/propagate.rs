@@ -1,29 +1,7 @@
-//! The call-graph analysis of gprof (Graham, Kessler and McKusick, 1982), as
-//! GNU gprof computes it, so that reports agree with GNU gprof's to the last
-//! digit.
-//!
-//! The steps, each a function here:
-//!
-//! 1. [`SymbolTable::finalize`]: routines sorted by address, one per address
-//!    (globals over statics, functions over other symbols, names without a
-//!    leading underscore over those with one), each extending to the next.
-//! 2. [`assign_samples`]: histogram bins to self time; a bin that straddles
-//!    two routines is split by overlap.
-//! 3. [`Graph::tally`]: call arcs from `(from_pc, self_pc, count)` records;
-//!    a record whose caller is no known routine is dropped, which is what
-//!    makes a routine `<spontaneous>`.
-//! 4. [`assemble`]: self calls taken out, static arcs added, routines
-//!    numbered depth-first with cycles collapsed (the strongly connected
-//!    components), cycles numbered, then print flags and propagation
-//!    fractions passed down and time passed up:
-//!    `T_r = S_r + Σ T_e · C_e^r / C_e` over the collapsed graph.
-//!
-//! Everything is a plain index into the symbol table; cycles get the indices
-//! after the routines. Orders that GNU gprof leaves to `qsort` are stable
-//! here, as glibc's `qsort` (a merge sort) is for tables of this size.
-//!
-//! Times are in histogram ticks (or any cost unit: the Callgrind path feeds
-//! event counts); dividing by the sampling rate is the printer's job.
+//! gprof's call-graph analysis proper, on routines already found: the
+//! table finalized, samples and arcs assigned to routines, then cycles
+//! collapsed and time propagated ([`assemble`]). The steps are listed in
+//! the parent module's documentation.
 
 use rustc_hash::FxHashMap;
 
