@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use tally_analysis::AggregateBuilder;
 use tally_formats::Source;
 use tally_formats::callgrind::ReadOutcome;
-use tally_input::Summing;
+use tally_input::{Sniffed, Summing};
 use tally_model::{AnyCost, Cost, Profile};
 use tally_report::annotate::AggregateAndRecords;
 use tally_report::annotate::{Grouping, Options, PartFilter, Threshold, Tree};
@@ -146,20 +146,11 @@ fn parse_percent(s: &str) -> Result<f64, String> {
 /// annotate), by its first bytes; `-` and files that cannot be opened are
 /// profiles (the reader then says what is wrong).
 fn is_profile(path: &Path) -> anyhow::Result<bool> {
+    // Standard input is read once, by the reader.
     if path.as_os_str() == "-" {
         return Ok(true);
     }
-    let Ok(s) = Source::open(path) else {
-        return Ok(true);
-    };
-    if s.detected().undecided() {
-        bail!(
-            "{}: {}; remove some of its leading comment lines",
-            path.display(),
-            s.format().describe()
-        );
-    }
-    Ok(s.detected().looks_like_profile())
+    Ok(!matches!(tally_input::sniff(path)?, Sniffed::Other(_)))
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {

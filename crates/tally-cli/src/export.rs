@@ -8,7 +8,7 @@ use anyhow::Context;
 use std::path::{Path, PathBuf};
 use tally_formats::Source;
 use tally_formats::detect::Format as FileFormat;
-use tally_input::{GmonInput, Program};
+use tally_input::Program;
 use tally_model::AnyCost;
 use tally_parquet::{Exporter, ProfileInfo, Table};
 
@@ -157,34 +157,14 @@ fn export(
         let extra = binary.map(|b| b.1.as_bytes()).unwrap_or_default();
         info.id = tally_parquet::profile_id([bytes.as_ref(), extra], &args.labels);
         drop(bytes);
-        let program = binary.map(|b| &b.0);
-        match source.format() {
-            FileFormat::Gmon => {
-                let sources = std::slice::from_ref(&source);
-                let program = GmonInput::check(sources, program)?;
-                let gmon = tally_input::sum_gmon(sources, program)?;
-                let opts = tally_analysis::gprof::Options::default();
-                let conv = tally_input::convert_gmon(program, &gmon, &opts)?;
-                info.format = "gmon".into();
-                ex.add(&conv.profile, &info)?;
-            }
-            FileFormat::Dcpi => {
-                let input = tally_input::read_dcpi(std::slice::from_ref(&source))?;
-                let p = input.to_profile(program)?;
-                info.format = "dcpi".into();
-                ex.add(&p, &info)?;
-            }
-            format => {
-                let (p, warnings) = tally_formats::read(&source, None)?;
-                for line in tally_input::warning_lines(path, &warnings) {
-                    eprintln!("{line}");
-                }
-                info.format = format_name(format, &p).into();
-                match &p {
-                    AnyCost::Unsigned(p) => ex.add(p, &info)?,
-                    AnyCost::Signed(p) => ex.add(p, &info)?,
-                }
-            }
+        let loaded = tally_input::load_one(&source, binary.map(|b| &b.0))?;
+        for w in &loaded.warnings {
+            eprintln!("{w}");
+        }
+        info.format = format_name(source.format(), &loaded.profile).into();
+        match &loaded.profile {
+            AnyCost::Unsigned(p) => ex.add(p, &info)?,
+            AnyCost::Signed(p) => ex.add(p, &info)?,
         }
     }
     Ok(ex.finish()?)
@@ -197,6 +177,8 @@ fn format_name(f: FileFormat, p: &tally_model::AnyProfile) -> &'static str {
         FileFormat::PerfScript => "perf-script",
         FileFormat::Folded => "folded",
         FileFormat::Pprof => "pprof",
+        FileFormat::Gmon => "gmon",
+        FileFormat::Dcpi => "dcpi",
         FileFormat::TallyJson => "tally-json",
         _ => match p.format() {
             tally_model::Format::Cachegrind => "cachegrind",

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use tally_analysis::gprof;
-use tally_formats::Source;
 use tally_formats::detect::Format as FileFormat;
+use tally_input::Sniffed;
 use tally_input::{GmonInput, Program};
 use tally_report::gprof::{json, source, text};
 
@@ -18,18 +18,11 @@ use crate::gprof_args::parse;
 /// Runs `tally gprof` with the raw arguments after the subcommand.
 pub fn run(args: Vec<String>) -> Result<Outcome> {
     let mut p = parse(&args)?;
-    if let [only] = &p.positional[..]
-        && let Ok(source) = Source::open(Path::new(only))
-    {
-        if source.detected().undecided() {
-            bail!(
-                "{only}: {}; remove some of its leading comment lines",
-                source.format().describe()
-            );
-        }
-        if source.detected().looks_like_profile() {
+    if let [only] = &p.positional[..] {
+        let sniffed = tally_input::sniff(Path::new(only))?;
+        if let Sniffed::Profile(source) = &sniffed {
             return crate::gprof_callgrind::run(
-                &source,
+                source,
                 &p.opts,
                 (p.flat, p.graph),
                 (p.user_flat, p.user_graph),
@@ -37,7 +30,9 @@ pub fn run(args: Vec<String>) -> Result<Outcome> {
                 p.event.as_deref(),
             );
         }
-        if source.format() == FileFormat::Gmon {
+        if let Sniffed::Other(source) = &sniffed
+            && source.format() == FileFormat::Gmon
+        {
             bail!(
                 "{only}: {}: name the program that wrote it first: `tally gprof PROG {only}`",
                 FileFormat::Gmon.describe()

@@ -37,6 +37,7 @@ mod error;
 mod gmon;
 mod load;
 mod program;
+mod sniff;
 mod stacks;
 mod stream;
 mod warnings;
@@ -45,8 +46,11 @@ pub use check::{Scanned, scan};
 pub use dcpi::{DcpiInput, read_dcpi, read_dcpi_paths};
 pub use error::Error;
 pub use gmon::{Converted, GmonInput, convert_gmon, read_gmon, sum_gmon};
-pub use load::{Loaded, Options, load_profile, names, open_all, read_within_memory, stdin_once};
+pub use load::{
+    Loaded, Options, load_one, load_profile, names, open_all, read_within_memory, stdin_once,
+};
 pub use program::Program;
+pub use sniff::{Sniffed, sniff};
 pub use stacks::{StackSource, WithStacks, load_with_stacks};
 pub use stream::{Summing, read_one_summing, read_summing};
 pub use warnings::warning_lines;

@@ -7,7 +7,9 @@ use tally_formats::Source;
 use tally_formats::detect::Format as FileFormat;
 use tally_model::AnyProfile;
 
-use crate::{Error, GmonInput, read_gmon, warning_lines};
+use crate::{
+    Error, GmonInput, Program, convert_gmon, read_dcpi, read_gmon, sum_gmon, warning_lines,
+};
 
 /// Refuses standard input (`-`) named more than once: it can be read only
 /// once, so a second `-` would be an empty profile or a second reader of
@@ -111,6 +113,36 @@ pub fn read_within_memory(
         )?),
         r => Ok(r?),
     }
+}
+
+/// One input of any format as a profile, with a program opened once for
+/// many inputs (`tally export`): gmon input needs it, DCPI input is mapped
+/// with it when given; anything else is read as it is.
+pub fn load_one(source: &Source, program: Option<&Program>) -> Result<Loaded, Error> {
+    let sources = std::slice::from_ref(source);
+    let (profile, warnings, notices) = match source.format() {
+        FileFormat::Gmon => {
+            let program = GmonInput::check(sources, program)?;
+            let gmon = sum_gmon(sources, program)?;
+            let conv = convert_gmon(program, &gmon, &gprof::Options::default())?;
+            (AnyProfile::Unsigned(conv.profile), Vec::new(), conv.notices)
+        }
+        FileFormat::Dcpi => {
+            let input = read_dcpi(sources)?;
+            let profile = input.to_profile(program)?;
+            (AnyProfile::Unsigned(profile), Vec::new(), Vec::new())
+        }
+        _ => {
+            let (p, w) = tally_formats::read(source, None)?;
+            (p, warning_lines(source.path(), &w), Vec::new())
+        }
+    };
+    Ok(Loaded {
+        profile,
+        warnings,
+        notices,
+        gmon: None,
+    })
 }
 
 /// The paths of `sources` joined for a title (`a.out b.out`).
