@@ -31,9 +31,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     for (i, path) in args.files.iter().enumerate() {
-        let result = Source::open(path)
-            .map_err(tally_input::Error::from)
-            .and_then(|s| check(&s).map(|c| (s, c)));
+        let result = tally_input::open(path).and_then(|s| check(&s).map(|c| (s, c)));
         match result {
             Ok((source, checked)) => {
                 if i > 0 && !args.quiet {

@@ -6,7 +6,6 @@
 use crate::Outcome;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
-use tally_formats::Source;
 use tally_formats::detect::Format as FileFormat;
 use tally_input::Program;
 use tally_model::AnyCost;
@@ -147,7 +146,7 @@ fn export(
 ) -> anyhow::Result<tally_parquet::Counts> {
     let mut ex = Exporter::new(outputs)?;
     for path in &args.files {
-        let source = Source::open(path)?;
+        let source = tally_input::open(path)?;
         let mut info = ProfileInfo {
             source: path.display().to_string(),
             labels: args.labels.clone(),

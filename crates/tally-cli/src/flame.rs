@@ -5,8 +5,6 @@ use crate::Outcome;
 use anyhow::{anyhow, bail};
 use std::path::{Path, PathBuf};
 
-use tally_formats::Source;
-use tally_formats::detect::Format as FileFormat;
 use tally_input::{StackSource, WithStacks};
 use tally_model::{EventColumns, EventValue, Profile};
 use tally_report::flame::{FlameOptions, Tree, write_svg};
@@ -141,13 +139,8 @@ fn direct(args: &Args) -> anyhow::Result<Option<(Tree, String, bool)>> {
     if args.diff || args.binary.is_some() || args.event.as_deref().is_some_and(|e| e != event) {
         return Ok(None);
     }
-    let source = Source::open(file)?;
-    if source.format() != FileFormat::Folded {
-        return Ok(None);
-    }
-    let mut tree = tally_report::flame::read_folded(source.input()?)?;
-    tree.finish();
-    Ok(Some((tree, event.to_owned(), false)))
+    let tree = tally_input::folded_tree(file)?;
+    Ok(tree.map(|tree| (tree, event.to_owned(), false)))
 }
 
 /// The merged tree of the inputs read as profiles (B's shape with A's

@@ -51,9 +51,14 @@ pub use load::{
 };
 pub use program::Program;
 pub use sniff::{Sniffed, sniff};
-pub use stacks::{StackSource, WithStacks, load_with_stacks};
+pub use stacks::{StackSource, WithStacks, folded_tree, load_with_stacks};
 pub use stream::{Summing, read_one_summing, read_summing};
 pub use warnings::warning_lines;
+
+/// Opens one path (`-` is standard input).
+pub fn open(path: &std::path::Path) -> Result<Source, Error> {
+    Ok(Source::open(path)?)
+}
 
 /// Formats and detection, as the inputs were read.
 pub use tally_formats::{Source, detect::Format as FileFormat};

@@ -120,3 +120,16 @@ fn estimate(agg: &Aggregate<u64>, file: &Path, min_share: f64) -> Result<StackTr
     estimate_tree(agg, EstimateOptions { min_share })
         .map_err(|e| Error::Input(format!("{}: estimating stacks: {e}", file.display())))
 }
+
+/// The flame tree of one folded-stacks file read straight from its lines
+/// (no profile built), or `None` when `path` holds another format: the
+/// tree `tally flame` draws of one folded file, at the speed of its lines.
+pub fn folded_tree(path: &Path) -> Result<Option<tally_report::flame::Tree>, Error> {
+    let source = Source::open(path)?;
+    if source.format() != FileFormat::Folded {
+        return Ok(None);
+    }
+    let mut tree = tally_report::flame::read_folded(source.input()?)?;
+    tree.finish();
+    Ok(Some(tree))
+}
