@@ -8,8 +8,8 @@ use tally_formats::Source;
 use tally_formats::callgrind::ReadOutcome;
 use tally_formats::detect::Format as FileFormat;
 use tally_input::Scanned;
-use tally_model::{AnyCost, Cost, Format};
-use tally_report::format::thousands;
+use tally_model::{AnyCost, Cost};
+use tally_report::check::{Checked, Found, write_dcpi, write_profile};
 
 /// Arguments of `tally check`.
 #[derive(clap::Args)]
@@ -38,12 +38,12 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                     writeln!(out)?;
                 }
                 match checked {
-                    Scanned::Dcpi(p) if !args.quiet => print_dcpi(&mut out, source.name(), &p)?,
+                    Scanned::Dcpi(p) if !args.quiet => write_dcpi(&mut out, source.name(), &p)?,
                     Scanned::Dcpi(_) => {}
                     Scanned::Profile(read) => {
                         let found = match *read {
-                            AnyCost::Unsigned(o) => print(&mut out, &source, &o, args.quiet)?,
-                            AnyCost::Signed(o) => print(&mut out, &source, &o, args.quiet)?,
+                            AnyCost::Unsigned(o) => summary(&mut out, &source, &o, args.quiet)?,
+                            AnyCost::Signed(o) => summary(&mut out, &source, &o, args.quiet)?,
                         };
                         if found.fails(args.strict) {
                             outcome = Outcome::Invalid;
@@ -72,290 +72,27 @@ fn check(source: &Source) -> Result<Scanned, tally_input::Error> {
     tally_input::scan(source, Some(&mut update))
 }
 
-/// What a file's check found besides errors.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Found {
-    /// Any warning.
-    warned: bool,
-    /// The file looks cut short ([`tally_formats::WarningKind::Truncated`]).
-    truncated: bool,
-}
-
-impl Found {
-    /// Whether the check fails (exit status 1): a truncated file always
-    /// does (a validator cannot pass a file it knows to be incomplete),
-    /// other warnings only with `--strict`.
-    fn fails(self, strict: bool) -> bool {
-        self.truncated || (strict && self.warned)
-    }
-}
-
-/// The name of the format a profile was read from, as the header line
-/// says it: what the content was detected as, or for the Callgrind
-/// reader's input (which includes text it does not recognise ahead), the
-/// kind of profile it turned out to be.
-fn format_name(detected: FileFormat, model: Format) -> &'static str {
-    match detected {
-        FileFormat::PerfData => "perf.data",
-        FileFormat::PerfScript => "perf script",
-        FileFormat::Folded => "folded stacks",
-        FileFormat::Pprof => "pprof",
-        FileFormat::TallyJson => "tally JSON",
-        FileFormat::Gmon => "gmon",
-        FileFormat::Dcpi => "DCPI",
-        _ => match model {
-            Format::Callgrind => "Callgrind",
-            Format::Cachegrind => "Cachegrind",
-        },
-    }
-}
-
-fn print_dcpi(
+/// Prints a scan's warnings, then (unless `quiet`) its summary.
+fn summary<C: Cost>(
     out: &mut dyn Write,
-    path: &std::path::Path,
-    p: &tally_formats::dcpi::DcpiProfile,
-) -> io::Result<()> {
-    let h = &p.header;
-    writeln!(out, "{}: valid DCPI profile (format 0.07)", path.display())?;
-    writeln!(
-        out,
-        "  image:      {}",
-        h.image().map_or("?".into(), |i| format!("{i:x}"))
-    )?;
-    writeln!(out, "  path:       {}", h.path().unwrap_or("-"))?;
-    writeln!(
-        out,
-        "  event:      {} (period {})",
-        h.event().unwrap_or("?"),
-        h.period().unwrap_or(0)
-    )?;
-    writeln!(out, "  platform:   {}", h.platform().unwrap_or("?"))?;
-    writeln!(out, "  epoch:      {}", h.epoch().unwrap_or("?"))?;
-    writeln!(out, "  header:     {} lines", h.lines.len())?;
-    writeln!(
-        out,
-        "  samples:    {} at {} addresses (address step {})",
-        p.total(),
-        p.samples.len(),
-        h.address_step()
-    )?;
-    Ok(())
-}
-
-fn print<C: Cost>(
-    out: &mut impl Write,
     source: &Source,
     o: &ReadOutcome<C>,
     quiet: bool,
 ) -> io::Result<Found> {
-    let p = &o.profile;
-    let name = source.name().display().to_string();
-    for w in o.warnings.iter() {
-        eprintln!("{name}: warning: {w}");
+    for line in tally_input::warning_lines(source.name(), &o.warnings) {
+        eprintln!("{line}");
     }
-    let found = Found {
-        warned: !o.warnings.is_empty(),
-        truncated: o.warnings.contains(tally_formats::WarningKind::Truncated),
-    };
-    if quiet {
-        return Ok(found);
-    }
-    let format = format_name(source.format(), p.format);
-    let signed = if C::SIGNED {
-        ", signed costs (a difference)"
-    } else {
-        ""
-    };
-    let valid = if found.truncated {
-        "truncated"
-    } else {
-        "valid"
-    };
-    writeln!(out, "{name}: {valid} {format} profile{signed}")?;
-    if let Some(c) = &p.creator {
-        writeln!(out, "  creator:    {}", String::from_utf8_lossy(c))?;
-    }
-    if let Some(cmd) = p.parts.iter().find_map(|x| x.info.cmd.as_deref()) {
-        writeln!(out, "  command:    {}", String::from_utf8_lossy(cmd).trim())?;
-    }
-    let events: Vec<String> = p
-        .events
-        .recorded()
-        .iter()
-        .map(|e| match &e.long_name {
-            Some(l) => format!("{} ({l})", e.name),
-            None => e.name.clone(),
-        })
-        .collect();
-    writeln!(out, "  events:     {}", events.join(" "))?;
-    for d in p.events.derived() {
-        writeln!(out, "  derived:    {} = {}", d.name, d.formula())?;
-    }
-    writeln!(out, "  positions:  {}", p.positions.names().join(" "))?;
-    writeln!(out, "  parts:      {}", p.parts.len())?;
-
-    let ne = p.events.len();
-    let mut totals = vec![C::ZERO; ne];
-    let (mut lines, mut calls, mut jumps) = (0u64, 0u64, 0u64);
-    for s in &o.stats {
-        for (a, &b) in totals.iter_mut().zip(&s.totals) {
-            *a = a.saturating_add(b);
-        }
-        lines += s.lines;
-        calls += s.calls;
-        jumps += s.jumps;
-    }
-    let width = tally_report::format::column_width(
-        p.events
-            .recorded()
-            .iter()
-            .map(|e| e.name.chars().count())
-            .chain(p.events.derived().iter().map(|d| d.name.chars().count())),
-    );
-    let pad = |name: &str| tally_report::format::pad_right(name, width);
-    writeln!(out, "  totals:")?;
-    for (e, t) in p.events.recorded().iter().zip(&totals) {
-        writeln!(out, "    {} {:>20}", pad(&e.name), thousands(t.to_i128()))?;
-    }
-    for d in p.events.derived() {
-        let v = d
-            .evaluate(&totals)
-            .map_or_else(|| "out of range".to_string(), |v| thousands(v.to_i128()));
-        writeln!(out, "    {} {:>20}  (derived)", pad(&d.name), v)?;
-    }
-    if p.parts.len() > 1 {
-        for (i, (part, s)) in p.parts.iter().zip(&o.stats).enumerate() {
-            let mut label = format!("part {}", i + 1);
-            if let Some(n) = part.info.number {
-                label.push_str(&format!(" (part: {n})"));
-            }
-            if let Some(t) = part.info.thread {
-                label.push_str(&format!(" (thread: {t})"));
-            }
-            let v: Vec<String> = s.totals.iter().map(|c| thousands(c.to_i128())).collect();
-            writeln!(out, "  {label}: {}", v.join(" "))?;
-        }
-    }
-    let given = p
-        .parts
-        .iter()
-        .any(|x| x.info.summary.is_some() || x.info.totals.is_some());
-    if given {
-        let agree = !o.warnings.iter().any(|w| {
-            matches!(
-                w.kind,
-                tally_formats::WarningKind::SummaryAboveTotal
-                    | tally_formats::WarningKind::SummaryBelowTotal
-                    | tally_formats::WarningKind::TotalsMismatch
-                    | tally_formats::WarningKind::Truncated
-            )
-        });
-        writeln!(
-            out,
-            "  summary/totals lines: {}",
-            if agree {
-                "agree with the cost lines"
-            } else {
-                "differ from the cost lines (see warnings)"
-            }
-        )?;
-    }
-    let n = &p.names;
-    writeln!(
-        out,
-        "  objects {}, files {}, functions {}, cost lines {}, call arcs {}, jumps {}",
-        thousands(n.objects.len() as i128 - 1),
-        thousands(n.files.len() as i128 - 1),
-        thousands(n.function_count() as i128),
-        thousands(i128::from(lines)),
-        thousands(i128::from(calls)),
-        thousands(i128::from(jumps)),
-    )?;
-    if !o.warnings.is_empty() {
-        writeln!(out, "  warnings:   {}", o.warnings.len())?;
-    }
-    let stored = match source.size() {
+    let found = Found::of(&o.warnings);
+    if !quiet {
+        let name = source.name().display().to_string();
         // pprof is gzip'd by its format: its bytes are the stored ones.
-        Some(n) if source.detected().gzip && source.format() != FileFormat::Pprof => {
-            format!(" ({} gzip'd)", thousands(i128::from(n)))
-        }
-        _ => String::new(),
-    };
-    writeln!(
-        out,
-        "  read:       {} bytes{stored}",
-        thousands(i128::from(o.bytes))
-    )?;
+        let gzip = source.detected().gzip && source.format() != FileFormat::Pprof;
+        let file = Checked {
+            name: &name,
+            detected: source.format(),
+            gzip_size: source.size().filter(|_| gzip),
+        };
+        write_profile(out, &file, o, found)?;
+    }
     Ok(found)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_truncated_file_fails_with_or_without_strict() {
-        let truncated = Found {
-            warned: true,
-            truncated: true,
-        };
-        assert!(truncated.fails(false));
-        assert!(truncated.fails(true));
-        let warned = Found {
-            warned: true,
-            truncated: false,
-        };
-        assert!(!warned.fails(false));
-        assert!(warned.fails(true));
-        let clean = Found {
-            warned: false,
-            truncated: false,
-        };
-        assert!(!clean.fails(true));
-    }
-
-    #[test]
-    fn the_format_read_is_named() {
-        assert_eq!(
-            format_name(FileFormat::PerfData, Format::Callgrind),
-            "perf.data"
-        );
-        assert_eq!(
-            format_name(FileFormat::PerfScript, Format::Callgrind),
-            "perf script"
-        );
-        assert_eq!(
-            format_name(FileFormat::Folded, Format::Callgrind),
-            "folded stacks"
-        );
-        assert_eq!(format_name(FileFormat::Pprof, Format::Callgrind), "pprof");
-        assert_eq!(
-            format_name(FileFormat::Callgrind, Format::Callgrind),
-            "Callgrind"
-        );
-        // Text the detector did not recognise is named by what the reader
-        // made of it.
-        assert_eq!(
-            format_name(FileFormat::Unknown, Format::Cachegrind),
-            "Cachegrind"
-        );
-        assert_eq!(
-            format_name(FileFormat::OnlyComments, Format::Callgrind),
-            "Callgrind"
-        );
-    }
-
-    #[test]
-    fn the_bytes_of_a_stack_profile_are_its_content() {
-        let text = b"main;f 3\nmain;g 4\n".to_vec();
-        let source = Source::from_bytes("s.folded", text.clone());
-        assert_eq!(source.format(), FileFormat::Folded);
-        let Scanned::Profile(read) = check(&source).unwrap() else {
-            panic!("folded stacks read as DCPI");
-        };
-        let AnyCost::Unsigned(o) = *read else {
-            panic!("signed");
-        };
-        assert_eq!(o.bytes, text.len() as u64);
-    }
 }

@@ -39,3 +39,22 @@ pub fn scan(source: &Source, progress: Option<&mut dyn FnMut(u64)>) -> Result<Sc
     }
     Ok(Scanned::Profile(Box::new(scanned)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bytes_of_a_stack_profile_are_its_content() {
+        let text = b"main;f 3\nmain;g 4\n".to_vec();
+        let source = Source::from_bytes("s.folded", text.clone());
+        assert_eq!(source.format(), FileFormat::Folded);
+        let Scanned::Profile(read) = scan(&source, None).unwrap() else {
+            panic!("folded stacks read as DCPI");
+        };
+        let AnyCost::Unsigned(o) = *read else {
+            panic!("signed");
+        };
+        assert_eq!(o.bytes, text.len() as u64);
+    }
+}

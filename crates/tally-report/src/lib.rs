@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 pub mod annotate;
+pub mod check;
 pub mod dcpi;
 pub mod diff;
 pub mod flame;
