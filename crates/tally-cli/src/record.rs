@@ -258,8 +258,8 @@ fn seconds(option: &str, s: Option<f64>) -> anyhow::Result<Option<Duration>> {
 fn status(recording: &tally_record::Recording) -> anyhow::Result<Outcome> {
     match recording.ending {
         Ending::Exited(0) | Ending::Detached => Ok(Outcome::Ok),
-        Ending::Exited(c) => std::process::exit(c),
-        Ending::Killed(s) => std::process::exit(128 + s),
+        Ending::Exited(c) => std::process::exit(tally_process::Exit::Code(c).code()),
+        Ending::Killed(s) => std::process::exit(tally_process::Exit::Signal(s).code()),
     }
 }
 

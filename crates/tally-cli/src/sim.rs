@@ -285,11 +285,7 @@ fn warn_incomplete(run: &Run) {
 /// The program's own failure is passed on, as Valgrind does.
 fn exit_as(status: Option<std::process::ExitStatus>) -> anyhow::Result<Outcome> {
     match status {
-        Some(s) if !s.success() => {
-            use std::os::unix::process::ExitStatusExt;
-            let code = s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0));
-            std::process::exit(code);
-        }
+        Some(s) if !s.success() => std::process::exit(tally_process::exit_code(s)),
         _ => Ok(Outcome::Ok),
     }
 }

@@ -1,7 +1,7 @@
 //! Sampling profiles of unmodified programs through Linux's
 //! `perf_event_open`, for `tally record`.
 //!
-//! A program is started held before `exec` ([`sys::spawn_held`]), one
+//! A program is started held before `exec` ([`tally_process::Command::hold`]), one
 //! event is opened on it for each online CPU (inherited by its threads and
 //! children, enabled by its `exec`), and each event's ring buffer is read
 //! directly while it runs: samples (instruction pointer, thread, time,
@@ -559,11 +559,16 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
                 program: program.display().to_string(),
                 source: std::io::Error::new(std::io::ErrorKind::NotFound, "not found in PATH"),
             })?;
-            let mut held = sys::spawn_held(&path, args).map_err(|e| RecordError::Spawn {
+            let mut command = tally_process::Command::new(&path);
+            if let Some((name, rest)) = args.split_first() {
+                command.arg0(name).args(rest);
+            }
+            let mut held = command.hold(true).spawn().map_err(|e| RecordError::Spawn {
                 program: program.display().to_string(),
                 source: e,
             })?;
-            let opened = open(options, &[held.pid], true, &mut notes);
+            let held_pid = held.id() as i32;
+            let opened = open(options, &[held_pid], true, &mut notes);
             let (mut events, event, user_only) = match opened {
                 Ok(o) => o,
                 Err(e) => {
@@ -572,9 +577,8 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
                 }
             };
             let preload = Preloader::start((!user_only).then(kernel_release).flatten());
-            let forwarding = sys::signals::forward_to(held.pid as u32);
+            let forwarding = tally_process::forward_to(held.id());
             if let Err(e) = held.release() {
-                let _ = sys::wait_pid(held.pid, true);
                 return Err(RecordError::Spawn {
                     program: program.display().to_string(),
                     source: e,
@@ -584,15 +588,17 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
                 sys::poll(&events.fds, 100);
                 reader.drain(&mut events, &mut out);
                 queue_objects(&preload, &out, &mut queued);
-                if let Some(exit) = sys::wait_pid(held.pid, false) {
-                    break exit;
+                match held.try_wait() {
+                    Ok(Some(status)) => break tally_process::Exit::of(status),
+                    Ok(None) => {}
+                    Err(_) => break tally_process::Exit::Code(127),
                 }
             };
             let interrupted = forwarding.received();
             drop(forwarding);
             let ending = match exit {
-                sys::Exit::Code(c) => Ending::Exited(c),
-                sys::Exit::Signal(s) => Ending::Killed(s),
+                tally_process::Exit::Code(c) => Ending::Exited(c),
+                tally_process::Exit::Signal(s) => Ending::Killed(s),
             };
             (
                 events,
@@ -601,7 +607,7 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
                 ending,
                 interrupted,
                 args.join(" "),
-                held.pid,
+                held_pid,
                 preload,
             )
         }
@@ -617,7 +623,7 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
             let (mut events, event, user_only) = open(options, &tids, false, &mut notes)?;
             let preload = Preloader::start((!user_only).then(kernel_release).flatten());
             // Signals stop the recording, not the process.
-            let forwarding = sys::signals::forward_to(0);
+            let forwarding = tally_process::forward_to(0);
             let start = Instant::now();
             loop {
                 sys::poll(&events.fds, 100);

@@ -1,6 +1,6 @@
-//! The system calls of sampling: `perf_event_open` and its ring buffer,
-//! starting a program held before `exec`, and passing signals on to it
-//! ([`signals`]). The only module of the crate with `unsafe`.
+//! The system calls of sampling: `perf_event_open` and its ring buffer.
+//! The only module of the crate with `unsafe`. Starting the program held
+//! before `exec`, and passing signals on to it, are tally-process's.
 //!
 //! The ring buffer is the kernel's: a metadata page whose `data_head` the
 //! kernel advances as it writes records and whose `data_tail` the reader
@@ -9,9 +9,6 @@
 //! tail is released, so the kernel never overwrites one being read.
 #![allow(unsafe_code)]
 
-pub mod signals;
-
-use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -257,129 +254,6 @@ pub fn poll(fds: &[OwnedFd], timeout_ms: i32) {
         .collect();
     // SAFETY: `p` is a valid array of pollfd of the length given.
     unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, timeout_ms) };
-}
-
-/// A program forked and held before `exec` until [`Held::release`].
-pub struct Held {
-    /// Its process id.
-    pub pid: i32,
-    gate: Option<OwnedFd>,
-    errors: OwnedFd,
-}
-
-/// How a process ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Exit {
-    /// It exited with this status.
-    Code(i32),
-    /// A signal killed it.
-    Signal(i32),
-}
-
-/// Forks a child that waits for [`Held::release`] and then runs `program`
-/// (a path: found in `PATH` by the caller) with `args` (`args[0]` the
-/// program's name).
-pub fn spawn_held(program: &std::path::Path, args: &[String]) -> io::Result<Held> {
-    use std::os::unix::ffi::OsStrExt;
-    let bad = |_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in an argument");
-    let path = CString::new(program.as_os_str().as_bytes()).map_err(bad)?;
-    let argv: Vec<CString> = args
-        .iter()
-        .map(|a| CString::new(a.as_bytes()))
-        .collect::<Result<_, _>>()
-        .map_err(bad)?;
-    let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-    argv_ptrs.push(std::ptr::null());
-    let (gate_r, gate_w) = pipe()?;
-    let (err_r, err_w) = pipe()?;
-    // SAFETY: after fork the child calls only async-signal-safe functions
-    // (read, write, execv, _exit) on memory prepared before the fork.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if pid == 0 {
-        // SAFETY: the child, as above.
-        unsafe {
-            libc::close(gate_w.as_raw_fd());
-            libc::close(err_r.as_raw_fd());
-            let mut byte = 0u8;
-            let n = libc::read(gate_r.as_raw_fd(), (&mut byte as *mut u8).cast(), 1);
-            if n == 1 {
-                libc::execv(path.as_ptr(), argv_ptrs.as_ptr());
-                let errno = *libc::__errno_location();
-                libc::write(err_w.as_raw_fd(), (&errno as *const i32).cast(), 4);
-            }
-            libc::_exit(127);
-        }
-    }
-    drop(gate_r);
-    drop(err_w);
-    Ok(Held {
-        pid,
-        gate: Some(gate_w),
-        errors: err_r,
-    })
-}
-
-impl Held {
-    /// Lets the program `exec`; an error if `exec` failed.
-    pub fn release(&mut self) -> io::Result<()> {
-        if let Some(gate) = self.gate.take() {
-            // SAFETY: writing one byte from a local to our pipe end.
-            unsafe { libc::write(gate.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
-        }
-        let mut errno = [0u8; 4];
-        // SAFETY: reading into a local buffer from our pipe end; end of
-        // file (the exec succeeded, closing the child's end) gives 0.
-        let n = unsafe { libc::read(self.errors.as_raw_fd(), errno.as_mut_ptr().cast(), 4) };
-        if n == 4 {
-            return Err(io::Error::from_raw_os_error(i32::from_ne_bytes(errno)));
-        }
-        Ok(())
-    }
-
-    /// Kills the held program (it never ran).
-    pub fn abandon(mut self) {
-        self.gate = None;
-        let _ = wait_pid(self.pid, true);
-    }
-}
-
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0i32; 2];
-    // SAFETY: pipe2 fills the two descriptors of a valid array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors are new and ours.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-/// Waits for child `pid` to end (`block`), or checks whether it has;
-/// `None` while it runs.
-pub fn wait_pid(pid: i32, block: bool) -> Option<Exit> {
-    let mut status = 0;
-    let flags = if block { 0 } else { libc::WNOHANG };
-    loop {
-        // SAFETY: waitpid on our child with a valid status pointer.
-        let r = unsafe { libc::waitpid(pid, &mut status, flags) };
-        if r == 0 {
-            return None;
-        }
-        if r < 0 {
-            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Some(Exit::Code(127));
-        }
-        if libc::WIFEXITED(status) {
-            return Some(Exit::Code(libc::WEXITSTATUS(status)));
-        }
-        if libc::WIFSIGNALED(status) {
-            return Some(Exit::Signal(libc::WTERMSIG(status)));
-        }
-    }
 }
 
 /// Whether process `pid` exists (signal 0).

@@ -478,7 +478,7 @@ pub fn record_system(
     let mut tracker = Tracker::default();
     tracker.read_all_proc();
     // Signals end the recording; the last epoch is still written.
-    let forwarding = sys::signals::forward_to(0);
+    let forwarding = tally_process::forward_to(0);
     let start = Instant::now();
     let mut epoch_start = (start, SystemTime::now());
     let mut reader = Reader::new(CallGraph::FramePointers);

@@ -18,136 +18,123 @@ use std::sync::Arc;
 use tally_model::{
     CallInfo, Events, FileId, Format, FunctionId, FunctionKey, Part, Positions, Profile,
 };
-use tally_symbols::ObjectFile;
+use tally_symbols::{Mapping, ObjectFile};
 
-/// An object file loaded at `bias` (run-time address minus file address).
-#[derive(Clone)]
-pub struct Image {
+/// An image as attribution sees it: a mapping of the process, with its
+/// object file when the mapping is placed in it.
+#[derive(Clone, Copy)]
+struct Image<'a> {
     /// The file as the program opened it.
-    pub path: PathBuf,
+    path: &'a [u8],
     /// Run-time address minus the file's own address.
-    pub bias: u64,
-    /// Run-time range of its code.
-    pub start: u64,
-    /// End of that range.
-    pub end: u64,
-    /// The parsed file; `None` if it could not be read.
-    /// Shared with the thread that loads its lines ([`AddressSpace`]).
-    pub file: Option<Arc<ObjectFile>>,
+    bias: u64,
+    /// The parsed file; `None` if it could not be read, or the mapping
+    /// holds none of its code.
+    file: Option<&'a Arc<ObjectFile>>,
 }
 
-/// The images of one process.
-#[derive(Clone, Default)]
+/// The images of one process: tally-symbols' [`tally_symbols::AddressSpace`]
+/// (one process, its mappings layered as the plugin reports them), each
+/// file opened once, its lines loaded in another thread.
+#[derive(Clone)]
 pub struct AddressSpace {
-    images: Vec<Image>,
+    space: tally_symbols::AddressSpace,
     /// Files that could not be read, with the reason (reported once).
     pub problems: Vec<String>,
 }
 
+impl Default for AddressSpace {
+    fn default() -> Self {
+        AddressSpace::new()
+    }
+}
+
+/// The process of a run: an address space holds one.
+const PID: i32 = 0;
+
 impl AddressSpace {
     /// An empty map.
     pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The images, in the order they were added.
-    pub fn images(&self) -> &[Image] {
-        &self.images
-    }
-
-    /// Opens an image's file, and starts loading its lines in another
-    /// thread: the profile needs them at the end, when nothing else is
-    /// left to do, and while the program runs the simulation leaves a
-    /// core some time.
-    fn open(&mut self, path: &Path) -> Option<Arc<ObjectFile>> {
-        match ObjectFile::open(path) {
-            Ok(f) => {
-                let f = Arc::new(f);
-                let g = Arc::clone(&f);
-                // Without the thread the lines load at the first lookup.
-                let _ = std::thread::Builder::new()
-                    .name("tally-lines".into())
-                    .spawn(move || g.load_lines_now());
-                Some(f)
-            }
-            Err(e) => {
-                self.problems.push(e.to_string());
-                None
-            }
+        AddressSpace {
+            space: tally_symbols::AddressSpace::with_opener(Arc::new(|_| None)).layered(),
+            problems: Vec::new(),
         }
+    }
+
+    /// The image of `path`, its file opened (once) and its lines loaded
+    /// in another thread: the profile needs them at the end, when nothing
+    /// else is left to do, and while the program runs the simulation
+    /// leaves a core some time.
+    fn image(&mut self, path: &Path) -> usize {
+        let problems = &mut self.problems;
+        self.space
+            .image_with(path.as_os_str().as_encoded_bytes(), || {
+                match ObjectFile::open(path) {
+                    Ok(f) => {
+                        let f = Arc::new(f);
+                        let g = Arc::clone(&f);
+                        // Without the thread the lines load at the first lookup.
+                        let _ = std::thread::Builder::new()
+                            .name("tally-lines".into())
+                            .spawn(move || g.load_lines_now());
+                        Some(f)
+                    }
+                    Err(e) => {
+                        problems.push(e.to_string());
+                        None
+                    }
+                }
+            })
     }
 
     /// Adds `path` loaded at `bias` (Valgrind's `svma`/`avma` pair, or a
     /// non-PIE executable at 0); its range is that of its code.
     pub fn add_biased(&mut self, path: &Path, bias: u64) {
-        let file = self.open(path);
-        let (mut start, mut end) = (u64::MAX, 0);
-        if let Some(f) = &file {
-            for (s, e, _) in f.code_ranges() {
-                start = start.min(s.wrapping_add(bias));
-                end = end.max(e.wrapping_add(bias));
-            }
-        }
-        if start >= end {
-            return;
-        }
-        self.images.push(Image {
-            path: path.to_path_buf(),
-            bias,
-            start,
-            end,
-            file,
-        });
+        let image = self.image(path);
+        self.space.map_biased(PID, image, bias);
     }
 
     /// Adds a mapping `[start, end)` of `path` from file `offset`, as
     /// `/proc/PID/maps` shows it; an empty path is anonymous memory.
     pub fn add_mapping(&mut self, start: u64, end: u64, offset: u64, path: &[u8]) {
         let path = PathBuf::from(String::from_utf8_lossy(path).into_owned());
-        let file = if path.as_os_str().is_empty() {
-            None
+        let image = if path.as_os_str().is_empty() {
+            self.space.image_with(b"", || None)
         } else {
-            self.open(&path)
+            self.image(&path)
         };
-        // The code range that lies in the mapped part of the file relates
-        // file addresses to run-time ones.
-        let bias = file.as_ref().and_then(|f| {
-            f.code_ranges()
-                .find(|&(_, _, off)| offset <= off && off - offset < end - start)
-                .map(|(s, _, off)| start.wrapping_add(off - offset).wrapping_sub(s))
-        });
-        self.images.push(Image {
-            path,
-            bias: bias.unwrap_or(0),
-            start,
-            end,
-            file: if bias.is_some() { file } else { None },
-        });
+        self.space.map_range(PID, start, end, offset, image);
     }
 
-    /// The image whose code holds `addr`.
-    #[inline]
-    pub fn find(&self, addr: u64) -> Option<&Image> {
-        self.find_indexed(addr).map(|(_, i)| i)
+    /// The images, as mappings of the process in the order added.
+    fn images(&self) -> impl Iterator<Item = Image<'_>> {
+        self.space.mappings(PID).map(|m| self.view(m))
     }
 
-    /// [`AddressSpace::find`] with the image's index.
+    fn view<'a>(&'a self, m: &Mapping) -> Image<'a> {
+        let image = self.space.image(m.image);
+        Image {
+            path: &image.path,
+            bias: m.bias().unwrap_or(0),
+            file: image.file.as_ref().filter(|_| m.bias().is_some()),
+        }
+    }
+
+    /// The image whose code holds `addr`, with its index.
     #[inline]
-    fn find_indexed(&self, addr: u64) -> Option<(usize, &Image)> {
-        self.images
-            .iter()
-            .enumerate()
-            .rev()
-            .find(|(_, i)| i.start <= addr && addr < i.end)
+    fn find_indexed(&self, addr: u64) -> Option<(usize, Image<'_>)> {
+        self.space
+            .mapping_indexed(PID, addr)
+            .map(|(i, m)| (i, self.view(m)))
     }
 
     /// The control-flow kind of the instruction at run-time `addr`, from
     /// its image's bytes (x86-64 images only).
     pub fn classify(&self, addr: u64) -> Flow {
-        let Some(img) = self.find(addr) else {
+        let Some((_, img)) = self.find_indexed(addr) else {
             return Flow::default();
         };
-        let Some(f) = img.file.as_ref().filter(|f| f.is_x86_64()) else {
+        let Some(f) = img.file.filter(|f| f.is_x86_64()) else {
             return Flow::default();
         };
         let a = addr.wrapping_sub(img.bias);
@@ -207,7 +194,7 @@ fn entries(space: &AddressSpace, out: &Output) -> HashMap<usize, Vec<u64>> {
     let mut by_image: HashMap<usize, Vec<u64>> = HashMap::new();
     let mut add = |addr: u64| {
         if let Some((ix, img)) = space.find_indexed(addr)
-            && let Some(f) = &img.file
+            && let Some(f) = img.file
         {
             let a = addr.wrapping_sub(img.bias);
             if f.symbol_at(a).is_none_or(|s| !has_size(s)) {
@@ -218,8 +205,8 @@ fn entries(space: &AddressSpace, out: &Output) -> HashMap<usize, Vec<u64>> {
     for &(_, target) in out.arcs.keys() {
         add(target);
     }
-    for img in &space.images {
-        if let Some(f) = &img.file {
+    for img in space.images() {
+        if let Some(f) = img.file {
             add(f.entry().wrapping_add(img.bias));
         }
     }
@@ -254,9 +241,9 @@ impl Placer<'_> {
                 line: 0,
             };
         };
-        let object = names.object(img.path.as_os_str().as_encoded_bytes());
+        let object = names.object(img.path);
         let a = addr.wrapping_sub(img.bias);
-        let f = img.file.as_ref();
+        let f = img.file;
         // Valgrind drops symbols of size 0 (`has_size`): their code is
         // `???` in its Cachegrind profiles and named by address in its
         // Callgrind ones, and so in ours.

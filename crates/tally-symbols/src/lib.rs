@@ -49,6 +49,7 @@
 
 #![deny(missing_docs)]
 
+pub mod address_space;
 mod demangle;
 mod disasm;
 mod dwarf;
@@ -65,6 +66,7 @@ use object::read::elf::{
 };
 use object::{Endianness, Object, elf};
 
+pub use address_space::{AddressSpace, Image, Location, Mapping, Placement};
 pub use disasm::{InstrKind, Instruction};
 pub use dwarf::valgrind_file_name;
 pub use error::SymbolsError;

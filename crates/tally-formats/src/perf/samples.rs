@@ -3,7 +3,8 @@
 //! functions and lines, shared by the perf.data reader and `tally record`.
 //!
 //! A user address is mapped through its process's mappings (`mmap`
-//! records, copied on `fork`, dropped on `exec`) to an object file and an
+//! records, copied on `fork`, dropped on `exec`: tally-symbols'
+//! [`AddressSpace`], which `tally sim` uses too) to an object file and an
 //! offset in it, and from there to the ELF address, the function (its
 //! symbol) and, where the object has DWARF, the line. Kernel addresses are
 //! named from `/proc/kallsyms` when the samples were taken on the running
@@ -14,11 +15,9 @@
 
 use crate::stacked::StackProfile;
 use rustc_hash::FxHashMap;
-use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use tally_model::{Events, FrameId, FunctionId, Positions, Profile};
-use tally_symbols::ObjectFile;
+use tally_symbols::{AddressSpace, ObjectFile};
 
 /// Why samples could not become a profile.
 #[derive(Debug, thiserror::Error)]
@@ -44,14 +43,6 @@ const CONTEXT_KERNEL: u64 = -128i64 as u64;
 const KERNEL: &[u8] = b"[kernel.kallsyms]";
 /// The function of an address no symbol covers.
 const UNKNOWN: &[u8] = b"[unknown]";
-
-/// A mapping of a file into a process.
-#[derive(Clone, Copy)]
-struct Map {
-    end: u64,
-    offset: u64,
-    object: usize,
-}
 
 /// The running kernel's function symbols, by address (`/proc/kallsyms`).
 /// Reading them costs tens of milliseconds of kernel time, so they are
@@ -129,7 +120,9 @@ impl Symbols {
     /// The object file at `path` (a mapping's path), opened now if no
     /// thread has opened it.
     fn object(&self, path: &[u8]) -> Option<Arc<ObjectFile>> {
-        self.cell(path).get_or_init(|| open_object(path)).clone()
+        self.cell(path)
+            .get_or_init(|| tally_symbols::address_space::open_object(path))
+            .clone()
     }
 
     /// Opens the object file at `path` unless it is open, and reads its
@@ -146,27 +139,15 @@ impl Symbols {
     }
 }
 
-/// The object file at a mapping's `path`, if it is an absolute path to a
-/// readable ELF file.
-fn open_object(path: &[u8]) -> Option<Arc<ObjectFile>> {
-    std::str::from_utf8(path)
-        .ok()
-        .filter(|p| p.starts_with('/'))
-        .and_then(|p| ObjectFile::open(Path::new(p)).ok())
-        .map(Arc::new)
-}
-
 /// Symbolises addresses into frames, with caches.
 struct Symbolizer {
-    /// Object paths, and the parsed files (`None`: cannot be read).
-    objects: Vec<(Vec<u8>, Option<Arc<ObjectFile>>)>,
-    object_index: FxHashMap<Vec<u8>, usize>,
+    /// The processes' mappings and the object files they map (opened
+    /// through `preloaded`); an object is an image of the space.
+    space: AddressSpace,
     /// Files opened ahead of time.
     preloaded: Symbols,
     /// The kernel release the samples were taken on.
     release: Option<String>,
-    /// Mappings of each process, by start address.
-    maps: FxHashMap<i32, BTreeMap<u64, Map>>,
     /// (object, ELF address, leaf) → frame.
     frames: FxHashMap<(usize, u64, bool), FrameId>,
     kernel_frames: FxHashMap<u64, FrameId>,
@@ -175,70 +156,24 @@ struct Symbolizer {
 }
 
 impl Symbolizer {
-    fn object(&mut self, path: &[u8]) -> usize {
-        if let Some(&i) = self.object_index.get(path) {
-            return i;
-        }
-        let file = self.preloaded.object(path);
-        self.objects.push((path.to_vec(), file));
-        self.object_index
-            .insert(path.to_vec(), self.objects.len() - 1);
-        self.objects.len() - 1
-    }
-
-    fn mmap(&mut self, pid: i32, start: u64, len: u64, offset: u64, path: &[u8]) {
-        let object = self.object(path);
-        let end = start.saturating_add(len);
-        let maps = self.maps.entry(pid).or_default();
-        // A new mapping replaces whatever it overlaps.
-        let overlapping: Vec<u64> = maps
-            .range(..end)
-            .filter(|(_, m)| m.end > start)
-            .map(|(&s, _)| s)
-            .collect();
-        for s in overlapping {
-            maps.remove(&s);
-        }
-        maps.insert(
-            start,
-            Map {
-                end,
-                offset,
-                object,
-            },
-        );
-    }
-
     /// The frame of user address `addr` in process `pid`; `leaf` for the
     /// sampled instruction itself (a caller's address is a return address,
     /// whose line is looked up one byte back, on the call).
     fn user(&mut self, b: &mut StackProfile, pid: i32, addr: u64, leaf: bool) -> Option<FrameId> {
-        let map = self
-            .maps
-            .get(&pid)
-            .and_then(|m| m.range(..=addr).next_back())
-            .filter(|(_, m)| addr < m.end)
-            .map(|(&start, m)| (start, *m));
-        let Some((start, map)) = map else {
+        let Some(loc) = self.space.lookup(pid, addr) else {
             let f = b.function(UNKNOWN, b"", UNKNOWN)?;
             return Some(b.frame(f, 0, addr));
         };
-        let file_offset = addr - start + map.offset;
-        let object = map.object;
-        let elf = match &self.objects[object].1 {
-            Some(o) => o
-                .code_ranges()
-                .find(|&(s, e, off)| off <= file_offset && file_offset - off < e - s)
-                .map(|(s, _, off)| file_offset - off + s),
-            None => None,
-        };
-        let elf_addr = elf.unwrap_or(file_offset);
+        let object = loc.image;
+        let elf = loc.address;
+        let elf_addr = elf.unwrap_or(loc.offset);
         if let Some(&f) = self.frames.get(&(object, elf_addr, leaf)) {
             return Some(f);
         }
-        let path = self.objects[object].0.clone();
+        let image = self.space.image(object);
+        let (path, file) = (image.path.clone(), image.file.clone());
         let symbol = elf.and_then(|a| {
-            let o = self.objects[object].1.as_ref()?;
+            let o = file.as_ref()?;
             // perf names code outside any sized function after the label
             // before it (the loader's `_dl_start_user`).
             if let Some((at, name)) = o.code_label_at(a) {
@@ -249,10 +184,7 @@ impl Symbolizer {
         });
         let (function, line) = match symbol {
             Some((sym_start, name)) => {
-                let o = self.objects[object]
-                    .1
-                    .as_ref()
-                    .expect("symbol from the file");
+                let o = file.as_ref().expect("symbol from the file");
                 let line = o
                     .source_line(if leaf {
                         elf_addr
@@ -322,11 +254,12 @@ impl SampledStacks {
     ) -> Self {
         SampledStacks {
             sym: Symbolizer {
-                objects: Vec::new(),
-                object_index: FxHashMap::default(),
+                space: AddressSpace::with_opener({
+                    let symbols = symbols.clone();
+                    Arc::new(move |path: &[u8]| symbols.object(path))
+                }),
                 preloaded: symbols,
                 release: os_release.map(str::to_string),
-                maps: FxHashMap::default(),
                 frames: FxHashMap::default(),
                 kernel_frames: FxHashMap::default(),
                 functions: FxHashMap::default(),
@@ -345,22 +278,18 @@ impl SampledStacks {
     /// `path` mapped at `start..start + len` of process `pid`, from
     /// `offset` in the file; it replaces whatever it overlaps.
     pub fn mmap(&mut self, pid: i32, start: u64, len: u64, offset: u64, path: &[u8]) {
-        self.sym.mmap(pid, start, len, offset, path);
+        self.sym.space.add_mmap(pid, start, len, offset, path);
     }
 
     /// Process `pid` forked from `ppid`: it starts with its parent's
     /// mappings (a new thread, `pid == ppid`, shares them already).
     pub fn fork(&mut self, pid: i32, ppid: i32) {
-        if pid != ppid
-            && let Some(m) = self.sym.maps.get(&ppid).cloned()
-        {
-            self.sym.maps.insert(pid, m);
-        }
+        self.sym.space.fork(pid, ppid);
     }
 
     /// Process `pid` called `exec`: its mappings are gone.
     pub fn exec(&mut self, pid: i32) {
-        self.sym.maps.remove(&pid);
+        self.sym.space.exec(pid);
     }
 
     /// A sample of process `pid` for event `event` (an index in the names

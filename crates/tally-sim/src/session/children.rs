@@ -117,7 +117,7 @@ pub fn native_children(
     )?;
     drop((writer, free_r, notes_w, ctl_plugin));
     let top = child.id();
-    let forwarding = signals::forward_to(top);
+    let forwarding = tally_process::forward_to(top);
     let (tx, rx) = channel();
     let cmd = n.command.join(" ");
     let new_sim = || Simulation::new(Engine::new(machines.clone(), qemu_options(opts)), x86);

@@ -1,4 +1,5 @@
-//! Finding QEMU and the plugin, and starting the program under them.
+//! Finding QEMU and the plugin, and starting the program under them
+//! (with tally-process's launcher).
 //!
 //! QEMU's user-mode emulator for the program's ELF machine runs it with
 //! tally's plugin, given three descriptors: 3, the stream (a pipe, made
@@ -15,7 +16,7 @@ use super::SessionError;
 use crate::HierarchyConfig;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use tally_process::Child;
 
 /// The plugin's file name, looked for next to the tally binary.
 const PLUGIN_NAME: &str = "libtally_qemu_plugin.so";
@@ -207,7 +208,8 @@ pub struct Descriptors {
 }
 
 /// Starts `qemu` running `prog args` with the plugin and its arguments
-/// `plugin_args` (after the descriptors'), the descriptors in place.
+/// `plugin_args` (after the descriptors'), the descriptors in place
+/// (through tally-process's launcher, which `tally record` uses too).
 pub fn spawn(
     qemu: &Path,
     plugin: &Path,
@@ -216,8 +218,7 @@ pub fn spawn(
     args: &[String],
     fds: Descriptors,
 ) -> Result<Child, SessionError> {
-    use std::os::unix::process::CommandExt;
-    let mut c = Command::new(qemu);
+    let mut c = tally_process::Command::new(qemu);
     let children = if fds.ctl.is_some() {
         format!(",ctl={CTL_FD},children=on")
     } else {
@@ -229,8 +230,7 @@ pub fn spawn(
             plugin.display()
         ))
         .arg(prog)
-        .args(args)
-        .stdin(Stdio::inherit());
+        .args(args);
     let Descriptors {
         stream,
         buffers,
@@ -238,20 +238,12 @@ pub fn spawn(
         notes,
         ctl,
     } = fds;
-    // SAFETY: the closure runs between fork and exec and makes only
-    // async-signal-safe calls (dup2), allocating nothing.
-    unsafe {
-        c.pre_exec(move || {
-            if libc::dup2(stream, STREAM_FD) < 0
-                || libc::dup2(buffers, BUFFERS_FD) < 0
-                || libc::dup2(free, FREE_FD) < 0
-                || libc::dup2(notes, NOTES_FD) < 0
-                || ctl.is_some_and(|c| libc::dup2(c, CTL_FD) < 0)
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+    c.fd(stream, STREAM_FD)
+        .fd(buffers, BUFFERS_FD)
+        .fd(free, FREE_FD)
+        .fd(notes, NOTES_FD);
+    if let Some(ctl) = ctl {
+        c.fd(ctl, CTL_FD);
     }
     c.spawn().map_err(|source| SessionError::Spawn {
         qemu: qemu.to_path_buf(),

@@ -11,7 +11,8 @@
 //! through a pipe; the bulk of the records through the slots of a buffer
 //! file the two processes share ([`pool`]); both reach the engine through
 //! the one feed loop ([`crate::feed`]). How QEMU and the plugin are found
-//! and started is in [`launch`], signals in [`signals`]; following the
+//! and started is in [`launch`] (with tally-process's launcher, which also
+//! passes signals on to the program); following the
 //! processes a program starts, in [`children`].
 //!
 //! When the program dies of a signal QEMU skips the plugin's exit
@@ -25,7 +26,6 @@ pub mod children;
 mod lackey;
 pub mod launch;
 pub mod pool;
-pub mod signals;
 
 pub use lackey::lackey;
 
@@ -360,7 +360,7 @@ pub fn native(
     drop(free_r);
     drop(notes_w);
     let pid = child.id();
-    let forwarding = signals::forward_to(pid);
+    let forwarding = tally_process::forward_to(pid);
     // When the pipe ends, QEMU is gone: what it had not written yet is in
     // the buffer file.
     let input = pool::WithTail::new(reader, &buffers);

@@ -1,48 +1,63 @@
-//! Signals while a recording runs. SIGINT, SIGTERM and SIGHUP sent to
-//! tally are passed on to the program recorded, and tally stays to write
-//! what was sampled once it has ended; a second one, for a program that
-//! ignores or handles the first, kills it (SIGKILL). A terminal's Ctrl-C
-//! reaches the whole process group, the program included, so it is not
-//! sent again (the kernel's signals say so in `si_code`). With no program
-//! to pass them to (`--pid`, the system-wide recording), the signals are
-//! only noted, and the recording ends at the next look ([`Forwarding::received`]).
+//! Signals while a program runs. SIGINT, SIGTERM and SIGHUP sent to tally
+//! are passed on to the program (for `tally sim`, QEMU's process, and with
+//! `--trace-children=yes` every traced process it started, added with
+//! [`Forwarding::also`]), and tally stays to write what was recorded or
+//! simulated once the program has ended; a second one, for a program
+//! that ignores or handles the first, kills it (SIGKILL). A terminal's
+//! Ctrl-C reaches the whole process group, the program included, so it is
+//! not sent again (the kernel's signals say so in `si_code`). With no
+//! program to pass them to (`tally record --pid`, the system-wide
+//! recording), the signals are only noted, and the caller ends at its
+//! next look ([`Forwarding::received`]).
 //!
 //! [`Forwarding`] restores the dispositions it replaced when dropped (the
-//! handlers of `tally_formats::signals`, which stop tally), so that the
-//! profile is written under the caller's handlers.
+//! handlers of `tally_formats::signals`, which stop tally), which the
+//! callers do as soon as the program has ended, so that the profile is
+//! written under the caller's handlers.
 //!
-//! `tally sim` has its own forwarding (`tally_sim::session::signals`),
-//! which also follows the processes a traced program starts. Both need
-//! `sigaction(2)` and `kill(2)` from a signal handler, so they live in the
-//! one module of each crate that allows `unsafe`; tally-formats, which
-//! both use, does not.
+//! The handler needs `sigaction(2)` and `kill(2)`, hence `unsafe` here;
+//! tally-formats, whose handlers these replace for a while, allows none.
+#![allow(unsafe_code)]
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
-/// The signals passed on.
-const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+/// The signals passed on by [`forward_to`].
+pub const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
-/// The program recorded (0: none).
+/// The program (0: none).
 static CHILD: AtomicI32 = AtomicI32::new(0);
+/// Other processes the program started (0: a free place), traced with
+/// `--trace-children=yes`.
+static OTHERS: [AtomicI32; 256] = [const { AtomicI32::new(0) }; 256];
 /// The first signal received (0: none yet).
 static FIRST: AtomicI32 = AtomicI32::new(0);
 /// Signals received.
 static COUNT: AtomicI32 = AtomicI32::new(0);
 
-/// SIGINT, SIGTERM and SIGHUP passed on to a program (or only noted)
-/// while this lives.
+/// Signals passed on to a program (or only noted) while this lives.
+/// Forwarding is process-wide: one at a time.
 pub struct Forwarding {
     previous: Vec<(libc::c_int, libc::sigaction)>,
 }
 
-/// From now on SIGINT, SIGTERM and SIGHUP go to process `pid` (0: to no
-/// one, they are only noted), until the result is dropped.
+/// From now on SIGINT, SIGTERM and SIGHUP ([`FORWARDED`]) go to process
+/// `pid` (0: to no one, they are only noted), until the result is
+/// dropped.
 pub fn forward_to(pid: u32) -> Forwarding {
+    forward_signals(pid, &FORWARDED)
+}
+
+/// From now on the signals `signals` go to process `pid` (0: to no one,
+/// they are only noted), until the result is dropped.
+pub fn forward_signals(pid: u32, signals: &[libc::c_int]) -> Forwarding {
     CHILD.store(pid as i32, Ordering::SeqCst);
+    for p in &OTHERS {
+        p.store(0, Ordering::SeqCst);
+    }
     FIRST.store(0, Ordering::SeqCst);
     COUNT.store(0, Ordering::SeqCst);
     let mut previous = Vec::new();
-    for sig in FORWARDED {
+    for &sig in signals {
         // SAFETY: installing a handler that only touches atomics and calls
         // kill(2), all async-signal-safe; the old action is kept to be
         // restored. Zeroed sigaction structs are valid.
@@ -63,6 +78,31 @@ pub fn forward_to(pid: u32) -> Forwarding {
 }
 
 impl Forwarding {
+    /// Signals go to process `pid` too (a traced child; if all 256 places
+    /// are taken it is not signalled).
+    pub fn also(&self, pid: u32) {
+        for p in &OTHERS {
+            if p.load(Ordering::SeqCst) == pid as i32 {
+                return;
+            }
+        }
+        for p in &OTHERS {
+            if p.compare_exchange(0, pid as i32, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+
+    /// Process `pid`, given to [`Forwarding::also`], has ended: no more
+    /// signals for it.
+    pub fn forget(&self, pid: u32) {
+        for p in &OTHERS {
+            let _ = p.compare_exchange(pid as i32, 0, Ordering::SeqCst, Ordering::SeqCst);
+        }
+    }
+
     /// The first signal tally received while forwarding, if any.
     pub fn received(&self) -> Option<i32> {
         Some(FIRST.load(Ordering::SeqCst)).filter(|&s| s != 0)
@@ -72,42 +112,48 @@ impl Forwarding {
 impl Drop for Forwarding {
     fn drop(&mut self) {
         for (sig, old) in &self.previous {
-            // SAFETY: putting back the action `forward_to` replaced.
+            // SAFETY: putting back the action `forward_signals` replaced.
             unsafe { libc::sigaction(*sig, old, std::ptr::null_mut()) };
         }
         CHILD.store(0, Ordering::SeqCst);
+        for p in &OTHERS {
+            p.store(0, Ordering::SeqCst);
+        }
     }
 }
 
 extern "C" fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
     let _ = FIRST.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
     let n = COUNT.fetch_add(1, Ordering::SeqCst) + 1;
-    let pid = CHILD.load(Ordering::SeqCst);
-    if pid <= 0 {
-        return;
-    }
     // SAFETY: `info` is the kernel's siginfo for this signal (SA_SIGINFO).
     let from_kernel = !info.is_null() && unsafe { (*info).si_code } == libc::SI_KERNEL;
-    // SAFETY: kill(2) is async-signal-safe.
-    unsafe {
-        if n >= 2 {
-            libc::kill(pid, libc::SIGKILL);
-        } else if !from_kernel {
-            // A terminal's signal went to the whole group, the program
-            // included; any other is passed on.
-            libc::kill(pid, sig);
+    for pid in std::iter::once(&CHILD).chain(OTHERS.iter()) {
+        let pid = pid.load(Ordering::SeqCst);
+        if pid <= 0 {
+            continue;
+        }
+        // SAFETY: kill(2) is async-signal-safe.
+        unsafe {
+            if n >= 2 {
+                libc::kill(pid, libc::SIGKILL);
+            } else if !from_kernel {
+                // A terminal's signal went to the whole group, the program
+                // included; any other is passed on.
+                libc::kill(pid, sig);
+            }
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::os::unix::process::ExitStatusExt;
     use std::sync::Mutex;
 
-    /// The forwarding is process-wide: one test at a time.
-    static ONE: Mutex<()> = Mutex::new(());
+    /// The forwarding is process-wide, and the launcher's tests wait for
+    /// children: one test at a time.
+    pub(crate) static ONE: Mutex<()> = Mutex::new(());
 
     fn raise(sig: libc::c_int) {
         // SAFETY: raise(3) sends a signal to this thread; every signal
@@ -143,13 +189,17 @@ mod tests {
         panic!("process {pid} does not ignore signal {sig}");
     }
 
+    fn sleeper() -> std::process::Child {
+        std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep")
+    }
+
     #[test]
     fn a_signal_is_passed_on_to_the_program() {
         let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .expect("sleep");
+        let mut child = sleeper();
         let forwarding = forward_to(child.id());
         raise(libc::SIGTERM);
         let status = child.wait().unwrap();
@@ -192,5 +242,26 @@ mod tests {
         // A new forwarding starts with nothing received.
         let again = forward_to(0);
         assert_eq!(again.received(), None);
+    }
+
+    #[test]
+    fn other_processes_get_the_signals_until_forgotten() {
+        let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+        let mut first = sleeper();
+        let mut other = sleeper();
+        let mut gone = sleeper();
+        let forwarding = forward_to(first.id());
+        forwarding.also(other.id());
+        forwarding.also(other.id());
+        forwarding.also(gone.id());
+        forwarding.forget(gone.id());
+        raise(libc::SIGTERM);
+        assert_eq!(first.wait().unwrap().signal(), Some(libc::SIGTERM));
+        assert_eq!(other.wait().unwrap().signal(), Some(libc::SIGTERM));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(gone.try_wait().unwrap().is_none(), "forgotten");
+        drop(forwarding);
+        let _ = gone.kill();
+        let _ = gone.wait();
     }
 }
