@@ -10,6 +10,8 @@
 
 mod schema;
 mod table;
+#[cfg(test)]
+mod tests;
 
 pub use schema::{SCHEMA_VERSION, Table};
 pub use table::{BATCH_ROWS, ProfileColumns, ROW_GROUP_ROWS, TableWriter, Value};

@@ -22,6 +22,9 @@ pub mod server;
 pub mod session;
 pub mod view;
 
+#[cfg(test)]
+mod tests;
+
 pub use session::{LoadOptions, Session};
 
 /// What can go wrong reading inputs or answering a request.
