@@ -1,15 +1,14 @@
 //! `tally sim`: Cachegrind's cache and branch simulation of a program run
 //! under QEMU with tally's tracing plugin, or of a Lackey trace.
 
-use anyhow::anyhow;
 use clap::Parser;
 use std::path::PathBuf;
 use tally_model::Format;
+use tally_sim::Hierarchy;
 use tally_sim::attrib::{ProfileSpec, to_profile};
 use tally_sim::engine::EngineOptions;
-use tally_sim::machine::{describe, event_indices, host_caches, summary};
+use tally_sim::machine::{Machine, MachineOptions, describe, event_indices, summary};
 use tally_sim::session::{self, Ending, Run};
-use tally_sim::{CacheConfig, Hierarchy, HierarchyConfig, Policy};
 
 use crate::Outcome;
 
@@ -101,93 +100,6 @@ fn yes_no(s: &str) -> Result<bool, String> {
     }
 }
 
-/// One machine to simulate.
-struct Machine {
-    name: Option<String>,
-    config: HierarchyConfig,
-}
-
-fn parse_level(text: &str) -> anyhow::Result<(String, CacheConfig)> {
-    let (name, geo) = text.split_once('=').ok_or_else(|| {
-        crate::usage!("--cache {text}: expected NAME=SIZE,ASSOC,LINE_SIZE (e.g. L2=262144,4,64)")
-    })?;
-    Ok((name.to_string(), CacheConfig::parse(name, geo)?))
-}
-
-fn machines(a: &Args) -> anyhow::Result<Vec<Machine>> {
-    let (hi1, hd1, hll) = host_caches();
-    let pick = |o: &Option<String>, name: &str, d: CacheConfig| -> anyhow::Result<CacheConfig> {
-        Ok(match o {
-            Some(t) => CacheConfig::parse(name, t)?,
-            None => d,
-        })
-    };
-    let main = HierarchyConfig {
-        i1: pick(&a.i1, "I1", hi1)?,
-        d1: pick(&a.d1, "D1", hd1)?,
-        middle: a
-            .cache
-            .iter()
-            .map(|c| parse_level(c).map(|x| x.1))
-            .collect::<anyhow::Result<_>>()?,
-        ll: pick(&a.ll, "LL", hll)?,
-        policy: Policy::parse(&a.policy)?,
-        iaddr_zero_bits: 0,
-    };
-    Hierarchy::new(&main)?;
-    let mut out = vec![Machine {
-        name: None,
-        config: main.clone(),
-    }];
-    for spec in &a.configs {
-        let (name, opts) = spec
-            .split_once(':')
-            .ok_or_else(|| crate::usage!("--config `{spec}`: expected `NAME: --D1=… --LL=…`"))?;
-        let name = name.trim();
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            crate::usage_bail!("--config `{spec}`: the name must be letters, digits, `-` or `_`");
-        }
-        if out.iter().any(|m| m.name.as_deref() == Some(name)) {
-            crate::usage_bail!("--config: the name `{name}` is used twice");
-        }
-        let mut c = main.clone();
-        let mut middle_given = false;
-        for o in opts.split_whitespace() {
-            let (k, v) = o
-                .strip_prefix("--")
-                .and_then(|o| o.split_once('='))
-                .ok_or_else(|| crate::usage!("--config {name}: `{o}`: expected --KEY=VALUE"))?;
-            let ctx = |e: tally_sim::SimError| anyhow!("--config {name}: {e}");
-            match k {
-                "I1" => c.i1 = CacheConfig::parse("I1", v).map_err(ctx)?,
-                "D1" => c.d1 = CacheConfig::parse("D1", v).map_err(ctx)?,
-                "LL" => c.ll = CacheConfig::parse("LL", v).map_err(ctx)?,
-                "policy" => c.policy = Policy::parse(v).map_err(ctx)?,
-                "cache" => {
-                    if !middle_given {
-                        c.middle.clear();
-                        middle_given = true;
-                    }
-                    c.middle.push(parse_level(v)?.1);
-                }
-                _ => crate::usage_bail!(
-                    "--config {name}: unknown option --{k} (I1, D1, LL, cache, policy)"
-                ),
-            }
-        }
-        Hierarchy::new(&c).map_err(|e| anyhow!("--config {name}: {e}"))?;
-        out.push(Machine {
-            name: Some(name.to_string()),
-            config: c,
-        });
-    }
-    Ok(out)
-}
-
 pub fn run(a: Args) -> anyhow::Result<Outcome> {
     if let Some(p) = &a.install_plugin {
         let to = session::launch::install_plugin(p)?;
@@ -210,7 +122,15 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
         }
     }
     // Every machine error is in the options (geometries, policies).
-    let ms = machines(&a).map_err(|e| crate::usage!("{e:#}"))?;
+    let ms = tally_sim::machine::machines(&MachineOptions {
+        i1: a.i1.as_deref(),
+        d1: a.d1.as_deref(),
+        ll: a.ll.as_deref(),
+        cache: &a.cache,
+        policy: &a.policy,
+        configs: &a.configs,
+    })
+    .map_err(|e| crate::usage!("{e}"))?;
     let opts = EngineOptions {
         branch_sim: a.branch_sim,
         calls: a.callgrind,
@@ -315,25 +235,8 @@ fn family(a: &Args, ms: &[Machine], f: session::children::Family) -> anyhow::Res
     exit_as(f.runs.first().and_then(|r| r.status))
 }
 
-/// Where the profile of machine `name` (`None`: the main one) of process
-/// `pid` goes: `--out-file` or the default, `%p` the process id, other
-/// machines' with `.NAME` appended.
 fn out_path(a: &Args, name: Option<&str>, pid: u32) -> PathBuf {
-    let default = if a.callgrind {
-        "callgrind.out.%p"
-    } else {
-        "cachegrind.out.%p"
-    };
-    let base = a
-        .out_file
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(default))
-        .to_string_lossy()
-        .replace("%p", &pid.to_string());
-    match name {
-        None => PathBuf::from(base),
-        Some(n) => PathBuf::from(format!("{base}.{n}")),
-    }
+    session::out_path(a.out_file.as_deref(), a.callgrind, name, pid)
 }
 
 fn report(a: &Args, ms: &[Machine], run: &Run) -> anyhow::Result<()> {

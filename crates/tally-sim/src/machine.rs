@@ -39,6 +39,120 @@ impl Policy {
     }
 }
 
+/// One machine to simulate: the main one (`name` is `None`) or one of
+/// `--config`'s.
+pub struct Machine {
+    /// The `--config` name.
+    pub name: Option<String>,
+    /// Its caches and policy.
+    pub config: HierarchyConfig,
+}
+
+/// The machines as `tally sim`'s options give them: each cache
+/// `SIZE,ASSOC,LINE_SIZE` (`None`: the host's), middle levels as
+/// `NAME=SIZE,ASSOC,LINE_SIZE`, the replacement policy, and `--config`
+/// specs `NAME: --D1=… --LL=… --cache=… --policy=…`, each the main
+/// machine with some options changed.
+pub struct MachineOptions<'a> {
+    /// `--I1`.
+    pub i1: Option<&'a str>,
+    /// `--D1`.
+    pub d1: Option<&'a str>,
+    /// `--LL`.
+    pub ll: Option<&'a str>,
+    /// `--cache`, in order.
+    pub cache: &'a [String],
+    /// `--policy`.
+    pub policy: &'a str,
+    /// `--config`, in order.
+    pub configs: &'a [String],
+}
+
+fn parse_level(text: &str) -> Result<CacheConfig, String> {
+    let (name, geo) = text.split_once('=').ok_or_else(|| {
+        format!("--cache {text}: expected NAME=SIZE,ASSOC,LINE_SIZE (e.g. L2=262144,4,64)")
+    })?;
+    CacheConfig::parse(name, geo).map_err(|e| e.to_string())
+}
+
+/// The main machine, then each of `--config`'s, every one checked; the
+/// error is the message for the user (every one is in the options).
+pub fn machines(o: &MachineOptions<'_>) -> Result<Vec<Machine>, String> {
+    let (hi1, hd1, hll) = host_caches();
+    let pick = |o: Option<&str>, name: &str, d: CacheConfig| match o {
+        Some(t) => CacheConfig::parse(name, t).map_err(|e| e.to_string()),
+        None => Ok(d),
+    };
+    let main = HierarchyConfig {
+        i1: pick(o.i1, "I1", hi1)?,
+        d1: pick(o.d1, "D1", hd1)?,
+        middle: o
+            .cache
+            .iter()
+            .map(|c| parse_level(c))
+            .collect::<Result<_, _>>()?,
+        ll: pick(o.ll, "LL", hll)?,
+        policy: Policy::parse(o.policy).map_err(|e| e.to_string())?,
+        iaddr_zero_bits: 0,
+    };
+    crate::Hierarchy::new(&main).map_err(|e| e.to_string())?;
+    let mut out = vec![Machine {
+        name: None,
+        config: main.clone(),
+    }];
+    for spec in o.configs {
+        let (name, opts) = spec
+            .split_once(':')
+            .ok_or_else(|| format!("--config `{spec}`: expected `NAME: --D1=… --LL=…`"))?;
+        let name = name.trim();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(format!(
+                "--config `{spec}`: the name must be letters, digits, `-` or `_`"
+            ));
+        }
+        if out.iter().any(|m| m.name.as_deref() == Some(name)) {
+            return Err(format!("--config: the name `{name}` is used twice"));
+        }
+        let mut c = main.clone();
+        let mut middle_given = false;
+        for opt in opts.split_whitespace() {
+            let (k, v) = opt
+                .strip_prefix("--")
+                .and_then(|o| o.split_once('='))
+                .ok_or_else(|| format!("--config {name}: `{opt}`: expected --KEY=VALUE"))?;
+            let ctx = |e: SimError| format!("--config {name}: {e}");
+            match k {
+                "I1" => c.i1 = CacheConfig::parse("I1", v).map_err(ctx)?,
+                "D1" => c.d1 = CacheConfig::parse("D1", v).map_err(ctx)?,
+                "LL" => c.ll = CacheConfig::parse("LL", v).map_err(ctx)?,
+                "policy" => c.policy = Policy::parse(v).map_err(ctx)?,
+                "cache" => {
+                    if !middle_given {
+                        c.middle.clear();
+                        middle_given = true;
+                    }
+                    c.middle.push(parse_level(v)?);
+                }
+                _ => {
+                    return Err(format!(
+                        "--config {name}: unknown option --{k} (I1, D1, LL, cache, policy)"
+                    ));
+                }
+            }
+        }
+        crate::Hierarchy::new(&c).map_err(|e| format!("--config {name}: {e}"))?;
+        out.push(Machine {
+            name: Some(name.to_string()),
+            config: c,
+        });
+    }
+    Ok(out)
+}
+
 /// Cachegrind's caches for this host: L1 data and instruction caches and
 /// the last level from `/sys/devices/system/cpu/cpu0/cache`, with the last
 /// level changed as Cachegrind changes it when its number of sets is not a

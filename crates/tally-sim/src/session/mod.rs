@@ -179,6 +179,26 @@ pub enum SessionError {
     },
 }
 
+/// Where the profile of machine `name` (`None`: the main one) of process
+/// `pid` goes, as Valgrind names it: `out_file` or `cachegrind.out.%p`
+/// (`callgrind.out.%p` for Callgrind output), `%p` the process id, other
+/// machines' with `.NAME` appended.
+pub fn out_path(out_file: Option<&Path>, callgrind: bool, name: Option<&str>, pid: u32) -> PathBuf {
+    let default = if callgrind {
+        "callgrind.out.%p"
+    } else {
+        "cachegrind.out.%p"
+    };
+    let base = out_file
+        .unwrap_or(Path::new(default))
+        .to_string_lossy()
+        .replace("%p", &pid.to_string());
+    match name {
+        None => PathBuf::from(base),
+        Some(n) => PathBuf::from(format!("{base}.{n}")),
+    }
+}
+
 /// Checks that a profile can be written at `path` (the directory exists
 /// and a file can be created in it, which is what writing it takes: a
 /// temporary file beside it, renamed), so that a run is not wasted on an
