@@ -8,9 +8,8 @@ use crate::Outcome;
 use crate::progress::Progress;
 use anyhow::{anyhow, bail};
 use std::path::PathBuf;
-use tally_formats::detect::Format as FileFormat;
 use tally_formats::{OutputFormat, OutputOptions, Source};
-use tally_input::{GmonInput, Program};
+use tally_input::{GmonInput, InputKind, Program};
 use tally_model::{AnyCost, Cost, Profile};
 
 /// Output formats.
@@ -108,51 +107,19 @@ fn wants_dcpi(args: &Args) -> bool {
     output_format(args) == Some(OutputFormat::Dcpi)
 }
 
-/// The input format: `--from`, else DCPI when every file is one, gmon
-/// when every file has the `gmon` magic or `--binary` is given, else
-/// Callgrind/Cachegrind text.
+/// The input format: `--from`, else what the inputs are.
 fn input_format(args: &Args, sources: &[Source]) -> anyhow::Result<InputFormat> {
     if let Some(f) = args.from {
         return Ok(f);
     }
-    let first = |f: &dyn Fn(&Source) -> bool| sources.iter().position(f);
-    let is = |format: FileFormat| move |s: &Source| s.format() == format;
-    let (dcpi, gmon) = (is(FileFormat::Dcpi), is(FileFormat::Gmon));
-    if let Some(i) = first(&dcpi) {
-        if let Some(other) = first(&|s| !dcpi(s)) {
-            bail!(
-                "{} is a DCPI profile but {} is not: convert DCPI profiles on their own",
-                args.files[i].display(),
-                args.files[other].display()
-            );
-        }
-        return Ok(InputFormat::Dcpi);
-    }
-    if args.binary.is_some() && wants_dcpi(args) {
-        return Ok(InputFormat::Callgrind);
-    }
-    if sources.iter().all(gmon) {
-        return Ok(InputFormat::Gmon);
-    }
-    if args.binary.is_some() {
-        if let Some(i) = first(&|s| s.detected().looks_like_profile()) {
-            bail!(
-                "{} is a Callgrind/Cachegrind profile, not a gmon file: --binary is only for gmon input",
-                args.files[i].display()
-            );
-        }
-        // Without the magic: a BSD-layout gmon file, or not a gmon file at
-        // all (the reader says which).
-        return Ok(InputFormat::Gmon);
-    }
-    if let Some(i) = first(&gmon) {
-        bail!(
-            "{} is a gmon file but {} is not: gmon files cannot be mixed with other profiles",
-            args.files[i].display(),
-            args.files[first(&|s| !gmon(s)).unwrap_or(0)].display()
-        );
-    }
-    Ok(InputFormat::Callgrind)
+    let binary = args.binary.is_some();
+    Ok(
+        match tally_input::input_kind(sources, binary, wants_dcpi(args))? {
+            InputKind::Dcpi => InputFormat::Dcpi,
+            InputKind::Gmon => InputFormat::Gmon,
+            InputKind::Profile => InputFormat::Callgrind,
+        },
+    )
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {

@@ -41,3 +41,67 @@ pub fn sniff(path: &Path) -> Result<Sniffed, Error> {
         Sniffed::Other(source)
     })
 }
+
+/// What a set of inputs is to be read as, when one command takes several
+/// kinds (`tally convert`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputKind {
+    /// Callgrind or Cachegrind text (told apart by content), or any other
+    /// profile the readers know.
+    Profile,
+    /// gprof's `gmon.out` files, with their program.
+    Gmon,
+    /// DCPI profiles, with their image if given.
+    Dcpi,
+}
+
+/// The kind of `sources`: DCPI when every file is one (mixed with others:
+/// an error), else gmon when every file has the `gmon` magic or a
+/// `program` is given for input (a gmon file without the magic, in BSD
+/// layout, or not one at all, which the reader then says), else a
+/// profile. `program_for_output` is a program given for another reason
+/// (the image of DCPI output): then the inputs are profiles.
+pub fn input_kind(
+    sources: &[Source],
+    program: bool,
+    program_for_output: bool,
+) -> Result<InputKind, Error> {
+    use tally_formats::detect::Format as FileFormat;
+    let first = |f: &dyn Fn(&Source) -> bool| sources.iter().position(f);
+    let is = |format: FileFormat| move |s: &Source| s.format() == format;
+    let (dcpi, gmon) = (is(FileFormat::Dcpi), is(FileFormat::Gmon));
+    let path = |i: usize| sources[i].path().display();
+    if let Some(i) = first(&dcpi) {
+        if let Some(other) = first(&|s| !dcpi(s)) {
+            return Err(Error::Input(format!(
+                "{} is a DCPI profile but {} is not: convert DCPI profiles on their own",
+                path(i),
+                path(other)
+            )));
+        }
+        return Ok(InputKind::Dcpi);
+    }
+    if program && program_for_output {
+        return Ok(InputKind::Profile);
+    }
+    if sources.iter().all(gmon) {
+        return Ok(InputKind::Gmon);
+    }
+    if program {
+        if let Some(i) = first(&|s| s.detected().looks_like_profile()) {
+            return Err(Error::Input(format!(
+                "{} is a Callgrind/Cachegrind profile, not a gmon file: --binary is only for gmon input",
+                path(i)
+            )));
+        }
+        return Ok(InputKind::Gmon);
+    }
+    if let Some(i) = first(&gmon) {
+        return Err(Error::Input(format!(
+            "{} is a gmon file but {} is not: gmon files cannot be mixed with other profiles",
+            path(i),
+            path(first(&|s| !gmon(s)).unwrap_or(0))
+        )));
+    }
+    Ok(InputKind::Profile)
+}
