@@ -2,51 +2,14 @@
 //! `-pNAME` attaches an optional value, `-p NAME` does not; long options
 //! map to the short ones.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use tally_analysis::gprof::{ArcSpec, Options, SymSpec};
 
-pub const USAGE: &str = "\
-Usage: tally gprof [OPTIONS] [PROGRAM] [GMON...]
-       tally gprof [OPTIONS] CALLGRIND-PROFILE
-
-gprof's flat profile and call graph, from a program built with -pg and the
-gmon.out files of its runs (default: a.out and gmon.out), or from a Callgrind
-profile (costs in an event instead of seconds).
-
-Output:
-  -b, --brief                   no explanations of the columns
-  -p[NAME], --flat-profile[=NAME]   the flat profile (only NAME's line)
-  -P[NAME], --no-flat-profile[=NAME]  no flat profile (leave NAME out)
-  -q[NAME], --graph[=NAME]      the call graph (only NAME and its descendants;
-                                FROM/TO: only that arc)
-  -Q[NAME], --no-graph[=NAME]   no call graph (leave NAME out; FROM/TO: that arc)
-  -A[NAME], --annotated-source[=NAME]  source annotated with call counts
-  -J[NAME], --no-annotated-source[=NAME]
-  -l, --line                    one entry per source line
-  -s, --sum                     write gmon.sum, the sum of the gmon files
-      --json                    the same content as JSON
-Analysis:
-  -a, --no-static               leave static functions out
-  -c, --static-call-graph       add calls found in the code (count 0)
-      --gnu-compatible          reproduce GNU gprof 2.40's errors, to compare
-                                outputs (see docs/gprof.md)
-  -z, --display-unused-functions  also show functions never called or sampled
-  -e NAME / -E NAME             leave NAME out of the graph (-E: and its time)
-  -f NAME / -F NAME             only NAME in the graph (-F: only its time)
-  -n[NAME] / -N[NAME]           only NAME's time / not NAME's time propagates
-  -k FROM/TO                    delete the arc FROM -> TO
-  -m N, --min-count=N           annotate only lines run at least N times
-  -D, --ignore-non-functions    only symbols marked as functions
-  -L, --print-path              full source paths
-  -I DIRS, --directory-path=DIRS  where to look for sources (colon-separated)
-  -w N, --width=N               width of the index (default 80)
-      --demangle / --no-demangle  C++ and Rust names (demangled by default)
-  -x, --all-lines               annotate every line of a block
-Callgrind input:
-      --event=NAME              the event to analyse (default: the first)
-";
+/// `tally gprof --help`: gprof's options as tally takes them.
+pub const USAGE: &str = include_str!("gprof_usage.txt");
 
 /// A parsed `tally gprof` command line.
 #[derive(Debug, Default)]
@@ -220,12 +183,14 @@ fn apply(p: &mut Parsed, c: char, value: Option<String>) -> Result<()> {
         'y' | 'i' | 'r' | 'R' | 'C' | 'Z' | 'd' | 'O' | 't' => {
             crate::usage_bail!("-{c} is not supported by tally gprof")
         }
+        // A closed standard output (`| head`) is not an error here either.
         'h' => {
-            print!("{USAGE}");
+            let _ = write!(std::io::stdout(), "{USAGE}");
             std::process::exit(0);
         }
         'v' => {
-            println!("tally gprof {}", env!("CARGO_PKG_VERSION"));
+            let version = env!("CARGO_PKG_VERSION");
+            let _ = writeln!(std::io::stdout(), "tally gprof {version}");
             std::process::exit(0);
         }
         'e' => specs.graph_exclude.extend(spec(&value)),
