@@ -3,15 +3,14 @@
 
 use crate::Outcome;
 use crate::progress::Progress;
-use anyhow::{Context, bail};
 use std::io::{self, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use tally_analysis::AggregateBuilder;
 use tally_formats::Source;
 use tally_formats::callgrind::ReadOutcome;
-use tally_input::{Sniffed, Summing};
+use tally_input::Summing;
 use tally_model::{AnyCost, Cost, Profile};
-use tally_report::annotate::AggregateAndRecords;
+use tally_report::annotate::{AggregateAndRecords, Summed};
 use tally_report::annotate::{Grouping, Options, PartFilter, Threshold, Tree};
 
 /// Arguments of `tally annotate`. Option names follow callgrind_annotate and
@@ -142,30 +141,8 @@ fn parse_percent(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Whether a file looks like a profile (rather than a source file to
-/// annotate), by its first bytes; `-` and files that cannot be opened are
-/// profiles (the reader then says what is wrong).
-fn is_profile(path: &Path) -> anyhow::Result<bool> {
-    // Standard input is read once, by the reader.
-    if path.as_os_str() == "-" {
-        return Ok(true);
-    }
-    Ok(!matches!(tally_input::sniff(path)?, Sniffed::Other(_)))
-}
-
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
-    let (profiles, sources): (Vec<PathBuf>, Vec<PathBuf>) = {
-        let mut p = Vec::new();
-        let mut s = Vec::new();
-        for (i, f) in args.files.iter().enumerate() {
-            if i == 0 || (s.is_empty() && is_profile(f)?) {
-                p.push(f.clone());
-            } else {
-                s.push(f.clone());
-            }
-        }
-        (p, s)
-    };
+    let (profiles, sources) = tally_input::profiles_then_sources(&args.files)?;
     let opts = options(&args, profiles.clone(), sources)?;
     if args.diff {
         let [a, b] = profiles.as_slice() else {
@@ -191,58 +168,48 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         return report(d.profile, None, calls, &args, &opts);
     }
     let sources = tally_input::open_all(&profiles)?;
-    let total: u64 = sources.iter().filter_map(Source::size).sum();
-    let mut progress = Progress::new(Some(total));
-    let mut update = |n| progress.update(n);
     // One file: sum while reading; keep the lines only for source or
     // assembly annotation. (Stack formats are loaded whole: their stacks
     // give exact inclusive costs.)
-    let read = if tally_report::annotate::needs_lines(&opts) {
-        match tally_input::read_summing(
-            &sources,
-            true,
-            || AggregateAndRecords::new(&opts),
-            || AggregateAndRecords::new(&opts),
-            Some(&mut update),
-        )? {
-            Summing::Streamed(read) => {
-                drop(progress);
-                let source = &sources[0];
-                return match read {
-                    AnyCost::Unsigned((o, s)) => streamed_with_lines(source, o, s, &args, &opts),
-                    AnyCost::Signed((o, s)) => streamed_with_lines(source, o, s, &args, &opts),
-                };
-            }
-            Summing::Whole { profile, warnings } => (profile, warnings),
-        }
+    if tally_report::annotate::needs_lines(&opts) {
+        let (u, s) = (AggregateAndRecords::new, AggregateAndRecords::new);
+        annotate_inputs(&sources, || u(&opts), || s(&opts), &args, &opts)
     } else {
         let keep = opts.jumps.is_some();
-        match tally_input::read_summing(
-            &sources,
-            true,
-            || AggregateBuilder::keeping_jumps(keep),
-            || AggregateBuilder::keeping_jumps(keep),
-            Some(&mut update),
-        )? {
-            Summing::Streamed(read) => {
-                drop(progress);
-                let source = &sources[0];
-                return match read {
-                    AnyCost::Unsigned((o, s)) => streamed(source, o, s, &args, &opts),
-                    AnyCost::Signed((o, s)) => streamed(source, o, s, &args, &opts),
-                };
-            }
-            Summing::Whole { profile, warnings } => (profile, warnings),
-        }
-    };
-    drop(progress);
-    let (p, warnings) = read;
-    for w in warnings {
-        eprintln!("{w}");
+        let (u, s) = (
+            AggregateBuilder::keeping_jumps,
+            AggregateBuilder::keeping_jumps,
+        );
+        annotate_inputs(&sources, || u(keep), || s(keep), &args, &opts)
     }
-    match p {
-        AnyCost::Unsigned(p) => report(p, None, Vec::new(), &args, &opts),
-        AnyCost::Signed(p) => report(p, None, Vec::new(), &args, &opts),
+}
+
+/// Annotates one input summed as it is read into the sinks `unsigned` or
+/// `signed` make, or several loaded whole.
+fn annotate_inputs<U: Summed<u64>, S: Summed<i64>>(
+    sources: &[Source],
+    unsigned: impl FnOnce() -> U,
+    signed: impl FnOnce() -> S,
+    args: &Args,
+    opts: &Options,
+) -> anyhow::Result<Outcome> {
+    let total: u64 = sources.iter().filter_map(Source::size).sum();
+    let mut progress = Progress::new(Some(total));
+    let mut update = |n| progress.update(n);
+    let read = tally_input::read_summing(sources, true, unsigned, signed, Some(&mut update))?;
+    drop(progress);
+    match read {
+        Summing::Streamed(AnyCost::Unsigned((o, s))) => streamed(&sources[0], o, s, args, opts),
+        Summing::Streamed(AnyCost::Signed((o, s))) => streamed(&sources[0], o, s, args, opts),
+        Summing::Whole { profile, warnings } => {
+            for w in warnings {
+                eprintln!("{w}");
+            }
+            match profile {
+                AnyCost::Unsigned(p) => report(p, None, Vec::new(), args, opts),
+                AnyCost::Signed(p) => report(p, None, Vec::new(), args, opts),
+            }
+        }
     }
 }
 
@@ -250,38 +217,15 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
 fn streamed<C: Cost>(
     source: &Source,
     read: ReadOutcome<C>,
-    mut sums: AggregateBuilder<C>,
+    sink: impl Summed<C>,
     args: &Args,
     opts: &Options,
 ) -> anyhow::Result<Outcome> {
-    sums.set_events(read.profile.events.len());
-    warn(source, &read.warnings);
-    let mut profile = read.profile;
-    for (part, jumps) in profile.parts.iter_mut().zip(sums.take_jumps()) {
-        part.jumps = jumps;
-    }
-    report(profile, Some(sums), Vec::new(), args, opts)
-}
-
-/// Reports a profile summed while it was read, its records kept.
-fn streamed_with_lines<C: Cost>(
-    source: &Source,
-    read: ReadOutcome<C>,
-    both: AggregateAndRecords<C>,
-    args: &Args,
-    opts: &Options,
-) -> anyhow::Result<Outcome> {
-    let (mut sums, records) = both.into_parts();
-    sums.set_events(read.profile.events.len());
-    let (profile, warnings) = records.into_profile(read);
-    warn(source, &warnings);
-    report(profile, Some(sums), Vec::new(), args, opts)
-}
-
-fn warn(source: &Source, warnings: &tally_formats::Warnings) {
-    for line in tally_input::warning_lines(source.path(), warnings) {
+    let (profile, sums, warnings) = sink.finish_read(read);
+    for line in tally_input::warning_lines(source.path(), &warnings) {
         eprintln!("{line}");
     }
+    report(profile, Some(sums), Vec::new(), args, opts)
 }
 
 fn options(args: &Args, inputs: Vec<PathBuf>, sources: Vec<PathBuf>) -> anyhow::Result<Options> {
@@ -348,22 +292,7 @@ fn report<C: Cost>(
     args: &Args,
     opts: &Options,
 ) -> anyhow::Result<Outcome> {
-    for e in &args.events {
-        let Some((name, formula)) = e.split_once('=') else {
-            crate::usage_bail!("--event `{e}`: expected NAME=FORMULA, e.g. `S=Ir+Dr`");
-        };
-        let name = name.trim();
-        if name.is_empty() || profile.events.find(name).is_some() {
-            bail!("--event `{e}`: the name `{name}` is empty or already an event");
-        }
-        let formula = tally_model::parse_expression(formula.trim())
-            .with_context(|| format!("--event `{e}`"))?;
-        profile.events.add_formula(name.to_string(), None, formula);
-        profile
-            .events
-            .resolve()
-            .with_context(|| format!("--event `{e}`"))?;
-    }
+    crate::inputs::define_events(&mut profile.events, &args.events)?;
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let warnings = match sums {

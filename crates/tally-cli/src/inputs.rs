@@ -1,6 +1,6 @@
 //! What several commands share about their inputs and outputs: the input
 //! library's merge and diff inputs, and the options that name them
-//! (`--to`, `--mod-filename`, `--mod-funcname`).
+//! (`--to`, `--mod-filename`, `--mod-funcname`, `--event NAME=FORMULA`).
 
 use anyhow::Context;
 use tally_analysis::subst::Subst;
@@ -42,4 +42,23 @@ pub fn output_format(to: impl clap::ValueEnum) -> OutputFormat {
         .get_name()
         .parse()
         .expect("`--to` values name output formats")
+}
+
+/// Adds the events `--event NAME=FORMULA` defines (`S=Ir+Dr`), in order,
+/// each a new name.
+pub fn define_events(events: &mut tally_model::Events, specs: &[String]) -> anyhow::Result<()> {
+    for e in specs {
+        let Some((name, formula)) = e.split_once('=') else {
+            crate::usage_bail!("--event `{e}`: expected NAME=FORMULA, e.g. `S=Ir+Dr`");
+        };
+        let name = name.trim();
+        if name.is_empty() || events.find(name).is_some() {
+            anyhow::bail!("--event `{e}`: the name `{name}` is empty or already an event");
+        }
+        let formula = tally_model::parse_expression(formula.trim())
+            .with_context(|| format!("--event `{e}`"))?;
+        events.add_formula(name.to_string(), None, formula);
+        events.resolve().with_context(|| format!("--event `{e}`"))?;
+    }
+    Ok(())
 }

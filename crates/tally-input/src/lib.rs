@@ -50,7 +50,7 @@ pub use load::{
     Loaded, Options, load_one, load_profile, names, open_all, read_within_memory, stdin_once,
 };
 pub use program::Program;
-pub use sniff::{InputKind, Sniffed, input_kind, sniff};
+pub use sniff::{InputKind, Sniffed, input_kind, profiles_then_sources, sniff};
 pub use stacks::{StackSource, WithStacks, folded_tree, load_with_stacks};
 pub use stream::{Summing, read_one_summing, read_summing};
 pub use warnings::warning_lines;

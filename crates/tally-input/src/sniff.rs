@@ -2,7 +2,7 @@
 //! other files (`tally annotate PROFILE SOURCE…`, `tally gprof PROG
 //! GMON…` against `tally gprof PROFILE`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tally_formats::Source;
 
@@ -104,4 +104,25 @@ pub fn input_kind(
         )));
     }
     Ok(InputKind::Profile)
+}
+
+/// `tally annotate PROFILE... [SOURCE...]`'s arguments told apart: the
+/// first is a profile, and so is each one after it that looks like one,
+/// up to the first that does not; that one and all after it are source
+/// files. `-` and files that cannot be opened count as profiles (the
+/// reader then says what is wrong); standard input is not read here.
+pub fn profiles_then_sources(files: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Error> {
+    let mut profiles = Vec::new();
+    let mut sources = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let profile = i == 0
+            || (sources.is_empty()
+                && (f.as_os_str() == "-" || !matches!(sniff(f)?, Sniffed::Other(_))));
+        if profile {
+            profiles.push(f.clone());
+        } else {
+            sources.push(f.clone());
+        }
+    }
+    Ok((profiles, sources))
 }

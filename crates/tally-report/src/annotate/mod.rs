@@ -988,6 +988,46 @@ impl<C: Cost> AggregateAndRecords<C> {
     }
 }
 
+/// A sink that summed a profile as it was read (`tally annotate` of one
+/// file), turned into what [`annotate_sums`] takes: the profile (header
+/// facts, names, and what the sink kept of the records), the sums, and the
+/// read's warnings.
+pub trait Summed<C: Cost>: tally_model::Sink<C> + Send {
+    /// Ends the read.
+    fn finish_read(
+        self,
+        read: tally_formats::callgrind::ReadOutcome<C>,
+    ) -> (Profile<C>, AggregateBuilder<C>, tally_formats::Warnings);
+}
+
+/// The sums only: the profile keeps the jumps they kept.
+impl<C: Cost> Summed<C> for AggregateBuilder<C> {
+    fn finish_read(
+        mut self,
+        read: tally_formats::callgrind::ReadOutcome<C>,
+    ) -> (Profile<C>, AggregateBuilder<C>, tally_formats::Warnings) {
+        self.set_events(read.profile.events.len());
+        let mut profile = read.profile;
+        for (part, jumps) in profile.parts.iter_mut().zip(self.take_jumps()) {
+            part.jumps = jumps;
+        }
+        (profile, self, read.warnings)
+    }
+}
+
+/// The sums and the records kept for source and assembly annotation.
+impl<C: Cost> Summed<C> for AggregateAndRecords<C> {
+    fn finish_read(
+        self,
+        read: tally_formats::callgrind::ReadOutcome<C>,
+    ) -> (Profile<C>, AggregateBuilder<C>, tally_formats::Warnings) {
+        let (mut sums, records) = self.into_parts();
+        sums.set_events(read.profile.events.len());
+        let (profile, warnings) = records.into_profile(read);
+        (profile, sums, warnings)
+    }
+}
+
 /// Everything kept, as a whole profile's read keeps it.
 impl<C: Cost> Default for AggregateAndRecords<C> {
     fn default() -> Self {
