@@ -1,8 +1,8 @@
 //! `tally annotate`: function tables, inclusive costs, call trees, source,
 //! assembly and jumps for Callgrind and Cachegrind profiles.
 
-use crate::Outcome;
 use crate::progress::Progress;
+use crate::{Outcome, values};
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use tally_analysis::AggregateBuilder;
@@ -33,7 +33,7 @@ pub struct Args {
     /// of the primary sort event; default 0.1, 0 shows all. Callgrind input
     /// (as callgrind_annotate): functions until together they cover this
     /// percentage; default 99, 100 shows all. `all` shows every function.
-    #[arg(long, value_parser = parse_threshold, value_name = "PERCENT|all")]
+    #[arg(long, value_parser = values::threshold, value_name = "PERCENT|all")]
     threshold: Option<Threshold>,
     /// Function tables: `file` (file:function rows, as callgrind_annotate
     /// and cg_annotate), `function` (function:file rows, each function
@@ -41,14 +41,14 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "file")]
     grouping: GroupingArg,
     /// Show and sort by inclusive costs, correct under recursion.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "yes", default_value = "no", value_parser = yes_no)]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "yes", default_value = "no", value_parser = values::yes_no_or_bool)]
     inclusive: bool,
     /// Call trees: callers, callees, or both.
     #[arg(long, value_enum, default_value = "none")]
     tree: TreeArg,
     /// Annotate the sources of all functions above the threshold (default
     /// yes, as in Valgrind's tools).
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "yes", default_value = "yes", value_parser = yes_no)]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "yes", default_value = "yes", value_parser = values::yes_no_or_bool)]
     auto: bool,
     /// Lines of context around costly source lines.
     #[arg(long, default_value_t = 8)]
@@ -65,7 +65,7 @@ pub struct Args {
     jumps: Option<usize>,
     /// Show each count's percentage of the program total, ` (12.34%)`
     /// (default yes, as in Valgrind's tools).
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "yes", default_value = "yes", value_parser = yes_no)]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "yes", default_value = "yes", value_parser = values::yes_no_or_bool)]
     show_percs: bool,
     /// Sum only these parts (numbers as in `part:`; repeatable or comma-separated).
     #[arg(long, value_delimiter = ',', conflicts_with = "thread")]
@@ -111,34 +111,6 @@ enum ColorArg {
     Auto,
     Always,
     Never,
-}
-
-fn yes_no(s: &str) -> Result<bool, String> {
-    match s {
-        "yes" | "true" | "1" => Ok(true),
-        "no" | "false" | "0" => Ok(false),
-        _ => Err(format!("expected yes or no, got `{s}`")),
-    }
-}
-
-fn parse_threshold(s: &str) -> Result<Threshold, String> {
-    if s == "all" {
-        Ok(Threshold::All)
-    } else {
-        parse_percent(s).map(Threshold::Percent)
-    }
-}
-
-fn parse_percent(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim_end_matches('%')
-        .parse()
-        .map_err(|_| format!("expected a percentage, got `{s}`"))?;
-    if (0.0..=100.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(format!("the threshold must be between 0 and 100, got {v}"))
-    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
@@ -234,7 +206,7 @@ fn options(args: &Args, inputs: Vec<PathBuf>, sources: Vec<PathBuf>) -> anyhow::
         match s.rsplit_once(':') {
             Some((ev, th)) => sort.push((
                 ev.to_string(),
-                Some(parse_percent(th).map_err(anyhow::Error::msg)?),
+                Some(values::percent_0_100(th).map_err(anyhow::Error::msg)?),
             )),
             None => sort.push((s.clone(), None)),
         }

@@ -26,6 +26,7 @@ mod record_system;
 mod serve;
 #[cfg(feature = "sim")]
 mod sim;
+mod values;
 
 use clap::{Parser, Subcommand};
 use std::io::{self, Write};

@@ -40,10 +40,10 @@ pub struct Args {
     #[arg(long = "config", value_name = "SPEC")]
     configs: Vec<String>,
     /// Simulate the caches.
-    #[arg(long = "cache-sim", value_name = "yes|no", default_value = "yes", value_parser = yes_no, action = clap::ArgAction::Set)]
+    #[arg(long = "cache-sim", value_name = "yes|no", default_value = "yes", value_parser = crate::values::yes_no, action = clap::ArgAction::Set)]
     cache_sim: bool,
     /// Simulate the branch predictors.
-    #[arg(long = "branch-sim", value_name = "yes|no", default_value = "no", value_parser = yes_no, action = clap::ArgAction::Set)]
+    #[arg(long = "branch-sim", value_name = "yes|no", default_value = "no", value_parser = crate::values::yes_no, action = clap::ArgAction::Set)]
     branch_sim: bool,
     /// Output file (`%p`: the process id) [default: cachegrind.out.%p, or
     /// callgrind.out.%p with --callgrind].
@@ -80,24 +80,16 @@ pub struct Args {
     install_plugin: Option<PathBuf>,
     /// Simulate D1 inside QEMU's process, beside the program, with one
     /// machine (the results are the same; `no` sends every access to tally).
-    #[arg(long = "plugin-d1", value_name = "yes|no", default_value = "yes", value_parser = yes_no, action = clap::ArgAction::Set)]
+    #[arg(long = "plugin-d1", value_name = "yes|no", default_value = "yes", value_parser = crate::values::yes_no, action = clap::ArgAction::Set)]
     plugin_d1: bool,
     /// Follow the processes the program forks and execs, one profile per
     /// process (`%p` in --out-file: its pid); `no`: only the first process,
     /// up to an exec, with a warning when it forked or exec'd.
-    #[arg(long = "trace-children", value_name = "yes|no", default_value = "no", value_parser = yes_no, action = clap::ArgAction::Set)]
+    #[arg(long = "trace-children", value_name = "yes|no", default_value = "no", value_parser = crate::values::yes_no, action = clap::ArgAction::Set)]
     trace_children: bool,
     /// The program and its arguments.
     #[arg(last = true, value_name = "PROG ARGS")]
     command: Vec<String>,
-}
-
-fn yes_no(s: &str) -> Result<bool, String> {
-    match s {
-        "yes" => Ok(true),
-        "no" => Ok(false),
-        _ => Err(format!("`{s}`: expected yes or no")),
-    }
 }
 
 pub fn run(a: Args) -> anyhow::Result<Outcome> {
