@@ -20,6 +20,7 @@
 //! summed with their sign; so a merge or diff of stack profiles still
 //! draws and exports real stacks. One input without stacks drops them.
 
+use crate::Error;
 use crate::folding::{
     BlockKeys, BlockLines, CallKey, FoldPart, Folding, JumpKey, KeyedBlocks, Pos, PosList, pos,
 };
@@ -59,106 +60,6 @@ pub struct CombineOptions {
     pub rename_file: Option<Subst>,
     /// Applied to every function name (`--mod-funcname`).
     pub rename_function: Option<Subst>,
-}
-
-/// Why profiles cannot be combined.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum CombineError {
-    /// An input lacks events the output needs, or has others.
-    #[error(
-        "{input}: events `{found}` differ from `{expected}` ({first}); use --events to pick common ones"
-    )]
-    Events {
-        /// The input that differs.
-        input: String,
-        /// Its events.
-        found: String,
-        /// The events wanted.
-        expected: String,
-        /// Where the wanted events come from.
-        first: String,
-    },
-    /// An input lacks an event named by `--events`.
-    #[error("{input}: has no event `{event}` (it has: {found})")]
-    MissingEvent {
-        /// The input.
-        input: String,
-        /// The event asked for.
-        event: String,
-        /// The events it has.
-        found: String,
-    },
-    /// Positions (`line`, `instr line`, …) differ.
-    #[error("{input}: positions `{found}` differ from `{expected}` of {first}")]
-    Positions {
-        /// The input that differs.
-        input: String,
-        /// Its positions.
-        found: String,
-        /// The first input's.
-        expected: String,
-        /// The first input.
-        first: String,
-    },
-    /// A Callgrind file with a Cachegrind file.
-    #[error(
-        "{input} is a {found} profile but {first} is a {expected} profile; convert one first (`tally convert --to cachegrind`)"
-    )]
-    Formats {
-        /// The input that differs.
-        input: String,
-        /// Its format.
-        found: &'static str,
-        /// The first input's format.
-        expected: &'static str,
-        /// The first input.
-        first: String,
-    },
-    /// A sum or difference does not fit the cost type.
-    #[error(
-        "{input}: {}a summed count does not fit in 64 bits{}",
-        if function.is_empty() { String::new() } else { format!("in function `{function}`: ") },
-        if *.signed { " (signed)" } else { "" }
-    )]
-    Overflow {
-        /// The input whose addition overflowed (all of them, for a total
-        /// of the result).
-        input: String,
-        /// The function of the record, when one is known.
-        function: String,
-        /// Whether the output is signed.
-        signed: bool,
-    },
-    /// The result's magnitudes (every self cost and call cost per event,
-    /// or every call count) sum past what its cost type holds, so no
-    /// reader could take it back: every reader keeps that bound so that
-    /// the sums its reports make fit.
-    #[error(
-        "{inputs}: in function `{function}`: the result's {what} sum to more than {limit}, which tally's 64-bit sums cannot hold, so it could not be read back"
-    )]
-    Unreadable {
-        /// Every input, joined.
-        inputs: String,
-        /// The function whose record passes the bound first.
-        function: String,
-        /// What passes it (`costs of event `Ir``, `call counts`).
-        what: String,
-        /// The bound (`2^63-1`, `2^64-1`).
-        limit: &'static str,
-    },
-    /// A negative result where the output is unsigned.
-    #[error("{input}: the result would be negative; use `tally diff` for differences")]
-    Negative {
-        /// The input.
-        input: String,
-    },
-    /// More names than the model's tables hold.
-    #[error("too many names (2^32)")]
-    TooManyNames,
-    /// Nothing was added.
-    #[error("no input profiles")]
-    Empty,
 }
 
 /// Add or subtract.
@@ -519,17 +420,17 @@ fn arith_failure<C: Cost, I: Cost>(
     sign: Sign,
     label: &str,
     function: &[u8],
-) -> CombineError {
+) -> Error {
     let r = match sign {
         Sign::Plus => acc.to_i128() + v.to_i128(),
         Sign::Minus => acc.to_i128() - v.to_i128(),
     };
     if r < 0 && !C::SIGNED {
-        CombineError::Negative {
+        Error::Negative {
             input: label.into(),
         }
     } else {
-        CombineError::Overflow {
+        Error::Overflow {
             input: label.into(),
             function: String::from_utf8_lossy(function).into_owned(),
             signed: C::SIGNED,
@@ -580,7 +481,7 @@ impl<C: Cost> Combiner<C> {
         self.events.as_ref()
     }
 
-    fn setup<I: Cost>(&mut self, p: &Profile<I>, label: &str) -> Result<(), CombineError> {
+    fn setup<I: Cost>(&mut self, p: &Profile<I>, label: &str) -> Result<(), Error> {
         self.format = p.format;
         self.version = p.version;
         self.creator = p.creator.clone();
@@ -594,7 +495,7 @@ impl<C: Cost> Combiner<C> {
             EventChoice::Same => p.events.recorded().iter().map(|e| e.name.clone()).collect(),
             EventChoice::Only(v) => v.clone(),
         };
-        let mut events = Events::new(names.iter().cloned()).map_err(|_| CombineError::Events {
+        let mut events = Events::new(names.iter().cloned()).map_err(|_| Error::Events {
             input: label.to_string(),
             found: names.join(" "),
             expected: names.join(" "),
@@ -630,12 +531,7 @@ impl<C: Cost> Combiner<C> {
     }
 
     /// Adds (or subtracts) a profile. `label` names it in errors.
-    pub fn add<I: Cost>(
-        &mut self,
-        p: &Profile<I>,
-        sign: Sign,
-        label: &str,
-    ) -> Result<(), CombineError> {
+    pub fn add<I: Cost>(&mut self, p: &Profile<I>, sign: Sign, label: &str) -> Result<(), Error> {
         let map = self.prepare(p, label)?;
         let per_function = self.options.per_function;
         for (pi, part) in p.parts.iter().enumerate() {
@@ -655,7 +551,7 @@ impl<C: Cost> Combiner<C> {
                 acc.line_pos.reserve(n);
                 acc.line_costs.reserve(n * ne);
             }
-            let mut failed: Option<CombineError> = None;
+            let mut failed: Option<Error> = None;
             for (bi, blk) in part.lines.blocks().iter().enumerate() {
                 let b = acc.block(map.function(blk.function), map.file(blk.file));
                 let mut fold = LineFold::new(acc, b, per_function, &map.events, sign);
@@ -705,7 +601,7 @@ impl<C: Cost> Combiner<C> {
         folded: &Folding<I>,
         sign: Sign,
         label: &str,
-    ) -> Result<(), CombineError> {
+    ) -> Result<(), Error> {
         let map = self.prepare(p, label)?;
         let ne = self.events.as_ref().map_or(0, Events::len);
         let default_info = PartInfo::default();
@@ -733,7 +629,7 @@ impl<C: Cost> Combiner<C> {
         mut folded: Folding<C>,
         sign: Sign,
         label: &str,
-    ) -> Result<(), CombineError> {
+    ) -> Result<(), Error> {
         let adopt = sign == Sign::Plus
             && self.events.is_none()
             && !self.options.per_function
@@ -786,7 +682,7 @@ impl<C: Cost> Combiner<C> {
         p: &Profile<I>,
         sign: Sign,
         label: &str,
-    ) -> Result<(), CombineError> {
+    ) -> Result<(), Error> {
         let per_function = self.options.per_function;
         let ne = self.events.as_ref().map_or(0, Events::len);
         let target = if self.options.combine_parts { 0 } else { pi };
@@ -863,7 +759,7 @@ impl<C: Cost> Combiner<C> {
 
     /// Checks an input against the output (format, positions, events) and
     /// maps its names and events to the output's.
-    fn prepare<I: Cost>(&mut self, p: &Profile<I>, label: &str) -> Result<Mapping, CombineError> {
+    fn prepare<I: Cost>(&mut self, p: &Profile<I>, label: &str) -> Result<Mapping, Error> {
         self.labels.push(label.to_string());
         if self.events.is_none() {
             self.setup(p, label)?;
@@ -872,7 +768,7 @@ impl<C: Cost> Combiner<C> {
                 Format::Callgrind => "Callgrind",
                 Format::Cachegrind => "Cachegrind",
             };
-            return Err(CombineError::Formats {
+            return Err(Error::Formats {
                 input: label.into(),
                 found: name(p.format),
                 expected: name(self.format),
@@ -880,7 +776,7 @@ impl<C: Cost> Combiner<C> {
             });
         }
         if !self.options.per_function && p.positions != self.positions {
-            return Err(CombineError::Positions {
+            return Err(Error::Positions {
                 input: label.into(),
                 found: p.positions.names().join(" "),
                 expected: self.positions.names().join(" "),
@@ -932,7 +828,7 @@ impl<C: Cost> Combiner<C> {
                 self.names.files.try_intern(&n).map(FileId)
             })
             .collect::<Option<_>>()
-            .ok_or(CombineError::TooManyNames)?;
+            .ok_or(Error::TooManyNames)?;
         let mut functions = Vec::with_capacity(p.names.function_count());
         for (_, k) in p.names.functions() {
             let object = if k.object.0 < same_objects {
@@ -941,7 +837,7 @@ impl<C: Cost> Combiner<C> {
                 self.names
                     .objects
                     .try_intern(p.names.objects.get(k.object.0))
-                    .ok_or(CombineError::TooManyNames)?
+                    .ok_or(Error::TooManyNames)?
             };
             let name = if k.name.0 < same_symbols {
                 k.name.0
@@ -953,7 +849,7 @@ impl<C: Cost> Combiner<C> {
                 self.names
                     .symbols
                     .try_intern(&name)
-                    .ok_or(CombineError::TooManyNames)?
+                    .ok_or(Error::TooManyNames)?
             };
             let f = self
                 .names
@@ -962,7 +858,7 @@ impl<C: Cost> Combiner<C> {
                     file: files[k.file.index()],
                     name: SymbolId(name),
                 })
-                .ok_or(CombineError::TooManyNames)?;
+                .ok_or(Error::TooManyNames)?;
             functions.push(f);
         }
         Ok(Mapping {
@@ -1047,7 +943,7 @@ impl<C: Cost> Combiner<C> {
         evmap: &[usize],
         sign: Sign,
         label: &str,
-    ) -> Result<(), CombineError> {
+    ) -> Result<(), Error> {
         let (Some(acc), Some(from)) = (self.stacks.as_mut(), p.stacks.as_ref()) else {
             self.stacks = None;
             return Ok(());
@@ -1089,7 +985,7 @@ impl<C: Cost> Combiner<C> {
                     .frames
                     .last()
                     .map_or(FunctionId(0), |f| from.frames[f.index()].function);
-                return Err(CombineError::Overflow {
+                return Err(Error::Overflow {
                     input: label.into(),
                     function: String::from_utf8_lossy(p.names.function_name(leaf)).into_owned(),
                     signed: C::SIGNED,
@@ -1100,7 +996,7 @@ impl<C: Cost> Combiner<C> {
     }
 
     /// For each output event, its index in `p`.
-    fn event_map<I: Cost>(&self, p: &Profile<I>, label: &str) -> Result<Vec<usize>, CombineError> {
+    fn event_map<I: Cost>(&self, p: &Profile<I>, label: &str) -> Result<Vec<usize>, Error> {
         let events = self.events.as_ref().expect("set up");
         let have: Vec<&str> = p
             .events
@@ -1115,13 +1011,13 @@ impl<C: Cost> Combiner<C> {
                 Some(i) => map.push(i),
                 None => {
                     return Err(match self.options.events {
-                        EventChoice::Same => CombineError::Events {
+                        EventChoice::Same => Error::Events {
                             input: label.into(),
                             found: have.join(" "),
                             expected: want.join(" "),
                             first: self.first.clone(),
                         },
-                        EventChoice::Only(_) => CombineError::MissingEvent {
+                        EventChoice::Only(_) => Error::MissingEvent {
                             input: label.into(),
                             event: w.to_string(),
                             found: have.join(" "),
@@ -1131,7 +1027,7 @@ impl<C: Cost> Combiner<C> {
             }
         }
         if self.options.events == EventChoice::Same && have.len() != want.len() {
-            return Err(CombineError::Events {
+            return Err(Error::Events {
                 input: label.into(),
                 found: have.join(" "),
                 expected: want.join(" "),
@@ -1144,8 +1040,8 @@ impl<C: Cost> Combiner<C> {
     /// Builds the output profile. The parts' `summary:`/`totals:` are the
     /// sums of the records; where the inputs stated theirs, the stated
     /// sums are returned too so that a caller can warn when they differ.
-    pub fn finish(self) -> Result<Combined<C>, CombineError> {
-        let events = self.events.ok_or(CombineError::Empty)?;
+    pub fn finish(self) -> Result<Combined<C>, Error> {
+        let events = self.events.ok_or(Error::Empty)?;
         let ne = events.len();
         let mut profile = Profile::new(self.format, events, self.positions);
         profile.version = self.version;
@@ -1274,7 +1170,7 @@ impl<C: Cost> Combiner<C> {
                 .into_iter()
                 .map(C::from_i128)
                 .collect::<Option<_>>()
-                .ok_or_else(|| CombineError::Overflow {
+                .ok_or_else(|| Error::Overflow {
                     input: format!("the total of {}", labels.join(" + ")),
                     function: String::new(),
                     signed: C::SIGNED,
@@ -1330,7 +1226,7 @@ fn unreadable<C: Cost>(
     labels: &[String],
     over: Option<usize>,
     function: FunctionId,
-) -> CombineError {
+) -> Error {
     let what = match over {
         None => "call counts".to_string(),
         Some(k) => format!(
@@ -1338,7 +1234,7 @@ fn unreadable<C: Cost>(
             profile.events.recorded()[k].name
         ),
     };
-    CombineError::Unreadable {
+    Error::Unreadable {
         inputs: labels.join(" + "),
         function: String::from_utf8_lossy(profile.names.function_name(function)).into_owned(),
         what,

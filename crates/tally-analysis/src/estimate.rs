@@ -27,17 +27,9 @@
 //! sum to the profile's totals exactly, event by event. Where every
 //! function has a single caller the estimate is the true stack.
 
-use crate::Aggregate;
+use crate::{Aggregate, Error};
 use rustc_hash::FxHashMap;
 use tally_model::{Frame, FrameId, FunctionId, Profile, Stacks};
-
-/// Why stacks could not be estimated.
-#[derive(Debug, thiserror::Error)]
-pub enum EstimateError {
-    /// A stack's summed cost does not fit 64 bits.
-    #[error("the estimated stacks' costs overflow 64 bits")]
-    Overflow,
-}
 
 /// How finely to split.
 #[derive(Clone, Copy, Debug, Default)]
@@ -65,7 +57,7 @@ struct Way {
 
 /// Estimates the stacks of `profile` (all parts, every recorded event),
 /// splitting everything: see the module documentation.
-pub fn estimate_stacks(profile: &Profile<u64>) -> Result<Stacks<u64>, EstimateError> {
+pub fn estimate_stacks(profile: &Profile<u64>) -> Result<Stacks<u64>, Error> {
     estimate_stacks_with(profile, EstimateOptions::default())
 }
 
@@ -73,17 +65,14 @@ pub fn estimate_stacks(profile: &Profile<u64>) -> Result<Stacks<u64>, EstimateEr
 pub fn estimate_stacks_with(
     profile: &Profile<u64>,
     options: EstimateOptions,
-) -> Result<Stacks<u64>, EstimateError> {
+) -> Result<Stacks<u64>, Error> {
     estimate_from(&Aggregate::new(profile, |_| true), options)
 }
 
 /// The same from self costs and arcs already summed, so that a profile
 /// can be drawn without storing its lines (an [`crate::AggregateBuilder`]
 /// fed by the reader).
-pub fn estimate_from(
-    agg: &Aggregate<u64>,
-    options: EstimateOptions,
-) -> Result<Stacks<u64>, EstimateError> {
+pub fn estimate_from(agg: &Aggregate<u64>, options: EstimateOptions) -> Result<Stacks<u64>, Error> {
     Ok(estimate_tree(agg, options)?.to_stacks())
 }
 
@@ -130,7 +119,7 @@ impl StackTree {
         &mut self,
         frames: impl Iterator<Item = FunctionId>,
         costs: &[u64],
-    ) -> Result<(), EstimateError> {
+    ) -> Result<(), Error> {
         let mut at = 0u32;
         for f in frames {
             at = self.child_of(at, f);
@@ -150,14 +139,14 @@ impl StackTree {
     }
 
     /// Adds `costs` to the stacks ending at node `at`.
-    fn add_at(&mut self, at: u32, costs: &[u64]) -> Result<(), EstimateError> {
+    fn add_at(&mut self, at: u32, costs: &[u64]) -> Result<(), Error> {
         let ev = self.events;
         let row = &mut self.costs[at as usize * ev..(at as usize + 1) * ev];
         if row.iter().all(|&c| c == 0) {
             self.ends.push(at);
         }
         for (a, &b) in row.iter().zip(costs) {
-            a.checked_add(b).ok_or(EstimateError::Overflow)?;
+            a.checked_add(b).ok_or(Error::StacksOverflow)?;
         }
         for (a, &b) in row.iter_mut().zip(costs) {
             *a += b;
@@ -171,7 +160,7 @@ impl StackTree {
     /// sums are the same whatever the order, and a stack is new here
     /// exactly when a single walk would have reached it first in `later`'s
     /// functions, so the result is that walk's tree.
-    fn append(&mut self, later: &StackTree) -> Result<(), EstimateError> {
+    fn append(&mut self, later: &StackTree) -> Result<(), Error> {
         let mut map = vec![0u32; later.nodes.len()];
         for (i, &(parent, f)) in later.nodes.iter().enumerate().skip(1) {
             map[i] = self.child_of(map[parent as usize], f);
@@ -223,10 +212,7 @@ impl StackTree {
 /// stacks of a range of functions into a tree of its own, and the trees are
 /// appended in function order, which gives the tree
 /// (and the order of [`StackTree::ends`]) of one walk over all functions.
-pub fn estimate_tree(
-    agg: &Aggregate<u64>,
-    options: EstimateOptions,
-) -> Result<StackTree, EstimateError> {
+pub fn estimate_tree(agg: &Aggregate<u64>, options: EstimateOptions) -> Result<StackTree, Error> {
     // Below this many arcs the walk takes well under a millisecond: a
     // thread would cost more than it saves.
     if agg.arcs.len() < 4096 {
@@ -253,7 +239,7 @@ pub fn estimate_split(
     agg: &Aggregate<u64>,
     options: EstimateOptions,
     pieces: usize,
-) -> Result<StackTree, EstimateError> {
+) -> Result<StackTree, Error> {
     let walk = Walk::new(agg, options);
     let cuts = walk.cuts(pieces.max(1));
     if cuts.len() <= 2 {
@@ -265,7 +251,7 @@ pub fn estimate_split(
         .clamp(1, MAX_THREADS)
         .min(ranges.len());
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let done: Vec<std::sync::Mutex<Option<Result<StackTree, EstimateError>>>> =
+    let done: Vec<std::sync::Mutex<Option<Result<StackTree, Error>>>> =
         ranges.iter().map(|_| std::sync::Mutex::new(None)).collect();
     let work = || {
         loop {
@@ -451,7 +437,7 @@ impl<'a> Walk<'a> {
     }
 
     /// The stacks of the functions in `range`, as a tree.
-    fn run(&self, range: std::ops::Range<usize>) -> Result<StackTree, EstimateError> {
+    fn run(&self, range: std::ops::Range<usize>) -> Result<StackTree, Error> {
         let agg = self.agg;
         let ev = agg.events;
         let nf = self.nf;

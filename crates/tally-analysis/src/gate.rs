@@ -23,60 +23,12 @@ mod baseline;
 
 pub use baseline::{Baseline, BaselineEntry, Budget};
 
-use crate::{Aggregate, Inclusive};
+use crate::{Aggregate, Error, Inclusive};
 use regex::bytes::Regex;
 use rustc_hash::FxHashMap;
 use std::fmt;
 use std::str::FromStr;
 use tally_model::{Cost, EventColumns, Profile};
-
-/// Why a gate cannot be decided.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum GateError {
-    /// The event is not in a side's profile.
-    #[error("{side}: no event `{event}` (it has: {known})")]
-    UnknownEvent {
-        /// The side (its files).
-        side: String,
-        /// The event asked for.
-        event: String,
-        /// The events it has.
-        known: String,
-    },
-    /// The event is a ratio, which has no cost to add up.
-    #[error("{side}: event `{event}` is a ratio; a gate needs a count")]
-    Ratio {
-        /// The side (its files).
-        side: String,
-        /// The event.
-        event: String,
-    },
-    /// A threshold that is neither `N%` nor a count.
-    #[error("`{text}`: expected a percentage (`2%`, `0.5%`) or a count (`1000000`)")]
-    Limit {
-        /// What was given.
-        text: String,
-    },
-    /// An `ignore` pattern that is not a regular expression.
-    #[error("`{pattern}`: {message}")]
-    Pattern {
-        /// The pattern.
-        pattern: String,
-        /// Why the regex crate refused it.
-        message: String,
-    },
-    /// A line of a baseline file that cannot be read.
-    #[error("{path}:{line}: {message}")]
-    Baseline {
-        /// The baseline file.
-        path: String,
-        /// The 1-based line.
-        line: usize,
-        /// What is wrong.
-        message: String,
-    },
-}
 
 /// An allowed increase, or a floor: a share of a reference cost, or a
 /// count of the event.
@@ -89,10 +41,10 @@ pub enum Limit {
 }
 
 impl FromStr for Limit {
-    type Err = GateError;
+    type Err = Error;
 
-    fn from_str(s: &str) -> Result<Self, GateError> {
-        let bad = || GateError::Limit {
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let bad = || Error::Limit {
             text: s.to_string(),
         };
         let t = s.trim();
@@ -167,15 +119,15 @@ pub struct SideCosts {
 impl SideCosts {
     /// The costs of `event` (recorded or derived, not a ratio) in
     /// `profile`, summed over its parts; `side` names the side in errors.
-    pub fn new<C: Cost>(profile: &Profile<C>, event: &str, side: &str) -> Result<Self, GateError> {
+    pub fn new<C: Cost>(profile: &Profile<C>, event: &str, side: &str) -> Result<Self, Error> {
         let columns = EventColumns::new(&profile.events);
-        let e = columns.find(event).map_err(|u| GateError::UnknownEvent {
+        let e = columns.find(event).map_err(|u| Error::UnknownGateEvent {
             side: side.to_string(),
             event: event.to_string(),
             known: u.known,
         })?;
         if columns.is_ratio(e) {
-            return Err(GateError::Ratio {
+            return Err(Error::Ratio {
                 side: side.to_string(),
                 event: event.to_string(),
             });
@@ -230,8 +182,8 @@ fn base_name(path: &[u8]) -> &[u8] {
 
 /// A pattern of function names not to judge (the `regex` crate's
 /// syntax, matched anywhere in the name unless anchored).
-pub fn ignore_pattern(pattern: &str) -> Result<Regex, GateError> {
-    Regex::new(pattern).map_err(|e| GateError::Pattern {
+pub fn ignore_pattern(pattern: &str) -> Result<Regex, Error> {
+    Regex::new(pattern).map_err(|e| Error::Pattern {
         pattern: pattern.to_string(),
         message: e.to_string(),
     })

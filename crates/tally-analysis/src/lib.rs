@@ -2,6 +2,8 @@
 //! the call graph's strongly connected components, inclusive costs that stay
 //! right under recursion, costs per source line or instruction, and whole
 //! stacks estimated from arcs, and the budget check of `tally gate`;
+//! the analysis behind `tally annotate`'s
+//! tables, trees and annotations (`annotate`, handed to writers as a view);
 //! GNU gprof's analysis of gmon data and Callgrind profiles (`gprof`), and
 //! the conversions that need a program's symbols (`convert`: gmon →
 //! Callgrind, DCPI ↔ Callgrind).
@@ -11,8 +13,10 @@
 #![deny(missing_docs)]
 
 pub mod aggregate;
+pub mod annotate;
 pub mod combine;
 pub mod convert;
+mod error;
 pub mod estimate;
 pub mod folding;
 pub mod gate;
@@ -23,8 +27,9 @@ pub mod scc;
 pub mod subst;
 
 pub use aggregate::{Aggregate, AggregateBuilder, Arc, ArcCosts, CostTable, RowKey, add_into};
+pub use error::Error;
 pub use estimate::{
-    EstimateError, EstimateOptions, StackTree, estimate_from, estimate_split, estimate_stacks,
+    EstimateOptions, StackTree, estimate_from, estimate_split, estimate_stacks,
     estimate_stacks_with, estimate_tree,
 };
 pub use inclusive::{CallKind, Cycle, Inclusive, RowCosts};

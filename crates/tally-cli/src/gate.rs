@@ -80,7 +80,7 @@ enum Format {
 }
 
 fn limit(s: &str) -> Result<Limit, String> {
-    s.parse().map_err(|e: gate::GateError| e.to_string())
+    s.parse().map_err(|e: tally_analysis::Error| e.to_string())
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {

@@ -139,8 +139,8 @@ pub fn reader_verdict(e: &tally_formats::Error) -> bool {
 /// events, positions or formats differ; a negative unsigned sum; a
 /// part's total over all inputs that does not fit, where every record's
 /// own sum did, so no line of any input is to blame).
-pub fn combine_verdict(e: &tally_analysis::combine::CombineError) -> bool {
-    use tally_analysis::combine::CombineError as E;
+pub fn combine_verdict(e: &tally_analysis::Error) -> bool {
+    use tally_analysis::Error as E;
     matches!(
         e,
         E::Events { .. }
@@ -161,7 +161,7 @@ pub fn report_verdict(e: &tally_report::ReportError) -> bool {
 
 /// [`report_verdict`] for an analysis's or conversion's error, as the
 /// report error it becomes.
-pub fn analysis_verdict(e: &tally_analysis::gprof::GprofError) -> bool {
+pub fn analysis_verdict(e: &tally_analysis::Error) -> bool {
     report_verdict(&e.clone().into())
 }
 

@@ -780,7 +780,7 @@ fn add<C: Cost>(
     p: &AnyProfile,
     sign: Sign,
     label: &str,
-) -> Result<(), tally_analysis::combine::CombineError> {
+) -> Result<(), tally_analysis::Error> {
     match p {
         AnyCost::Unsigned(p) => c.add(p, sign, label),
         AnyCost::Signed(p) => c.add(p, sign, label),
@@ -800,11 +800,11 @@ struct Both<'a> {
 /// ([`tally_formats::sum_bound`]).
 fn combine_error<C: Cost>(
     path: &'static str,
-    e: &tally_analysis::combine::CombineError,
+    e: &tally_analysis::Error,
     events: &[String],
     both: &Both<'_>,
 ) -> Res {
-    use tally_analysis::combine::CombineError as E;
+    use tally_analysis::Error as E;
     // An error about the seed alone is not this case's.
     if !e.to_string().contains(NAME) && check::combine_verdict(e) {
         return Ok(());

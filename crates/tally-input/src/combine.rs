@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use tally_analysis::combine::{CombineError, CombineOptions, Combined, Combiner, Sign};
+use tally_analysis::Error as AnalysisError;
+use tally_analysis::combine::{CombineOptions, Combined, Combiner, Sign};
 use tally_analysis::folding::Folding;
 use tally_formats::callgrind::ReadOutcome;
 use tally_formats::{OutputFormat, OutputOptions, Source};
@@ -118,7 +119,7 @@ pub fn add_folded_to<C: Cost>(
     f: &Folded,
     sign: Sign,
     label: &str,
-) -> Result<(), CombineError> {
+) -> Result<(), AnalysisError> {
     match f {
         AnyCost::Unsigned((o, f)) => c.add_folded(&o.profile, f, sign, label),
         AnyCost::Signed((o, f)) => c.add_folded(&o.profile, f, sign, label),
@@ -152,7 +153,7 @@ pub fn add_to<C: Cost>(
     p: &AnyProfile,
     sign: Sign,
     label: &str,
-) -> Result<(), CombineError> {
+) -> Result<(), AnalysisError> {
     match p {
         AnyCost::Unsigned(p) => c.add(p, sign, label),
         AnyCost::Signed(p) => c.add(p, sign, label),
@@ -170,10 +171,10 @@ pub fn event_names<C: Cost>(c: &Combiner<C>) -> Vec<String> {
 /// the order summed) are scanned again as one sum of `C`, and the input,
 /// line and function where their running sums pass what `C` holds are
 /// named. Standard input cannot be read again; its error stays unlocated.
-pub fn locate<C: Cost>(e: CombineError, files: &[&Path], events: &[String]) -> Error {
+pub fn locate<C: Cost>(e: AnalysisError, files: &[&Path], events: &[String]) -> Error {
     let overflow = matches!(
         e,
-        CombineError::Overflow { .. } | CombineError::Unreadable { .. }
+        AnalysisError::Overflow { .. } | AnalysisError::Unreadable { .. }
     );
     if !overflow || files.iter().any(|f| f.as_os_str() == "-") {
         return e.into();
@@ -435,11 +436,11 @@ impl Sum {
 }
 
 /// An overflow of the sum so far, located in `files`.
-fn located<C: Cost>(e: CombineError, c: &Combiner<C>, files: &[PathBuf]) -> Error {
+fn located<C: Cost>(e: AnalysisError, c: &Combiner<C>, files: &[PathBuf]) -> Error {
     locate_in::<C>(e, files, &event_names(c))
 }
 
-fn locate_in<C: Cost>(e: CombineError, files: &[PathBuf], events: &[String]) -> Error {
+fn locate_in<C: Cost>(e: AnalysisError, files: &[PathBuf], events: &[String]) -> Error {
     let files: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     locate::<C>(e, &files, events)
 }

@@ -11,9 +11,10 @@ pub enum Error {
     /// A conversion or analysis that failed on the input.
     #[error(transparent)]
     Report(#[from] tally_report::ReportError),
-    /// Summing or subtracting profiles failed.
+    /// An analysis failed: summing or subtracting profiles, or a
+    /// conversion that needs the program's symbols.
     #[error(transparent)]
-    Combine(#[from] tally_analysis::combine::CombineError),
+    Analysis(#[from] tally_analysis::Error),
     /// Inputs given wrongly (a gmon file without its program, `-` twice):
     /// a usage error, exit status 2 in the CLI.
     #[error("{0}")]
@@ -30,12 +31,4 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-}
-
-/// An analysis's or conversion's error (`tally_analysis::gprof`,
-/// `tally_analysis::convert`) is a report error: same variant, same message.
-impl From<tally_analysis::gprof::GprofError> for Error {
-    fn from(e: tally_analysis::gprof::GprofError) -> Self {
-        Error::Report(e.into())
-    }
 }

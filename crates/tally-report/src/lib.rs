@@ -25,12 +25,13 @@ pub mod gate;
 pub mod gprof;
 pub mod graph;
 
-impl From<tally_analysis::gprof::GprofError> for ReportError {
-    fn from(e: tally_analysis::gprof::GprofError) -> Self {
-        use tally_analysis::gprof::GprofError as E;
+impl From<tally_analysis::Error> for ReportError {
+    fn from(e: tally_analysis::Error) -> Self {
+        use tally_analysis::Error as E;
         match e {
             E::UnknownEvent { name, known } => ReportError::UnknownEvent { name, known },
             E::Input(m) => ReportError::Input(m),
+            E::NoSuchPart(m) => ReportError::NoSuchPart(m),
             other => ReportError::Input(other.to_string()),
         }
     }

@@ -76,8 +76,8 @@ impl From<tally_input::Error> for Error {
 
 /// An analysis's error (`tally_analysis::gprof`) is a report error: same
 /// variant, same message.
-impl From<tally_analysis::gprof::GprofError> for Error {
-    fn from(e: tally_analysis::gprof::GprofError) -> Error {
+impl From<tally_analysis::Error> for Error {
+    fn from(e: tally_analysis::Error) -> Error {
         Error::Report(e.into())
     }
 }

@@ -12,7 +12,7 @@
 //! where Valgrind loaded it (0x108000 for the main program): the load bias
 //! is found from the image's symbols, so DCPI offsets are image offsets.
 
-use crate::gprof::GprofError;
+use crate::Error;
 use std::collections::BTreeMap;
 use tally_formats::dcpi::{DcpiProfile, Header};
 use tally_model::{Events, FunctionKey, Positions, Profile};
@@ -31,35 +31,35 @@ pub fn text_start(h: &Header, image: Option<&ObjectFile>) -> u64 {
 }
 
 /// Profiles of one image summed: they must sample the same event.
-pub fn sum(profiles: &[(String, DcpiProfile)]) -> Result<DcpiProfile, GprofError> {
+pub fn sum(profiles: &[(String, DcpiProfile)]) -> Result<DcpiProfile, Error> {
     let Some((first_name, first)) = profiles.first() else {
-        return Err(GprofError::Input("no profiles".into()));
+        return Err(Error::Input("no profiles".into()));
     };
     let mut out = first.clone();
     for (name, p) in &profiles[1..] {
         if p.header.event() != first.header.event() {
-            return Err(GprofError::Input(format!(
+            return Err(Error::Input(format!(
                 "{name} samples `{}` but {first_name} samples `{}`: profiles of different events cannot be summed",
                 p.header.event().unwrap_or("?"),
                 first.header.event().unwrap_or("?")
             )));
         }
         if p.header.image() != first.header.image() {
-            return Err(GprofError::Input(format!(
+            return Err(Error::Input(format!(
                 "{name} is a profile of image {:x} but {first_name} of image {:x}",
                 p.header.image().unwrap_or(0),
                 first.header.image().unwrap_or(0)
             )));
         }
         if text_start(&p.header, None) != text_start(&first.header, None) {
-            return Err(GprofError::Input(format!(
+            return Err(Error::Input(format!(
                 "{name} and {first_name} have different text starts"
             )));
         }
         for (&o, &c) in &p.samples {
             let e = out.samples.entry(o).or_insert(0);
             *e = e.checked_add(c).ok_or_else(|| {
-                GprofError::Input(format!(
+                Error::Input(format!(
                     "{name}: the summed count at offset {o:#x} exceeds 32 bits"
                 ))
             })?;
@@ -86,10 +86,10 @@ pub fn to_callgrind(
     p: &DcpiProfile,
     image: Option<&ObjectFile>,
     image_name: &str,
-) -> Result<Profile<u64>, GprofError> {
+) -> Result<Profile<u64>, Error> {
     let event = p.header.event().unwrap_or("samples");
     let name = event_name(event);
-    let mut events = Events::new([name.clone()]).map_err(|e| GprofError::Input(e.to_string()))?;
+    let mut events = Events::new([name.clone()]).map_err(|e| Error::Input(e.to_string()))?;
     if name != event {
         events.set_long_name(&name, event.to_string());
     }
@@ -160,9 +160,9 @@ pub fn from_callgrind<C: tally_model::Cost>(
     p: &Profile<C>,
     image: Option<&ObjectFile>,
     opts: &FromCallgrind<'_>,
-) -> Result<DcpiProfile, GprofError> {
+) -> Result<DcpiProfile, Error> {
     let Some(ix) = p.positions.instr() else {
-        return Err(GprofError::Input(
+        return Err(Error::Input(
             "the profile has no instruction addresses (`positions: instr line`, Callgrind's --dump-instr=yes): DCPI counts samples per instruction".into(),
         ));
     };
@@ -233,7 +233,7 @@ pub fn from_callgrind<C: tally_model::Cost>(
     for (addr, v) in sums {
         let a = addr.wrapping_sub(bias);
         let Some(off) = a.checked_sub(start) else {
-            return Err(GprofError::Input(format!(
+            return Err(Error::Input(format!(
                 "instruction {addr:#x} lies below the text start {start:#x}{}",
                 if bias != 0 {
                     format!(" (load bias {bias:#x})")
@@ -243,7 +243,7 @@ pub fn from_callgrind<C: tally_model::Cost>(
             )));
         };
         let c = u32::try_from(v).map_err(|_| {
-            GprofError::Input(format!("{v} {event} at {addr:#x}: DCPI counts are 32-bit"))
+            Error::Input(format!("{v} {event} at {addr:#x}: DCPI counts are 32-bit"))
         })?;
         samples.insert(off, c);
     }
@@ -256,7 +256,7 @@ fn choose_object<C: tally_model::Cost>(
     p: &Profile<C>,
     image: Option<&ObjectFile>,
     asked: Option<&str>,
-) -> Result<Option<u32>, GprofError> {
+) -> Result<Option<u32>, Error> {
     let mut used: Vec<u32> = Vec::new();
     for part in &p.parts {
         for b in part.lines.blocks() {
@@ -283,7 +283,7 @@ fn choose_object<C: tally_model::Cost>(
             })
             .map(|&o| Some(o))
             .ok_or_else(|| {
-                GprofError::Input(format!(
+                Error::Input(format!(
                     "no object `{a}` in the profile (it has: {})",
                     list()
                 ))
@@ -308,7 +308,7 @@ fn choose_object<C: tally_model::Cost>(
             (same.len() == 1).then(|| same[0])
         });
         return found.map(|&o| Some(o)).ok_or_else(|| {
-            GprofError::Input(format!(
+            Error::Input(format!(
                 "no object of the profile is {path} (it has: {}); name one with --object",
                 list()
             ))
@@ -321,7 +321,7 @@ fn choose_object<C: tally_model::Cost>(
         .collect();
     match real.as_slice() {
         [o] => Ok(Some(*o)),
-        _ => Err(GprofError::Input(format!(
+        _ => Err(Error::Input(format!(
             "the profile has several objects ({}); give the image (--binary) or --object",
             list()
         ))),

@@ -46,8 +46,8 @@ use tally_model::{
 use tally_symbols::{InstrKind, ObjectFile};
 
 use crate::gprof::{
-    AssembleOptions, DEFAULT_EXCLUDED, GprofError, Graph, Notice, Options, Selection, SymbolTable,
-    UNIT, assemble, display_name, function_table,
+    AssembleOptions, DEFAULT_EXCLUDED, Error, Graph, Notice, Options, Selection, SymbolTable, UNIT,
+    assemble, display_name, function_table,
 };
 
 /// The event of converted profiles.
@@ -67,7 +67,7 @@ pub struct Conversion {
 
 /// Converts a program's gmon data (several files already merged with
 /// [`Gmon::merge`]) to a profile; see the module documentation.
-pub fn gmon_to_profile(obj: &ObjectFile, gmon: &Gmon) -> Result<Profile<u64>, GprofError> {
+pub fn gmon_to_profile(obj: &ObjectFile, gmon: &Gmon) -> Result<Profile<u64>, Error> {
     convert(obj, gmon, &Options::default()).map(|c| c.profile)
 }
 
@@ -75,7 +75,7 @@ pub fn gmon_to_profile(obj: &ObjectFile, gmon: &Gmon) -> Result<Profile<u64>, Gp
 /// that apply are those that shape the routine table
 /// ([`function_table`]: `gnu_compatible`, `no_static`, `functions_only`)
 /// and `demangle`; the report options are ignored.
-pub fn convert(obj: &ObjectFile, gmon: &Gmon, opts: &Options) -> Result<Conversion, GprofError> {
+pub fn convert(obj: &ObjectFile, gmon: &Gmon, opts: &Options) -> Result<Conversion, Error> {
     let (table, discard) = function_table(obj, opts)?;
     let n = table.len();
     let mut notices = Vec::new();

@@ -7,7 +7,7 @@
 //! Both map addresses to functions and lines through `tally-symbols`, by
 //! the rules of the reports of the same data (`crate::gprof`'s routine
 //! table, `dcpi::text_start`), so that a converted profile and the report
-//! agree. Errors are [`crate::gprof::GprofError`]s.
+//! agree. Errors are [`crate::Error`]s.
 
 pub mod dcpi;
 pub mod gmon;

@@ -16,7 +16,8 @@
 //! name) narrow it to one definition. `#` starts a comment line; blank
 //! lines are skipped. The first entry that matches a function applies.
 
-use super::{FunctionName, GateError, Limit};
+use super::{FunctionName, Limit};
+use crate::Error;
 use std::fmt;
 
 /// A function's accepted increase.
@@ -81,11 +82,11 @@ pub struct Baseline {
 
 impl Baseline {
     /// Reads a baseline file's text; `path` names it in errors.
-    pub fn parse(path: &str, text: &[u8]) -> Result<Self, GateError> {
+    pub fn parse(path: &str, text: &[u8]) -> Result<Self, Error> {
         let mut entries = Vec::new();
         for (i, raw) in text.split(|&b| b == b'\n').enumerate() {
             let line = i + 1;
-            let err = |message: String| GateError::Baseline {
+            let err = |message: String| Error::Baseline {
                 path: path.to_string(),
                 line,
                 message,

@@ -27,8 +27,8 @@ use tally_model::{
 };
 
 use super::{
-    AssembleOptions, Costs, EventCounts, GprofError, Graph, Measured, Notice, Options, Report,
-    Routine, SymbolTable, arc_filter, assemble, selection,
+    AssembleOptions, Costs, Error, EventCounts, Graph, Measured, Notice, Options, Report, Routine,
+    SymbolTable, arc_filter, assemble, selection,
 };
 use crate::{Aggregate, Inclusive};
 
@@ -54,7 +54,7 @@ pub fn analyse_profile<C: Cost>(
     event: Option<&str>,
     opts: &Options,
     source: &str,
-) -> Result<Report, GprofError> {
+) -> Result<Report, Error> {
     let agg = Aggregate::new(profile, |_| true);
     let sums: Vec<Vec<C>> = profile
         .parts
@@ -79,13 +79,11 @@ pub fn analyse<C: Cost>(
     event: Option<&str>,
     opts: &Options,
     source: &str,
-) -> Result<Report, GprofError> {
+) -> Result<Report, Error> {
     let columns = EventColumns::new(&profile.events);
     let e = match event {
         None if profile.events.is_empty() => {
-            return Err(GprofError::Input(format!(
-                "{source}: the profile has no events"
-            )));
+            return Err(Error::Input(format!("{source}: the profile has no events")));
         }
         None => 0,
         Some(name) => columns.find(name)?,

@@ -8,8 +8,8 @@ use tally_formats::gmon::{Gmon, Layout};
 use tally_symbols::{InstrKind, ObjectFile};
 
 use super::{
-    AssembleOptions, Costs, DEFAULT_EXCLUDED, GprofError, Graph, Histogram, Notice, Options,
-    Report, Samples, SymSpec, SymbolTable, arc_filter, assemble, assign_samples, display_name,
+    AssembleOptions, Costs, DEFAULT_EXCLUDED, Error, Graph, Histogram, Notice, Options, Report,
+    Samples, SymSpec, SymbolTable, arc_filter, assemble, assign_samples, display_name,
     function_table_with_files, lines, selection,
 };
 
@@ -19,7 +19,7 @@ pub fn layout_of(obj: &ObjectFile) -> Layout {
 }
 
 /// Builds the report from a program and its (merged) gmon data.
-pub fn analyse(obj: &ObjectFile, gmon: &Gmon, opts: &Options) -> Result<Report, GprofError> {
+pub fn analyse(obj: &ObjectFile, gmon: &Gmon, opts: &Options) -> Result<Report, Error> {
     let (table, discard, source_files) = if opts.line {
         lines::line_table(obj, opts)?
     } else {

@@ -7,17 +7,17 @@
 
 use tally_symbols::ObjectFile;
 
-use super::{GprofError, Options, Routine, SymbolTable, function_table_with_files};
+use super::{Error, Options, Routine, SymbolTable, function_table_with_files};
 
 /// The line routines and the function routines of `obj`, in one table.
 pub fn line_table(
     obj: &ObjectFile,
     opts: &Options,
-) -> Result<(SymbolTable, bool, Vec<String>), GprofError> {
+) -> Result<(SymbolTable, bool, Vec<String>), Error> {
     let (functions, discard, mut files) = function_table_with_files(obj, opts)?;
     let text = obj
         .section(".text")
-        .ok_or_else(|| GprofError::Input(format!("{}: no .text section", obj.path().display())))?;
+        .ok_or_else(|| Error::Input(format!("{}: no .text section", obj.path().display())))?;
     let mut lines: Vec<Routine> = Vec::new();
     let mut prev: Option<(String, String, u32)> = None;
     // Every address where the (function, file, line) may change: each

@@ -40,6 +40,8 @@
 //! Times are in histogram ticks (or any cost unit: the Callgrind path feeds
 //! event counts); dividing by the sampling rate is the printer's job.
 
+pub use crate::Error;
+
 pub mod callgrind;
 mod gmon;
 pub mod lines;
@@ -56,33 +58,6 @@ pub use propagate::{
 pub use report::{Costs, EventCounts, Histogram, Measured, Report};
 pub use routines::{display_name, function_table, function_table_with_files};
 pub use specs::{ArcSpec, Specs, SymSpec, arc_filter, selection};
-
-/// Why a gprof analysis or a conversion (`crate::convert`) could not be
-/// made.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum GprofError {
-    /// An event name the profile does not have.
-    #[error("unknown event `{name}` (the profile has: {known})")]
-    UnknownEvent {
-        /// The name given.
-        name: String,
-        /// The events the profile has.
-        known: String,
-    },
-    /// Input that cannot be analysed (a program without symbols, …).
-    #[error("{0}")]
-    Input(String),
-}
-
-impl From<tally_model::UnknownEvent> for GprofError {
-    fn from(e: tally_model::UnknownEvent) -> Self {
-        GprofError::UnknownEvent {
-            name: e.name,
-            known: e.known,
-        }
-    }
-}
 
 /// Routines excluded from time propagation and from the call graph by
 /// default, as GNU gprof does: the profiling runtime's own functions.

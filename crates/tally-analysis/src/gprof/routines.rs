@@ -7,11 +7,11 @@ use std::path::Path;
 
 use tally_symbols::ObjectFile;
 
-use super::{GprofError, Options, Routine, SymbolTable};
+use super::{Error, Options, Routine, SymbolTable};
 
 /// Why the routine table could not be built.
-fn no_symbols(program: &Path) -> GprofError {
-    GprofError::Input(format!(
+fn no_symbols(program: &Path) -> Error {
+    Error::Input(format!(
         "{}: no symbols (is it stripped?); gprof needs the symbol table to map addresses to functions",
         program.display()
     ))
@@ -96,7 +96,7 @@ fn routine_class(
 /// The routines of `obj` by gprof's rules, with their source positions.
 /// Returns the table and whether leading underscores are to be dropped
 /// from printed names (only where no plain `main` exists).
-pub fn function_table(obj: &ObjectFile, opts: &Options) -> Result<(SymbolTable, bool), GprofError> {
+pub fn function_table(obj: &ObjectFile, opts: &Options) -> Result<(SymbolTable, bool), Error> {
     function_table_with_files(obj, opts).map(|(t, d, _)| (t, d))
 }
 
@@ -105,11 +105,11 @@ pub fn function_table(obj: &ObjectFile, opts: &Options) -> Result<(SymbolTable, 
 pub fn function_table_with_files(
     obj: &ObjectFile,
     opts: &Options,
-) -> Result<(SymbolTable, bool, Vec<String>), GprofError> {
+) -> Result<(SymbolTable, bool, Vec<String>), Error> {
     let mut files: Vec<String> = Vec::new();
     let text = obj
         .section(".text")
-        .ok_or_else(|| GprofError::Input(format!("{}: no .text section", obj.path().display())))?;
+        .ok_or_else(|| Error::Input(format!("{}: no .text section", obj.path().display())))?;
     let mut raw = Vec::new();
     let mut discard_underscores = true;
     let strings = opts.gnu_compatible.then(|| obj.symtab_strings());

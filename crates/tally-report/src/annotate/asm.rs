@@ -2,56 +2,48 @@
 //! the object file the profile names, with costs, calls and jump counts per
 //! instruction.
 
-use super::Analysis;
 use super::table::{Page, RULE, Table, cells, shown_labels};
+use super::view::{Func, Positions, View};
 use crate::format::thousands;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
-use tally_analysis::PositionCosts;
-use tally_model::{Cost, FunctionId};
+use tally_analysis::annotate::Analysis;
+use tally_model::Cost;
 use tally_symbols::{InstrKind, Instruction, ObjectFile};
 
 /// One function's annotated disassembly.
 pub(super) struct AsmFunction<C> {
-    pub function: FunctionId,
-    pub object: String,
+    pub function: Func,
     /// The symbol disassembled: name, start, end.
     pub symbol: Option<(String, u64, u64)>,
     pub instructions: Vec<Instruction>,
-    pub costs: PositionCosts<C>,
+    pub costs: Positions<C>,
     /// Why there is no disassembly.
     pub problem: Option<String>,
 }
 
+/// Asks the analysis for the costs per instruction of the functions of
+/// the rows shown, and disassembles each from the object file the profile
+/// names.
 pub(super) fn plan<C: Cost>(
     a: &Analysis<'_, C>,
+    instrs: bool,
     warnings: &mut Vec<String>,
 ) -> Vec<AsmFunction<C>> {
-    if a.profile.positions.instr().is_none() {
+    if !instrs {
         warnings.push(
             "--asm: the profile has no instruction addresses (Callgrind writes them with --dump-instr=yes)"
                 .into(),
         );
         return Vec::new();
     }
-    let names = &a.profile.names;
-    let mut functions: Vec<FunctionId> = Vec::new();
-    for &r in &a.rows {
-        let f = a.agg.rows[r].function;
-        if !functions.contains(&f) {
-            functions.push(f);
-        }
-    }
-    let mut by = tally_analysis::by_instr(a.profile, |i| a.chosen[i], |f| functions.contains(&f));
     let mut objects: BTreeMap<String, Result<ObjectFile, String>> = BTreeMap::new();
     let mut out = Vec::new();
-    for f in functions {
-        let costs = by.remove(&f).unwrap_or_default();
-        let object = String::from_utf8_lossy(names.function_object(f)).into_owned();
+    for (function, costs) in a.instructions(&a.row_functions()) {
+        let object = function.object.clone();
         let mut item = AsmFunction {
-            function: f,
-            object: object.clone(),
+            function,
             symbol: None,
             instructions: Vec::new(),
             costs,
@@ -123,14 +115,17 @@ pub(super) fn plan<C: Cost>(
     out
 }
 
-pub(super) fn write_text<C: Cost>(a: &Analysis<'_, C>, page: &mut Page<'_>) -> io::Result<()> {
-    let (out, style, warnings) = (&mut *page.out, page.style, &mut *page.warnings);
-    let plan = plan(a, warnings);
+/// Writes each function's annotated disassembly.
+pub(super) fn write_text<C: Cost>(
+    a: &View<C>,
+    plan: &[AsmFunction<C>],
+    page: &mut Page<'_>,
+) -> io::Result<()> {
+    let (out, style) = (&mut *page.out, page.style);
     let labels = shown_labels(a);
-    let names = &a.profile.names;
-    let zero = vec![C::ZERO; a.agg.events];
-    for f in &plan {
-        let fname = String::from_utf8_lossy(names.function_name(f.function));
+    let zero = vec![C::ZERO; a.totals.len()];
+    for f in plan {
+        let fname = &f.function.function;
         writeln!(out, "{RULE}")?;
         let sym = match &f.symbol {
             Some((s, lo, hi)) => format!(" (symbol {s}, 0x{lo:x}-0x{hi:x})"),
@@ -139,7 +134,10 @@ pub(super) fn write_text<C: Cost>(a: &Analysis<'_, C>, page: &mut Page<'_>) -> i
         writeln!(
             out,
             "{}",
-            style.bold(&format!("-- Assembly: {fname} [{}]{sym}", f.object))
+            style.bold(&format!(
+                "-- Assembly: {fname} [{}]{sym}",
+                f.function.object
+            ))
         )?;
         let mut t = Table::new(labels.clone());
         if let Some(p) = &f.problem {
@@ -186,23 +184,21 @@ pub(super) fn write_text<C: Cost>(a: &Analysis<'_, C>, page: &mut Page<'_>) -> i
 
 /// Call and jump lines under an instruction.
 fn extras<C: Cost>(
-    a: &Analysis<'_, C>,
+    a: &View<C>,
     t: &mut Table,
     f: &AsmFunction<C>,
     at: u64,
     ins: Option<&Instruction>,
 ) {
-    let names = &a.profile.names;
     if let Some(calls) = f.costs.calls.get(&at) {
         for c in calls {
-            let name = a.row_name(a.callee_row(c.callee));
-            let kind = a.call_kind(c.caller, c.callee);
             t.row(
-                cells(a, a.call_cost(c.caller, c.callee, &c.inclusive), true),
+                cells(a, c.cost.as_deref(), true),
                 format!(
-                    "  => {name} ({}x){}",
+                    "  => {} ({}x){}",
+                    c.callee.file_function(),
                     thousands(c.count.to_i128()),
-                    super::inside_mark(kind)
+                    super::inside_mark(c.kind)
                 ),
             );
         }
@@ -210,12 +206,8 @@ fn extras<C: Cost>(
     if let Some(jumps) = f.costs.jumps.get(&at) {
         let empty: Vec<String> = a.shown.iter().map(|_| String::new()).collect();
         for j in jumps {
-            let target = if j.target_function != f.function {
-                format!(
-                    "0x{:x} in {}",
-                    j.target,
-                    String::from_utf8_lossy(names.function_name(j.target_function))
-                )
+            let target = if j.target_function.id != f.function.id {
+                format!("0x{:x} in {}", j.target, j.target_function.function)
             } else {
                 format!("0x{:x}", j.target)
             };
@@ -243,12 +235,9 @@ fn extras<C: Cost>(
 
 /// The plan as JSON.
 pub(super) fn json<C: Cost>(
-    a: &Analysis<'_, C>,
-    warnings: &mut Vec<String>,
+    plan: &[AsmFunction<C>],
     costs: impl Fn(&[C]) -> serde_json::Value,
 ) -> serde_json::Value {
-    let names = &a.profile.names;
-    let plan = plan(a, warnings);
     let v: Vec<serde_json::Value> = plan
         .iter()
         .map(|f| {
@@ -268,11 +257,11 @@ pub(super) fn json<C: Cost>(
                             .iter()
                             .map(|c| {
                                 serde_json::json!({
-                                    "function": String::from_utf8_lossy(names.function_name(c.callee)),
-                                    "caller": String::from_utf8_lossy(names.function_name(c.caller)),
+                                    "function": c.callee.function,
+                                    "caller": c.caller.function,
                                     "count": c.count.to_i128() as i64,
-                                    "inclusive": a.call_cost(c.caller, c.callee, &c.inclusive).map(&costs),
-                                    "recursion": super::json::recursion(a.call_kind(c.caller, c.callee)),
+                                    "inclusive": c.cost.as_deref().map(&costs),
+                                    "recursion": super::json::recursion(c.kind),
                                 })
                             })
                             .collect();
@@ -283,7 +272,7 @@ pub(super) fn json<C: Cost>(
                             .map(|j| {
                                 serde_json::json!({
                                     "target": j.target,
-                                    "target_function": String::from_utf8_lossy(names.function_name(j.target_function)),
+                                    "target_function": j.target_function.function,
                                     "conditional": j.conditional,
                                     "executed": j.executed.to_i128() as i64,
                                     "taken": j.taken.to_i128() as i64,
@@ -295,8 +284,8 @@ pub(super) fn json<C: Cost>(
                 })
                 .collect();
             serde_json::json!({
-                "function": String::from_utf8_lossy(names.function_name(f.function)),
-                "object": f.object,
+                "function": f.function.function,
+                "object": f.function.object,
                 "symbol": f.symbol.as_ref().map(|s| s.0.clone()),
                 "problem": f.problem,
                 "instructions": ins,

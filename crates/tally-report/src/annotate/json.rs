@@ -2,13 +2,14 @@
 //! (recorded and derived) as `event → count` maps, names exactly as in the
 //! profile. The schema is in docs/json.md.
 
-use super::{Analysis, source};
+use super::view::{Call, Func, Row, View};
+use super::{asm, source};
 use serde_json::{Map, Value, json};
 use std::io::{self, Write};
-use tally_analysis::{CallKind, RowKey};
-use tally_model::{Cost, FunctionId};
+use tally_analysis::CallKind;
+use tally_model::Cost;
 
-fn costs<C: Cost>(a: &Analysis<'_, C>, v: &[C]) -> Value {
+fn costs<C: Cost>(a: &View<C>, v: &[C]) -> Value {
     let mut m = Map::new();
     for (e, name) in a.events.names().iter().enumerate() {
         if a.events.is_ratio(e) {
@@ -16,7 +17,7 @@ fn costs<C: Cost>(a: &Analysis<'_, C>, v: &[C]) -> Value {
             m.insert(name.clone(), json!(a.events.ratio(v, e)));
             continue;
         }
-        let x = a.value(v, e);
+        let x = a.events.value(v, e);
         let n = if let Ok(u) = u64::try_from(x) {
             Value::from(u)
         } else if let Ok(i) = i64::try_from(x) {
@@ -29,22 +30,13 @@ fn costs<C: Cost>(a: &Analysis<'_, C>, v: &[C]) -> Value {
     Value::Object(m)
 }
 
-fn text(b: &[u8]) -> Value {
-    Value::String(String::from_utf8_lossy(b).into_owned())
-}
-
-fn function_ref<C: Cost>(
-    a: &Analysis<'_, C>,
-    f: FunctionId,
-    file: tally_model::FileId,
-) -> Map<String, Value> {
-    let n = &a.profile.names;
+fn function_ref<C>(a: &View<C>, f: &Func) -> Map<String, Value> {
     let mut m = Map::new();
-    m.insert("file".into(), text(n.file_name(file)));
-    m.insert("function".into(), text(n.function_name(f)));
-    m.insert("object".into(), text(n.function_object(f)));
-    if a.incl.is_some() {
-        m.insert("cycle".into(), json!(a.cycle_of(f)));
+    m.insert("file".into(), json!(f.file));
+    m.insert("function".into(), json!(f.function));
+    m.insert("object".into(), json!(f.object));
+    if a.cycles_found {
+        m.insert("cycle".into(), json!(f.cycle));
     }
     m
 }
@@ -61,29 +53,21 @@ pub(super) fn recursion(kind: CallKind) -> Value {
 }
 
 /// The `count`, `inclusive` and `recursion` fields of a call.
-fn call_fields<C: Cost>(
-    a: &Analysis<'_, C>,
-    m: &mut Map<String, Value>,
-    caller: FunctionId,
-    callee: FunctionId,
-    n: C,
-    recorded: &[C],
-) {
-    m.insert("count".into(), count(n));
+fn call_fields<C: Cost>(a: &View<C>, m: &mut Map<String, Value>, c: &Call<C>) {
+    m.insert("count".into(), count(c.count));
     m.insert(
         "inclusive".into(),
-        a.call_cost(caller, callee, recorded)
-            .map_or(Value::Null, |v| costs(a, v)),
+        c.cost.as_deref().map_or(Value::Null, |v| costs(a, v)),
     );
-    m.insert("recursion".into(), recursion(a.call_kind(caller, callee)));
+    m.insert("recursion".into(), recursion(c.kind));
 }
 
 /// For a cycle member: the cost of its calls from outside the cycle and
 /// their number.
-fn entered_fields<C: Cost>(a: &Analysis<'_, C>, m: &mut Map<String, Value>, f: FunctionId) {
-    if let Some((v, n)) = a.graph().and_then(|g| g.entered(f)) {
+fn entered_fields<C: Cost>(a: &View<C>, m: &mut Map<String, Value>, row: &Row<C>) {
+    if let Some((v, n)) = &row.entered {
         m.insert("entered_from_outside".into(), costs(a, v));
-        m.insert("calls_from_outside".into(), count(n));
+        m.insert("calls_from_outside".into(), count(*n));
     }
 }
 
@@ -96,34 +80,26 @@ fn count<C: Cost>(c: C) -> Value {
 }
 
 pub(super) fn write<C: Cost>(
-    a: &Analysis<'_, C>,
+    a: &View<C>,
+    sources: Option<&source::Plan<C>>,
+    assembly: Option<&[asm::AsmFunction<C>]>,
     out: &mut dyn Write,
-    warnings: &mut Vec<String>,
+    warnings: &[String],
 ) -> io::Result<()> {
-    let p = a.profile;
+    let h = &a.header;
     let mut root = Map::new();
     root.insert(
         "inputs".into(),
         json!(
-            a.opts
+            a.options
                 .inputs
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
         ),
     );
-    root.insert(
-        "creator".into(),
-        p.creator.as_deref().map(text).unwrap_or(Value::Null),
-    );
-    let cmds: Vec<Value> = p
-        .parts
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| a.chosen[*i])
-        .filter_map(|(_, part)| part.info.cmd.as_deref().map(text))
-        .collect();
-    root.insert("commands".into(), Value::Array(cmds));
+    root.insert("creator".into(), json!(h.creator));
+    root.insert("commands".into(), json!(h.commands));
     root.insert("events".into(), json!(a.events.names()));
     root.insert(
         "shown".into(),
@@ -143,57 +119,39 @@ pub(super) fn write<C: Cost>(
                 .collect::<Vec<_>>()
         ),
     );
-    root.insert("inclusive".into(), json!(a.opts.inclusive));
-    let parts: Vec<Value> = p
+    root.insert("inclusive".into(), json!(a.options.inclusive));
+    let parts: Vec<Value> = h
         .parts
         .iter()
-        .enumerate()
-        .filter(|(i, _)| a.chosen[*i])
-        .map(|(i, part)| {
-            json!({
-                "number": part.info.number.unwrap_or(i as u64 + 1),
-                "thread": part.info.thread,
-                "pid": part.info.pid,
-            })
-        })
+        .map(|p| json!({"number": p.number, "thread": p.thread, "pid": p.pid}))
         .collect();
     root.insert("parts".into(), Value::Array(parts));
     root.insert("totals".into(), costs(a, &a.totals));
 
-    let tree = a.opts.tree;
     let mut rows = Vec::with_capacity(a.rows.len());
-    for &r in &a.rows {
-        let key = a.agg.rows[r];
-        let mut m = function_ref(a, key.function, key.file);
-        m.insert("self".into(), costs(a, a.agg.row_self.get(r)));
-        if a.opts.inclusive
-            && let Some(v) = a.row_incl.get(r)
-        {
+    for row in &a.rows {
+        let mut m = function_ref(a, &row.func);
+        m.insert("self".into(), costs(a, &row.self_cost));
+        if let Some(v) = &row.inclusive {
             m.insert("inclusive".into(), costs(a, v));
         }
-        if tree.callers() {
-            let callers: Vec<Value> = if a.callee_row(key.function) == key {
-                a.callers(key.function)
-                    .into_iter()
-                    .map(|arc| {
-                        let mut c = function_ref(a, arc.caller, arc.site_file);
-                        call_fields(a, &mut c, arc.caller, arc.callee, arc.count, &arc.inclusive);
-                        Value::Object(c)
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
+        if let Some(callers) = &row.callers {
+            let callers: Vec<Value> = callers
+                .iter()
+                .map(|call| {
+                    let mut c = function_ref(a, &call.caller);
+                    call_fields(a, &mut c, call);
+                    Value::Object(c)
+                })
+                .collect();
             m.insert("callers".into(), Value::Array(callers));
         }
-        if tree.callees() {
-            let callees: Vec<Value> = a
-                .callees(key)
-                .into_iter()
-                .map(|arc| {
-                    let RowKey { function, file } = a.callee_row(arc.callee);
-                    let mut c = function_ref(a, function, file);
-                    call_fields(a, &mut c, arc.caller, arc.callee, arc.count, &arc.inclusive);
+        if let Some(callees) = &row.callees {
+            let callees: Vec<Value> = callees
+                .iter()
+                .map(|call| {
+                    let mut c = function_ref(a, &call.callee);
+                    call_fields(a, &mut c, call);
                     Value::Object(c)
                 })
                 .collect();
@@ -206,34 +164,30 @@ pub(super) fn write<C: Cost>(
     let by_fn: Vec<Value> = a
         .functions
         .iter()
-        .map(|&f| {
-            let mut m = function_ref(a, f, p.names.key(f).file);
-            m.insert("self".into(), costs(a, a.agg.function_self.get(f.index())));
-            if a.opts.inclusive
-                && let Some(v) = a.incl.as_ref().and_then(|i| i.of(f))
-            {
+        .map(|row| {
+            let mut m = function_ref(a, &row.func);
+            m.insert("self".into(), costs(a, &row.self_cost));
+            if let Some(v) = &row.inclusive {
                 m.insert("inclusive".into(), costs(a, v));
             }
-            if a.opts.inclusive {
-                entered_fields(a, &mut m, f);
-            }
+            entered_fields(a, &mut m, row);
             Value::Object(m)
         })
         .collect();
     root.insert("functions_by_name".into(), Value::Array(by_fn));
 
-    if let Some(incl) = &a.incl {
-        let cycles: Vec<Value> = incl
+    if a.cycles_found {
+        let cycles: Vec<Value> = a
             .cycles
             .iter()
             .map(|cy| {
                 let members: Vec<Value> = cy
                     .members
                     .iter()
-                    .map(|&f| {
-                        let mut m = function_ref(a, f, p.names.key(f).file);
-                        m.insert("self".into(), costs(a, a.agg.function_self.get(f.index())));
-                        entered_fields(a, &mut m, f);
+                    .map(|row| {
+                        let mut m = function_ref(a, &row.func);
+                        m.insert("self".into(), costs(a, &row.self_cost));
+                        entered_fields(a, &mut m, row);
                         Value::Object(m)
                     })
                     .collect();
@@ -250,17 +204,16 @@ pub(super) fn write<C: Cost>(
         root.insert("cycles".into(), Value::Array(cycles));
     }
 
-    if let Some(n) = a.opts.jumps {
-        let jumps: Vec<Value> = a
-            .hot_jumps(n)
-            .into_iter()
+    if let Some(jumps) = &a.jumps {
+        let jumps: Vec<Value> = jumps
+            .iter()
             .map(|j| {
                 json!({
-                    "function": text(p.names.function_name(j.function)),
-                    "file": text(p.names.file_name(j.file)),
+                    "function": j.function,
+                    "file": j.file,
                     "source": j.source,
-                    "target_function": text(p.names.function_name(j.target_function)),
-                    "target_file": text(p.names.file_name(j.target_file)),
+                    "target_function": j.target_function,
+                    "target_file": j.target_file,
                     "target": j.target,
                     "conditional": j.conditional,
                     "executed": count(j.executed),
@@ -271,8 +224,7 @@ pub(super) fn write<C: Cost>(
         root.insert("jumps".into(), Value::Array(jumps));
     }
 
-    if (a.opts.auto || !a.opts.files.is_empty()) && p.positions.line().is_some() {
-        let plan = source::plan(a, warnings);
+    if let Some(plan) = sources {
         let files: Vec<Value> = plan
             .files
             .iter()
@@ -281,32 +233,18 @@ pub(super) fn write<C: Cost>(
                     .costs
                     .costs
                     .iter()
-                    .map(|(&l, c)| {
+                    .map(|(l, c)| {
                         let calls: Vec<Value> = f
                             .costs
                             .calls
-                            .get(&l)
+                            .get(l)
                             .map(|cs| {
                                 cs.iter()
                                     .map(|c| {
-                                        let RowKey { function, file } = a.callee_row(c.callee);
-                                        let mut m = function_ref(a, function, file);
-                                        m.insert(
-                                            "caller".into(),
-                                            text(p.names.function_name(c.caller)),
-                                        );
-                                        m.insert(
-                                            "caller_object".into(),
-                                            text(p.names.function_object(c.caller)),
-                                        );
-                                        call_fields(
-                                            a,
-                                            &mut m,
-                                            c.caller,
-                                            c.callee,
-                                            c.count,
-                                            &c.inclusive,
-                                        );
+                                        let mut m = function_ref(a, &c.callee);
+                                        m.insert("caller".into(), json!(c.caller.function));
+                                        m.insert("caller_object".into(), json!(c.caller.object));
+                                        call_fields(a, &mut m, c);
                                         Value::Object(m)
                                     })
                                     .collect()
@@ -340,9 +278,8 @@ pub(super) fn write<C: Cost>(
             }),
         );
     }
-    if a.opts.asm {
-        let asm = super::asm::json(a, warnings, |v| costs(a, v));
-        root.insert("asm".into(), asm);
+    if let Some(functions) = assembly {
+        root.insert("asm".into(), asm::json(functions, |v| costs(a, v)));
     }
     root.insert("warnings".into(), json!(warnings));
     serde_json::to_writer_pretty(&mut *out, &Value::Object(root)).map_err(io::Error::other)?;

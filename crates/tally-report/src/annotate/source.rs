@@ -1,20 +1,22 @@
 //! Source annotation: each chosen file printed with the cost of every line
 //! and the calls made there, with context around costly lines.
 
-use super::Analysis;
+use super::Options;
 use super::table::{Page, RULE, Table, cells, shown_labels};
+use super::view::{Positions, View};
 use rustc_hash::FxHashMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use tally_analysis::{CallKind, PositionCosts, add_into};
-use tally_model::{Cost, FileId, FunctionId};
+use tally_analysis::add_into;
+use tally_analysis::annotate::Analysis;
+use tally_model::{Cost, FileId};
 
 /// A source file to annotate.
 pub(super) struct SourceFile<C> {
     pub name: String,
     pub path: Option<PathBuf>,
     pub text: Vec<String>,
-    pub costs: PositionCosts<C>,
+    pub costs: Positions<C>,
     pub newer_than_profile: bool,
     pub user: bool,
 }
@@ -109,26 +111,22 @@ impl Locator {
     }
 }
 
+/// Finds and reads the sources the report shows (the files the user
+/// named, then with `auto` those of the rows shown) and asks the analysis
+/// for the costs of their lines.
 pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> Plan<C> {
     let o = a.opts;
-    let names = &a.profile.names;
-    let events = a.agg.events;
-    // Cost of each file over all rows.
-    let mut file_cost: FxHashMap<FileId, Vec<C>> = FxHashMap::default();
-    for (r, key) in a.agg.rows.iter().enumerate() {
-        add_into(
-            file_cost
-                .entry(key.file)
-                .or_insert_with(|| vec![C::ZERO; events]),
-            a.agg.row_self.get(r),
-        );
-    }
+    let sources = a.source_files();
+    let events = sources.events;
+    let file_cost: FxHashMap<FileId, &super::view::FileCost<C>> =
+        sources.files.iter().map(|f| (f.id, f)).collect();
     let mut wanted: Vec<(FileId, bool)> = Vec::new();
     for p in &o.files {
-        let found = file_cost
-            .keys()
-            .copied()
-            .find(|&f| same_file(names.file_name(f), p, o));
+        let found = sources
+            .files
+            .iter()
+            .find(|f| same_file(&f.name, p, o))
+            .map(|f| f.id);
         match found {
             Some(f) => {
                 if !wanted.iter().any(|w| w.0 == f) {
@@ -142,9 +140,8 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
         }
     }
     if o.auto {
-        for &r in &a.rows {
-            let f = a.agg.rows[r].file;
-            if !is_unknown(names.file_name(f)) && !wanted.iter().any(|w| w.0 == f) {
+        for &f in &sources.of_rows {
+            if !is_unknown(file_cost[&f].name.as_bytes()) && !wanted.iter().any(|w| w.0 == f) {
                 wanted.push((f, false));
             }
         }
@@ -157,9 +154,8 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
     let looked: Vec<Option<Looked>> = wanted
         .iter()
         .map(|&(f, _)| {
-            let name = String::from_utf8_lossy(names.file_name(f));
             locator
-                .locate(&name, &o.include, &o.inputs)
+                .locate(&file_cost[&f].name, &o.include, &o.inputs)
                 .map(|path| match std::fs::read(&path) {
                     Ok(b) => Ok((path, b)),
                     Err(e) => Err(format!("{}: {e}", path.display())),
@@ -167,17 +163,13 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
         })
         .collect();
     // Asked per block, call and jump: a lookup by index, not a search.
-    let mut found = vec![false; names.files.len()];
+    let mut found = vec![false; sources.ids];
     for (&f, l) in ids.iter().zip(&looked) {
         if matches!(l, Some(Ok(_))) {
             found[f.index()] = true;
         }
     }
-    let mut by_file = tally_analysis::by_line(
-        a.profile,
-        |i| a.chosen[i],
-        |f| found.get(f.index()).copied().unwrap_or(false),
-    );
+    let mut by_file = a.lines(|f| found.get(f.index()).copied().unwrap_or(false));
     let profile_time = o
         .inputs
         .iter()
@@ -192,16 +184,15 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
     let mut not_found = Vec::new();
     let mut no_line = vec![C::ZERO; events];
     let mut past_end = vec![C::ZERO; events];
-    for (&f, cost) in &file_cost {
-        let name = names.file_name(f);
-        if is_unknown(name) {
-            add_into(&mut unknown, cost);
-        } else if !ids.contains(&f) {
-            add_into(&mut below_threshold, cost);
+    for f in &sources.files {
+        if is_unknown(f.name.as_bytes()) {
+            add_into(&mut unknown, &f.cost);
+        } else if !ids.contains(&f.id) {
+            add_into(&mut below_threshold, &f.cost);
         }
     }
     for ((f, user), looked) in wanted.into_iter().zip(looked) {
-        let name = String::from_utf8_lossy(names.file_name(f)).into_owned();
+        let name = file_cost[&f].name.clone();
         let costs = by_file.remove(&f).unwrap_or_default();
         // A file that cannot be found or read counts as not found.
         let found = looked.and_then(|l| match l {
@@ -212,10 +203,7 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
             }
         });
         let Some((path, bytes)) = found else {
-            let c = file_cost
-                .get(&f)
-                .cloned()
-                .unwrap_or_else(|| vec![C::ZERO; events]);
+            let c = file_cost[&f].cost.clone();
             add_into(&mut not_found_cost, &c);
             not_found.push((name, c));
             continue;
@@ -256,10 +244,7 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
                 text.len()
             ));
         }
-        add_into(
-            &mut annotated,
-            file_cost.get(&f).map(|v| v.as_slice()).unwrap_or(&[]),
-        );
+        add_into(&mut annotated, &file_cost[&f].cost);
         files.push(SourceFile {
             name,
             path: Some(path),
@@ -282,14 +267,13 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
 }
 
 /// Whether the profile's file name `name` is the file the user named.
-fn same_file(name: &[u8], user: &Path, o: &super::Options) -> bool {
-    let name = String::from_utf8_lossy(name);
-    if Path::new(name.as_ref()) == user {
+fn same_file(name: &str, user: &Path, o: &Options) -> bool {
+    if Path::new(name) == user {
         return true;
     }
     match (
         Locator::default()
-            .locate(&name, &o.include, &o.inputs)
+            .locate(name, &o.include, &o.inputs)
             .and_then(|p| p.canonicalize().ok()),
         user.canonicalize().ok(),
     ) {
@@ -301,7 +285,7 @@ fn same_file(name: &[u8], user: &Path, o: &super::Options) -> bool {
 /// Which lines to print: those with costs or calls, with `context` lines
 /// around them, as sorted, merged ranges (1-based, inclusive).
 pub(super) fn ranges<C: Cost>(
-    costs: &PositionCosts<C>,
+    costs: &Positions<C>,
     len: usize,
     context: usize,
 ) -> Vec<(usize, usize)> {
@@ -328,17 +312,14 @@ pub(super) fn ranges<C: Cost>(
     out
 }
 
-pub(super) fn write_text<C: Cost>(a: &Analysis<'_, C>, page: &mut Page<'_>) -> io::Result<()> {
-    let (out, style, warnings) = (&mut *page.out, page.style, &mut *page.warnings);
-    if !a.opts.auto && a.opts.files.is_empty() {
-        return Ok(());
-    }
-    if a.profile.positions.line().is_none() {
-        warnings.push("the profile has no line positions: no source to annotate".into());
-        return Ok(());
-    }
-    let plan = plan(a, warnings);
-    let zero = vec![C::ZERO; a.agg.events];
+/// Writes each source file's annotation, then what could not be annotated.
+pub(super) fn write_text<C: Cost>(
+    a: &View<C>,
+    plan: &Plan<C>,
+    page: &mut Page<'_>,
+) -> io::Result<()> {
+    let (out, style) = (&mut *page.out, page.style);
+    let zero = vec![C::ZERO; a.totals.len()];
     let labels = shown_labels(a);
     for f in &plan.files {
         let mut t = Table::new(labels.clone());
@@ -357,7 +338,7 @@ pub(super) fn write_text<C: Cost>(a: &Analysis<'_, C>, page: &mut Page<'_>) -> i
             t.text(style.hot("@@ WARNING: the source is newer than the profile; the counts may not match its lines"));
         }
         let len = f.text.len();
-        let ranges = ranges(&f.costs, len, a.opts.context);
+        let ranges = ranges(&f.costs, len, a.options.context);
         if ranges.is_empty() {
             t.text("  (no costs on any line of this file)".into());
         }
@@ -372,7 +353,7 @@ pub(super) fn write_text<C: Cost>(a: &Analysis<'_, C>, page: &mut Page<'_>) -> i
                     cells(a, Some(c.map(|v| v.as_slice()).unwrap_or(&zero)), true),
                     f.text[l - 1].clone(),
                 );
-                call_lines(a, &mut t, f.costs.calls.get(&(l as u64)));
+                call_lines(a, &mut t, &f.costs, l as u64);
             }
             prev_end = hi;
         }
@@ -400,7 +381,7 @@ pub(super) fn write_text<C: Cost>(a: &Analysis<'_, C>, page: &mut Page<'_>) -> i
                     cells(a, Some(c.map(|v| v.as_slice()).unwrap_or(&zero)), true),
                     format!("<line {l} past the end>"),
                 );
-                call_lines(a, &mut t, f.costs.calls.get(&l));
+                call_lines(a, &mut t, &f.costs, l);
             }
         }
         writeln!(out, "{RULE}")?;
@@ -437,11 +418,12 @@ pub(super) fn write_text<C: Cost>(a: &Analysis<'_, C>, page: &mut Page<'_>) -> i
             "  of which past the end of their file".into(),
         );
     }
-    let primary = a.sort.first().map(|s| s.0).unwrap_or(0);
+    let primary = a.primary();
     let mut missing: Vec<&(String, Vec<C>)> = plan.not_found.iter().collect();
     missing.sort_by(|x, y| {
-        a.value(&y.1, primary)
-            .cmp(&a.value(&x.1, primary))
+        a.events
+            .value(&y.1, primary)
+            .cmp(&a.events.value(&x.1, primary))
             .then(x.0.cmp(&y.0))
     });
     const LISTED: usize = 15;
@@ -463,51 +445,19 @@ pub(super) fn write_text<C: Cost>(a: &Analysis<'_, C>, page: &mut Page<'_>) -> i
 /// The calls made from a line, one line per callee (summed over the
 /// functions that call it from there), costliest first. Calls inside a
 /// recursion or cycle get their own line, with their count and no cost.
-fn call_lines<C: Cost>(
-    a: &Analysis<'_, C>,
-    t: &mut Table,
-    calls: Option<&Vec<tally_analysis::CallSite<C>>>,
-) {
-    let Some(calls) = calls else { return };
-    let mut merged: Vec<(FunctionId, CallKind, C, Vec<C>)> = Vec::new();
-    // A line may have thousands of callees (line 0 of a file without line
-    // numbers): each is found by a map.
-    let mut index: FxHashMap<(FunctionId, CallKind), usize> = FxHashMap::default();
-    for c in calls {
-        let kind = a.call_kind(c.caller, c.callee);
-        let next = merged.len();
-        let i = *index.entry((c.callee, kind)).or_insert(next);
-        match merged.get_mut(i) {
-            Some(m) => {
-                m.2 = m.2.saturating_add(c.count);
-                add_into(&mut m.3, &c.inclusive);
-            }
-            None => merged.push((c.callee, kind, c.count, c.inclusive.clone())),
+fn call_lines<C: Cost>(a: &View<C>, t: &mut Table, costs: &Positions<C>, at: u64) {
+    let primary = a.primary();
+    for call in costs.calls_by_callee(at, |v| a.events.value(v, primary)) {
+        let mut name = call.callee.file_function();
+        if !call.callee.object.is_empty() {
+            name.push_str(&format!(" [{}]", call.callee.object));
         }
-    }
-    let primary = a.sort.first().map(|s| s.0).unwrap_or(0);
-    let rank = |m: &(FunctionId, CallKind, C, Vec<C>)| match m.1 {
-        CallKind::Exact => (true, a.value(&m.3, primary)),
-        _ => (false, m.2.to_i128()),
-    };
-    merged.sort_by(|x, y| {
-        rank(y)
-            .cmp(&rank(x))
-            .then(x.0.cmp(&y.0))
-            .then(x.1.cmp(&y.1))
-    });
-    for (callee, kind, count, inclusive) in merged {
-        let mut name = a.row_name(a.callee_row(callee));
-        if let Some(o) = a.object(callee) {
-            name.push_str(&format!(" [{o}]"));
-        }
-        let cost = (!kind.is_inside()).then_some(inclusive.as_slice());
         t.row(
-            cells(a, cost, true),
+            cells(a, call.cost.as_deref(), true),
             format!(
                 "  => {name} ({}x){}",
-                crate::format::thousands(count.to_i128()),
-                super::inside_mark(kind)
+                crate::format::thousands(call.count.to_i128()),
+                super::inside_mark(call.kind)
             ),
         );
     }

@@ -2,7 +2,7 @@
 //! print: cells of the shown events right-aligned under their labels, each
 //! row followed by its text, the columns as wide as their widest cell.
 
-use super::Analysis;
+use super::view::View;
 use crate::format::{Style, cell};
 use std::io::{self, Write};
 use tally_model::Cost;
@@ -105,15 +105,20 @@ impl Table {
 }
 
 /// Cells of a cost vector for the shown events.
-pub(super) fn cells<C: Cost>(a: &Analysis<'_, C>, v: Option<&[C]>, dot: bool) -> Vec<String> {
+pub(super) fn cells<C: Cost>(a: &View<C>, v: Option<&[C]>, dot: bool) -> Vec<String> {
     a.shown
         .iter()
         .map(|&e| {
             if a.events.is_ratio(e) {
                 return ratio_cell(a, v, e, dot);
             }
-            let total = a.value(&a.totals, e);
-            cell(v.map(|v| a.value(v, e)), total, a.opts.show_percs, dot)
+            let total = a.events.value(&a.totals, e);
+            cell(
+                v.map(|v| a.events.value(v, e)),
+                total,
+                a.options.show_percs,
+                dot,
+            )
         })
         .collect()
 }
@@ -121,13 +126,12 @@ pub(super) fn cells<C: Cost>(a: &Analysis<'_, C>, v: Option<&[C]>, dot: bool) ->
 /// A ratio's cell: its value with decimals, `-` where unknown, blank
 /// where the cost has none of the denominator (no percentage: a ratio is
 /// no share of a total). Padded as wide as a count with its percentage.
-pub(super) fn ratio_cell<C: Cost>(
-    a: &Analysis<'_, C>,
-    v: Option<&[C]>,
-    e: usize,
-    dot: bool,
-) -> String {
-    let pad = if a.opts.show_percs { "         " } else { "" };
+pub(super) fn ratio_cell<C: Cost>(a: &View<C>, v: Option<&[C]>, e: usize, dot: bool) -> String {
+    let pad = if a.options.show_percs {
+        "         "
+    } else {
+        ""
+    };
     match v {
         None => format!("-{pad}"),
         Some(v) => match a.events.ratio(v, e) {
@@ -139,7 +143,7 @@ pub(super) fn ratio_cell<C: Cost>(
 }
 
 /// The names of the shown events, the labels of a table's columns.
-pub(super) fn shown_labels<C: Cost>(a: &Analysis<'_, C>) -> Vec<String> {
+pub(super) fn shown_labels<C>(a: &View<C>) -> Vec<String> {
     a.shown
         .iter()
         .map(|&e| a.events.names()[e].clone())

@@ -2,64 +2,54 @@
 //! function tables (with call trees) and jumps. The source and assembly
 //! sections follow, written by `source` and `asm`.
 
-use super::Analysis;
 use super::table::{Page, RULE, Table, cells, shown_labels};
+use super::view::{Call, CycleView, Func, Row, View};
 use crate::format::{Style, cell};
 use std::io::{self, Write};
-use tally_analysis::RowKey;
-use tally_model::{Cost, FunctionId};
+use tally_model::Cost;
 
 /// Writes the sections before the source and assembly annotations.
-pub(super) fn write<C: Cost>(a: &Analysis<'_, C>, page: &mut Page<'_>) -> io::Result<()> {
+pub(super) fn write<C: Cost>(a: &View<C>, page: &mut Page<'_>) -> io::Result<()> {
     let (out, style, warnings) = (&mut *page.out, page.style, &mut *page.warnings);
     header(a, out)?;
     totals(a, out, style)?;
-    if a.opts.grouping.files() {
+    if a.options.grouping.files() {
         file_function_table(a, out, style)?;
     }
-    if a.opts.grouping.functions() {
+    if a.options.grouping.functions() {
         function_file_table(a, out, style)?;
     }
     cycles(a, out, style)?;
-    if let Some(n) = a.opts.jumps {
-        jumps(a, out, n, style, warnings)?;
+    if let Some(rows) = &a.jumps {
+        jumps(rows, out, style, warnings)?;
     }
     Ok(())
 }
 
-fn header<C: Cost>(a: &Analysis<'_, C>, out: &mut dyn Write) -> io::Result<()> {
-    let p = a.profile;
-    let o = a.opts;
+fn header<C: Cost>(a: &View<C>, out: &mut dyn Write) -> io::Result<()> {
+    let h = &a.header;
+    let o = &a.options;
     writeln!(out, "{RULE}")?;
     let inputs: Vec<String> = o.inputs.iter().map(|p| p.display().to_string()).collect();
-    let creator = p
+    let creator = h
         .creator
         .as_ref()
-        .map(|c| format!(" (creator: {})", String::from_utf8_lossy(c)))
+        .map(|c| format!(" (creator: {c})"))
         .unwrap_or_default();
     writeln!(out, "Profile data:     {}{creator}", inputs.join(", "))?;
     writeln!(out, "{RULE}")?;
     let mut cmds: Vec<String> = Vec::new();
     let mut descs: Vec<String> = Vec::new();
-    for (i, part) in p.parts.iter().enumerate() {
-        if !a.chosen[i] {
-            continue;
+    for c in &h.commands {
+        let c = c.trim().to_string();
+        if !cmds.contains(&c) {
+            cmds.push(c);
         }
-        if let Some(c) = &part.info.cmd {
-            let c = String::from_utf8_lossy(c).trim().to_string();
-            if !cmds.contains(&c) {
-                cmds.push(c);
-            }
-        }
-        for (k, v) in &part.info.desc {
-            let d = format!(
-                "{}: {}",
-                String::from_utf8_lossy(k),
-                String::from_utf8_lossy(v).trim()
-            );
-            if !descs.contains(&d) {
-                descs.push(d);
-            }
+    }
+    for (k, v) in &h.descriptions {
+        let d = format!("{k}: {}", v.trim());
+        if !descs.contains(&d) {
+            descs.push(d);
         }
     }
     for c in &cmds {
@@ -69,15 +59,9 @@ fn header<C: Cost>(a: &Analysis<'_, C>, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "Description:      {d}")?;
     }
     writeln!(out, "Parts:            {}", parts_text(a))?;
-    let rec: Vec<&str> = p
-        .events
-        .recorded()
-        .iter()
-        .map(|e| e.name.as_str())
-        .collect();
-    writeln!(out, "Events recorded:  {}", rec.join(" "))?;
-    for d in p.events.derived() {
-        writeln!(out, "Event derived:    {} = {}", d.name, d.formula())?;
+    writeln!(out, "Events recorded:  {}", h.recorded.join(" "))?;
+    for (name, formula) in &h.derived {
+        writeln!(out, "Event derived:    {name} = {formula}")?;
     }
     let shown: Vec<&str> = a
         .shown
@@ -111,13 +95,10 @@ fn header<C: Cost>(a: &Analysis<'_, C>, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// Which parts were summed, in words.
-pub(super) fn parts_text<C: Cost>(a: &Analysis<'_, C>) -> String {
-    let parts = &a.profile.parts;
-    let n = parts.len();
-    let chosen: Vec<usize> = (0..n).filter(|&i| a.chosen[i]).collect();
-    let describe = |i: usize| {
-        let p = &parts[i].info;
-        let mut s = format!("{}", p.number.unwrap_or(i as u64 + 1));
+pub(super) fn parts_text<C>(a: &View<C>) -> String {
+    let n = a.header.part_count;
+    let describe = |p: &super::view::PartRef| {
+        let mut s = format!("{}", p.number);
         let mut extra = Vec::new();
         if let Some(t) = p.thread {
             extra.push(format!("thread {t}"));
@@ -130,17 +111,17 @@ pub(super) fn parts_text<C: Cost>(a: &Analysis<'_, C>) -> String {
         }
         s
     };
-    let list: Vec<String> = chosen.iter().map(|&i| describe(i)).collect();
-    if chosen.len() == n && n > 1 {
+    let list: Vec<String> = a.header.parts.iter().map(describe).collect();
+    if list.len() == n && n > 1 {
         format!("all {n} summed: {}", list.join("; "))
     } else if n == 1 {
         list.join("")
     } else {
-        format!("{} of {n}: {}", chosen.len(), list.join("; "))
+        format!("{} of {n}: {}", list.len(), list.join("; "))
     }
 }
 
-fn totals<C: Cost>(a: &Analysis<'_, C>, out: &mut dyn Write, style: Style) -> io::Result<()> {
+fn totals<C: Cost>(a: &View<C>, out: &mut dyn Write, style: Style) -> io::Result<()> {
     let mut t = Table::new(shown_labels(a));
     let cells = a
         .shown
@@ -149,8 +130,8 @@ fn totals<C: Cost>(a: &Analysis<'_, C>, out: &mut dyn Write, style: Style) -> io
             if a.events.is_ratio(e) {
                 return super::table::ratio_cell(a, Some(&a.totals), e, false);
             }
-            let v = a.value(&a.totals, e);
-            cell(Some(v), v, a.opts.show_percs, false)
+            let v = a.events.value(&a.totals, e);
+            cell(Some(v), v, a.options.show_percs, false)
         })
         .collect();
     t.row(cells, "PROGRAM TOTALS".to_string());
@@ -158,9 +139,9 @@ fn totals<C: Cost>(a: &Analysis<'_, C>, out: &mut dyn Write, style: Style) -> io
     writeln!(out)
 }
 
-fn labels<C: Cost>(a: &Analysis<'_, C>) -> Vec<String> {
+fn labels<C>(a: &View<C>) -> Vec<String> {
     let names = shown_labels(a);
-    if a.opts.inclusive {
+    if a.options.inclusive {
         names
             .iter()
             .map(|n| format!("{n} incl"))
@@ -171,105 +152,71 @@ fn labels<C: Cost>(a: &Analysis<'_, C>) -> Vec<String> {
     }
 }
 
-fn suffix<C: Cost>(a: &Analysis<'_, C>, f: FunctionId, with_object: bool, style: Style) -> String {
+/// A function's cycle and object, after its name.
+fn suffix(f: &Func, style: Style) -> String {
     let mut s = String::new();
-    if let Some(c) = a.cycle_of(f) {
+    if let Some(c) = f.cycle {
         s.push_str(&style.hot(&format!(" <cycle {c}>")));
     }
-    if with_object && let Some(o) = a.object(f) {
-        s.push_str(&style.dim(&format!(" [{o}]")));
+    if !f.object.is_empty() {
+        s.push_str(&style.dim(&format!(" [{}]", f.object)));
     }
     s
 }
 
-fn file_function_table<C: Cost>(
-    a: &Analysis<'_, C>,
-    out: &mut dyn Write,
-    style: Style,
-) -> io::Result<()> {
+fn file_function_table<C: Cost>(a: &View<C>, out: &mut dyn Write, style: Style) -> io::Result<()> {
     let mut t = Table::new(labels(a));
-    let tree = a.opts.tree;
-    let mut cycles_done = vec![false; a.incl.as_ref().map_or(0, |i| i.cycles.len())];
-    let primary = a.sort.first().map(|s| s.0).unwrap_or(0);
-    for &r in &a.rows {
-        let key = a.agg.rows[r];
-        let own = a.row_incl.get(r);
-        let rank = if a.opts.inclusive {
-            own.unwrap_or(a.agg.row_self.get(r))
-        } else {
-            a.agg.row_self.get(r)
-        };
+    let tree = a.options.tree;
+    for row in &a.rows {
         // Cycle entries stand where their inclusive cost sorts them.
-        if a.opts.inclusive
-            && let Some(incl) = &a.incl
-        {
-            for cy in &incl.cycles {
-                let done = &mut cycles_done[cy.number as usize - 1];
-                if !*done && a.value(&cy.inclusive, primary) >= a.value(rank, primary) {
-                    *done = true;
-                    cycle_entry(a, &mut t, cy, style);
-                }
-            }
+        for &cy in &row.cycles_before {
+            cycle_entry(a, &mut t, &a.cycles[cy], style);
         }
         if tree.callers() || tree.callees() {
             t.text(String::new());
         }
-        if tree.callers() && a.callee_row(key.function) == key {
-            for arc in a.callers(key.function) {
-                let name = a.row_name(RowKey {
-                    function: arc.caller,
-                    file: arc.site_file,
-                });
-                t.row(
-                    arc_cells(a, arc),
-                    format!(
-                        "<  {name} ({}x){}{}",
-                        crate::format::thousands(arc.count.to_i128()),
-                        suffix(a, arc.caller, true, style),
-                        super::inside_mark(a.call_kind(arc.caller, arc.callee))
-                    ),
-                );
-            }
+        for call in row.callers.iter().flatten() {
+            t.row(
+                arc_cells(a, call),
+                format!(
+                    "<  {} ({}x){}{}",
+                    call.caller.file_function(),
+                    crate::format::thousands(call.count.to_i128()),
+                    suffix(&call.caller, style),
+                    super::inside_mark(call.kind)
+                ),
+            );
         }
         let mut c = Vec::new();
-        if a.opts.inclusive {
-            c.extend(cells(a, own, false));
+        if a.options.inclusive {
+            c.extend(cells(a, row.inclusive.as_deref(), false));
         }
-        c.extend(cells(a, Some(a.agg.row_self.get(r)), false));
+        c.extend(cells(a, Some(&row.self_cost), false));
         let mark = if tree != super::Tree::None { "*  " } else { "" };
         t.row(
             c,
             format!(
                 "{mark}{}{}",
-                a.row_name(key),
-                suffix(a, key.function, true, style)
+                row.func.file_function(),
+                suffix(&row.func, style)
             ),
         );
-        if tree.callees() {
-            for arc in a.callees(key) {
-                t.row(
-                    arc_cells(a, arc),
-                    format!(
-                        ">    {} ({}x){}{}",
-                        a.row_name(a.callee_row(arc.callee)),
-                        crate::format::thousands(arc.count.to_i128()),
-                        suffix(a, arc.callee, true, style),
-                        super::inside_mark(a.call_kind(arc.caller, arc.callee))
-                    ),
-                );
-            }
+        for call in row.callees.iter().flatten() {
+            t.row(
+                arc_cells(a, call),
+                format!(
+                    ">    {} ({}x){}{}",
+                    call.callee.file_function(),
+                    crate::format::thousands(call.count.to_i128()),
+                    suffix(&call.callee, style),
+                    super::inside_mark(call.kind)
+                ),
+            );
         }
     }
     // With every row shown, cycles cheaper than the last row come last.
-    if a.show_all
-        && let Some(incl) = &a.incl
-        && a.opts.inclusive
-    {
-        for cy in &incl.cycles {
-            if !cycles_done[cy.number as usize - 1] {
-                cycle_entry(a, &mut t, cy, style);
-            }
-        }
+    for &cy in &a.cycles_after {
+        cycle_entry(a, &mut t, &a.cycles[cy], style);
     }
     t.print(out, "file:function", style)?;
     writeln!(out)
@@ -282,12 +229,7 @@ const MEMBERS_LISTED: usize = 20;
 /// Width the member lists are wrapped to.
 const WRAP: usize = 80;
 
-fn cycle_entry<C: Cost>(
-    a: &Analysis<'_, C>,
-    t: &mut Table,
-    cy: &tally_analysis::Cycle<C>,
-    style: Style,
-) {
+fn cycle_entry<C: Cost>(a: &View<C>, t: &mut Table, cy: &CycleView<C>, style: Style) {
     let mut c = cells(a, Some(&cy.inclusive), false);
     c.extend(cells(a, Some(&cy.self_cost), false));
     t.row(
@@ -300,11 +242,7 @@ fn cycle_entry<C: Cost>(
             cy.members.len()
         )),
     );
-    let names: Vec<String> = cy
-        .members
-        .iter()
-        .map(|&f| String::from_utf8_lossy(a.profile.names.function_name(f)).into_owned())
-        .collect();
+    let names: Vec<String> = cy.members.iter().map(|m| m.func.function.clone()).collect();
     for line in member_lines(&names, cy.number) {
         t.text(style.hot(&line));
     }
@@ -348,45 +286,36 @@ fn member_lines(names: &[String], cycle: u32) -> Vec<String> {
 /// One table per cycle: its members with what the profile measures for
 /// them, the cost of their calls from outside the cycle (outermost
 /// activations, so exact), and their self costs.
-fn cycles<C: Cost>(a: &Analysis<'_, C>, out: &mut dyn Write, style: Style) -> io::Result<()> {
-    let Some(incl) = &a.incl else { return Ok(()) };
-    if !a.opts.inclusive {
+fn cycles<C: Cost>(a: &View<C>, out: &mut dyn Write, style: Style) -> io::Result<()> {
+    if !a.options.inclusive {
         return Ok(());
     }
     let names = shown_labels(a);
-    let primary = a.sort.first().map(|s| s.0).unwrap_or(0);
-    for cy in &incl.cycles {
+    for cy in &a.cycles {
         let mut labels: Vec<String> = names.iter().map(|n| format!("{n} entered")).collect();
         labels.extend(names.iter().map(|n| format!("{n} self")));
         let mut t = Table::new(labels);
-        let mut members: Vec<(FunctionId, &[C], C)> = cy
-            .members
-            .iter()
-            .filter_map(|&f| incl.entered(f).map(|(v, n)| (f, v, n)))
-            .collect();
-        members.sort_by(|x, y| {
-            a.value(y.1, primary)
-                .cmp(&a.value(x.1, primary))
-                .then(y.2.cmp(&x.2))
-                .then(x.0.cmp(&y.0))
-        });
-        for &(f, entered, n) in members.iter().take(MEMBERS_LISTED) {
+        for &i in cy.by_entered.iter().take(MEMBERS_LISTED) {
+            let m: &Row<C> = &cy.members[i];
+            let Some((entered, n)) = &m.entered else {
+                continue;
+            };
             let mut c = cells(a, Some(entered), false);
-            c.extend(cells(a, Some(a.agg.function_self.get(f.index())), false));
+            c.extend(cells(a, Some(&m.self_cost), false));
             t.row(
                 c,
                 format!(
                     "{} ({}x from outside){}",
-                    a.function_name(f),
+                    m.func.function_file(),
                     crate::format::thousands(n.to_i128()),
-                    suffix(a, f, true, style)
+                    suffix(&m.func, style)
                 ),
             );
         }
-        if members.len() > MEMBERS_LISTED {
+        if cy.by_entered.len() > MEMBERS_LISTED {
             t.text(format!(
                 "  ... and {} more members (all in --json)",
-                members.len() - MEMBERS_LISTED
+                cy.by_entered.len() - MEMBERS_LISTED
             ));
         }
         writeln!(
@@ -407,37 +336,28 @@ fn cycles<C: Cost>(a: &Analysis<'_, C>, out: &mut dyn Write, style: Style) -> io
     Ok(())
 }
 
-/// Cells for an arc: its cost (none inside a recursion or cycle), in both
+/// Cells for a call: its cost (none inside a recursion or cycle), in both
 /// column groups when the table has inclusive and self columns (the self
 /// column stays empty).
-fn arc_cells<C: Cost>(a: &Analysis<'_, C>, arc: &tally_analysis::Arc<C>) -> Vec<String> {
-    let mut c = cells(
-        a,
-        a.call_cost(arc.caller, arc.callee, &arc.inclusive),
-        false,
-    );
-    if a.opts.inclusive {
+fn arc_cells<C: Cost>(a: &View<C>, call: &Call<C>) -> Vec<String> {
+    let mut c = cells(a, call.cost.as_deref(), false);
+    if a.options.inclusive {
         c.extend(a.shown.iter().map(|_| String::new()));
     }
     c
 }
 
-fn function_file_table<C: Cost>(
-    a: &Analysis<'_, C>,
-    out: &mut dyn Write,
-    style: Style,
-) -> io::Result<()> {
+fn function_file_table<C: Cost>(a: &View<C>, out: &mut dyn Write, style: Style) -> io::Result<()> {
     let mut t = Table::new(labels(a));
-    for &f in &a.functions {
+    for row in &a.functions {
         let mut c = Vec::new();
-        if a.opts.inclusive {
-            let incl = a.incl.as_ref().and_then(|i| i.of(f));
-            c.extend(cells(a, incl, false));
+        if a.options.inclusive {
+            c.extend(cells(a, row.inclusive.as_deref(), false));
         }
-        c.extend(cells(a, Some(a.agg.function_self.get(f.index())), false));
+        c.extend(cells(a, Some(&row.self_cost), false));
         t.row(
             c,
-            format!("{}{}", a.function_name(f), suffix(a, f, true, style)),
+            format!("{}{}", row.func.function_file(), suffix(&row.func, style)),
         );
     }
     t.print(out, "function:file", style)?;
@@ -445,13 +365,11 @@ fn function_file_table<C: Cost>(
 }
 
 fn jumps<C: Cost>(
-    a: &Analysis<'_, C>,
+    rows: &[super::view::Jump<C>],
     out: &mut dyn Write,
-    n: usize,
     style: Style,
     warnings: &mut Vec<String>,
 ) -> io::Result<()> {
-    let rows = a.hot_jumps(n);
     if rows.is_empty() {
         warnings.push(
             "the profile has no jumps (Callgrind records them with --collect-jumps=yes)".into(),
@@ -461,14 +379,8 @@ fn jumps<C: Cost>(
     let mut t = Table::new(vec!["executed".into(), "taken".into()]);
     for j in rows {
         let kind = if j.conditional { "jcnd" } else { "jump" };
-        let from = a.position_text(j.file, &j.source);
-        let to = a.position_text(j.target_file, &j.target);
-        let fname = String::from_utf8_lossy(a.profile.names.function_name(j.function));
-        let target = if j.target_function != j.function {
-            format!(
-                " in {}",
-                String::from_utf8_lossy(a.profile.names.function_name(j.target_function))
-            )
+        let target = if j.leaves {
+            format!(" in {}", j.target_function)
         } else {
             String::new()
         };
@@ -477,7 +389,7 @@ fn jumps<C: Cost>(
                 crate::format::thousands(j.executed.to_i128()),
                 crate::format::thousands(j.taken.to_i128()),
             ],
-            format!("{kind} {fname}: {from} -> {to}{target}"),
+            format!("{kind} {}: {} -> {}{target}", j.function, j.from, j.to),
         );
     }
     t.print(out, "jump", style)?;
