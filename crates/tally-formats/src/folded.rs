@@ -219,6 +219,30 @@ pub fn looks_folded(head: &[u8]) -> bool {
     any
 }
 
+/// Folded stacks, as a reader and a writer of the one shape
+/// ([`crate::shape`]).
+pub struct Folded {
+    /// The recorded event written (a folded file holds one).
+    pub event: usize,
+}
+
+impl crate::shape::ReadProfile for Folded {
+    fn read(&self, path: &Path, bytes: &[u8]) -> Result<tally_model::AnyProfile, Error> {
+        crate::shape::unsigned(read(path, bytes))
+    }
+}
+
+/// A profile without whole stacks writes nothing: the output path refuses
+/// it first, with the reason.
+impl<C: Cost> crate::shape::WriteProfile<C> for Folded {
+    fn write(&self, profile: &tally_model::Profile<C>, out: &mut dyn Write) -> std::io::Result<()> {
+        match &profile.stacks {
+            Some(s) => write(&profile.names, s, self.event, out),
+            None => Ok(()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -300,3 +300,13 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
     j.raw("]}\n")?;
     j.out.flush()
 }
+
+/// tally's JSON profile, as a writer of the one shape
+/// ([`crate::shape::WriteProfile`]).
+pub struct Json;
+
+impl<C: Cost> crate::shape::WriteProfile<C> for Json {
+    fn write(&self, profile: &Profile<C>, out: &mut dyn Write) -> io::Result<()> {
+        write(profile, out)
+    }
+}

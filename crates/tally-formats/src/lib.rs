@@ -69,6 +69,7 @@ pub mod load;
 pub mod output;
 pub mod perf;
 pub mod pprof;
+pub mod shape;
 pub mod signals;
 pub mod source;
 pub mod speedscope;

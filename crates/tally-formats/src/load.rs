@@ -37,9 +37,10 @@ pub fn parse_any<U: Sink<u64> + Send, S: Sink<i64> + Send>(
     signed: impl FnOnce() -> S,
     mut progress: Option<&mut dyn FnMut(u64)>,
 ) -> Result<AnyRead<U, S>, Error> {
-    if source.format() == Format::Pprof {
+    // Formats read whole are replayed into the sink as a reader would.
+    if let Some(reader) = crate::shape::reader(source.format()) {
         let size = source.size().unwrap_or(0);
-        let read = match read_pprof(source)? {
+        let read = match reader.read(source.name(), &source.bytes()?)? {
             AnyCost::Unsigned(p) => {
                 let mut outcome = replay(p, &mut unsigned);
                 outcome.bytes = size;
@@ -56,13 +57,6 @@ pub fn parse_any<U: Sink<u64> + Send, S: Sink<i64> + Send>(
             p(size)
         }
         return Ok(read);
-    }
-    if let Some(profile) = crate::stacked::read_source(source) {
-        let outcome = replay(profile?, &mut unsigned);
-        if let Some(p) = progress.as_mut() {
-            p(outcome.bytes)
-        }
-        return Ok(AnyCost::Unsigned((outcome, unsigned)));
     }
     source.expect_callgrind()?;
     let memory_limit = crate::limits::memory_limit()?;
@@ -93,11 +87,6 @@ pub fn parse_any<U: Sink<u64> + Send, S: Sink<i64> + Send>(
         }
         Err(e) => Err(e),
     }
-}
-
-/// Reads a pprof source whole.
-fn read_pprof(source: &Source) -> Result<AnyProfile, Error> {
-    crate::pprof::read(source.name(), &source.bytes()?)
 }
 
 /// Whether a read failed only because a count is negative.
@@ -262,11 +251,16 @@ fn read_sources_into<C: Cost, K: Store<C>>(
     let mut done = 0u64;
     let mut sums = None;
     for source in sources {
+        // pprof counts become `C` as they are built; the other formats
+        // read whole are measured profiles.
         let stacked = if source.format() == Format::Pprof {
             Some(crate::pprof::read_as::<C>(source.name(), &source.bytes()?)?)
         } else {
-            match crate::stacked::read_source(source) {
-                Some(p) => Some(unsigned_as::<C>(p?, source)?),
+            match crate::shape::reader(source.format()) {
+                Some(reader) => Some(any_as::<C>(
+                    reader.read(source.name(), &source.bytes()?)?,
+                    source,
+                )?),
                 None => None,
             }
         };
@@ -318,8 +312,11 @@ fn cannot_load(source: &Source, sources: &[Source], e: tally_model::CombineError
 
 /// A profile of stacks (always unsigned) as a profile of `C`: the same
 /// value for `u64`; for a signed load (with a difference profile) refused.
-fn unsigned_as<C: Cost>(p: Profile<u64>, source: &Source) -> Result<Profile<C>, Error> {
-    let any: Box<dyn std::any::Any> = Box::new(p);
+fn any_as<C: Cost>(p: AnyProfile, source: &Source) -> Result<Profile<C>, Error> {
+    let any: Box<dyn std::any::Any> = match p {
+        AnyCost::Unsigned(p) => Box::new(p),
+        AnyCost::Signed(p) => Box::new(p),
+    };
     any.downcast::<Profile<C>>().map(|p| *p).map_err(|_| {
         Error::Incompatible(format!(
             "{}: {} cannot be loaded with a difference profile (negative counts)",

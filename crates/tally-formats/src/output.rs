@@ -5,7 +5,6 @@
 //! ([`write_file`]). The temporary files of writes in progress are
 //! registered, so that a signal can remove them ([`abandon_writes`]).
 
-use crate::callgrind::{self, WriteOptions};
 use crate::error::Error;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -147,7 +146,7 @@ pub fn write_profile<C: Cost>(
         .unwrap_or_else(|| OutputFormat::from(profile.format));
     if format == OutputFormat::Dcpi {
         return Err(Error::Incompatible(format!(
-            "{}: DCPI output is made with tally_report::dcpi::convert and written on its own",
+            "{}: DCPI output is made with tally_analysis::convert::dcpi::from_callgrind and written by tally_formats::dcpi::write_file",
             path.display()
         )));
     }
@@ -165,21 +164,8 @@ pub fn write_profile<C: Cost>(
     let title = path
         .file_name()
         .map_or_else(|| "profile".into(), |n| n.to_string_lossy());
-    let callgrind_options = WriteOptions {
-        compress: options.compress_names,
-    };
-    let emit = |w: &mut dyn Write| match format {
-        OutputFormat::Callgrind => callgrind::write(profile, w, callgrind_options),
-        OutputFormat::Cachegrind => crate::cachegrind::write(profile, w),
-        OutputFormat::Json => crate::json::write(profile, w),
-        OutputFormat::Pprof => crate::pprof::write(profile, w),
-        OutputFormat::Speedscope => crate::speedscope::write(profile, &title, w),
-        OutputFormat::Dcpi => Err(io::Error::other("DCPI output is written on its own")),
-        OutputFormat::Folded => match &profile.stacks {
-            Some(s) => crate::folded::write(&profile.names, s, event, w),
-            None => Ok(()),
-        },
-    };
+    let writer = format.writer::<C>(&title, event, options.compress_names);
+    let emit = |w: &mut dyn Write| writer.write(profile, w);
     write_file(path, |w| {
         if gzip {
             let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::default());

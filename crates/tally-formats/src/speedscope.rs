@@ -109,3 +109,16 @@ pub fn write<C: Cost>(profile: &Profile<C>, name: &str, out: &mut dyn Write) -> 
     serde_json::to_writer(&mut *out, &doc).map_err(io::Error::other)?;
     out.write_all(b"\n")
 }
+
+/// The speedscope format, as a writer of the one shape
+/// ([`crate::shape::WriteProfile`]).
+pub struct Speedscope<'a> {
+    /// The profile's name in the viewer.
+    pub title: &'a str,
+}
+
+impl<C: Cost> crate::shape::WriteProfile<C> for Speedscope<'_> {
+    fn write(&self, profile: &Profile<C>, out: &mut dyn Write) -> io::Result<()> {
+        write(profile, self.title, out)
+    }
+}

@@ -6,9 +6,6 @@
 //! counted once per stack: [`tally_model::Stacks::derive_part`]) and keeps
 //! the stacks beside it.
 
-use crate::detect::Format as FileFormat;
-use crate::error::Error;
-use crate::source::Source;
 use tally_model::{
     Events, Format, Frame, FrameId, FunctionId, FunctionKey, Positions, Profile, Stacks,
 };
@@ -88,20 +85,4 @@ impl StackProfile {
         profile.stacks = Some(stacks);
         Some(profile)
     }
-}
-
-/// Reads a source of a stack format (folded stacks, `perf script` text,
-/// perf.data); `None` if it is of another format.
-pub(crate) fn read_source(source: &Source) -> Option<Result<Profile<u64>, Error>> {
-    let reader: fn(&std::path::Path, &[u8]) -> Result<Profile<u64>, Error> = match source.format() {
-        FileFormat::Folded => crate::folded::read,
-        FileFormat::PerfScript => crate::perf::script::read,
-        FileFormat::PerfData => crate::perf::data::read,
-        _ => return None,
-    };
-    Some(
-        source
-            .bytes()
-            .and_then(|bytes| reader(source.name(), &bytes)),
-    )
 }

@@ -180,3 +180,13 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
 fn name_or_unknown(n: &[u8]) -> &[u8] {
     if n.is_empty() { b"???" } else { n }
 }
+
+/// The Cachegrind format, as a writer of the one shape
+/// ([`crate::shape::WriteProfile`]).
+pub struct Cachegrind;
+
+impl<C: Cost> crate::shape::WriteProfile<C> for Cachegrind {
+    fn write(&self, profile: &Profile<C>, out: &mut dyn Write) -> io::Result<()> {
+        write(profile, out)
+    }
+}

@@ -343,3 +343,13 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
     }
     stacks.finish(names).map_err(|e| fail(e.to_string(), 0))
 }
+
+/// perf.data, as a reader of the one shape
+/// ([`crate::shape::ReadProfile`]).
+pub struct PerfData;
+
+impl crate::shape::ReadProfile for PerfData {
+    fn read(&self, path: &Path, bytes: &[u8]) -> Result<tally_model::AnyProfile, Error> {
+        crate::shape::unsigned(read(path, bytes))
+    }
+}

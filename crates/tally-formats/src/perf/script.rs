@@ -224,6 +224,16 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
         .ok_or_else(|| err(1, "the periods sum to more than 64 bits hold".into()))
 }
 
+/// `perf script` text, as a reader of the one shape
+/// ([`crate::shape::ReadProfile`]).
+pub struct PerfScript;
+
+impl crate::shape::ReadProfile for PerfScript {
+    fn read(&self, path: &Path, bytes: &[u8]) -> Result<tally_model::AnyProfile, Error> {
+        crate::shape::unsigned(read(path, bytes))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

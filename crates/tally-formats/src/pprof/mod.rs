@@ -121,3 +121,27 @@ pub fn looks_like_pprof(head: &[u8]) -> bool {
     }
     seen > 0
 }
+
+/// The pprof format, as a reader and a writer of the one shape
+/// ([`crate::shape`]).
+pub struct Pprof;
+
+impl crate::shape::ReadProfile for Pprof {
+    fn read(
+        &self,
+        path: &std::path::Path,
+        bytes: &[u8],
+    ) -> Result<tally_model::AnyProfile, crate::Error> {
+        read(path, bytes)
+    }
+}
+
+impl<C: tally_model::Cost> crate::shape::WriteProfile<C> for Pprof {
+    fn write(
+        &self,
+        profile: &tally_model::Profile<C>,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        write(profile, out)
+    }
+}
