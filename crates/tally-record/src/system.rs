@@ -5,7 +5,12 @@
 //! kept: memory grows with the live processes' mappings and the code that
 //! was sampled, not with time or with the number of processes that come
 //! and go (a process's mappings are dropped on its `exit` record, an
-//! image when no live mapping holds it).
+//! image once neither a live mapping nor a count of the epoch holds it:
+//! at the end of each epoch, and whenever the images held have doubled).
+//!
+//! The processes' mappings are a [`tally_symbols::AddressSpace`], the
+//! perf.data reader's type; it opens no file: an image's headers are read
+//! here, at its first sample.
 //!
 //! Processes running before the recording starts are placed by their
 //! `/proc/PID/maps`, read once the events are open (so that any later
@@ -22,10 +27,11 @@ use crate::outputs::{DcpiFacts, Image, Machine};
 use crate::records::{Record, Timed};
 use crate::{CallGraph, EVENTS, Event, Events, Rate, Reader, RecordError, sys};
 use std::cell::OnceCell;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::rc::{Rc, Weak};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
+use tally_symbols::AddressSpace;
 
 /// How to record the whole system.
 #[derive(Clone, Debug)]
@@ -73,99 +79,91 @@ pub struct SystemRecording {
     pub notes: Vec<String>,
 }
 
-/// A file mapped by some process, read (and hashed) at its first sample.
+/// A file (an image of the space whose path is absolute), read at its
+/// first sample.
 struct Mapped {
-    /// The path as mapped.
-    path: Vec<u8>,
-    /// Where this process can read it (through the mapping process's
-    /// root, for processes in other mount namespaces).
+    /// Where this process can read it (through the root of the process
+    /// that mapped it first, for processes in other mount namespaces).
     file: PathBuf,
     image: OnceCell<Option<Image>>,
 }
 
 impl Mapped {
-    fn image(&self) -> Option<&Image> {
+    /// The image of the file mapped as `path`.
+    fn image(&self, path: &[u8]) -> Option<&Image> {
         self.image
             .get_or_init(|| {
-                Image::open(&self.file, &self.path).or_else(|| {
-                    let path = std::str::from_utf8(&self.path).ok()?;
-                    Image::open(Path::new(path), &self.path)
+                Image::open(&self.file, path).or_else(|| {
+                    let p = std::str::from_utf8(path).ok()?;
+                    Image::open(Path::new(p), path)
                 })
             })
             .as_ref()
     }
 }
 
-/// An executable mapping of a process.
-struct Map {
-    end: u64,
-    offset: u64,
-    mapped: Option<Rc<Mapped>>,
-}
+/// Images the space may hold before the first release between epochs.
+const SWEPT_AT_LEAST: usize = 256;
 
 /// Where every live process's code is, and the epoch's counts.
-#[derive(Default)]
 struct Tracker {
-    maps: HashMap<i32, BTreeMap<u64, Map>>,
-    /// Processes whose mappings are known without `/proc` (or were read
-    /// from it), so a sample does not read it again.
-    known: HashSet<i32>,
-    /// Mapped files by path, while a mapping holds them.
-    files: HashMap<Vec<u8>, Weak<Mapped>>,
-    /// The epoch's samples per file (keyed by the `Rc`'s address, which
-    /// the value keeps alive) and offset from its `tstart`.
-    counts: HashMap<usize, (Rc<Mapped>, BTreeMap<u64, u64>)>,
+    /// The live processes' mappings (a process is known once its
+    /// mappings are, from records or from `/proc`, so that a sample does
+    /// not read `/proc` again).
+    space: AddressSpace,
+    /// The files of the space's images, by image index (`None`: not a
+    /// file, `[vdso]` say, or a released image).
+    files: Vec<Option<Mapped>>,
+    /// The epoch's samples per image (which the space keeps while they
+    /// are counted) and offset from its `tstart`.
+    counts: HashMap<usize, BTreeMap<u64, u64>>,
+    /// The space's images after the last release of the unmapped ones.
+    swept: usize,
     samples: u64,
     unattributed: u64,
     lost: u64,
     periods: u64,
 }
 
-impl Tracker {
-    fn mapped(&mut self, pid: i32, path: &[u8]) -> Option<Rc<Mapped>> {
-        if !path.starts_with(b"/") {
-            return None;
+impl Default for Tracker {
+    fn default() -> Self {
+        Tracker {
+            // Images are read here, at their first sample, not by the space.
+            space: AddressSpace::with_opener(Arc::new(|_| None)),
+            files: Vec::new(),
+            counts: HashMap::new(),
+            swept: 0,
+            samples: 0,
+            unattributed: 0,
+            lost: 0,
+            periods: 0,
         }
-        if let Some(m) = self.files.get(path).and_then(Weak::upgrade) {
-            return Some(m);
-        }
-        let mut file = format!("/proc/{pid}/root").into_bytes();
-        file.extend_from_slice(path);
-        let m = Rc::new(Mapped {
-            path: path.to_vec(),
-            file: PathBuf::from(String::from_utf8_lossy(&file).into_owned()),
-            image: OnceCell::new(),
-        });
-        self.files.insert(path.to_vec(), Rc::downgrade(&m));
-        Some(m)
     }
+}
 
+impl Tracker {
     fn mmap(&mut self, pid: i32, start: u64, len: u64, offset: u64, path: &[u8]) {
-        let mapped = self.mapped(pid, path);
-        let end = start.saturating_add(len);
-        let maps = self.maps.entry(pid).or_default();
         // A new mapping replaces whatever it overlaps.
-        let overlapping: Vec<u64> = maps
-            .range(..end)
-            .filter(|(_, m)| m.end > start)
-            .map(|(&s, _)| s)
-            .collect();
-        for s in overlapping {
-            maps.remove(&s);
+        let image = self.space.add_mmap(pid, start, len, offset, path);
+        if !path.starts_with(b"/") {
+            return;
         }
-        maps.insert(
-            start,
-            Map {
-                end,
-                offset,
-                mapped,
-            },
-        );
+        if self.files.len() <= image {
+            self.files.resize_with(image + 1, || None);
+        }
+        self.files[image].get_or_insert_with(|| {
+            let mut file = format!("/proc/{pid}/root").into_bytes();
+            file.extend_from_slice(path);
+            Mapped {
+                file: PathBuf::from(String::from_utf8_lossy(&file).into_owned()),
+                image: OnceCell::new(),
+            }
+        });
     }
 
     /// Reads the executable mappings of `pid` from `/proc`.
     fn read_proc(&mut self, pid: i32) {
-        self.known.insert(pid);
+        self.space.add_process(pid);
         let mut records = Vec::new();
         crate::synthesize(pid, &mut records);
         for t in records {
@@ -214,66 +212,65 @@ impl Tracker {
                     self.mmap(*pid, *start, *len, *offset, path);
                 }
                 Record::Fork { pid, ppid, .. } if pid != ppid => {
-                    if let Some(m) = self.maps.get(ppid) {
-                        let copy = m
-                            .iter()
-                            .map(|(&s, m)| {
-                                let c = Map {
-                                    end: m.end,
-                                    offset: m.offset,
-                                    mapped: m.mapped.clone(),
-                                };
-                                (s, c)
-                            })
-                            .collect();
-                        self.maps.insert(*pid, copy);
-                    }
-                    self.known.insert(*pid);
+                    self.space.fork(*pid, *ppid);
                 }
                 Record::Comm {
                     pid, exec: true, ..
                 } => {
                     // The new program's mappings follow as records.
-                    self.maps.remove(pid);
-                    self.known.insert(*pid);
+                    self.space.exec(*pid);
                 }
                 Record::Exit { pid, tid } if pid == tid => {
-                    self.maps.remove(pid);
-                    self.known.remove(pid);
+                    self.space.exit(*pid);
                 }
                 Record::Lost(n) => self.lost += n,
                 _ => {}
             }
         }
+        // Images are released once they are twice as many as after the
+        // last release, not only at the end of an epoch (which may be the
+        // whole recording): memory follows the live processes, and the
+        // time to find the unmapped images is paid by the new ones.
+        if self.space.live_images() > 2 * self.swept.max(SWEPT_AT_LEAST) {
+            self.release();
+        }
+    }
+
+    /// Releases the images that no live process maps and no count of
+    /// the epoch holds.
+    fn release(&mut self) {
+        let counts = &self.counts;
+        for i in self.space.release_unmapped(|i| counts.contains_key(&i)) {
+            if let Some(m) = self.files.get_mut(i) {
+                *m = None;
+            }
+        }
+        self.swept = self.space.live_images();
     }
 
     fn sample(&mut self, pid: i32, ip: u64, period: u64) {
         self.samples += 1;
         self.periods = self.periods.saturating_add(period);
-        if !self.known.contains(&pid) {
+        if !self.space.has_process(pid) {
             self.read_proc(pid);
         }
-        let hit = self
-            .maps
-            .get(&pid)
-            .and_then(|m| m.range(..=ip).next_back())
-            .filter(|(_, m)| ip < m.end)
-            .and_then(|(&start, m)| Some((ip - start + m.offset, m.mapped.clone()?)));
-        let place = hit.and_then(|(file_offset, mapped)| {
-            let off = mapped.image()?.text_offset(file_offset)?;
-            Some((mapped, off))
+        let place = self.space.lookup(pid, ip).and_then(|l| {
+            let mapped = self.files.get(l.image)?.as_ref()?;
+            let off = mapped
+                .image(&self.space.image(l.image).path)?
+                .text_offset(l.offset)?;
+            Some((l.image, off))
         });
-        let Some((mapped, off)) = place else {
+        let Some((image, off)) = place else {
             self.unattributed += 1;
             return;
         };
-        let key = Rc::as_ptr(&mapped) as usize;
-        let counts = &mut self
+        *self
             .counts
-            .entry(key)
-            .or_insert_with(|| (mapped, BTreeMap::new()))
-            .1;
-        *counts.entry(off).or_default() += 1;
+            .entry(image)
+            .or_default()
+            .entry(off)
+            .or_default() += 1;
     }
 
     /// Writes the epoch that started at `started` into `db` and starts
@@ -302,8 +299,9 @@ impl Tracker {
         // Files of one name (a path mapped again after all its mappings
         // had gone) are summed.
         let mut profiles: BTreeMap<String, tally_formats::dcpi::DcpiProfile> = BTreeMap::new();
-        for (_, (mapped, counts)) in self.counts.drain() {
-            let Some(image) = mapped.image() else {
+        for (i, counts) in self.counts.drain() {
+            let path = &self.space.image(i).path;
+            let Some(image) = self.files.get(i).and_then(|m| m.as_ref()?.image(path)) else {
                 continue;
             };
             let samples = counts
@@ -335,7 +333,9 @@ impl Tracker {
             lost: self.lost,
         };
         (self.samples, self.unattributed, self.lost, self.periods) = (0, 0, 0, 0);
-        self.files.retain(|_, m| m.strong_count() > 0);
+        // Images no live process maps are done with: their samples are
+        // written.
+        self.release();
         Ok(epoch)
     }
 }
@@ -654,10 +654,10 @@ mod tests {
             sample(PARENT, ip),
         ]);
         assert_eq!((t.samples, t.unattributed), (3, 2));
-        let [(mapped, counts)] = &t.counts.values().collect::<Vec<_>>()[..] else {
+        let [(mapped, counts)] = t.counts.iter().collect::<Vec<_>>()[..] else {
             panic!("one image");
         };
-        assert_eq!(mapped.path, path);
+        assert_eq!(t.space.image(*mapped).path, path);
         assert_eq!(
             counts.iter().map(|(&o, &n)| (o, n)).collect::<Vec<_>>(),
             vec![(address - image.tstart, 1)]
@@ -669,7 +669,7 @@ mod tests {
         let mut t = Tracker::default();
         t.feed(&[mmap(PARENT, b"[vdso]"), sample(PARENT, BASE + 0x10)]);
         assert_eq!((t.samples, t.unattributed), (1, 1));
-        assert!(t.files.is_empty());
+        assert!(t.files.iter().all(Option::is_none));
     }
 
     #[test]
@@ -678,19 +678,117 @@ mod tests {
         t.mmap(PARENT, 0x1000, 0x3000, 0, b"/a");
         t.mmap(PARENT, 0x5000, 0x1000, 0, b"/b");
         t.mmap(PARENT, 0x2000, 0x1000, 0x40, b"/c");
-        let maps = &t.maps[&PARENT];
+        let maps: Vec<_> = t.space.mappings(PARENT).collect();
         assert_eq!(
-            maps.keys().copied().collect::<Vec<_>>(),
+            maps.iter().map(|m| m.start).collect::<Vec<_>>(),
             vec![0x2000, 0x5000]
         );
-        assert_eq!(maps[&0x2000].end, 0x3000);
-        assert_eq!(maps[&0x2000].offset, 0x40);
-        // One Mapped per path, shared while a mapping holds it.
+        assert_eq!(maps[0].end, 0x3000);
+        assert_eq!(maps[0].offset, 0x40);
+        // One image per path, shared while a mapping holds it.
         t.mmap(CHILD, 0x9000, 0x1000, 0, b"/b");
-        let b1 = t.maps[&PARENT][&0x5000].mapped.clone().unwrap();
-        let b2 = t.maps[&CHILD][&0x9000].mapped.clone().unwrap();
-        assert!(Rc::ptr_eq(&b1, &b2));
-        assert_eq!(b1.file, PathBuf::from(format!("/proc/{PARENT}/root/b")));
+        let b1 = t.space.mapping(PARENT, 0x5000).unwrap().image;
+        let b2 = t.space.mapping(CHILD, 0x9000).unwrap().image;
+        assert_eq!(b1, b2);
+        assert_eq!(
+            t.files[b1].as_ref().unwrap().file,
+            PathBuf::from(format!("/proc/{PARENT}/root/b"))
+        );
+    }
+
+    #[test]
+    fn a_counted_image_is_kept_until_its_epoch_is_written() {
+        let (path, image, file_offset, address) = program();
+        let ip = BASE + file_offset;
+        let mut t = Tracker::default();
+        t.feed(&[
+            mmap(PARENT, &path),
+            mmap(CHILD, b"/never/read"),
+            sample(PARENT, ip),
+            at(
+                1,
+                Record::Exit {
+                    pid: PARENT,
+                    tid: PARENT,
+                },
+            ),
+        ]);
+        let db = tempfile::tempdir().unwrap();
+        let started = std::time::UNIX_EPOCH + Duration::from_secs(1_795_700_000);
+        // The sample of the ended process is written.
+        let e = t
+            .end_epoch(db.path(), started, EVENTS[0], Rate::Frequency(1000))
+            .unwrap();
+        assert_eq!((e.images, e.samples), (1, 1));
+        let base = path.rsplit(|&b| b == b'/').next().unwrap();
+        let name = format!("{}_{:08x}", String::from_utf8_lossy(base), image.id);
+        let file = e.dir.unwrap().join(name);
+        let p = tally_formats::dcpi::parse(&std::fs::read(&file).unwrap(), &file).unwrap();
+        assert_eq!(p.samples.values().copied().collect::<Vec<_>>(), vec![1]);
+        assert_eq!(p.samples.keys().next(), Some(&(address - image.tstart)));
+        // Then its image is released; the live process's is not.
+        let live: Vec<usize> = t
+            .files
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| m.as_ref().map(|_| i))
+            .collect();
+        let [i] = live[..] else {
+            panic!("one file left: {live:?}");
+        };
+        assert_eq!(t.space.image(i).path, b"/never/read");
+        // A new process of the path maps it anew, read through its root.
+        t.feed(&[mmap(PARENT + 2, &path), sample(PARENT + 2, ip)]);
+        let j = t.space.mapping(PARENT + 2, BASE).unwrap().image;
+        assert_eq!(
+            t.files[j].as_ref().unwrap().file,
+            PathBuf::from(format!(
+                "/proc/{}/root{}",
+                PARENT + 2,
+                String::from_utf8_lossy(&path)
+            ))
+        );
+        assert_eq!(t.counts[&j].values().sum::<u64>(), 1);
+    }
+
+    #[test]
+    fn unmapped_images_are_released_before_the_epoch_ends_unless_counted() {
+        let (path, _, file_offset, _) = program();
+        let mut t = Tracker::default();
+        let mut records = vec![mmap(PARENT, &path), sample(PARENT, BASE + file_offset)];
+        let n = 2 * SWEPT_AT_LEAST as u64;
+        for k in 0..n {
+            records.push(at(
+                1,
+                Record::Mmap {
+                    pid: PARENT,
+                    start: 0x1000 * (k + 1),
+                    len: 0x1000,
+                    offset: 0,
+                    path: format!("/lib/{k}.so").into_bytes(),
+                },
+            ));
+        }
+        records.push(at(
+            2,
+            Record::Exit {
+                pid: PARENT,
+                tid: PARENT,
+            },
+        ));
+        t.feed(&records);
+        // Only the sampled image is left.
+        assert_eq!(t.space.live_images(), 1);
+        let [(&i, _)] = t.counts.iter().collect::<Vec<_>>()[..] else {
+            panic!("one image");
+        };
+        assert_eq!(t.space.image(i).path, path);
+        assert_eq!(t.files.iter().filter(|m| m.is_some()).count(), 1);
+        assert_eq!(t.swept, 1);
+        // Released slots are taken by new images.
+        t.feed(&[mmap(CHILD, b"/new")]);
+        assert!(t.space.mapping(CHILD, BASE).unwrap().image <= n as usize);
+        assert_eq!(t.space.images().len() as u64, n + 1);
     }
 
     #[test]

@@ -5,19 +5,24 @@
 //! load bias (a run-time address minus the file's own, as Valgrind's
 //! `svma`/`avma` pairs give it).
 //!
-//! Each image is opened once (by the space's opener, [`Opener`]) and kept
-//! for as long as the space lives, shared by every process that maps it.
+//! Each image is opened once (by the space's opener, [`Opener`]), shared
+//! by every process that maps it, and kept until
+//! [`AddressSpace::release_unmapped`] finds that no process maps it any
+//! more (never, for a reader of one recording, which keeps them all).
 //! A process's mappings are kept by start address; a new mapping replaces
 //! whatever it overlaps, as the kernel does (or, in a space made
 //! [`AddressSpace::layered`], stays under it: `tally sim`'s mappings, which
-//! QEMU's plugin reports piecemeal). A forked process starts with a copy
-//! of its parent's mappings ([`AddressSpace::fork`]); one that `exec`s
-//! starts with none ([`AddressSpace::exec`]).
+//! QEMU's plugin reports piecemeal). A forked process shares its parent's
+//! mappings until either changes them ([`AddressSpace::fork`]); one that
+//! `exec`s starts with none ([`AddressSpace::exec`]); one that ends is
+//! forgotten ([`AddressSpace::exit`]).
 //!
-//! `tally record --system` keeps its own mappings: its images are read
-//! lazily, at their first sample, and dropped as soon as no live mapping
-//! holds them, which this type, whose images live as long as it does,
-//! does not do.
+//! `tally record --system` tracks every process of the machine in one
+//! space for as long as it records: it opens no file through the space
+//! (its opener opens nothing; it reads the headers of the images it
+//! samples itself), and releases the images that no live process maps
+//! (but for those with samples not yet written), so that memory follows
+//! the live processes, not every file mapped since the recording started.
 
 use crate::ObjectFile;
 use rustc_hash::FxHashMap as HashMap;
@@ -112,14 +117,24 @@ pub struct Location {
     pub address: Option<u64>,
 }
 
+/// The mappings of a process by start, shared by the processes forked
+/// from it until one of them maps or execs (a system-wide recording sees
+/// many forks of large processes, most of which soon `exec`).
+type Mappings = Arc<BTreeMap<u64, Mapping>>;
+
 /// The images and mappings of processes, by process id.
 #[derive(Clone)]
 pub struct AddressSpace {
+    /// Images by index; a released one is an empty slot (no path in
+    /// `by_path` names it) that the next new image takes.
     images: Vec<Image>,
     by_path: HashMap<Vec<u8>, usize>,
+    /// Released slots of `images`.
+    free: Vec<usize>,
     /// Each process's mappings by start (a new one replacing those it
-    /// overlaps).
-    processes: HashMap<i32, BTreeMap<u64, Mapping>>,
+    /// overlaps); a process with none still has an entry (it is known:
+    /// [`AddressSpace::has_process`]).
+    processes: HashMap<i32, Mappings>,
     /// With [`AddressSpace::layered`]: each process's mappings in the
     /// order added, the newest holding an address the one that counts.
     layers: Option<HashMap<i32, Vec<Mapping>>>,
@@ -162,6 +177,7 @@ impl AddressSpace {
         AddressSpace {
             images: Vec::new(),
             by_path: HashMap::default(),
+            free: Vec::new(),
             processes: HashMap::default(),
             layers: None,
             open,
@@ -177,7 +193,9 @@ impl AddressSpace {
         self
     }
 
-    /// Every image opened, in the order they were first mapped.
+    /// Every image opened, in the order they were first mapped (after
+    /// [`AddressSpace::release_unmapped`], a released one is an empty
+    /// path without a file until a new image takes its place).
     pub fn images(&self) -> &[Image] {
         &self.images
     }
@@ -202,13 +220,72 @@ impl AddressSpace {
         if let Some(&i) = self.by_path.get(path) {
             return i;
         }
-        let file = open();
-        self.images.push(Image {
+        let image = Image {
             path: path.to_vec(),
-            file,
-        });
-        self.by_path.insert(path.to_vec(), self.images.len() - 1);
-        self.images.len() - 1
+            file: open(),
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.images[i] = image;
+                i
+            }
+            None => {
+                self.images.push(image);
+                self.images.len() - 1
+            }
+        };
+        self.by_path.insert(path.to_vec(), i);
+        i
+    }
+
+    /// Whether image `i` is one the space holds (not released, nor past
+    /// the last).
+    fn is_live(&self, i: usize) -> bool {
+        self.images
+            .get(i)
+            .is_some_and(|image| self.by_path.get(&image.path) == Some(&i))
+    }
+
+    /// The number of images held (not released).
+    pub fn live_images(&self) -> usize {
+        self.images.len() - self.free.len()
+    }
+
+    /// Releases every image that no process maps and `keep` does not
+    /// hold (say, one with samples not yet written), closing its file
+    /// unless a caller holds it, and returns their indices, which new
+    /// images may take from then on: a space that lives as long as a
+    /// system-wide recording would otherwise keep every file ever mapped.
+    /// Whoever keeps facts by image index drops those of the indices
+    /// returned.
+    pub fn release_unmapped(&mut self, keep: impl Fn(usize) -> bool) -> Vec<usize> {
+        let mut mapped = vec![false; self.images.len()];
+        let layered = self.layers.iter().flat_map(|l| l.values().flatten());
+        for m in self
+            .processes
+            .values()
+            .flat_map(|m| m.values())
+            .chain(layered)
+        {
+            if let Some(b) = mapped.get_mut(m.image) {
+                *b = true;
+            }
+        }
+        let released: Vec<usize> = (0..self.images.len())
+            .filter(|&i| !mapped[i] && self.is_live(i) && !keep(i))
+            .collect();
+        for &i in &released {
+            let image = std::mem::replace(
+                &mut self.images[i],
+                Image {
+                    path: Vec::new(),
+                    file: None,
+                },
+            );
+            self.by_path.remove(&image.path);
+            self.free.push(i);
+        }
+        released
     }
 
     /// Adds `mapping` to process `pid`, replacing whatever it overlaps
@@ -218,7 +295,7 @@ impl AddressSpace {
             layers.entry(pid).or_default().push(mapping);
             return;
         }
-        let maps = self.processes.entry(pid).or_default();
+        let maps = Arc::make_mut(self.processes.entry(pid).or_default());
         let overlapping: Vec<u64> = maps
             .range(..mapping.end)
             .filter(|(_, m)| m.end > mapping.start)
@@ -402,24 +479,75 @@ impl AddressSpace {
         }
     }
 
-    /// Process `pid` forked from `ppid`: it starts with a copy of its
-    /// parent's mappings (a thread, `pid == ppid`, shares them already).
+    /// Whether process `pid` is known: it has mapped something, or was
+    /// added, forked or exec'd, and has not exited since. A sampler that
+    /// reads `/proc/PID/maps` for the processes it has not heard of asks
+    /// this, so that a process without mappings is not read again.
+    pub fn has_process(&self, pid: i32) -> bool {
+        match &self.layers {
+            Some(layers) => layers.contains_key(&pid),
+            None => self.processes.contains_key(&pid),
+        }
+    }
+
+    /// Process `pid` is known from now on ([`AddressSpace::has_process`]),
+    /// with whatever mappings it has (none, if it is new).
+    pub fn add_process(&mut self, pid: i32) {
+        match &mut self.layers {
+            Some(layers) => {
+                layers.entry(pid).or_default();
+            }
+            None => {
+                self.processes.entry(pid).or_default();
+            }
+        }
+    }
+
+    /// Process `pid` forked from `ppid`: it shares its parent's mappings,
+    /// each keeping its own from the first change, as after a `fork` (a
+    /// thread, `pid == ppid`, shares them already). A child of a process
+    /// the space does not know is known, with the mappings it has.
     pub fn fork(&mut self, pid: i32, ppid: i32) {
         if pid == ppid {
             return;
         }
-        if let Some(m) = self.processes.get(&ppid).cloned() {
-            self.processes.insert(pid, m);
-        }
-        if let Some(layers) = &mut self.layers
-            && let Some(m) = layers.get(&ppid).cloned()
-        {
-            layers.insert(pid, m);
+        match &mut self.layers {
+            Some(layers) => match layers.get(&ppid).cloned() {
+                Some(m) => {
+                    layers.insert(pid, m);
+                }
+                None => {
+                    layers.entry(pid).or_default();
+                }
+            },
+            None => match self.processes.get(&ppid).cloned() {
+                Some(m) => {
+                    self.processes.insert(pid, m);
+                }
+                None => {
+                    self.processes.entry(pid).or_default();
+                }
+            },
         }
     }
 
-    /// Process `pid` called `exec` (or ended): its mappings are gone.
+    /// Process `pid` called `exec`: its mappings are gone (the new
+    /// program's come next), but the process is still known.
     pub fn exec(&mut self, pid: i32) {
+        match &mut self.layers {
+            Some(layers) => {
+                layers.insert(pid, Vec::new());
+            }
+            None => {
+                self.processes.insert(pid, Mappings::default());
+            }
+        }
+    }
+
+    /// Process `pid` ended: its mappings are gone and it is forgotten (a
+    /// later process of that id starts anew). Its images stay until
+    /// [`AddressSpace::release_unmapped`].
+    pub fn exit(&mut self, pid: i32) {
         self.processes.remove(&pid);
         if let Some(layers) = &mut self.layers {
             layers.remove(&pid);
@@ -502,6 +630,118 @@ mod tests {
         assert_eq!(s.mapping(0, 0x2800).unwrap().placement, Placement::Nothing);
         s.fork(5, 0);
         assert_eq!(s.mappings(5).count(), 2);
+    }
+
+    #[test]
+    fn a_child_shares_its_parents_mappings_until_one_changes_them() {
+        let mut s = space();
+        let a = s.add_mmap(1, 0x1000, 0x1000, 0, b"/a");
+        s.fork(2, 1);
+        s.fork(3, 1);
+        // Shared, not copied, while neither maps anything.
+        assert!(Arc::ptr_eq(&s.processes[&1], &s.processes[&2]));
+        assert!(Arc::ptr_eq(&s.processes[&2], &s.processes[&3]));
+        // The parent's new mapping is its own; the children keep /a.
+        let b = s.add_mmap(1, 0x1000, 0x1000, 0, b"/b");
+        assert_eq!(s.lookup(1, 0x1800).unwrap().image, b);
+        assert_eq!(s.lookup(2, 0x1800).unwrap().image, a);
+        assert_eq!(s.lookup(3, 0x1800).unwrap().image, a);
+        // And a child's is its own too.
+        s.add_mmap(2, 0x8000, 0x1000, 0, b"/c");
+        assert!(s.lookup(3, 0x8800).is_none());
+        assert!(!Arc::ptr_eq(&s.processes[&2], &s.processes[&3]));
+        // A thread shares everything already.
+        s.fork(3, 3);
+        assert_eq!(s.lookup(3, 0x1800).unwrap().image, a);
+    }
+
+    #[test]
+    fn exec_empties_a_process_and_exit_forgets_it() {
+        let mut s = space();
+        assert!(!s.has_process(1));
+        s.add_process(1);
+        assert!(s.has_process(1));
+        assert_eq!(s.mappings(1).count(), 0);
+        s.add_mmap(1, 0x1000, 0x1000, 0, b"/a");
+        // Adding a known process keeps its mappings.
+        s.add_process(1);
+        assert_eq!(s.mappings(1).count(), 1);
+        s.exec(1);
+        assert!(s.has_process(1));
+        assert!(s.lookup(1, 0x1800).is_none());
+        s.exit(1);
+        assert!(!s.has_process(1));
+        // The child of a process never seen is known, without mappings.
+        s.fork(5, 4);
+        assert!(s.has_process(5));
+        assert!(!s.has_process(4));
+        assert_eq!(s.mappings(5).count(), 0);
+        // The same in a layered space.
+        let mut l = space().layered();
+        l.add_mapping(1, 0x1000, 0x2000, 0, b"/a");
+        l.fork(2, 1);
+        l.exec(1);
+        assert!(l.has_process(1) && l.mappings(1).count() == 0);
+        assert_eq!(l.mappings(2).count(), 1);
+        l.exit(2);
+        assert!(!l.has_process(2));
+    }
+
+    #[test]
+    fn images_no_process_maps_are_released_and_their_slots_reused() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let opened = Arc::new(AtomicUsize::new(0));
+        let mut s = AddressSpace::with_opener({
+            let opened = Arc::clone(&opened);
+            Arc::new(move |_| {
+                opened.fetch_add(1, Ordering::Relaxed);
+                None
+            })
+        });
+        let a = s.add_mmap(1, 0x1000, 0x1000, 0, b"/a");
+        let b = s.add_mmap(1, 0x4000, 0x1000, 0, b"/b");
+        let c = s.add_mmap(2, 0x1000, 0x1000, 0, b"/c");
+        s.fork(3, 1);
+        // Everything is mapped: nothing goes.
+        assert!(s.release_unmapped(|_| false).is_empty());
+        // /a is replaced in 1 but still mapped by its child; /c's process
+        // ends.
+        s.add_mmap(1, 0x1000, 0x1000, 0, b"/b");
+        s.exit(2);
+        // Unless the caller keeps it.
+        assert!(s.release_unmapped(|i| i == c).is_empty());
+        assert_eq!(s.live_images(), 3);
+        assert_eq!(s.release_unmapped(|_| false), vec![c]);
+        assert_eq!(s.live_images(), 2);
+        assert!(s.image(c).path.is_empty() && s.image(c).file.is_none());
+        s.exec(3);
+        assert_eq!(s.release_unmapped(|_| false), vec![a]);
+        // Nothing twice.
+        assert!(s.release_unmapped(|_| false).is_empty());
+        assert_eq!(s.lookup(1, 0x1800).unwrap().image, b);
+        assert_eq!(opened.load(Ordering::Relaxed), 3);
+        // New images take the released slots; a released path is opened
+        // again.
+        let d = s.add_mmap(1, 0x9000, 0x1000, 0, b"/d");
+        let a2 = s.image_of(b"/a");
+        assert_eq!(
+            [d, a2]
+                .into_iter()
+                .collect::<std::collections::BTreeSet<_>>(),
+            [a, c].into_iter().collect()
+        );
+        assert_eq!(s.image(a2).path, b"/a");
+        assert_eq!(opened.load(Ordering::Relaxed), 5);
+        assert_eq!(s.images().len(), 3);
+        let e = s.image_of(b"/e");
+        assert_eq!(e, 3);
+        // An image nobody ever mapped goes too, as do layered ones.
+        assert_eq!(s.release_unmapped(|_| false), vec![a2, e]);
+        let mut l = space().layered();
+        let x = l.add_mapping(0, 0x1000, 0x2000, 0, b"/x");
+        assert!(l.release_unmapped(|_| false).is_empty());
+        l.exit(0);
+        assert_eq!(l.release_unmapped(|_| false), vec![x]);
     }
 
     #[test]
