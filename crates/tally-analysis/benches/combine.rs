@@ -14,8 +14,8 @@
 use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;
+use tally_analysis::Folding;
 use tally_analysis::combine::{CombineOptions, Combined, Combiner, Sign};
-use tally_analysis::folding::Folding;
 use tally_formats::Input;
 use tally_formats::callgrind;
 use tally_gen::{Config, EventSet, Shape};

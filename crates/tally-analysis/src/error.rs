@@ -160,6 +160,14 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A `s/regex/replacement/` expression that cannot be applied.
+    #[error("`{expr}`: {message}")]
+    Subst {
+        /// The expression as given.
+        expr: String,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 impl From<tally_model::UnknownEvent> for Error {

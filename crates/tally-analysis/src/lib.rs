@@ -12,19 +12,19 @@
 //! same numbers and the same order, whatever the hash seeds.
 #![deny(missing_docs)]
 
-pub mod aggregate;
+mod aggregate;
 pub mod annotate;
 pub mod combine;
 pub mod convert;
 mod error;
-pub mod estimate;
-pub mod folding;
+mod estimate;
+mod folding;
 pub mod gate;
 pub mod gprof;
-pub mod inclusive;
-pub mod positions;
-pub mod scc;
-pub mod subst;
+mod inclusive;
+mod positions;
+mod scc;
+mod subst;
 
 pub use aggregate::{Aggregate, AggregateBuilder, Arc, ArcCosts, CostTable, RowKey, add_into};
 pub use error::Error;
@@ -32,5 +32,8 @@ pub use estimate::{
     EstimateOptions, StackTree, estimate_from, estimate_split, estimate_stacks,
     estimate_stacks_with, estimate_tree,
 };
+pub use folding::Folding;
 pub use inclusive::{CallKind, Cycle, Inclusive, RowCosts};
 pub use positions::{CallSite, JumpSite, PositionCosts, by_instr, by_line};
+pub use scc::{Components, Graph as Digraph, strongly_connected};
+pub use subst::Subst;

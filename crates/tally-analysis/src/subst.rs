@@ -8,6 +8,7 @@
 //! `regex` crate's syntax, which matches Perl's except for look-around and
 //! back-references; those are reported as errors rather than misapplied.
 
+use crate::Error;
 use regex::bytes::{Regex, RegexBuilder};
 use std::borrow::Cow;
 
@@ -21,20 +22,10 @@ pub struct Subst {
     text: String,
 }
 
-/// Why an expression is not a substitution we can apply.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{expr}`: {message}")]
-pub struct SubstError {
-    /// The expression as given.
-    pub expr: String,
-    /// What is wrong with it.
-    pub message: String,
-}
-
 impl Subst {
     /// Parses `s/regex/replacement/flags`.
-    pub fn parse(expr: &str) -> Result<Subst, SubstError> {
-        let err = |m: &str| SubstError {
+    pub fn parse(expr: &str) -> Result<Subst, Error> {
+        let err = |m: &str| Error::Subst {
             expr: expr.to_string(),
             message: m.to_string(),
         };

@@ -6,7 +6,7 @@
 use crate::Outcome;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
-use tally_formats::detect::Format as FileFormat;
+use tally_formats::FileFormat;
 use tally_input::Program;
 use tally_model::AnyCost;
 use tally_parquet::{Exporter, ProfileInfo, Table};
@@ -85,7 +85,7 @@ fn export_to(args: &Args, dir: &Path) -> anyhow::Result<Outcome> {
     let mut counts = None;
     // Four files written at once, each through a temporary file renamed
     // at the end; an input error stops all four, leaving the old files.
-    let written = tally_formats::output::write_file_send(&paths[0], |c| {
+    let written = tally_formats::write_file_send(&paths[0], |c| {
         write(&paths[1], |f| {
             write(&paths[2], |a| {
                 write(&paths[3], |p| {
@@ -136,7 +136,7 @@ type Boxed<'a> = Box<dyn std::io::Write + Send + 'a>;
 /// One output file written through `f`; a nested write's own error is
 /// passed on as an I/O error.
 fn write(path: &Path, f: impl FnOnce(Out<'_>) -> std::io::Result<()>) -> std::io::Result<()> {
-    tally_formats::output::write_file_send(path, f).map_err(std::io::Error::other)
+    tally_formats::write_file_send(path, f).map_err(std::io::Error::other)
 }
 
 fn export(

@@ -120,7 +120,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         icicle: args.icicle,
     };
     // Durably and whole, as every output (temporary file, renamed).
-    tally_formats::output::write_file(&args.output, |mut w| write_svg(&tree, &options, &mut w))?;
+    tally_formats::write_file(&args.output, |mut w| write_svg(&tree, &options, &mut w))?;
     Ok(Outcome::Ok)
 }
 

@@ -149,9 +149,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         Format::Markdown => GateFormat::Markdown,
     };
     let out = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
-    tally_formats::output::write_file(&out, |w| tally_report::gate::write(&report, format, w))?;
+    tally_formats::write_file(&out, |w| tally_report::gate::write(&report, format, w))?;
     if args.output.is_some() && out.as_os_str() != "-" {
-        tally_formats::output::write_file(Path::new("-"), |w| {
+        tally_formats::write_file(Path::new("-"), |w| {
             tally_report::gate::write(&report, GateFormat::Text, w)
         })?;
     }

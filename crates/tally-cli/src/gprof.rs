@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use tally_analysis::gprof;
-use tally_formats::detect::Format as FileFormat;
+use tally_formats::FileFormat;
 use tally_input::Sniffed;
 use tally_input::{GmonInput, Program};
 use tally_report::gprof::{json, source, text};

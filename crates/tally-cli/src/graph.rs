@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use tally_analysis::AggregateBuilder;
 use tally_analysis::gprof::{self, Options};
+use tally_formats::FileFormat;
 use tally_formats::Source;
 use tally_formats::callgrind::ReadOutcome;
-use tally_formats::detect::Format as FileFormat;
 use tally_input::{GmonInput, Program, Summing};
 use tally_model::{AnyCost, Cost, Profile};
 use tally_report::graph::{self, Graph, Prune};
@@ -130,7 +130,7 @@ pub fn run(args: Args) -> Result<Outcome> {
             svg
         }
     };
-    tally_formats::output::write_file(&args.output, |w| std::io::Write::write_all(w, &bytes))?;
+    tally_formats::write_file(&args.output, |w| std::io::Write::write_all(w, &bytes))?;
     Ok(Outcome::Ok)
 }
 

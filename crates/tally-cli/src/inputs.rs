@@ -3,7 +3,7 @@
 //! (`--to`, `--mod-filename`, `--mod-funcname`, `--event NAME=FORMULA`).
 
 use anyhow::Context;
-use tally_analysis::subst::Subst;
+use tally_analysis::Subst;
 use tally_formats::OutputFormat;
 
 pub use tally_input::combine::*;

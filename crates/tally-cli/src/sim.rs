@@ -260,7 +260,7 @@ fn report(a: &Args, ms: &[Machine], run: &Run) -> anyhow::Result<()> {
         let prof = to_profile(out, k, &run.space, &spec);
         let path = out_path(a, m.name.as_deref(), pid);
         // The profile's own format (set above); gzip'd when the name ends in `.gz`.
-        tally_formats::output::write_profile(&prof, &path, &Default::default())?;
+        tally_formats::write_profile(&prof, &path, &Default::default())?;
         let t = out.totals(k);
         let prefix = format!("=={pid}==");
         if let Some(n) = &m.name {

@@ -220,7 +220,7 @@ pub fn looks_folded(head: &[u8]) -> bool {
 }
 
 /// Folded stacks, as a reader and a writer of the one shape
-/// ([`crate::shape`]).
+/// ([`crate::ReadProfile`], [`crate::WriteProfile`]).
 pub struct Folded {
     /// The recorded event written (a folded file holds one).
     pub event: usize,

@@ -302,7 +302,7 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
 }
 
 /// tally's JSON profile, as a writer of the one shape
-/// ([`crate::shape::WriteProfile`]).
+/// ([`crate::WriteProfile`]).
 pub struct Json;
 
 impl<C: Cost> crate::shape::WriteProfile<C> for Json {

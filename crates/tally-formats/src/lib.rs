@@ -5,10 +5,11 @@
 //! through a temporary file and a rename so that nothing is lost on failure.
 //!
 //! One way in: [`Source::open`] opens a file or standard input and names
-//! its format ([`detect`]); [`load`] reads Callgrind, Cachegrind and pprof
-//! profiles from it, unsigned or signed, whole, scanned, or into any sink.
-//! One way out: [`write_profile`] chooses the format and compression from
-//! the options and the output's name.
+//! its format ([`detect`]); [`read`], [`scan`] and [`parse_any`] read any
+//! profile format from it, unsigned or signed, whole, scanned, or into any
+//! sink. One way out: [`write_profile`] chooses the format and compression
+//! from the options and the output's name. Each format module implements
+//! the one shape of a format, [`ReadProfile`] and [`WriteProfile`].
 //!
 //! # Example: read, aggregate, write
 //!
@@ -57,30 +58,34 @@
 pub mod cachegrind;
 pub mod callgrind;
 pub mod dcpi;
-pub mod detect;
-pub mod error;
-pub mod fold;
+mod detect;
+mod error;
+mod fold;
 pub mod folded;
 pub mod gmon;
-pub mod input;
+mod input;
 pub mod json;
 pub mod limits;
-pub mod load;
-pub mod output;
+mod load;
+mod output;
 pub mod perf;
 pub mod pprof;
-pub mod shape;
+mod shape;
 pub mod signals;
-pub mod source;
+mod source;
 pub mod speedscope;
 mod stacked;
 
-pub use detect::Detected;
+pub use detect::{Detected, Format as FileFormat, HEAD_LEN, detect};
 pub use error::{Error, ParseErrorKind, Warning, WarningKind, Warnings};
 pub use input::Input;
 pub use load::{
-    NullSink, Records, parse_any, read, read_all, read_all_kept, read_file, read_files, read_kept,
-    scan, scan_file, sum_bound,
+    AnyRead, NullSink, Records, parse_any, read, read_all, read_all_kept, read_file, read_files,
+    read_kept, scan, scan_file, sum_bound,
 };
-pub use output::{OutputFormat, OutputOptions, write_profile};
-pub use source::Source;
+pub use output::{
+    Abandoned, OutputFormat, OutputOptions, abandon_writes, write_file, write_file_send,
+    write_profile,
+};
+pub use shape::{ReadProfile, WriteProfile, reader};
+pub use source::{GZIP_MAX_RATIO, Source};

@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 
 /// The memory a full load of `tally convert` may give to every record as
 /// read before it reads again keeping each distinct record once (repeats
-/// summed; see [`crate::fold`]), for inputs of unknown or small size:
+/// summed; see the `fold` module), for inputs of unknown or small size:
 /// ordinary profiles convert line for line, and a file of many repeated
 /// lines needs no more than its distinct records.
 pub const FOLD_ABOVE: u64 = 64 << 20;

@@ -107,7 +107,7 @@ pub enum Records {
     /// `read(write(p)) == p` needs.
     Exact,
     /// Each distinct record once, repeats summed into it (see
-    /// [`crate::fold`]): memory grows with the distinct records, not with
+    /// the `fold` module): memory grows with the distinct records, not with
     /// the lines.
     Folded,
 }

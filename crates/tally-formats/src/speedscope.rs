@@ -111,7 +111,7 @@ pub fn write<C: Cost>(profile: &Profile<C>, name: &str, out: &mut dyn Write) -> 
 }
 
 /// The speedscope format, as a writer of the one shape
-/// ([`crate::shape::WriteProfile`]).
+/// ([`crate::WriteProfile`]).
 pub struct Speedscope<'a> {
     /// The profile's name in the viewer.
     pub title: &'a str,

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use tally_formats::detect::Format;
+use tally_formats::FileFormat as Format;
 use tally_symbols::ObjectFile;
 
 /// The reader a seed is for; one fuzz target each.

@@ -1,8 +1,8 @@
 //! Scanning an input without keeping its records (`tally check`).
 
+use tally_formats::FileFormat;
 use tally_formats::Source;
 use tally_formats::callgrind::ReadOutcome;
-use tally_formats::detect::Format as FileFormat;
 use tally_model::AnyCost;
 
 use crate::Error;

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use tally_analysis::Error as AnalysisError;
+use tally_analysis::Folding;
 use tally_analysis::combine::{CombineOptions, Combined, Combiner, Sign};
-use tally_analysis::folding::Folding;
 use tally_formats::callgrind::ReadOutcome;
 use tally_formats::{OutputFormat, OutputOptions, Source};
 use tally_model::{AnyCost, AnyProfile, Cost, Format};
@@ -46,7 +46,7 @@ pub fn load_folded_by(path: &Path, per_function: impl Fn(Format) -> bool) -> Res
         tally_formats::parse_any(&source, make(by_function), || make(by_function), None)
     };
     let guess = per_function(match source.format() {
-        tally_formats::detect::Format::Cachegrind => Format::Cachegrind,
+        tally_formats::FileFormat::Cachegrind => Format::Cachegrind,
         _ => Format::Callgrind,
     });
     let mut read = read_as(guess)?;

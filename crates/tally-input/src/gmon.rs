@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use tally_analysis::gprof::{self, Options};
+use tally_formats::FileFormat;
 use tally_formats::Source;
-use tally_formats::detect::Format as FileFormat;
 use tally_formats::gmon::Gmon;
 use tally_model::Profile;
 

@@ -61,4 +61,4 @@ pub fn open(path: &std::path::Path) -> Result<Source, Error> {
 }
 
 /// Formats and detection, as the inputs were read.
-pub use tally_formats::{Source, detect::Format as FileFormat};
+pub use tally_formats::{FileFormat, Source};

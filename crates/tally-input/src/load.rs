@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use tally_analysis::gprof;
+use tally_formats::FileFormat;
 use tally_formats::Source;
-use tally_formats::detect::Format as FileFormat;
 use tally_model::AnyProfile;
 
 use crate::{

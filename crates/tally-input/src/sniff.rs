@@ -66,7 +66,7 @@ pub fn input_kind(
     program: bool,
     program_for_output: bool,
 ) -> Result<InputKind, Error> {
-    use tally_formats::detect::Format as FileFormat;
+    use tally_formats::FileFormat;
     let first = |f: &dyn Fn(&Source) -> bool| sources.iter().position(f);
     let is = |format: FileFormat| move |s: &Source| s.format() == format;
     let (dcpi, gmon) = (is(FileFormat::Dcpi), is(FileFormat::Gmon));

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use tally_analysis::{Aggregate, AggregateBuilder, EstimateOptions, StackTree, estimate_tree};
+use tally_formats::FileFormat;
 use tally_formats::Source;
-use tally_formats::detect::Format as FileFormat;
 use tally_model::{AnyCost, Profile, Stacks};
 
 use crate::{Error, Summing, read_gmon, read_summing, warning_lines};

@@ -1,8 +1,8 @@
 //! One rule for when a profile is summed as it is read and when it is
 //! loaded whole.
 
+use tally_formats::AnyRead;
 use tally_formats::Source;
-use tally_formats::load::AnyRead;
 use tally_model::{AnyProfile, Sink};
 
 use crate::{Error, warning_lines};

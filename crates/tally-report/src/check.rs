@@ -3,8 +3,8 @@
 
 use std::io::{self, Write};
 
+use tally_formats::FileFormat;
 use tally_formats::callgrind::ReadOutcome;
-use tally_formats::detect::Format as FileFormat;
 use tally_formats::{WarningKind, Warnings};
 use tally_model::{Cost, Format};
 

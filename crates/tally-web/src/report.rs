@@ -263,6 +263,6 @@ pub fn write(s: &Session, opts: &ReportOptions, out: &Path) -> Result<u64, Error
     let data = data(s, opts)?;
     let title = format!("tally report — {}", s.inputs[s.main()].name);
     let html = page(&title, &serde_json::to_string(&data).unwrap_or_default());
-    tally_formats::output::write_file(out, |w| std::io::Write::write_all(w, html.as_bytes()))?;
+    tally_formats::write_file(out, |w| std::io::Write::write_all(w, html.as_bytes()))?;
     Ok(html.len() as u64)
 }

@@ -4,9 +4,9 @@
 //! is B, and renames apply to every name.
 
 use proptest::prelude::*;
+use tally_analysis::Folding;
+use tally_analysis::Subst;
 use tally_analysis::combine::{CombineOptions, Combiner, EventChoice, RecordKey, Sign, records};
-use tally_analysis::folding::Folding;
-use tally_analysis::subst::Subst;
 use tally_model::{
     CallInfo, Cost, Events, FunctionKey, JumpInfo, ObjectId, Positions, Profile, SymbolId,
 };

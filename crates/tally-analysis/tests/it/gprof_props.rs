@@ -1,7 +1,7 @@
 //! Properties of gprof's analysis (`tally_analysis::gprof`) on random call
 //! graphs: propagation conserves time, the cycles are the strongly
 //! connected components (checked against the independent Tarjan of
-//! `tally_analysis::scc`), the fast cycle collapsing and arc orders give
+//! `tally_analysis::strongly_connected`), the fast cycle collapsing and arc orders give
 //! exactly what GNU gprof's walks give (reference copies below), and deep
 //! chains and huge cycles neither overflow the stack nor take quadratic
 //! time.
@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use proptest::prelude::*;
 use tally_analysis::gprof::{AssembleOptions, CallGraph, Graph, assemble, depth_first};
-use tally_analysis::scc;
+use tally_analysis::{Digraph, strongly_connected};
 
 /// A random call graph: `n` routines, arcs `(parent, child, count)` (a
 /// pair may repeat: counts add up), a self time per routine.
@@ -62,14 +62,14 @@ fn close(a: f64, b: f64) -> bool {
 
 /// The strongly connected components of two or more routines, by Tarjan.
 fn tarjan_cycles(c: &Case) -> BTreeSet<BTreeSet<usize>> {
-    let g = scc::Graph::from_edges(
+    let g = Digraph::from_edges(
         c.n,
         c.arcs
             .iter()
             .filter(|a| a.0 != a.1)
             .map(|&(p, ch, _)| (p as u32, ch as u32)),
     );
-    let comps = scc::strongly_connected(&g);
+    let comps = strongly_connected(&g);
     let mut sets = vec![BTreeSet::new(); comps.sizes.len()];
     for (node, &k) in comps.component.iter().enumerate() {
         sets[k as usize].insert(node);

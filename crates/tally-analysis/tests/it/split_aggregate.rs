@@ -4,7 +4,7 @@
 //! and functions present, in the same order.
 
 use std::path::Path;
-use tally_analysis::aggregate::{Aggregate, AggregateBuilder};
+use tally_analysis::{Aggregate, AggregateBuilder};
 use tally_formats::{Input, callgrind};
 use tally_testutil::{SPLIT_PROFILES, data, function_lines};
 

@@ -182,7 +182,7 @@ fn name_or_unknown(n: &[u8]) -> &[u8] {
 }
 
 /// The Cachegrind format, as a writer of the one shape
-/// ([`crate::shape::WriteProfile`]).
+/// ([`crate::WriteProfile`]).
 pub struct Cachegrind;
 
 impl<C: Cost> crate::shape::WriteProfile<C> for Cachegrind {

@@ -10,7 +10,7 @@ pub use reader::{
 pub use writer::{WriteOptions, write};
 
 /// The Callgrind format, as a writer of the one shape
-/// ([`crate::shape::WriteProfile`]).
+/// ([`crate::WriteProfile`]).
 pub struct Callgrind {
     /// How to write.
     pub options: WriteOptions,

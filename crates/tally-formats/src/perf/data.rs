@@ -345,7 +345,7 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
 }
 
 /// perf.data, as a reader of the one shape
-/// ([`crate::shape::ReadProfile`]).
+/// ([`crate::ReadProfile`]).
 pub struct PerfData;
 
 impl crate::shape::ReadProfile for PerfData {

@@ -225,7 +225,7 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
 }
 
 /// `perf script` text, as a reader of the one shape
-/// ([`crate::shape::ReadProfile`]).
+/// ([`crate::ReadProfile`]).
 pub struct PerfScript;
 
 impl crate::shape::ReadProfile for PerfScript {

@@ -123,7 +123,7 @@ pub fn looks_like_pprof(head: &[u8]) -> bool {
 }
 
 /// The pprof format, as a reader and a writer of the one shape
-/// ([`crate::shape`]).
+/// ([`crate::ReadProfile`], [`crate::WriteProfile`]).
 pub struct Pprof;
 
 impl crate::shape::ReadProfile for Pprof {

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use tally_formats::detect::{Detected, Format, detect};
+use tally_formats::{Detected, FileFormat as Format, detect};
 use tally_formats::{OutputFormat, OutputOptions, Source};
 use tally_model::AnyCost;
 
@@ -34,7 +34,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 /// The file is detected as `format`, plain and gzip'd, from its head.
 fn is(path: &Path, format: Format) {
     let bytes = std::fs::read(path).unwrap();
-    let head = &bytes[..bytes.len().min(tally_formats::detect::HEAD_LEN)];
+    let head = &bytes[..bytes.len().min(tally_formats::HEAD_LEN)];
     assert_eq!(
         detect(head),
         Detected {
