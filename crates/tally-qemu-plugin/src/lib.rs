@@ -48,7 +48,7 @@
 //! [`records`] the bytes of each record; [`children`] following the
 //! processes the guest forks and execs (`ctl=FD,children=on`).
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod args;
 mod buffers;
