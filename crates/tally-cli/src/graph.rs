@@ -123,11 +123,14 @@ pub fn run(args: Args) -> Result<Outcome> {
     let bytes = match format {
         Format::Dot => text,
         Format::Svg => {
-            let (svg, warnings) = graph::svg::render(&text)?;
-            for l in warnings.lines().filter(|l| !l.trim().is_empty()) {
+            let r = graph::svg::render(&text)?;
+            for l in r.dot_stderr.lines().filter(|l| !l.trim().is_empty()) {
                 eprintln!("tally graph: dot: {l}");
             }
-            svg
+            for n in &r.notes {
+                eprintln!("tally graph: {n}");
+            }
+            r.svg
         }
     };
     tally_formats::write_file(&args.output, |w| std::io::Write::write_all(w, &bytes))?;

@@ -366,6 +366,21 @@ impl Child {
         let _ = self.wait();
     }
 
+    /// Sends `sig` to the program's process group (for a program started
+    /// in a group of its own, [`Command::process_group`] 0): it and
+    /// whatever it started. Nothing once it has been waited for, as its
+    /// id may then be another's.
+    pub fn signal_group(&self, sig: i32) -> io::Result<()> {
+        if self.status.is_some() {
+            return Ok(());
+        }
+        // SAFETY: kill takes plain integers; a negative pid names a group.
+        if unsafe { libc::kill(-self.pid, sig) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     /// Waits for the program to end.
     pub fn wait(&mut self) -> io::Result<ExitStatus> {
         self.wait_with(0).map(|s| s.expect("a blocking wait"))

@@ -9,6 +9,9 @@
 //! - [`signals`]: SIGINT, SIGTERM and SIGHUP sent to tally passed on to
 //!   the program (and to other processes it started, for `sim
 //!   --trace-children`), a second one killing it.
+//! - [`helper`]: a helper program (Graphviz's `dot`) run with its input
+//!   and output piped, bounded in time, in its own process group, killed
+//!   if tally dies.
 //! - [`Exit`]: how the program ended, and the status tally then exits
 //!   with, as a shell gives it.
 //!
@@ -16,9 +19,11 @@
 //! handler, so they are the crate's only modules that allow `unsafe`.
 #![deny(missing_docs)]
 
+pub mod helper;
 pub mod launch;
 pub mod signals;
 
+pub use helper::{Output, Ran, run_bounded};
 pub use launch::{Child, Command};
 pub use signals::{Forwarding, forward_to};
 

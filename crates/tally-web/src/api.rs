@@ -415,7 +415,9 @@ pub fn graph_svg(s: &Session, q: &Query) -> Result<Reply, Error> {
     }
     let mut dot = Vec::new();
     graph::dot::write(&g, &kept, &mut dot).map_err(|e| Error::Input(e.to_string()))?;
-    let (out, _) = graph::svg::render(&dot).map_err(|e| Error::Input(e.to_string()))?;
+    let out = graph::svg::render(&dot)
+        .map_err(|e| Error::Input(e.to_string()))?
+        .svg;
     Ok(svg(out))
 }
 

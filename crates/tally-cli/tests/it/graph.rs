@@ -680,3 +680,112 @@ fn derived_events_and_focus() {
         "focus is callers and callees"
     );
 }
+
+/// The gmon fixture of a deep program, on which Graphviz's `dot` runs for
+/// many minutes with its usual settings.
+fn deep_args() -> [String; 4] {
+    let d = tally_testutil::data("gprof");
+    [
+        path_str(&d.join("deep.O0.gmon")).to_string(),
+        "--binary".into(),
+        path_str(&d.join("deep.O0")).to_string(),
+        "-o".into(),
+    ]
+}
+
+/// A graph `dot` cannot lay out within its bound is laid out again with
+/// fewer iterations, with a note, and the SVG is made.
+#[test]
+fn a_graph_dot_is_slow_on_is_laid_out_again() {
+    if !require(&["dot"]) {
+        return;
+    }
+    let dir = tally_testutil::temp_dir();
+    let out = dir.path().join("deep.svg");
+    let o = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .arg("graph")
+        .args(deep_args())
+        .arg(&out)
+        .env("TALLY_DOT_TIMEOUT", "1")
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("laid out again with fewer iterations"),
+        "{err}"
+    );
+    let svg = std::fs::read_to_string(&out).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("</svg>"));
+}
+
+/// The process ids whose parent is `pid`.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut kids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+        let after = stat.rsplit_once(") ").map(|x| x.1).unwrap_or("");
+        if after.split(' ').nth(1).and_then(|s| s.parse::<u32>().ok()) == Some(pid) {
+            kids.push(p);
+        }
+    }
+    kids
+}
+
+/// Whether process `pid` has ended (gone, or a zombie).
+fn ended(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.is_empty() || stat.rsplit_once(") ").is_some_and(|x| x.1.starts_with('Z'))
+}
+
+/// SIGINT or SIGTERM to tally while `dot` works ends both: no `dot` is
+/// left running, adopted by init.
+#[test]
+fn no_dot_outlives_tally() {
+    if !require(&["dot"]) {
+        return;
+    }
+    for signal in ["INT", "TERM"] {
+        let dir = tally_testutil::temp_dir();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tally"))
+            .arg("graph")
+            .args(deep_args())
+            .arg(dir.path().join("deep.svg"))
+            .env("TALLY_DOT_TIMEOUT", "600")
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Wait for tally to start dot.
+        let mut dots = Vec::new();
+        for _ in 0..1000 {
+            dots = children_of(child.id());
+            if !dots.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!dots.is_empty(), "tally started no dot");
+        let kill = Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "SIG{signal}: tally ended with {status}");
+        let gone = (0..500).all(|_| {
+            if dots.iter().all(|&d| ended(d)) {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            true
+        });
+        assert!(
+            !gone,
+            "SIG{signal}: dot {dots:?} still runs after tally ended"
+        );
+    }
+}

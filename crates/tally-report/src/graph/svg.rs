@@ -1,9 +1,11 @@
 //! SVG by Graphviz: the DOT text piped through `dot -Tsvg`. Graphviz's
 //! layout is the reference for call graphs (gprof2dot's pictures are
-//! made by it), so tally does not lay graphs out itself.
+//! made by it), so tally does not lay graphs out itself; it bounds the
+//! time `dot` takes.
 
-use std::io::{Read, Write};
-use std::process::{Command, Stdio};
+use std::ffi::{OsStr, OsString};
+use std::time::Duration;
+use tally_process::{Ran, run_bounded};
 
 /// Why `dot` could not make the SVG.
 #[derive(Debug, thiserror::Error)]
@@ -25,55 +27,94 @@ pub enum SvgError {
         /// What it printed.
         stderr: String,
     },
+    /// `dot` ran past its bounds, with its usual settings and with fewer
+    /// layout iterations.
+    #[error(
+        "Graphviz's `dot` did not lay the graph out within {seconds} s, even with fewer iterations: raise --node-thres and --edge-thres to show fewer functions, or write DOT with `-o FILE.dot`"
+    )]
+    TimedOut {
+        /// The bounds, summed.
+        seconds: u64,
+    },
 }
 
-/// The SVG of a DOT text, and what `dot` said on standard error (its
-/// warnings).
-pub fn render(dot_text: &[u8]) -> Result<(Vec<u8>, String), SvgError> {
+/// An SVG made by `dot`.
+#[derive(Debug)]
+pub struct Rendered {
+    /// The picture.
+    pub svg: Vec<u8>,
+    /// What `dot` printed on standard error (its warnings).
+    pub dot_stderr: String,
+    /// What tally did differently, for the user.
+    pub notes: Vec<String>,
+}
+
+/// Layout settings that bound the work of `dot`'s network simplex and
+/// crossing minimisation, which on some graphs (a few hundred nodes of
+/// a deep program) run for many minutes: the picture is a little less
+/// tidy, and made in seconds.
+const FEWER_ITERATIONS: [&str; 3] = ["-Gnslimit=2", "-Gnslimit1=2", "-Gmclimit=0.5"];
+
+/// How long `dot` may run with its usual settings: `TALLY_DOT_TIMEOUT`
+/// seconds, 5 by default; with fewer iterations it gets six times as long.
+fn bound() -> Duration {
+    let secs = std::env::var("TALLY_DOT_TIMEOUT")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .unwrap_or(5.0);
+    Duration::from_secs_f64(secs.min(86_400.0))
+}
+
+/// The SVG of a DOT text. `dot` (or `TALLY_DOT`) runs bounded in time, in
+/// its own process group, and dies with tally; past its bound it is killed
+/// and run again with fewer layout iterations, and past that bound too the
+/// answer is [`SvgError::TimedOut`].
+pub fn render(dot_text: &[u8]) -> Result<Rendered, SvgError> {
     let program = std::env::var_os("TALLY_DOT").unwrap_or_else(|| "dot".into());
-    let mut child = match Command::new(&program)
-        .arg("-Tsvg")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(SvgError::NoDot),
-        Err(e) => return Err(SvgError::Io(e)),
-    };
-    // Feed standard input from a thread so that a large graph cannot
-    // deadlock against dot's output.
-    let mut stdin = child
-        .stdin
-        .take()
-        .ok_or_else(|| std::io::Error::other("no stdin"))?;
-    let input = dot_text.to_vec();
-    let feeder = std::thread::spawn(move || stdin.write_all(&input));
-    let mut stderr = child
-        .stderr
-        .take()
-        .ok_or_else(|| std::io::Error::other("no stderr"))?;
-    let errs = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = stderr.read_to_end(&mut s);
-        s
-    });
-    let mut svg = Vec::new();
-    if let Some(mut out) = child.stdout.take() {
-        out.read_to_end(&mut svg)?;
+    let first = bound();
+    let mut notes = Vec::new();
+    let mut out = run(&program, &[], dot_text, first)?;
+    if out.is_none() {
+        notes.push(format!(
+            "Graphviz's `dot` ran past {} s; laid out again with fewer iterations ({})",
+            first.as_secs_f64(),
+            FEWER_ITERATIONS.join(" ")
+        ));
+        out = run(&program, &FEWER_ITERATIONS, dot_text, first * 6)?;
     }
-    let status = child.wait()?;
-    let fed = feeder
-        .join()
-        .unwrap_or_else(|_| Err(std::io::Error::other("writer panicked")));
-    let stderr = String::from_utf8_lossy(&errs.join().unwrap_or_default()).into_owned();
-    if !status.success() {
+    let Some(o) = out else {
+        return Err(SvgError::TimedOut {
+            seconds: (first * 7).as_secs_f64().ceil() as u64,
+        });
+    };
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    if !o.status.success() {
         return Err(SvgError::Failed {
-            status: status.to_string(),
+            status: o.status.to_string(),
             stderr: stderr.trim().to_owned(),
         });
     }
-    fed?;
-    Ok((svg, stderr))
+    Ok(Rendered {
+        svg: o.stdout,
+        dot_stderr: stderr,
+        notes,
+    })
+}
+
+/// One bounded run of `dot -Tsvg`; `None` past the bound.
+fn run(
+    program: &OsString,
+    extra: &[&str],
+    dot_text: &[u8],
+    bound: Duration,
+) -> Result<Option<tally_process::Output>, SvgError> {
+    let mut args: Vec<&OsStr> = vec![OsStr::new("-Tsvg")];
+    args.extend(extra.iter().map(OsStr::new));
+    match run_bounded(program, &args, dot_text.to_vec(), bound) {
+        Ok(Ran::Done(o)) => Ok(Some(o)),
+        Ok(Ran::TimedOut) => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(SvgError::NoDot),
+        Err(e) => Err(SvgError::Io(e)),
+    }
 }
