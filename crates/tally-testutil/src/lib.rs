@@ -10,13 +10,18 @@
 //!
 //! [`cli`] runs the `tally` binary as a user does, [`qemu`] says whether
 //! `tally sim -- PROG` can run (QEMU and tally's plugin, under the same
-//! rule), and the functions here find the shared test data and turn
-//! outputs into text.
+//! rule), [`recorder`] what `tally record` may sample here (the rights of
+//! `perf_event_open`) and runs recordings one at a time, [`browser`]
+//! opens and drives pages in headless chromium (under the same rule) and
+//! keeps their screenshots, and the functions here find the shared test
+//! data and turn outputs into text.
 
 #![deny(missing_docs)]
 
+pub mod browser;
 pub mod cli;
 pub mod qemu;
+pub mod recorder;
 pub mod tools;
 
 pub use cli::Tally;

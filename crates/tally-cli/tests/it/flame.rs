@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use tally_testutil::{require, tally, temp_dir};
+use tally_testutil::{browser, require, tally, temp_dir};
 
 /// `work` runs `n` rounds of `grow` (the argument) and a fixed `steady`;
 /// `leaf` is reached through two callers.
@@ -52,38 +52,6 @@ fn profile(dir: &Path, exe: &Path, n: u32, name: &str) -> PathBuf {
         String::from_utf8_lossy(&o.stderr)
     );
     out
-}
-
-fn artefacts() -> PathBuf {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artefacts/flame");
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn chromium(extra: &[&str], url: &str) -> (String, String) {
-    let profile = temp_dir();
-    let o = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(extra)
-        .arg(url)
-        .output()
-        .unwrap();
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
 }
 
 /// A drawn frame: its start and width in cost units, depth, name, and
@@ -167,7 +135,7 @@ fn check_widths(f: &[Frame], total: u64, image_px: f64) {
 
 #[test]
 fn flame_graph_opens_in_chromium_and_adds_up() {
-    if !require(&["gcc", "valgrind", "callgrind_annotate", "chromium"]) {
+    if !browser::require(&["gcc", "valgrind", "callgrind_annotate"]) {
         return;
     }
     let dir = temp_dir();
@@ -197,7 +165,7 @@ fn flame_graph_opens_in_chromium_and_adds_up() {
 
     // Loaded with its script run: no error, and a search counted.
     let url = format!("file://{}?s=^leaf$", svg.display());
-    let (dom, log) = chromium(&["--dump-dom"], &url);
+    let browser::Run { stdout: dom, log } = browser::dump_dom(&url);
     assert!(
         dom.contains("data-ready=\"1\""),
         "script did not finish:\n{log}"
@@ -206,15 +174,9 @@ fn flame_graph_opens_in_chromium_and_adds_up() {
     assert!(dom.contains("data-count=\"2\""), "two leaf frames match");
     assert!(dom.contains("Matched: 2 frames"), "match count shown");
 
-    let shot = artefacts().join("flame.png");
+    let shot = browser::artefacts("flame").join("flame.png");
     let _ = std::fs::remove_file(&shot);
-    chromium(
-        &[
-            &format!("--screenshot={}", shot.display()),
-            "--window-size=1200,800",
-        ],
-        &format!("file://{}", svg.display()),
-    );
+    browser::screenshot(&format!("file://{}", svg.display()), &shot, (1200, 800));
     let png = std::fs::read(&shot).expect("screenshot written");
     assert!(
         png.starts_with(b"\x89PNG") && png.len() > 5000,
@@ -255,7 +217,7 @@ fn red_blue(fill: &str) -> (u32, u32, u32) {
 
 #[test]
 fn differential_graph_colours_growth() {
-    if !require(&["gcc", "valgrind", "chromium"]) {
+    if !browser::require(&["gcc", "valgrind"]) {
         return;
     }
     let dir = temp_dir();
@@ -288,20 +250,14 @@ fn differential_graph_colours_growth() {
     let (r, g, bl) = red_blue(&grow.fill);
     assert!(bl == 255 && r < 60 && g < 60, "grow is blue: {}", grow.fill);
 
-    let (dom, log) = chromium(&["--dump-dom"], &format!("file://{}", svg.display()));
+    let browser::Run { stdout: dom, log } = browser::dump_dom(&format!("file://{}", svg.display()));
     assert!(
         dom.contains("data-ready=\"1\""),
         "script did not finish:\n{log}"
     );
     assert!(!log.contains("Uncaught"), "script error:\n{log}");
-    let shot = artefacts().join("diff.png");
-    chromium(
-        &[
-            &format!("--screenshot={}", shot.display()),
-            "--window-size=1200,800",
-        ],
-        &format!("file://{}", svg.display()),
-    );
+    let shot = browser::artefacts("flame").join("diff.png");
+    browser::screenshot(&format!("file://{}", svg.display()), &shot, (1200, 800));
     assert!(shot.exists(), "screenshot written");
 }
 

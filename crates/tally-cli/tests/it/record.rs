@@ -9,16 +9,8 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use tally_testutil::recorder::{Rights, as_nobody, serial};
 use tally_testutil::{path_str, qemu, require, tally};
-
-/// The tests of this file run one at a time: they compare time shares
-/// (and `--system` samples every process), which another test's program
-/// running beside them moves by several points (shared caches).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Self work in `spin` and `leaf`, a self recursion `rec` whose inclusive
 /// share is known (all of `rec`'s work), and `main`'s own loop calling
@@ -855,20 +847,6 @@ fn children_are_followed_when_asked() {
     );
 }
 
-/// Whether this process may open CPU-wide events: root, or
-/// kernel.perf_event_paranoid at most 0.
-fn may_sample_system() -> (bool, bool) {
-    let root = std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|u| u.split_whitespace().nth(1).map(|e| e == "0"))
-        .unwrap_or(false);
-    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .map_or(2, |s| s.trim().parse().unwrap_or(2));
-    (root, paranoid <= 0)
-}
-
 /// The DCPI profiles of the image named `name` in every epoch of `db`.
 fn epoch_profiles(db: &Path, name: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
@@ -913,8 +891,8 @@ fn system_mode_samples_every_process() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let t = tally!().in_dir(d);
-    let (root, paranoid_ok) = may_sample_system();
-    if !root && !paranoid_ok {
+    let rights = Rights::here();
+    if !rights.may_sample_system() {
         let err = t.fails(&["record", "--system", "-d", "db", "--duration", "1"]);
         assert!(err.contains("kernel.perf_event_paranoid"), "{err}");
         return;
@@ -998,10 +976,8 @@ fn system_mode_samples_every_process() {
 
     // Without the right: a clear message (as nobody, where CPU-wide
     // events need root).
-    if root && !paranoid_ok && require(&["setpriv"]) {
-        let o = Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(env!("CARGO_BIN_EXE_tally"))
+    if rights.root && !rights.paranoid_allows_system && require(&["setpriv"]) {
+        let o = as_nobody(env!("CARGO_BIN_EXE_tally"))
             .args([
                 "record",
                 "--system",
@@ -1020,9 +996,7 @@ fn system_mode_samples_every_process() {
             "{err}"
         );
         // Attaching to another user's process: refused, with the cause.
-        let o = Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(env!("CARGO_BIN_EXE_tally"))
+        let o = as_nobody(env!("CARGO_BIN_EXE_tally"))
             .args([
                 "record",
                 "-p",

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
-use tally_testutil::{require, tally, temp_dir};
+use tally_testutil::{browser, require, tally, temp_dir};
 
 /// `fact` recurses, `even` and `odd` call each other (a cycle), `leaf` is
 /// called from all of them and from `work`.
@@ -83,10 +83,9 @@ fn gmon(dir: &Path, exe: &Path) -> PathBuf {
     dir.join("gmon.out")
 }
 
-fn artefacts() -> PathBuf {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artefacts/web");
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// Where this file's screenshots go.
+fn shots() -> PathBuf {
+    browser::artefacts("web")
 }
 
 /// The views whose screenshots the README shows, and the screenshot of
@@ -109,15 +108,12 @@ const README_VIEWS: [(&str, &str); 7] = [
 fn publish_screenshots() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     for (_, shot) in README_VIEWS {
-        let from = artefacts().join(format!("{shot}.png"));
+        let from = shots().join(format!("{shot}.png"));
         assert!(from.is_file(), "{}: no screenshot", from.display());
     }
-    if std::env::var_os("TALLY_SCREENSHOTS").is_some_and(|v| v == "1") {
-        for (view, shot) in README_VIEWS {
-            let from = artefacts().join(format!("{shot}.png"));
-            let to = root.join(format!("docs/images/web-{view}.png"));
-            std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
-        }
+    for (view, shot) in README_VIEWS {
+        let from = shots().join(format!("{shot}.png"));
+        browser::publish(&from, &root.join(format!("docs/images/web-{view}.png")));
     }
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let mut shown: Vec<&str> = readme
@@ -129,23 +125,6 @@ fn publish_screenshots() {
     let mut views: Vec<&str> = README_VIEWS.iter().map(|(v, _)| *v).collect();
     views.sort_unstable();
     assert_eq!(shown, views, "README.md's screenshots of the web UI");
-}
-
-fn driver_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/web")
-}
-
-/// The node project is installed (`npm ci` in tests/web, as CI does).
-fn driver_ready() -> bool {
-    if driver_dir().join("node_modules/playwright-core").is_dir() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "tests/web/node_modules missing, and CI is set: run `npm ci` in tests/web"
-    );
-    eprintln!("skipped: run `npm ci` in tests/web");
-    false
 }
 
 /// A running `tally serve`, stopped when dropped.
@@ -188,27 +167,6 @@ fn serve(args: &[&str]) -> Server {
         .parse()
         .unwrap();
     Server { child, url, port }
-}
-
-/// Drives the page; returns what it saw.
-fn drive(url: &str, prefix: &str, function: &str, offline: bool) -> Value {
-    let mut c = Command::new("node");
-    c.current_dir(driver_dir())
-        .arg("drive.mjs")
-        .arg(url)
-        .arg(artefacts())
-        .arg(prefix)
-        .arg(function);
-    if offline {
-        c.arg("offline");
-    }
-    let out = run(&mut c);
-    let v: Value = serde_json::from_str(out.trim()).expect("driver's JSON");
-    assert!(v.get("failure").is_none(), "{prefix}: {}", v["failure"]);
-    // Every view answers, a cycle's and Cachegrind's graph included.
-    let errors: Vec<&Value> = v["errors"].as_array().unwrap().iter().collect();
-    assert!(errors.is_empty(), "{prefix}: page errors: {errors:?}");
-    v
 }
 
 /// `tally gprof --json`'s call graph entry of `name`.
@@ -301,7 +259,7 @@ fn annotate_inclusive(profile: &Path, function: &str) -> f64 {
 
 #[test]
 fn browser_views_match_the_reports() {
-    if !require(&["gcc", "valgrind", "chromium", "node", "dot"]) || !driver_ready() {
+    if !browser::require_driver(&["gcc", "valgrind", "dot"]) {
         return;
     }
     let dir = temp_dir();
@@ -311,7 +269,7 @@ fn browser_views_match_the_reports() {
 
     // Callgrind: recursion (fact) and a cycle (even, odd).
     let server = serve(&[cgs]);
-    let page = drive(&server.url, "callgrind", "fact", false);
+    let page = browser::drive(&server.url, &shots(), "callgrind", "fact", false);
     // Sorted by inclusive cost, largest first, as annotate computes it.
     let col = page["inclusive_column"].as_u64().unwrap() as usize;
     let incl: Vec<f64> = page["by_inclusive"]
@@ -369,7 +327,7 @@ fn browser_views_match_the_reports() {
         .arg(&exe)
         .arg("300"));
     let server = serve(&["--diff", cgs, b.to_str().unwrap()]);
-    let page = drive(&server.url, "compare", "work", false);
+    let page = browser::drive(&server.url, &shots(), "compare", "work", false);
     assert!(page.get("failure").is_none(), "{}", page["failure"]);
     let primary = page["butterfly"]
         .as_array()
@@ -388,7 +346,7 @@ fn browser_views_match_the_reports() {
 
     // The cycle as a row, with its members.
     let server = serve(&[cgs]);
-    let page = drive(&server.url, "cycle", "<cycle 1>", false);
+    let page = browser::drive(&server.url, &shots(), "cycle", "<cycle 1>", false);
     let members: Vec<&str> = page["butterfly"]
         .as_array()
         .unwrap()
@@ -407,7 +365,7 @@ fn browser_views_match_the_reports() {
     // Cachegrind: every event, and switching event.
     let cach = cachegrind(dir.path(), &exe);
     let server = serve(&[cach.to_str().unwrap()]);
-    let page = drive(&server.url, "cachegrind", "leaf", false);
+    let page = browser::drive(&server.url, &shots(), "cachegrind", "leaf", false);
     assert!(page["events"].as_array().unwrap().len() > 1);
     assert!(
         page["switched_rows"]
@@ -422,7 +380,7 @@ fn browser_views_match_the_reports() {
         let pg = build(dir.path(), true);
         let gm = gmon(dir.path(), &pg);
         let server = serve(&["--binary", pg.to_str().unwrap(), gm.to_str().unwrap()]);
-        let page = drive(&server.url, "gmon", "leaf", false);
+        let page = browser::drive(&server.url, &shots(), "gmon", "leaf", false);
         check_butterfly(
             &page,
             &gprof_entry(&[pg.to_str().unwrap(), gm.to_str().unwrap()], "leaf"),
@@ -435,7 +393,7 @@ fn browser_views_match_the_reports() {
     let html = dir.path().join("report.html");
     tally!().ok(&["report", cgs, "--html", html.to_str().unwrap()]);
     let url = format!("file://{}", html.display());
-    let page = drive(&url, "report", "fact", true);
+    let page = browser::drive(&url, &shots(), "report", "fact", true);
     assert_eq!(
         page["requests"],
         serde_json::json!([]),
@@ -825,12 +783,13 @@ fn report_of_a_large_profile_is_small() {
             first = Some((html, top));
         }
     }
-    if !require(&["chromium", "node"]) || !driver_ready() {
+    if !browser::require_driver(&[]) {
         return;
     }
     let (html, top) = first.unwrap();
-    let page = drive(
+    let page = browser::drive(
         &format!("file://{}", html.display()),
+        &shots(),
         "large-report",
         &top,
         true,
