@@ -114,15 +114,23 @@ enum ColorArg {
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
-    let (profiles, sources) = tally_input::profiles_then_sources(&args.files)?;
+    let (mut profiles, mut sources) = tally_input::profiles_then_sources(&args.files)?;
+    // With --diff the first two files are A and B even when the second
+    // does not look like a profile: its reader then says what is wrong.
+    if args.diff && profiles.len() == 1 && args.files.len() >= 2 {
+        profiles = args.files[..2].to_vec();
+        sources = args.files[2..].to_vec();
+    }
+    if args.diff && profiles.len() != 2 {
+        crate::usage_bail!(
+            "--diff compares two profiles, A and B; {} given",
+            profiles.len()
+        );
+    }
     let opts = options(&args, profiles.clone(), sources)?;
-    if args.diff {
-        let [a, b] = profiles.as_slice() else {
-            crate::usage_bail!(
-                "--diff compares two profiles, A and B; {} given",
-                profiles.len()
-            );
-        };
+    if let [a, b] = profiles.as_slice()
+        && args.diff
+    {
         let options = tally_analysis::combine::CombineOptions {
             combine_parts: true,
             ..Default::default()

@@ -352,3 +352,18 @@ fn an_input_past_the_memory_ceiling_is_a_clean_error() {
         .unwrap();
     assert!(text(&o.stderr).contains("TALLY_MAX_MEMORY: expected a size"));
 }
+
+/// `annotate --diff A B` with a B that is no profile (empty, or text)
+/// names B and what is wrong with it, rather than counting one profile.
+#[test]
+fn annotate_diff_names_a_bad_second_input() {
+    let dir = tally_testutil::temp_dir();
+    let a = tally_testutil::data("callgrind/mutual.default.out");
+    let t = tally!();
+    for (name, bytes) in [("empty.out", &b""[..]), ("notes.txt", &b"just some text\n"[..])] {
+        let b = write(dir.path(), name, bytes);
+        let e = t.fails(&["annotate", "--diff", path_str(&a), path_str(&b)]);
+        assert!(e.contains(path_str(&b)), "{name}: {e}");
+        assert!(!e.contains("given"), "{name}: {e}");
+    }
+}
