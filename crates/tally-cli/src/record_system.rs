@@ -1,12 +1,11 @@
 //! `tally record --system`: every process sampled into DCPI epoch
-//! directories (the library's `tally_record::system`), with a line per
+//! directories (the library's `tally_record::record_system`), with a line per
 //! epoch on stderr.
 
 use crate::Outcome;
 use crate::record::Args;
 use std::time::Duration;
-use tally_record::system::{SystemOptions, record_system};
-use tally_record::{Event, Rate};
+use tally_record::{Event, Rate, SystemOptions, record_system};
 
 /// Runs `tally record --system -d DIR`.
 pub fn run(

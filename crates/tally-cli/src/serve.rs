@@ -4,8 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use tally_web::report::ReportOptions;
-use tally_web::{Error, LoadOptions, Session};
+use tally_web::{Error, LoadOptions, ReportOptions, Session};
 
 use crate::Outcome;
 
@@ -83,7 +82,7 @@ pub fn run(args: Args) -> Result<Outcome> {
             eprintln!("tally: {e}");
         }
     });
-    let bound = tally_web::server::bind(args.port).map_err(wrap)?;
+    let bound = tally_web::bind(args.port).map_err(wrap)?;
     let url = bound.url();
     println!(
         "tally: serving {} at {url}",
@@ -112,6 +111,6 @@ pub fn report(args: ReportArgs) -> Result<Outcome> {
     let opts = ReportOptions {
         threshold: args.threshold / 100.0,
     };
-    tally_web::report::write(&session, &opts, &args.html).map_err(wrap)?;
+    tally_web::write_report(&session, &opts, &args.html).map_err(wrap)?;
     Ok(Outcome::Ok)
 }

@@ -4,11 +4,10 @@
 use clap::Parser;
 use std::path::PathBuf;
 use tally_model::Format;
-use tally_sim::Hierarchy;
-use tally_sim::attrib::{ProfileSpec, to_profile};
-use tally_sim::engine::EngineOptions;
-use tally_sim::machine::{Machine, MachineOptions, describe, event_indices, summary};
-use tally_sim::session::{self, Ending, Run};
+use tally_sim::{
+    Ending, EngineOptions, Hierarchy, Machine, MachineOptions, ProfileSpec, Run, describe,
+    event_indices, summary, to_profile,
+};
 
 use crate::Outcome;
 
@@ -94,7 +93,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> anyhow::Result<Outcome> {
     if let Some(p) = &a.install_plugin {
-        let to = session::launch::install_plugin(p)?;
+        let to = tally_sim::install_plugin(p)?;
         eprintln!("tally sim: the plugin is installed as {}", to.display());
         return Ok(Outcome::Ok);
     }
@@ -114,7 +113,7 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
         }
     }
     // Every machine error is in the options (geometries, policies).
-    let ms = tally_sim::machine::machines(&MachineOptions {
+    let ms = tally_sim::machines(&MachineOptions {
         i1: a.i1.as_deref(),
         d1: a.d1.as_deref(),
         ll: a.ll.as_deref(),
@@ -136,19 +135,19 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
     // Before the program runs: an output that cannot be written would
     // waste the run.
     for m in &ms {
-        session::check_output(&out_path(&a, m.name.as_deref(), 0))?;
+        tally_sim::check_output(&out_path(&a, m.name.as_deref(), 0))?;
     }
     let run = if let Some(t) = &a.lackey {
-        session::lackey(t, a.binary.as_deref(), hier, opts)?
+        tally_sim::lackey_trace(t, a.binary.as_deref(), hier, opts)?
     } else if let Some(t) = &a.trace {
-        session::trace_file(t, a.binary.as_deref(), hier, opts)?
+        tally_sim::trace_file(t, a.binary.as_deref(), hier, opts)?
     } else {
         if a.command.is_empty() {
             crate::usage_bail!(
                 "no program given: tally sim [OPTIONS] -- PROG ARGS (or --lackey TRACE, --trace FILE)"
             );
         }
-        let native = session::Native {
+        let native = tally_sim::Native {
             command: &a.command,
             qemu: a.qemu.as_deref(),
             plugin: a.plugin.as_deref(),
@@ -163,13 +162,9 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
             count_hits: !a.callgrind,
         };
         if a.trace_children {
-            return family(
-                &a,
-                &ms,
-                session::children::native_children(&native, hier, opts)?,
-            );
+            return family(&a, &ms, tally_sim::native_children(&native, hier, opts)?);
         }
-        session::native(&native, hier, opts)?
+        tally_sim::native(&native, hier, opts)?
     };
     for p in &run.space.problems {
         eprintln!("tally sim: warning: {p} (its code is counted as ???)");
@@ -203,7 +198,7 @@ fn exit_as(status: Option<std::process::ExitStatus>) -> anyhow::Result<Outcome> 
 }
 
 /// Writes the profile of every process of a run with children followed.
-fn family(a: &Args, ms: &[Machine], f: session::children::Family) -> anyhow::Result<Outcome> {
+fn family(a: &Args, ms: &[Machine], f: tally_sim::Family) -> anyhow::Result<Outcome> {
     for path in &f.unfollowed {
         eprintln!(
             "tally sim: warning: {path} was exec'd without being followed (not a program for this emulator, or QEMU could not run it)"
@@ -228,7 +223,7 @@ fn family(a: &Args, ms: &[Machine], f: session::children::Family) -> anyhow::Res
 }
 
 fn out_path(a: &Args, name: Option<&str>, pid: u32) -> PathBuf {
-    session::out_path(a.out_file.as_deref(), a.callgrind, name, pid)
+    tally_sim::out_path(a.out_file.as_deref(), a.callgrind, name, pid)
 }
 
 fn report(a: &Args, ms: &[Machine], run: &Run) -> anyhow::Result<()> {

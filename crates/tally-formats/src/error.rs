@@ -191,6 +191,15 @@ pub enum Error {
     /// Profiles that cannot be combined or written as asked.
     #[error("{0}")]
     Incompatible(String),
+    /// An output that could not be created where it is to go (found
+    /// before the work that makes it).
+    #[error("{}: {why}", path.display())]
+    Unwritable {
+        /// The output.
+        path: PathBuf,
+        /// Why not.
+        why: String,
+    },
     /// Bad content in a binary profile (such as gprof's `gmon.out`).
     #[error("{}: byte {offset}: {message}", path.display())]
     Binary {

@@ -84,8 +84,8 @@ pub use load::{
     read_kept, scan, scan_file, sum_bound,
 };
 pub use output::{
-    Abandoned, OutputFormat, OutputOptions, abandon_writes, write_file, write_file_send,
-    write_profile,
+    Abandoned, OutputFormat, OutputOptions, abandon_writes, check_writable, write_file,
+    write_file_send, write_profile,
 };
 pub use shape::{ReadProfile, WriteProfile, reader};
 pub use source::{GZIP_MAX_RATIO, Source};

@@ -134,6 +134,49 @@ impl Default for OutputOptions {
     }
 }
 
+/// Whether a file can be written at `path`, asked before the work that
+/// makes it (a recording, a simulation) so that it is not lost at the end:
+/// its folder exists and takes new files, and it is not a folder itself.
+/// `-` (standard output) always can.
+pub fn check_writable(path: &Path) -> Result<(), Error> {
+    if path.as_os_str() == "-" {
+        return Ok(());
+    }
+    let fail = |why: String| Error::Unwritable {
+        path: path.to_path_buf(),
+        why,
+    };
+    let dir = match path.parent() {
+        Some(d) if d.as_os_str().is_empty() => Path::new("."),
+        Some(d) => d,
+        None => return Err(fail("not a file name".into())),
+    };
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(fail(format!("{} is not a directory", dir.display()))),
+        Err(e) => return Err(fail(format!("directory {}: {e}", dir.display()))),
+    }
+    if path.is_dir() {
+        return Err(fail("it is a directory".into()));
+    }
+    // A probe, as permissions alone do not say (read-only mounts, ACLs).
+    let probe = dir.join(format!(".tally-check.{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(fail(format!(
+            "cannot create files in {}: {e}",
+            dir.display()
+        ))),
+    }
+}
+
 /// Writes a profile to `path` (`-` for standard output) as `options` say,
 /// through [`write_file`]: a failed write leaves the old file.
 pub fn write_profile<C: Cost>(

@@ -156,13 +156,21 @@ pub fn combine_verdict(e: &tally_analysis::Error) -> bool {
 /// cannot analyse as a whole: no events, no such part).
 pub fn report_verdict(e: &tally_report::ReportError) -> bool {
     use tally_report::ReportError as E;
-    matches!(e, E::Input(m) | E::NoSuchPart(m) if !m.contains("overflow") && !m.contains("does not fit"))
+    match e {
+        E::Input(m) => whole_input(m),
+        E::Analysis(a) => analysis_verdict(a),
+        _ => false,
+    }
 }
 
-/// [`report_verdict`] for an analysis's or conversion's error, as the
-/// report error it becomes.
+/// [`report_verdict`] for an analysis's or conversion's error.
 pub fn analysis_verdict(e: &tally_analysis::Error) -> bool {
-    report_verdict(&e.clone().into())
+    !matches!(e, tally_analysis::Error::UnknownEvent { .. }) && whole_input(&e.to_string())
+}
+
+/// A message of no line's overflow: the input as a whole is refused.
+fn whole_input(m: &str) -> bool {
+    !m.contains("overflow") && !m.contains("does not fit")
 }
 
 #[cfg(test)]

@@ -4,9 +4,7 @@
 //! thread that produced it, and the totals are printed at exit. No
 //! profile is written: attribution needs symbols, which tally loads.
 
-use tally_sim::engine::{Engine, EngineOptions};
-use tally_sim::feed::Simulation;
-use tally_sim::{Hierarchy, HierarchyConfig, Policy, machine};
+use tally_sim::{Engine, EngineOptions, Hierarchy, HierarchyConfig, Policy, Simulation};
 
 /// Cachegrind's default machine for this host, branch simulation on.
 pub struct Sim {
@@ -18,7 +16,7 @@ pub struct Sim {
 
 impl Sim {
     pub fn new() -> Result<Sim, String> {
-        let (i1, d1, ll) = machine::host_caches();
+        let (i1, d1, ll) = tally_sim::host_caches();
         let h = Hierarchy::new(&HierarchyConfig {
             i1,
             d1,

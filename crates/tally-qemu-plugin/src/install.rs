@@ -393,7 +393,7 @@ unsafe extern "C" fn on_translate(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb
             // What the filter must know of the instruction.
             let atomic =
                 if X86_64.load(Ordering::Relaxed) && !FILTER.load(Ordering::Relaxed).is_null() {
-                    ATOMIC * usize::from(tally_sim::flow::classify_x86_64(data, vaddr).atomic_rmw)
+                    ATOMIC * usize::from(tally_sim::classify_x86_64(data, vaddr).atomic_rmw)
                 } else {
                     0
                 };

@@ -12,17 +12,25 @@
 //! so the result is an ordinary profile of whole stacks that every writer
 //! takes. With `-p` an existing process is attached to: each of its
 //! threads on each CPU, its mappings read from `/proc`.
+//!
+//! [`record`] makes a [`Recording`]; [`write_gmon`] and [`write_dcpi`]
+//! write its sample counts as gmon.out and as DCPI profiles;
+//! [`record_system`] is `tally record --system`, DCPI's daemon mode.
 #![deny(missing_docs)]
 
-pub mod outputs;
+mod outputs;
 mod preload;
-pub mod records;
-pub mod sys;
-pub mod system;
-pub mod unwind;
+mod records;
+mod sys;
+mod system;
+mod unwind;
+
+pub use outputs::{write_dcpi, write_gmon};
+pub use records::{Record, Timed};
+pub use system::{Epoch, SystemOptions, SystemRecording, record_system};
+pub use unwind::UserStack;
 
 use preload::Preloader;
-use records::{Record, Timed};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -12,7 +12,9 @@
 //! - `flame`: flame graphs as interactive SVGs (`tally flame`).
 //! - `graph`: the call graph as DOT or SVG (`tally graph`).
 //! - `gate`: the verdict of `tally gate` as text, JSON, JUnit XML and Markdown.
-//! - `format`: number formatting and styles shared by the text writers.
+//!
+//! The text writers share their number formatting: [`thousands`] and the
+//! colours of [`Style`].
 #![deny(missing_docs)]
 
 pub mod annotate;
@@ -20,29 +22,16 @@ pub mod check;
 pub mod dcpi;
 pub mod diff;
 pub mod flame;
-pub mod format;
+mod format;
 pub mod gate;
 pub mod gprof;
 pub mod graph;
 
-impl From<tally_analysis::Error> for ReportError {
-    fn from(e: tally_analysis::Error) -> Self {
-        use tally_analysis::Error as E;
-        match e {
-            E::UnknownEvent { name, known } => ReportError::UnknownEvent { name, known },
-            E::Input(m) => ReportError::Input(m),
-            E::NoSuchPart(m) => ReportError::NoSuchPart(m),
-            other => ReportError::Input(other.to_string()),
-        }
-    }
-}
+pub use format::{Style, thousands};
 
 impl From<tally_model::UnknownEvent> for ReportError {
     fn from(e: tally_model::UnknownEvent) -> Self {
-        ReportError::UnknownEvent {
-            name: e.name,
-            known: e.known,
-        }
+        ReportError::Analysis(e.into())
     }
 }
 
@@ -50,20 +39,56 @@ impl From<tally_model::UnknownEvent> for ReportError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReportError {
-    /// An event name the profile does not have.
-    #[error("unknown event `{name}` (the profile has: {known})")]
-    UnknownEvent {
-        /// The name given.
-        name: String,
-        /// The events the profile has.
-        known: String,
-    },
-    /// A part or thread the profile does not have.
-    #[error("{0}")]
-    NoSuchPart(String),
+    /// The analysis failed: an event or part the profile lacks, input it
+    /// cannot use.
+    #[error(transparent)]
+    Analysis(#[from] tally_analysis::Error),
     /// Input that cannot be analysed (a program without symbols, …).
     #[error("{0}")]
     Input(String),
+    /// `graph`: the pattern names no function of the profile.
+    #[error("{option} `{pattern}`: no function of the profile is called that")]
+    NoSuchFunction {
+        /// The option (`--root`, `--leaf`, `--focus`).
+        option: &'static str,
+        /// The pattern given.
+        pattern: String,
+    },
+    /// `graph`: the pattern names functions, but the thresholds left them out.
+    #[error(
+        "{option} `{pattern}`: the functions called that are below the thresholds (try --node-thres 0 --edge-thres 0)"
+    )]
+    Pruned {
+        /// The option.
+        option: &'static str,
+        /// The pattern given.
+        pattern: String,
+    },
+    /// `graph`: Graphviz's `dot` is not installed.
+    #[error(
+        "Graphviz's `dot` is needed for SVG output and was not found (install the `graphviz` package, e.g. `apt-get install graphviz`), or write DOT with `-o FILE.dot`"
+    )]
+    NoDot,
+    /// `dot` could not be run or talked to.
+    #[error("running Graphviz's `dot`: {0}")]
+    DotIo(std::io::Error),
+    /// `dot` failed.
+    #[error("Graphviz's `dot` failed ({status}): {stderr}")]
+    DotFailed {
+        /// Its exit status.
+        status: String,
+        /// What it printed.
+        stderr: String,
+    },
+    /// `dot` ran past its bounds, with its usual settings and with fewer
+    /// layout iterations.
+    #[error(
+        "Graphviz's `dot` did not lay the graph out within {seconds} s, even with fewer iterations: raise --node-thres and --edge-thres to show fewer functions, or write DOT with `-o FILE.dot`"
+    )]
+    DotTimedOut {
+        /// The bounds, summed.
+        seconds: u64,
+    },
     /// Writing the report failed.
     #[error("writing the report: {0}")]
     Io(#[from] std::io::Error),

@@ -13,10 +13,10 @@
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;
-use tally_sim::engine::{Engine, EngineOptions};
-use tally_sim::feed::Simulation;
 use tally_sim::trace::{Record, TraceReader, TraceWriter};
-use tally_sim::{CacheConfig, Counts, Hierarchy, HierarchyConfig, Policy};
+use tally_sim::{
+    CacheConfig, Counts, Engine, EngineOptions, Hierarchy, HierarchyConfig, Policy, Simulation,
+};
 
 #[derive(Clone, Copy)]
 enum Acc {

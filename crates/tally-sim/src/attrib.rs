@@ -154,7 +154,7 @@ pub struct ProfileSpec<'a> {
     /// `desc:` lines, (type, value).
     pub desc: Vec<(String, String)>,
     /// Which of [`Counts::values`] to write, by index
-    /// ([`crate::machine::event_indices`]).
+    /// ([`crate::event_indices`]).
     pub events: &'a [usize],
     /// Write call arcs (Callgrind).
     pub calls: bool,

@@ -4,7 +4,7 @@
 //! Nine accesses in ten hit D1 and touch nothing below it, yet each costs
 //! tally a record of 11 bytes to decode, merge and look up. With a
 //! [`D1Filter`] the plugin puts QEMU's pieces of an access back together
-//! (the rules of the engine: [`crate::engine`]), looks the access up in its
+//! (the rules of the engine: [`crate::Engine`]), looks the access up in its
 //! own D1 and writes a hit as 2 bytes (which instruction, read or write)
 //! and only a miss with its address, for tally to take to the lower levels
 //! in stream order. The two halves of the simulation run on two cores, and
@@ -294,7 +294,7 @@ impl D1Filter {
     }
 
     /// D1's state, for tally to go on from when the filter stops (a second
-    /// thread starts): see [`crate::cache::Cache::save`].
+    /// thread starts): see [`crate::Cache::save`].
     pub fn save(&self) -> Vec<u8> {
         self.d1.save()
     }
@@ -357,7 +357,7 @@ pub fn filter_stream<R: std::io::Read, W: std::io::Write>(
 
 /// [`filter_stream`] as the plugin filters with `hits=on`: D1 hits by
 /// block instructions counted by stream id (`[2 * id]` reads, `[2 * id +
-/// 1]` writes, for [`crate::engine::Feeder::add_hits`]) rather than
+/// 1]` writes, for [`crate::Feeder::add_hits`]) rather than
 /// written, and how far blocks ran in progress records.
 pub fn filter_stream_counting<R: std::io::Read, W: std::io::Write>(
     input: R,

@@ -8,6 +8,15 @@
 //! optional levels between. Costs are Cachegrind's events: `Ir I1mr ILmr
 //! Dr D1mr DLmr Dw D1mw DLmw`, and `Bc Bcm Bi Bim` for branches.
 //!
+//! The crate root holds the simulation: the machines users describe
+//! ([`machines`]), the [`Engine`] that runs instructions through them, and
+//! the [`Simulation`] that feeds it a trace stream; with the `session`
+//! feature, also a run of `tally sim` from start to end (`native`,
+//! `trace_file`, `lackey_trace`) and the profile made of it
+//! (`to_profile`). Three modules are namespaces of their own: [`trace`],
+//! the binary stream the QEMU plugin writes; [`filter`], the plugin's D1
+//! filter and its records; [`lackey`], Valgrind Lackey's memory traces.
+//!
 //! # Example: simulate a Lackey trace
 //!
 //! ```
@@ -42,20 +51,35 @@
 #![deny(missing_docs)]
 
 #[cfg(feature = "session")]
-pub mod attrib;
-pub mod branch;
-pub mod cache;
-pub mod engine;
-pub mod feed;
+mod attrib;
+mod branch;
+mod cache;
+mod engine;
+mod feed;
 pub mod filter;
-pub mod flow;
-pub mod machine;
+mod flow;
+pub mod lackey;
+mod machine;
 #[cfg(feature = "session")]
-pub mod session;
+mod session;
 pub mod trace;
 
+#[cfg(feature = "session")]
+pub use attrib::{AddressSpace, ProfileSpec, to_profile};
 pub use branch::{CondPredictor, IndirectPredictor};
-pub use cache::{Cache, CacheConfig, Policy};
+pub use cache::{Cache, CacheConfig, Front, Policy};
+pub use engine::{Arc, Engine, EngineOptions, Feeder, Instr, NO_FETCH, Output, SliceError, Slot};
+pub use feed::{Ending as StreamEnding, FeedError, Host, Simulation, SlotProblem};
+pub use flow::{Flow, Kind as FlowKind, classify_x86_64};
+#[cfg(feature = "session")]
+pub use machine::summary;
+pub use machine::{Machine, MachineOptions, describe, event_indices, host_caches, machines};
+#[cfg(feature = "session")]
+pub use session::{
+    Ending, Family, Native, Run, SessionError, Unfollowed, check_output, find_plugin,
+    install_plugin, lackey_trace, native, native_children, out_path, plugin_data_dir,
+    plugin_places, trace_file,
+};
 
 /// Why a simulation cannot be set up.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -417,8 +441,6 @@ impl Hierarchy {
         c.bim += u64::from(self.indirect.predict(addr, target));
     }
 }
-
-pub mod lackey;
 
 impl Hierarchy {
     /// Simulates one Lackey record; a modify counts as one read, as

@@ -320,7 +320,7 @@ impl<R: Read> TraceReader<R> {
 
     /// The bytes read but not yet taken as records (for a caller that
     /// decodes the commonest records itself, see
-    /// [`crate::engine::Feeder::feed_bytes`], [`crate::feed`]).
+    /// [`crate::Feeder::feed_bytes`], [`crate::Simulation`]).
     #[inline(always)]
     pub fn unread(&self) -> &[u8] {
         &self.buf[self.pos..self.len]

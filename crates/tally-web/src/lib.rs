@@ -2,30 +2,35 @@
 //! embedded page) and `tally report --html` (the same page in one file,
 //! its data embedded).
 //!
-//! - [`session`]: the inputs, read once before the server starts, and the
-//!   analyses made from them once per event and part.
-//! - [`view`]: one analysis (gprof's report, the one `tally gprof` prints)
-//!   and the functions table drawn from it.
-//! - [`api`]: the JSON API, one function from a request to a reply, used
-//!   by the server and, ahead of time, by the report.
-//! - [`server`]: loopback only, a secret token in the URL, the Host header
-//!   checked (DNS rebinding), nothing outside the API.
-//! - [`report`]: the self-contained HTML file.
+//! - [`Session`]: the inputs, read once before the server starts
+//!   ([`Session::load`]), and the analyses made from them once per event
+//!   and part.
+//! - [`View`]: one analysis (gprof's report, the one `tally gprof` prints)
+//!   and the functions [`Table`] drawn from it.
+//! - [`handle`]: the JSON API, one function from a request to a
+//!   [`Reply`], used by the server and, ahead of time, by the report.
+//! - [`bind`]: the server, loopback only, a secret token in the URL, the
+//!   Host header checked (DNS rebinding), nothing outside the API.
+//! - [`write_report`]: the self-contained HTML file.
 //!
 //! The page (`assets/`) is plain JavaScript and CSS, inlined into the one
 //! HTML document served, so nothing is fetched from anywhere else.
 #![deny(missing_docs)]
 
-pub mod api;
-pub mod report;
-pub mod server;
-pub mod session;
-pub mod view;
+mod api;
+mod report;
+mod server;
+mod session;
+mod view;
 
 #[cfg(test)]
 mod tests;
 
-pub use session::{LoadOptions, Session};
+pub use api::{Query, Reply, handle};
+pub use report::{ReportOptions, write as write_report};
+pub use server::{Bound, bind};
+pub use session::{Annotation, AnnotationKey, Input, LoadOptions, Session};
+pub use view::{Base, Grouping, Provisional, Row, Table, View};
 
 /// What can go wrong reading inputs or answering a request.
 #[derive(Debug, thiserror::Error)]

@@ -360,7 +360,10 @@ fn annotate_diff_names_a_bad_second_input() {
     let dir = tally_testutil::temp_dir();
     let a = tally_testutil::data("callgrind/mutual.default.out");
     let t = tally!();
-    for (name, bytes) in [("empty.out", &b""[..]), ("notes.txt", &b"just some text\n"[..])] {
+    for (name, bytes) in [
+        ("empty.out", &b""[..]),
+        ("notes.txt", &b"just some text\n"[..]),
+    ] {
         let b = write(dir.path(), name, bytes);
         let e = t.fails(&["annotate", "--diff", path_str(&a), path_str(&b)]);
         assert!(e.contains(path_str(&b)), "{name}: {e}");

@@ -90,7 +90,7 @@ fn summary(p: &Path) -> Vec<u64> {
 
 /// `1234567` as `1,234,567`, as the summary prints counts.
 fn commas(n: u64) -> String {
-    tally_report::format::thousands(i128::from(n))
+    tally_report::thousands(i128::from(n))
 }
 
 const GEO_A: [&str; 3] = ["--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"];

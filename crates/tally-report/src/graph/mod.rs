@@ -18,6 +18,7 @@
 pub mod dot;
 pub mod svg;
 
+use crate::ReportError;
 use std::path::Path;
 
 use tally_analysis::gprof::{Costs, Report};
@@ -313,30 +314,6 @@ impl Default for Prune {
     }
 }
 
-/// Why a graph cannot be pruned as asked.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum PruneError {
-    /// The pattern names no function of the profile.
-    #[error("{option} `{pattern}`: no function of the profile is called that")]
-    NoSuchFunction {
-        /// The option (`--root`, `--leaf`, `--focus`).
-        option: &'static str,
-        /// The pattern given.
-        pattern: String,
-    },
-    /// The pattern names functions, but the thresholds left them out.
-    #[error(
-        "{option} `{pattern}`: the functions called that are below the thresholds (try --node-thres 0 --edge-thres 0)"
-    )]
-    Pruned {
-        /// The option.
-        option: &'static str,
-        /// The pattern given.
-        pattern: String,
-    },
-}
-
 /// What remains of a graph after pruning: which nodes and edges to draw.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Kept {
@@ -350,7 +327,7 @@ pub struct Kept {
 /// edges with them), then edges below `edge_thres`; then `root` keeps the
 /// descendants of the matching functions, `leaf` their ancestors, `focus`
 /// both, each along the edges that remain.
-pub fn prune(g: &Graph, p: &Prune) -> Result<Kept, PruneError> {
+pub fn prune(g: &Graph, p: &Prune) -> Result<Kept, ReportError> {
     let mut nodes: Vec<bool> = (0..g.nodes.len())
         .map(|i| {
             let n = &g.nodes[i];
@@ -375,14 +352,14 @@ pub fn prune(g: &Graph, p: &Prune) -> Result<Kept, PruneError> {
                 .filter(|&i| glob(pat.as_bytes(), g.nodes[i].name.as_bytes()))
                 .collect();
             if all.is_empty() {
-                return Err(PruneError::NoSuchFunction {
+                return Err(ReportError::NoSuchFunction {
                     option,
                     pattern: pat.clone(),
                 });
             }
             let kept: Vec<usize> = all.into_iter().filter(|&i| nodes[i]).collect();
             if kept.is_empty() {
-                return Err(PruneError::Pruned {
+                return Err(ReportError::Pruned {
                     option,
                     pattern: pat.clone(),
                 });

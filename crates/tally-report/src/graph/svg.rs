@@ -3,40 +3,10 @@
 //! made by it), so tally does not lay graphs out itself; it bounds the
 //! time `dot` takes.
 
+use crate::ReportError;
 use std::ffi::{OsStr, OsString};
 use std::time::Duration;
 use tally_process::{Ran, run_bounded};
-
-/// Why `dot` could not make the SVG.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SvgError {
-    /// `dot` is not installed.
-    #[error(
-        "Graphviz's `dot` is needed for SVG output and was not found (install the `graphviz` package, e.g. `apt-get install graphviz`), or write DOT with `-o FILE.dot`"
-    )]
-    NoDot,
-    /// `dot` could not be run or talked to.
-    #[error("running Graphviz's `dot`: {0}")]
-    Io(#[from] std::io::Error),
-    /// `dot` failed.
-    #[error("Graphviz's `dot` failed ({status}): {stderr}")]
-    Failed {
-        /// Its exit status.
-        status: String,
-        /// What it printed.
-        stderr: String,
-    },
-    /// `dot` ran past its bounds, with its usual settings and with fewer
-    /// layout iterations.
-    #[error(
-        "Graphviz's `dot` did not lay the graph out within {seconds} s, even with fewer iterations: raise --node-thres and --edge-thres to show fewer functions, or write DOT with `-o FILE.dot`"
-    )]
-    TimedOut {
-        /// The bounds, summed.
-        seconds: u64,
-    },
-}
 
 /// An SVG made by `dot`.
 #[derive(Debug)]
@@ -69,8 +39,8 @@ fn bound() -> Duration {
 /// The SVG of a DOT text. `dot` (or `TALLY_DOT`) runs bounded in time, in
 /// its own process group, and dies with tally; past its bound it is killed
 /// and run again with fewer layout iterations, and past that bound too the
-/// answer is [`SvgError::TimedOut`].
-pub fn render(dot_text: &[u8]) -> Result<Rendered, SvgError> {
+/// answer is [`ReportError::DotTimedOut`].
+pub fn render(dot_text: &[u8]) -> Result<Rendered, ReportError> {
     let program = std::env::var_os("TALLY_DOT").unwrap_or_else(|| "dot".into());
     let first = bound();
     let mut notes = Vec::new();
@@ -84,13 +54,13 @@ pub fn render(dot_text: &[u8]) -> Result<Rendered, SvgError> {
         out = run(&program, &FEWER_ITERATIONS, dot_text, first * 6)?;
     }
     let Some(o) = out else {
-        return Err(SvgError::TimedOut {
+        return Err(ReportError::DotTimedOut {
             seconds: (first * 7).as_secs_f64().ceil() as u64,
         });
     };
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     if !o.status.success() {
-        return Err(SvgError::Failed {
+        return Err(ReportError::DotFailed {
             status: o.status.to_string(),
             stderr: stderr.trim().to_owned(),
         });
@@ -108,13 +78,13 @@ fn run(
     extra: &[&str],
     dot_text: &[u8],
     bound: Duration,
-) -> Result<Option<tally_process::Output>, SvgError> {
+) -> Result<Option<tally_process::Output>, ReportError> {
     let mut args: Vec<&OsStr> = vec![OsStr::new("-Tsvg")];
     args.extend(extra.iter().map(OsStr::new));
     match run_bounded(program, &args, dot_text.to_vec(), bound) {
         Ok(Ran::Done(o)) => Ok(Some(o)),
         Ok(Ran::TimedOut) => Ok(None),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(SvgError::NoDot),
-        Err(e) => Err(SvgError::Io(e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ReportError::NoDot),
+        Err(e) => Err(ReportError::DotIo(e)),
     }
 }

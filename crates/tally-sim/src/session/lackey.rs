@@ -14,7 +14,7 @@ use std::path::Path;
 
 /// Simulates the Lackey trace at `path` (`-` reads standard input);
 /// `binary`, the program, when the trace does not name its objects.
-pub fn lackey(
+pub fn lackey_trace(
     path: &Path,
     binary: Option<&Path>,
     machines: Vec<Hierarchy>,

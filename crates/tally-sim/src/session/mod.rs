@@ -22,12 +22,14 @@
 //! caller to pass on.
 #![allow(unsafe_code)]
 
-pub mod children;
+mod children;
 mod lackey;
-pub mod launch;
-pub mod pool;
+mod launch;
+mod pool;
 
-pub use lackey::lackey;
+pub use children::{Family, native_children};
+pub use lackey::lackey_trace;
+pub use launch::{find_plugin, install_plugin, plugin_data_dir, plugin_places};
 
 use crate::attrib::AddressSpace;
 use crate::engine::{Engine, EngineOptions, Output};
@@ -209,37 +211,16 @@ pub fn check_output(path: &Path) -> Result<(), SessionError> {
         path: path.to_path_buf(),
         why,
     };
-    let dir = match path.parent() {
-        Some(d) if d.as_os_str().is_empty() => Path::new("."),
-        Some(d) => d,
-        None => return Err(fail("not a file name".into())),
-    };
-    if dir.to_string_lossy().contains("%p") {
+    if path
+        .parent()
+        .is_some_and(|d| d.to_string_lossy().contains("%p"))
+    {
         return Ok(());
     }
-    match std::fs::metadata(dir) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => return Err(fail(format!("{} is not a directory", dir.display()))),
-        Err(e) => return Err(fail(format!("directory {}: {e}", dir.display()))),
-    }
-    if path.is_dir() {
-        return Err(fail("it is a directory".into()));
-    }
-    let probe = dir.join(format!(".tally-sim-check.{}", std::process::id()));
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-    {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(e) => Err(fail(format!(
-            "cannot create files in {}: {e}",
-            dir.display()
-        ))),
-    }
+    tally_formats::check_writable(path).map_err(|e| match e {
+        tally_formats::Error::Unwritable { why, .. } => fail(why),
+        other => fail(other.to_string()),
+    })
 }
 
 /// What ended the run.
@@ -318,7 +299,7 @@ pub struct Native<'a> {
     pub command: &'a [String],
     /// The emulator (default: `qemu-<arch>` on PATH).
     pub qemu: Option<&'a Path>,
-    /// The plugin (default: see [`launch::find_plugin`]).
+    /// The plugin (default: see [`find_plugin`]).
     pub plugin: Option<&'a Path>,
     /// Whether accesses are needed: without cache or branch simulation
     /// only executions count, and the plugin records none (its

@@ -7,17 +7,17 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 use tally_testutil::data;
-use tally_web::{LoadOptions, Session, api};
+use tally_web::{LoadOptions, Query, Session};
 
-fn query(pairs: &[(&str, &str)]) -> api::Query {
+fn query(pairs: &[(&str, &str)]) -> Query {
     pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
 }
 
-fn json(s: &Session, path: &str, q: &api::Query) -> Value {
-    let r = api::handle(s, path, q).unwrap_or_else(|e| panic!("{path}: {e}"));
+fn json(s: &Session, path: &str, q: &Query) -> Value {
+    let r = tally_web::handle(s, path, q).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_json::from_slice(&r.body).expect("JSON")
 }
 
