@@ -21,6 +21,8 @@ mod progress;
 #[cfg(feature = "record")]
 mod record;
 #[cfg(feature = "record")]
+mod record_out;
+#[cfg(feature = "record")]
 mod record_system;
 #[cfg(feature = "web")]
 mod serve;

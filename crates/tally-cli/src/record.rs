@@ -39,11 +39,11 @@ pub struct Args {
     /// `*.folded`, `*.json`, `*.speedscope.json`) unless `--format` says
     /// [default: callgrind.out.PID].
     #[arg(short, long)]
-    output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
     /// Output format (`gmon` for an output named `gmon.out`, `dcpi` with
     /// `-d`).
     #[arg(long, value_enum)]
-    format: Option<To>,
+    pub(crate) format: Option<To>,
     /// DCPI output: the profile database; each recording writes an epoch
     /// directory `DIR/YYMMDDHHMM` of one profile per image.
     #[arg(short = 'd', long = "db", value_name = "DIR")]
@@ -74,11 +74,11 @@ pub struct Args {
     #[arg(long, requires = "db", conflicts_with_all = ["command", "pid", "output"])]
     system: bool,
     /// With `--system`: start a new epoch directory every S seconds.
-    #[arg(long, value_name = "S", requires = "system")]
-    epoch: Option<f64>,
+    #[arg(long, value_name = "S", requires = "system", value_parser = crate::values::seconds)]
+    epoch: Option<Duration>,
     /// With `-p` or `--system`: stop after this many seconds.
-    #[arg(long, value_name = "S")]
-    duration: Option<f64>,
+    #[arg(long, value_name = "S", value_parser = crate::values::seconds)]
+    duration: Option<Duration>,
     /// Ring buffer pages per CPU (a power of two; more for high rates)
     /// [default: 128 with frame pointers, 1024 with DWARF].
     #[arg(long, value_name = "PAGES")]
@@ -144,15 +144,19 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             args.call_graph
         ),
     };
-    let duration = seconds("--duration", args.duration)?;
-    if args.system {
-        return crate::record_system::run(
-            &args,
-            event,
-            rate,
-            duration,
-            seconds("--epoch", args.epoch)?,
+    // The program may follow without `--`, so an option tally does not
+    // know would otherwise be taken for the program's name.
+    if let Some(first) = args.command.first()
+        && first.starts_with('-')
+        && first != "-"
+    {
+        crate::usage_bail!(
+            "{first}: not an option of tally record (the program comes after the options; a program whose name starts with `-` is run as ./{first})"
         );
+    }
+    let duration = args.duration;
+    if args.system {
+        return crate::record_system::run(&args, event, rate, duration, args.epoch);
     }
     let target = match (args.pid, args.command.split_first()) {
         (Some(pid), _) => Target::Pid { pid, duration },
@@ -165,6 +169,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         },
         (None, None) => crate::usage_bail!("nothing to record: give `-- PROG ARGS…` or `-p PID`"),
     };
+    crate::record_out::check_output(&args)?;
     let options = Options {
         event,
         rate,
@@ -202,7 +207,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         _ => None,
     };
     if let Some(to) = special {
-        write_counts(&recording, to, &args)?;
+        crate::record_out::write_counts(&recording, to, &args)?;
         return status(&recording);
     }
     let output = args
@@ -243,17 +248,6 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     status(&recording)
 }
 
-/// A positive number of seconds given to `option`.
-fn seconds(option: &str, s: Option<f64>) -> anyhow::Result<Option<Duration>> {
-    match s {
-        Some(s) if !(s > 0.0 && s.is_finite()) => {
-            crate::usage_bail!("{option} {s}: not a positive number of seconds")
-        }
-        Some(s) => Ok(Some(Duration::from_secs_f64(s))),
-        None => Ok(None),
-    }
-}
-
 /// The program's status is tally's, as a shell gives it.
 fn status(recording: &tally_record::Recording) -> anyhow::Result<Outcome> {
     match recording.ending {
@@ -261,31 +255,4 @@ fn status(recording: &tally_record::Recording) -> anyhow::Result<Outcome> {
         Ending::Exited(c) => std::process::exit(tally_process::Exit::Code(c).code()),
         Ending::Killed(s) => std::process::exit(tally_process::Exit::Signal(s).code()),
     }
-}
-
-/// Writes the sample counts as gmon.out (`-o`, default `gmon.out`) or as
-/// DCPI profiles in a new epoch directory of `-d` (default `.`).
-fn write_counts(recording: &tally_record::Recording, to: To, args: &Args) -> anyhow::Result<()> {
-    use tally_record::outputs;
-    let what = format!(
-        "{} samples of {}",
-        recording.samples(),
-        recording.event.name
-    );
-    if to == To::Gmon {
-        let output = args.output.clone().unwrap_or_else(|| "gmon.out".into());
-        outputs::write_gmon(recording, &output)?;
-        eprintln!(
-            "tally record: {what} written to {} (arcs count sampled stacks, not calls)",
-            output.display()
-        );
-        return Ok(());
-    }
-    let db = args.db.clone().unwrap_or_else(|| ".".into());
-    let (dir, images) = outputs::write_dcpi(recording, &db)?;
-    eprintln!(
-        "tally record: {what} written to {} ({images} images)",
-        dir.display()
-    );
-    Ok(())
 }

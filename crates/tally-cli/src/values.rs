@@ -44,3 +44,15 @@ pub fn percent_0_100(s: &str) -> Result<f64, String> {
         Err(format!("the threshold must be between 0 and 100, got {v}"))
     }
 }
+
+/// A positive number of seconds, fractions allowed, that a duration holds.
+pub fn seconds(s: &str) -> Result<std::time::Duration, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}`: not a number of seconds"))?;
+    if !(v > 0.0 && v.is_finite()) {
+        return Err(format!("`{s}`: not a positive number of seconds"));
+    }
+    std::time::Duration::try_from_secs_f64(v).map_err(|_| format!("`{s}`: too many seconds"))
+}

@@ -1016,3 +1016,39 @@ fn system_mode_samples_every_process() {
         );
     }
 }
+
+/// Mistakes found before the program runs: an output folder that is
+/// missing or read-only (the program does not run, so no recording is
+/// lost), durations past what a duration holds, and an option tally does
+/// not know, which must not be taken for the program's name.
+#[test]
+fn mistakes_are_found_before_the_program_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t = tally!().in_dir(d);
+    let marker = d.join("ran");
+    let script = format!("touch {}", path_str(&marker));
+    for output in ["missing/x.out", "missing/gmon.out"] {
+        let err = t.fails(&["record", "-o", output, "--", "sh", "-c", &script]);
+        assert!(err.contains("missing"), "{output}: {err}");
+        assert!(!marker.exists(), "{output}: the program ran");
+    }
+    std::fs::write(d.join("file"), "").unwrap();
+    let err = t.fails(&["record", "-d", "file/db", "--", "sh", "-c", &script]);
+    assert!(err.contains("file/db"), "DCPI: {err}");
+    assert!(!marker.exists(), "DCPI: the program ran");
+    for args in [
+        &["record", "-p", "1", "--duration", "1e30"][..],
+        &["record", "-p", "1", "--duration", "-1"],
+        &["record", "--system", "-d", ".", "--epoch", "1e300"],
+        &["record", "--no-such-option", "--", "true"],
+    ] {
+        let o = t.run(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            !err.contains("panicked") && !err.contains("PATH"),
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -1,0 +1,59 @@
+//! Where `tally record`'s recording goes: checked before the program
+//! runs, and the sample counts written as gmon.out or DCPI profiles.
+
+use crate::record::{Args, To};
+use std::path::PathBuf;
+
+/// Fails before the program runs if its recording could not be written
+/// (`-o` in a missing or read-only folder, a DCPI database that cannot be
+/// made or written), so that no run is wasted.
+pub fn check_output(args: &Args) -> anyhow::Result<()> {
+    let dcpi = matches!(
+        (args.format, &args.db, &args.output),
+        (Some(To::Dcpi), _, _) | (None, Some(_), None)
+    );
+    let probe = if dcpi {
+        // The database is made if missing, as writing it would.
+        let db = args.db.clone().unwrap_or_else(|| ".".into());
+        std::fs::create_dir_all(&db)
+            .map_err(|e| anyhow::anyhow!("{}: cannot make the database: {e}", db.display()))?;
+        db.join("epoch")
+    } else {
+        args.output
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("callgrind.out"))
+    };
+    tally_formats::check_writable(&probe)?;
+    Ok(())
+}
+
+/// Writes the sample counts as gmon.out (`-o`, default `gmon.out`) or as
+/// DCPI profiles in a new epoch directory of `-d` (default `.`).
+pub fn write_counts(
+    recording: &tally_record::Recording,
+    to: To,
+    args: &Args,
+) -> anyhow::Result<()> {
+    use tally_record::{write_dcpi, write_gmon};
+    let what = format!(
+        "{} samples of {}",
+        recording.samples(),
+        recording.event.name
+    );
+    if to == To::Gmon {
+        let output = args.output.clone().unwrap_or_else(|| "gmon.out".into());
+        write_gmon(recording, &output)?;
+        eprintln!(
+            "tally record: {what} written to {} (arcs count sampled stacks, not calls)",
+            output.display()
+        );
+        return Ok(());
+    }
+    let db = args.db.clone().unwrap_or_else(|| ".".into());
+    let (dir, images) = write_dcpi(recording, &db)?;
+    eprintln!(
+        "tally record: {what} written to {} ({images} images)",
+        dir.display()
+    );
+    Ok(())
+}
