@@ -194,7 +194,7 @@ fn event_of(profile: &Profile<u64>, name: &str, file: &Path) -> anyhow::Result<E
     let columns = EventColumns::new(&profile.events);
     let e = columns
         .find(name)
-        .map_err(|e| anyhow!("{}: {e}", file.display()))?;
+        .map_err(|e| anyhow!("{}: {}", file.display(), tally_analysis::Error::from(e)))?;
     if columns.is_ratio(e) {
         crate::usage_bail!("--event {name}: a ratio cannot be a width; choose a count");
     }

@@ -114,7 +114,7 @@ pub enum ParseErrorKind {
     /// The records kept in memory passed the memory ceiling.
     #[error(
         "the profile read so far holds more than {} MiB in memory, the ceiling \
-         (set it with TALLY_MAX_MEMORY, e.g. TALLY_MAX_MEMORY=16G)",
+         (set it with --memory-limit or TALLY_MAX_MEMORY, e.g. --memory-limit 16G)",
         limit >> 20
     )]
     MemoryLimit {
@@ -219,6 +219,25 @@ pub enum Error {
         /// What it is.
         format: crate::detect::Format,
     },
+    /// A count the Cachegrind writer sums per file, function and line
+    /// (or a total) does not fit: the profile's fault, not the output's.
+    /// [`crate::cachegrind::write`] returns it inside an [`std::io::Error`]
+    /// (found by downcasting its inner error to [`Error`]), so that
+    /// callers can name the inputs.
+    #[error("a count summed per file, function and line does not fit in 64 bits")]
+    CachegrindSumOverflow,
+    /// Samples could not become a profile
+    /// ([`crate::perf::samples::SampledStacks`]): more distinct names than
+    /// the model's tables hold.
+    #[error("more names than tally can hold")]
+    StacksFull,
+    /// Samples could not become a profile: the periods of a stack or
+    /// event sum past 64 bits.
+    #[error("the periods sum to more than 64 bits hold")]
+    StacksOverflow,
+    /// Samples could not become a profile: the event names are not valid.
+    #[error("{0}")]
+    StacksEvents(String),
 }
 
 impl Error {

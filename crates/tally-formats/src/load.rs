@@ -302,7 +302,7 @@ fn read_sources_into<C: Cost, K: Store<C>>(
     Ok((profile, warnings))
 }
 
-fn cannot_load(source: &Source, sources: &[Source], e: tally_model::CombineError) -> Error {
+fn cannot_load(source: &Source, sources: &[Source], e: tally_model::Error) -> Error {
     Error::Incompatible(format!(
         "{}: cannot be loaded with {}: {e}",
         source.path().display(),

@@ -469,7 +469,8 @@ fn cachegrind_trip<C: Cost>(p: &Profile<C>) -> Res {
     if let Err(e) = tally_formats::cachegrind::write(p, &mut out) {
         // A sum that does not fit is refused, and said so: not a failure.
         if e.get_ref()
-            .is_some_and(|e| e.is::<tally_formats::cachegrind::SumOverflow>())
+            .and_then(|e| e.downcast_ref::<tally_formats::Error>())
+            .is_some_and(|e| matches!(e, tally_formats::Error::CachegrindSumOverflow))
         {
             return Ok(());
         }

@@ -134,7 +134,8 @@ pub fn write_error(e: tally_formats::Error, inputs: &[PathBuf]) -> Error {
         tally_formats::Error::Io { path, source } => {
             if source
                 .get_ref()
-                .is_some_and(|r| r.is::<tally_formats::cachegrind::SumOverflow>())
+                .and_then(|r| r.downcast_ref::<tally_formats::Error>())
+                .is_some_and(|e| matches!(e, tally_formats::Error::CachegrindSumOverflow))
             {
                 let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
                 return Error::Input(format!("{}: {source}", names.join(", ")));

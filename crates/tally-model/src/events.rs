@@ -2,7 +2,7 @@
 //! `event:` lines, and derived events defined by formulas
 //! (`event: S = Ir + 2 * Dr`).
 
-use crate::Cost;
+use crate::{Cost, Error};
 
 /// A recorded event: one column of every cost vector.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -127,47 +127,6 @@ fn sum_text(terms: &[Term]) -> String {
     s
 }
 
-/// Why an `event:` definition was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum EventError {
-    /// The formula does not follow `[N [*]] NAME (+ [N [*]] NAME)*`
-    /// (terms may also be `NAME * N` and subtracted; `--event` allows one
-    /// `/`).
-    #[error("malformed event formula `{formula}`: at character {position}, {problem}")]
-    Syntax {
-        /// The formula as written.
-        formula: String,
-        /// 1-based character position of the problem.
-        position: usize,
-        /// What was expected or found there.
-        problem: String,
-    },
-    /// A formula names an event that is neither recorded nor derived.
-    #[error("event formula for `{derived}` names unknown event `{name}`")]
-    Unknown {
-        /// The derived event.
-        derived: String,
-        /// The unknown name.
-        name: String,
-    },
-    /// A formula that names a ratio: ratios are not summed, so they can
-    /// only stand alone.
-    #[error("event formula for `{derived}` names the ratio `{name}`; a ratio can only stand alone")]
-    RatioInFormula {
-        /// The derived event.
-        derived: String,
-        /// The ratio it names.
-        name: String,
-    },
-    /// Derived events that refer to each other.
-    #[error("event formula for `{0}` refers to itself")]
-    Cycle(String),
-    /// The same event name twice in `events:`.
-    #[error("event `{0}` is listed twice")]
-    Duplicate(String),
-}
-
 /// The events of a profile.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Events {
@@ -200,7 +159,7 @@ pub struct Formula {
 /// `event:` lines define inherited events (the specification's
 /// `N [*] NAME` terms, plus `NAME * N` and subtraction as KCachegrind
 /// reads them). A ratio is refused: see [`parse_expression`].
-pub fn parse_formula(text: &str) -> Result<Vec<Term>, EventError> {
+pub fn parse_formula(text: &str) -> Result<Vec<Term>, Error> {
     let f = parse_expression(text)?;
     if !f.denominator.is_empty() {
         let at = text.find('/').map_or(0, |i| text[..i].chars().count());
@@ -211,7 +170,7 @@ pub fn parse_formula(text: &str) -> Result<Vec<Term>, EventError> {
 
 /// Parses a sum, or a ratio of two sums (`D1mr / Dr`,
 /// `(D1mr + D1mw) / (Dr + Dw)`), as `tally annotate --event` takes them.
-pub fn parse_expression(text: &str) -> Result<Formula, EventError> {
+pub fn parse_expression(text: &str) -> Result<Formula, Error> {
     let chars: Vec<char> = text.chars().collect();
     let mut p = FormulaParser {
         text,
@@ -228,8 +187,8 @@ pub fn parse_expression(text: &str) -> Result<Formula, EventError> {
     Ok(Formula { terms, denominator })
 }
 
-fn syntax(text: &str, at: usize, problem: impl Into<String>) -> EventError {
-    EventError::Syntax {
+fn syntax(text: &str, at: usize, problem: impl Into<String>) -> Error {
+    Error::Syntax {
         formula: text.trim().to_string(),
         position: at + 1,
         problem: problem.into(),
@@ -245,7 +204,7 @@ struct FormulaParser<'a> {
 }
 
 impl FormulaParser<'_> {
-    fn error(&self, problem: impl Into<String>) -> EventError {
+    fn error(&self, problem: impl Into<String>) -> Error {
         syntax(self.text, self.at, problem)
     }
 
@@ -266,7 +225,7 @@ impl FormulaParser<'_> {
     }
 
     /// A sum, in parentheses or not.
-    fn side(&mut self) -> Result<Vec<Term>, EventError> {
+    fn side(&mut self) -> Result<Vec<Term>, Error> {
         if self.eat('(') {
             let t = self.sum()?;
             if !self.eat(')') {
@@ -278,7 +237,7 @@ impl FormulaParser<'_> {
         }
     }
 
-    fn sum(&mut self) -> Result<Vec<Term>, EventError> {
+    fn sum(&mut self) -> Result<Vec<Term>, Error> {
         let mut terms = Vec::new();
         let mut sign = if self.eat('-') {
             -1
@@ -303,7 +262,7 @@ impl FormulaParser<'_> {
         }
     }
 
-    fn number(&mut self) -> Result<Option<i64>, EventError> {
+    fn number(&mut self) -> Result<Option<i64>, Error> {
         self.blanks();
         let start = self.at;
         while self.chars.get(self.at).is_some_and(char::is_ascii_digit) {
@@ -333,7 +292,7 @@ impl FormulaParser<'_> {
     }
 
     /// `N [*] NAME`, `NAME [* N]`.
-    fn term(&mut self) -> Result<Term, EventError> {
+    fn term(&mut self) -> Result<Term, Error> {
         let (coefficient, event) = match self.number()? {
             Some(n) => {
                 self.eat('*');
@@ -362,12 +321,12 @@ impl FormulaParser<'_> {
 
 impl Events {
     /// Events recorded in this order (the `events:` line).
-    pub fn new<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Result<Self, EventError> {
+    pub fn new<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Result<Self, Error> {
         let mut e = Events::default();
         for n in names {
             let name = n.into();
             if e.recorded.iter().any(|x| x.name == name) {
-                return Err(EventError::Duplicate(name));
+                return Err(Error::DuplicateEvent(name));
             }
             e.recorded.push(Event {
                 name,
@@ -458,7 +417,7 @@ impl Events {
     pub fn set_recorded<S: Into<String>>(
         &mut self,
         names: impl IntoIterator<Item = S>,
-    ) -> Result<(), EventError> {
+    ) -> Result<(), Error> {
         let mut fresh = Events::new(names)?;
         for e in &mut fresh.recorded {
             if let Some(pos) = self.extra_long_names.iter().position(|x| x.0 == e.name) {
@@ -471,7 +430,7 @@ impl Events {
 
     /// Expands every derived event to coefficients over recorded events.
     /// Call after all `event:` and `events:` lines are known.
-    pub fn resolve(&mut self) -> Result<(), EventError> {
+    pub fn resolve(&mut self) -> Result<(), Error> {
         let n = self.derived.len();
         let mut done: Vec<Option<Vec<i128>>> = vec![None; n];
         for i in 0..n {
@@ -499,13 +458,13 @@ impl Events {
         i: usize,
         done: &mut Vec<Option<Vec<i128>>>,
         stack: &mut Vec<usize>,
-    ) -> Result<Vec<i128>, EventError> {
+    ) -> Result<Vec<i128>, Error> {
         if let Some(c) = &done[i] {
             return Ok(c.clone());
         }
         let d = &self.derived[i];
         if stack.contains(&i) {
-            return Err(EventError::Cycle(d.name.clone()));
+            return Err(Error::Cycle(d.name.clone()));
         }
         stack.push(i);
         let coeffs = self.expand_terms(&d.name, &d.terms, done, stack)?;
@@ -521,14 +480,14 @@ impl Events {
         terms: &[Term],
         done: &mut Vec<Option<Vec<i128>>>,
         stack: &mut Vec<usize>,
-    ) -> Result<Vec<i128>, EventError> {
+    ) -> Result<Vec<i128>, Error> {
         let mut coeffs = vec![0i128; self.recorded.len()];
         for t in terms {
             match self.find(&t.event) {
                 Some(EventRef::Recorded(r)) => coeffs[r] += i128::from(t.coefficient),
                 Some(EventRef::Derived(j)) => {
                     if self.derived[j].is_ratio() {
-                        return Err(EventError::RatioInFormula {
+                        return Err(Error::RatioInFormula {
                             derived: derived.to_string(),
                             name: t.event.clone(),
                         });
@@ -539,7 +498,7 @@ impl Events {
                     }
                 }
                 None => {
-                    return Err(EventError::Unknown {
+                    return Err(Error::UnknownInFormula {
                         derived: derived.to_string(),
                         name: t.event.clone(),
                     });
@@ -584,10 +543,7 @@ mod tests {
         assert_eq!(e.derived()[1].formula(), "(A + Dr) / Ir");
         // A ratio cannot be part of another formula.
         e.add_derived("B".into(), None, parse_formula("R + Ir").unwrap());
-        assert!(matches!(
-            e.resolve(),
-            Err(EventError::RatioInFormula { .. })
-        ));
+        assert!(matches!(e.resolve(), Err(Error::RatioInFormula { .. })));
     }
 
     #[test]
@@ -611,10 +567,10 @@ mod tests {
         let mut e = Events::new(["Ir"]).unwrap();
         e.add_derived("A".into(), None, parse_formula("B").unwrap());
         e.add_derived("B".into(), None, parse_formula("A").unwrap());
-        assert!(matches!(e.resolve(), Err(EventError::Cycle(_))));
+        assert!(matches!(e.resolve(), Err(Error::Cycle(_))));
         let mut e = Events::new(["Ir"]).unwrap();
         e.add_derived("A".into(), None, parse_formula("Zz").unwrap());
-        assert!(matches!(e.resolve(), Err(EventError::Unknown { .. })));
+        assert!(matches!(e.resolve(), Err(Error::UnknownInFormula { .. })));
         assert!(Events::new(["Ir", "Ir"]).is_err());
     }
 }

@@ -9,6 +9,7 @@
 
 mod any;
 mod cost;
+mod error;
 mod events;
 mod names;
 mod part;
@@ -18,9 +19,9 @@ mod stacks;
 
 pub use any::{AnyCost, AnyProfile};
 pub use cost::{Cost, NumberError, parse_u64, thousands};
+pub use error::Error;
 pub use events::{
-    DerivedEvent, Event, EventError, EventRef, Events, Formula, Term, parse_expression,
-    parse_formula,
+    DerivedEvent, Event, EventRef, Events, Formula, Term, parse_expression, parse_formula,
 };
 pub use names::{FileId, FunctionId, FunctionKey, Interner, Names, ObjectId, SymbolId};
 pub use part::{
@@ -219,57 +220,18 @@ impl<C: Cost> Profile<C> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn positions_parse_in_order_only() {
-        assert_eq!(Positions::parse(b"instr line"), Some(Positions::INSTR_LINE));
-        assert_eq!(Positions::parse(b"line"), Some(Positions::LINE));
-        assert_eq!(Positions::parse(b"line instr"), None);
-        assert_eq!(Positions::parse(b""), None);
-        assert_eq!(Positions::parse(b"instr instr"), None);
-        let all = Positions::parse(b"instr bb line").unwrap();
-        assert_eq!(
-            (all.instr(), all.bb(), all.line()),
-            (Some(0), Some(1), Some(2))
-        );
-        assert_eq!(all.names(), ["instr", "bb", "line"]);
-        assert_eq!(Positions::LINE.line(), Some(0));
-    }
-}
-
-/// Why two profiles cannot be combined.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum CombineError {
-    /// Different recorded events.
-    #[error("events differ: `{0}` vs `{1}`")]
-    Events(String, String),
-    /// Different positions kinds.
-    #[error("positions differ: `{0}` vs `{1}`")]
-    Positions(String, String),
-    /// Together the profiles have more names than the tables hold.
-    #[error("too many names (4 GiB of names or 2^32 functions)")]
-    TooManyNames,
-    /// A stack's summed cost does not fit the cost type.
-    #[error("a stack's cost overflows")]
-    Overflow,
-}
-
 impl<C: Cost> Profile<C> {
     /// Appends the parts of `other` (e.g. the next file of a dump series or
     /// thread set), re-interning its names. Events and positions must agree.
-    pub fn absorb(&mut self, other: Profile<C>) -> Result<(), CombineError> {
+    pub fn absorb(&mut self, other: Profile<C>) -> Result<(), Error> {
         let names_of =
             |e: &Events| -> Vec<String> { e.recorded().iter().map(|e| e.name.clone()).collect() };
         let (a, b) = (names_of(&self.events), names_of(&other.events));
         if a != b {
-            return Err(CombineError::Events(a.join(" "), b.join(" ")));
+            return Err(Error::EventsDiffer(a.join(" "), b.join(" ")));
         }
         if self.positions != other.positions {
-            return Err(CombineError::Positions(
+            return Err(Error::PositionsDiffer(
                 self.positions.names().join(" "),
                 other.positions.names().join(" "),
             ));
@@ -290,7 +252,7 @@ impl<C: Cost> Profile<C> {
             .iter()
             .map(|n| names.files.try_intern(n).map(FileId))
             .collect::<Option<_>>()
-            .ok_or(CombineError::TooManyNames)?;
+            .ok_or(Error::TooManyNames)?;
         let functions: Vec<FunctionId> = other
             .names
             .functions()
@@ -308,7 +270,7 @@ impl<C: Cost> Profile<C> {
                 })
             })
             .collect::<Option<_>>()
-            .ok_or(CombineError::TooManyNames)?;
+            .ok_or(Error::TooManyNames)?;
         let f = |id: FunctionId| functions[id.index()];
         let fl = |id: FileId| files[id.index()];
         for part in other.parts {
@@ -353,9 +315,30 @@ impl<C: Cost> Profile<C> {
                 .collect();
             for s in &other.samples {
                 let ids: Vec<FrameId> = s.frames.iter().map(|i| frames[i.index()]).collect();
-                mine.add(&ids, &s.costs).ok_or(CombineError::Overflow)?;
+                mine.add(&ids, &s.costs).ok_or(Error::StackCostOverflow)?;
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_parse_in_order_only() {
+        assert_eq!(Positions::parse(b"instr line"), Some(Positions::INSTR_LINE));
+        assert_eq!(Positions::parse(b"line"), Some(Positions::LINE));
+        assert_eq!(Positions::parse(b"line instr"), None);
+        assert_eq!(Positions::parse(b""), None);
+        assert_eq!(Positions::parse(b"instr instr"), None);
+        let all = Positions::parse(b"instr bb line").unwrap();
+        assert_eq!(
+            (all.instr(), all.bb(), all.line()),
+            (Some(0), Some(1), Some(2))
+        );
+        assert_eq!(all.names(), ["instr", "bb", "line"]);
+        assert_eq!(Positions::LINE.line(), Some(0));
     }
 }

@@ -48,9 +48,10 @@ impl EventValue {
     }
 }
 
-/// An event name the profile does not have.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown event `{name}` (the profile has: {known})")]
+/// An event name the profile does not have: what
+/// [`EventColumns::find`] found instead of it, for the caller to name in
+/// its own error (it is not an error type itself).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownEvent {
     /// The name given.
     pub name: String,
@@ -200,7 +201,13 @@ mod tests {
         assert_eq!(c.value(&[3u64, 4], 1), 4);
         assert_eq!(c.value(&[3u64, 4], 7), 0);
         let e = EventColumns::recorded(&ev).find("S").unwrap_err();
-        assert_eq!(e.to_string(), "unknown event `S` (the profile has: Ir Dr)");
+        assert_eq!(
+            e,
+            UnknownEvent {
+                name: "S".into(),
+                known: "Ir Dr".into()
+            }
+        );
     }
 
     #[test]

@@ -266,7 +266,7 @@ pub enum RecordError {
     },
     /// The samples could not become a profile.
     #[error("{0}")]
-    Profile(#[from] tally_formats::perf::samples::StacksError),
+    Profile(#[from] tally_formats::Error),
 }
 
 /// How the recording ended.

@@ -14,7 +14,7 @@
 //! References spanning more than two lines (Cachegrind stops with an
 //! error) are taken as one access to every line they touch.
 
-use crate::SimError;
+use crate::Error;
 
 /// Size, associativity and line size of a cache, as `--I1=32768,8,64`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,8 +29,8 @@ pub struct CacheConfig {
 
 impl CacheConfig {
     /// Parses `SIZE,ASSOC,LINE_SIZE` and checks the geometry.
-    pub fn parse(name: &str, text: &str) -> Result<CacheConfig, SimError> {
-        let bad = |m: String| SimError::Geometry {
+    pub fn parse(name: &str, text: &str) -> Result<CacheConfig, Error> {
+        let bad = |m: String| Error::Geometry {
             cache: name.to_string(),
             message: m,
         };
@@ -55,9 +55,9 @@ impl CacheConfig {
 
     /// Checks the geometry: positive values, a power-of-two line size, a
     /// size that is a whole number of sets, a power-of-two number of sets.
-    pub fn check(&self, name: &str) -> Result<(), SimError> {
+    pub fn check(&self, name: &str) -> Result<(), Error> {
         let bad = |m: String| {
-            Err(SimError::Geometry {
+            Err(Error::Geometry {
                 cache: name.to_string(),
                 message: m,
             })
@@ -175,10 +175,10 @@ pub struct Cache {
 
 impl Cache {
     /// A cache in its initial state (every way holding line 0).
-    pub fn new(config: CacheConfig, policy: Policy) -> Result<Cache, SimError> {
+    pub fn new(config: CacheConfig, policy: Policy) -> Result<Cache, Error> {
         config.check("cache")?;
         if policy == Policy::TreePlru && !config.assoc.is_power_of_two() {
-            return Err(SimError::Geometry {
+            return Err(Error::Geometry {
                 cache: "cache".into(),
                 message: format!(
                     "tree pseudo-LRU needs a power-of-two associativity, not {}",

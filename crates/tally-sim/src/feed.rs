@@ -13,10 +13,10 @@
 //! next call, so a push source (the in-process harness) and a pull source
 //! ([`Simulation::feed_reader`] over a [`TraceReader`]) share it.
 
-use crate::engine::{Engine, Feeder, Output, SliceError};
+use crate::engine::{Engine, Feeder, Output};
 use crate::filter::policy_from_code;
-use crate::trace::{self, Decoded, Record, StreamError, TraceReader};
-use crate::{CacheConfig, Policy};
+use crate::trace::{self, Decoded, Record, TraceReader};
+use crate::{CacheConfig, Error};
 use std::io::Read;
 
 /// The caller's side of a stream: what the records that cost nothing
@@ -59,79 +59,6 @@ pub enum SlotProblem {
     NoBufferFile,
     /// The slot or its length lies outside the buffer file.
     OutOfRange,
-}
-
-/// Why a stream cannot be simulated; offsets are bytes from the start of
-/// the stream, its magic bytes included.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum FeedError {
-    /// Reading the stream failed, or it is not one.
-    #[error(transparent)]
-    Stream(#[from] StreamError),
-    /// A record runs a stream id before its declaration.
-    #[error("byte {offset}: instruction {id} executed before it was declared")]
-    Undeclared {
-        /// Where the record is.
-        offset: u64,
-        /// The stream id.
-        id: u32,
-    },
-    /// The plugin simulated a D1 that is not this engine's (or the engine
-    /// has more than one machine).
-    #[error(
-        "byte {offset}: the plugin simulated D1 ({}) in this trace; simulate it with that D1 alone (one machine, --D1={},{},{}{})",
-        config.describe(),
-        config.size,
-        config.assoc,
-        config.line_size,
-        match policy {
-            Some(Policy::Lru) | None => String::new(),
-            Some(p) => format!(", policy {p:?}"),
-        }
-    )]
-    D1Filter {
-        /// Where the record is.
-        offset: u64,
-        /// The plugin's D1.
-        config: CacheConfig,
-        /// Its policy, if the code is known.
-        policy: Option<Policy>,
-    },
-    /// The D1 state the plugin handed over is not one of this D1.
-    #[error("byte {offset}: the D1 state the plugin handed over does not fit this D1")]
-    D1State {
-        /// Where the record is.
-        offset: u64,
-    },
-    /// A slot record in a stream without a shared buffer file.
-    #[error("byte {offset}: a record of the plugin's buffer file in a stream without one")]
-    NoBufferFile {
-        /// Where the record is.
-        offset: u64,
-    },
-    /// A slot record naming bytes outside the buffer file.
-    #[error("byte {offset}: slot {slot} ({len} bytes) is not in the plugin's buffer file")]
-    NoSlot {
-        /// Where the record is.
-        offset: u64,
-        /// The slot.
-        slot: u32,
-        /// Its length in bytes.
-        len: u32,
-    },
-    /// A record in a slot is wrong.
-    #[error("byte {offset}: slot {slot}, byte {at}: {kind}")]
-    InSlot {
-        /// Where the slot record is.
-        offset: u64,
-        /// The slot.
-        slot: u32,
-        /// Where the record at fault is in the slot.
-        at: usize,
-        /// What is wrong with it.
-        kind: SliceError,
-    },
 }
 
 /// How a stream ended.
@@ -214,7 +141,7 @@ impl Simulation {
     /// bytes; returns how many bytes it took: all but a record cut off at
     /// their end (to be given again with what follows), or up to the end
     /// record.
-    pub fn feed(&mut self, bytes: &[u8], host: &mut impl Host) -> Result<usize, FeedError> {
+    pub fn feed(&mut self, bytes: &[u8], host: &mut impl Host) -> Result<usize, Error> {
         // A fork not taken by `feed_reader` is of no interest.
         self.forked = None;
         let mut p = 0;
@@ -228,14 +155,14 @@ impl Simulation {
         bytes: &[u8],
         p: &mut usize,
         host: &mut impl Host,
-    ) -> Result<(), FeedError> {
+    ) -> Result<(), Error> {
         while !self.ended && self.forked.is_none() {
             let rest = bytes.get(*p..).unwrap_or_default();
             match self.feeder.feed_bytes(&mut self.engine, rest) {
                 Ok(n) => *p += n,
                 Err((n, id)) => {
                     *p += n;
-                    return Err(FeedError::Undeclared {
+                    return Err(Error::Undeclared {
                         offset: self.offset + *p as u64,
                         id,
                     });
@@ -245,7 +172,7 @@ impl Simulation {
             let rest = bytes.get(*p..).unwrap_or_default();
             match trace::decode(rest) {
                 Err(tag) => {
-                    return Err(StreamError::Tag { offset: at, tag }.into());
+                    return Err(Error::StreamTag { offset: at, tag });
                 }
                 Ok(Decoded::Need(_)) => break,
                 Ok(Decoded::Record(rec, n)) => {
@@ -259,7 +186,7 @@ impl Simulation {
 
     /// One record the feeder does not decode from the bytes itself, at
     /// stream offset `at`.
-    fn record(&mut self, rec: Record<'_>, at: u64, host: &mut impl Host) -> Result<(), FeedError> {
+    fn record(&mut self, rec: Record<'_>, at: u64, host: &mut impl Host) -> Result<(), Error> {
         let e = &mut self.engine;
         match rec {
             Record::Map {
@@ -285,7 +212,7 @@ impl Simulation {
                 };
                 let policy = policy_from_code(policy, seed);
                 if !policy.is_some_and(|p| e.takes_d1_filter(config, p)) {
-                    return Err(FeedError::D1Filter {
+                    return Err(Error::D1Filter {
                         offset: at,
                         config,
                         policy,
@@ -294,13 +221,13 @@ impl Simulation {
             }
             Record::D1State(state) => {
                 if !e.restore_d1(state) {
-                    return Err(FeedError::D1State { offset: at });
+                    return Err(Error::D1State { offset: at });
                 }
             }
             Record::Slot { slot, len } => {
                 let bytes = host.slot(slot, len).map_err(|p| match p {
-                    SlotProblem::NoBufferFile => FeedError::NoBufferFile { offset: at },
-                    SlotProblem::OutOfRange => FeedError::NoSlot {
+                    SlotProblem::NoBufferFile => Error::NoBufferFile { offset: at },
+                    SlotProblem::OutOfRange => Error::NoSlot {
                         offset: at,
                         slot,
                         len,
@@ -308,18 +235,18 @@ impl Simulation {
                 })?;
                 self.feeder
                     .feed_slice(e, bytes, self.x86)
-                    .map_err(|(k, kind)| FeedError::InSlot {
+                    .map_err(|(k, kind)| Error::InSlot {
                         offset: at,
                         slot,
                         at: k,
-                        kind,
+                        kind: Box::new(kind),
                     })?;
                 host.give_back(slot);
             }
             rec => self
                 .feeder
                 .feed(e, &rec, self.x86)
-                .map_err(|id| FeedError::Undeclared { offset: at, id })?,
+                .map_err(|id| Error::Undeclared { offset: at, id })?,
         }
         Ok(())
     }
@@ -330,7 +257,7 @@ impl Simulation {
         &mut self,
         r: &mut TraceReader<R>,
         host: &mut impl Host,
-    ) -> Result<Ending, FeedError> {
+    ) -> Result<Ending, Error> {
         loop {
             let n = self.feed(r.unread(), host)?;
             r.consume(n);
@@ -343,19 +270,19 @@ impl Simulation {
             match r.more() {
                 Ok(true) => {}
                 Ok(false) => return Ok(Ending::Stopped),
-                Err(StreamError::Truncated { offset }) => return Ok(Ending::Cut { offset }),
-                Err(e) => return Err(e.into()),
+                Err(Error::StreamTruncated { offset }) => return Ok(Ending::Cut { offset }),
+                Err(e) => return Err(e),
             }
         }
     }
 
     /// Ends the run: the hits the host counted are added, the blocks still
     /// open run to their ends, and the engine gives its costs.
-    pub fn finish(mut self, host: &impl Host) -> Result<Output, FeedError> {
+    pub fn finish(mut self, host: &impl Host) -> Result<Output, Error> {
         self.feeder.add_hits(&mut self.engine, host.hits());
         self.feeder
             .finish(&mut self.engine)
-            .map_err(|id| FeedError::Undeclared {
+            .map_err(|id| Error::Undeclared {
                 offset: self.offset,
                 id,
             })?;

@@ -130,13 +130,14 @@ pub struct D1Filter {
 
 impl D1Filter {
     /// A filter with a fresh D1 of this geometry and policy.
-    pub fn new(config: CacheConfig, policy: Policy) -> Result<D1Filter, crate::SimError> {
+    pub fn new(config: CacheConfig, policy: Policy) -> Result<D1Filter, crate::Error> {
         Ok(D1Filter {
             d1: Cache::new(config, policy).map_err(|e| match e {
-                crate::SimError::Geometry { message, .. } => crate::SimError::Geometry {
+                crate::Error::Geometry { message, .. } => crate::Error::Geometry {
                     cache: "D1".into(),
                     message,
                 },
+                e => e,
             })?,
             policy,
             last: None,
@@ -351,7 +352,7 @@ pub fn filter_stream<R: std::io::Read, W: std::io::Write>(
     out: W,
     config: CacheConfig,
     policy: Policy,
-) -> Result<W, trace::StreamError> {
+) -> Result<W, crate::Error> {
     filter(input, out, config, policy, None)
 }
 
@@ -364,7 +365,7 @@ pub fn filter_stream_counting<R: std::io::Read, W: std::io::Write>(
     out: W,
     config: CacheConfig,
     policy: Policy,
-) -> Result<(W, Vec<u64>), trace::StreamError> {
+) -> Result<(W, Vec<u64>), crate::Error> {
     let mut hits = Vec::new();
     let w = filter(input, out, config, policy, Some(&mut hits))?;
     Ok((w, hits))
@@ -376,15 +377,17 @@ fn filter<R: std::io::Read, W: std::io::Write>(
     config: CacheConfig,
     policy: Policy,
     mut hits: Option<&mut Vec<u64>>,
-) -> Result<W, trace::StreamError> {
-    use trace::{Record, StreamError, TraceReader, TraceWriter};
+) -> Result<W, crate::Error> {
+    use trace::{Record, TraceReader, TraceWriter};
     let mut r = TraceReader::new(input)?;
-    let failed = |offset: u64| move |source| StreamError::Io { offset, source };
+    let failed = |offset: u64| move |source| crate::Error::StreamIo { offset, source };
     let mut w = TraceWriter::new(out).map_err(failed(0))?;
-    let mut filter = Some(D1Filter::new(config, policy).map_err(|e| StreamError::Io {
-        offset: 0,
-        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()),
-    })?);
+    let mut filter = Some(
+        D1Filter::new(config, policy).map_err(|e| crate::Error::StreamIo {
+            offset: 0,
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()),
+        })?,
+    );
     w.write_raw(&filter_record(config, policy))
         .map_err(failed(8))?;
     // Locked read-modify-writes by stream id.

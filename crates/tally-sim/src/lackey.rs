@@ -8,6 +8,7 @@
 //! (`==PID== …`) are skipped; anything else is an error with its line
 //! number.
 
+use crate::Error;
 use std::io::BufRead;
 
 /// One record of a trace.
@@ -43,29 +44,6 @@ pub enum Access {
     },
 }
 
-/// Why a trace cannot be read.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum TraceError {
-    /// Reading failed.
-    #[error("line {line}: {source}")]
-    Io {
-        /// The line being read.
-        line: u64,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A line that is not a Lackey record.
-    #[error("line {line}: not a Lackey trace line: `{text}`")]
-    Bad {
-        /// Its number.
-        line: u64,
-        /// Its text (cut to 80 characters).
-        text: String,
-    },
-}
-
 /// A streaming reader of Lackey traces.
 pub struct LackeyReader<R> {
     input: R,
@@ -95,13 +73,13 @@ impl<R: BufRead> LackeyReader<R> {
     }
 
     /// The next record; `None` at the end of the trace.
-    pub fn next_record(&mut self) -> Result<Option<Record>, TraceError> {
+    pub fn next_record(&mut self) -> Result<Option<Record>, Error> {
         loop {
             self.buf.clear();
             let n = self
                 .input
                 .read_until(b'\n', &mut self.buf)
-                .map_err(|source| TraceError::Io {
+                .map_err(|source| Error::LackeyIo {
                     line: self.line + 1,
                     source,
                 })?;
@@ -129,7 +107,7 @@ impl<R: BufRead> LackeyReader<R> {
             }
             return parse(l)
                 .map(|a| Some(Record::Access(a)))
-                .ok_or_else(|| TraceError::Bad {
+                .ok_or_else(|| Error::LackeyLine {
                     line: self.line,
                     text: String::from_utf8_lossy(&l[..l.len().min(80)]).into_owned(),
                 });
@@ -155,7 +133,7 @@ impl<R: BufRead> LackeyReader<R> {
     }
 
     /// The next access, skipping object records.
-    pub fn next_access(&mut self) -> Result<Option<Access>, TraceError> {
+    pub fn next_access(&mut self) -> Result<Option<Access>, Error> {
         loop {
             match self.next_record()? {
                 Some(Record::Access(a)) => return Ok(Some(a)),

@@ -55,6 +55,7 @@ mod attrib;
 mod branch;
 mod cache;
 mod engine;
+mod error;
 mod feed;
 pub mod filter;
 mod flow;
@@ -68,32 +69,18 @@ pub mod trace;
 pub use attrib::{AddressSpace, ProfileSpec, to_profile};
 pub use branch::{CondPredictor, IndirectPredictor};
 pub use cache::{Cache, CacheConfig, Front, Policy};
-pub use engine::{Arc, Engine, EngineOptions, Feeder, Instr, NO_FETCH, Output, SliceError, Slot};
-pub use feed::{Ending as StreamEnding, FeedError, Host, Simulation, SlotProblem};
+pub use engine::{Arc, Engine, EngineOptions, Feeder, Instr, NO_FETCH, Output, Slot};
+pub use error::Error;
+pub use feed::{Ending as StreamEnding, Host, Simulation, SlotProblem};
 pub use flow::{Flow, Kind as FlowKind, classify_x86_64};
 #[cfg(feature = "session")]
 pub use machine::summary;
 pub use machine::{Machine, MachineOptions, describe, event_indices, host_caches, machines};
 #[cfg(feature = "session")]
 pub use session::{
-    Ending, Family, Native, Run, SessionError, Unfollowed, check_output, find_plugin,
-    install_plugin, lackey_trace, native, native_children, out_path, plugin_data_dir,
-    plugin_places, trace_file,
+    Ending, Family, Native, Run, Unfollowed, check_output, find_plugin, install_plugin,
+    lackey_trace, native, native_children, out_path, plugin_data_dir, plugin_places, trace_file,
 };
-
-/// Why a simulation cannot be set up.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SimError {
-    /// A cache geometry Cachegrind (and tally) cannot simulate.
-    #[error("invalid {cache} cache: {message}")]
-    Geometry {
-        /// Which cache (`I1`, `D1`, `LL`, …).
-        cache: String,
-        /// What is wrong.
-        message: String,
-    },
-}
 
 /// The most levels a [`Hierarchy`] can have between its first and last
 /// level: each adds three events to every instruction's [`Counts`].
@@ -247,9 +234,9 @@ pub struct Hierarchy {
 
 impl Hierarchy {
     /// A machine in its initial state.
-    pub fn new(c: &HierarchyConfig) -> Result<Hierarchy, SimError> {
+    pub fn new(c: &HierarchyConfig) -> Result<Hierarchy, Error> {
         if c.middle.len() > MAX_MIDDLE {
-            return Err(SimError::Geometry {
+            return Err(Error::Geometry {
                 cache: format!("L{}", MAX_MIDDLE + 2),
                 message: format!(
                     "at most {MAX_MIDDLE} levels between the first level and LL are simulated"
@@ -259,10 +246,11 @@ impl Hierarchy {
         let make = |name: &str, cfg: CacheConfig| {
             cfg.check(name)?;
             Cache::new(cfg, c.policy).map_err(|e| match e {
-                SimError::Geometry { message, .. } => SimError::Geometry {
+                Error::Geometry { message, .. } => Error::Geometry {
                     cache: name.to_string(),
                     message,
                 },
+                e => e,
             })
         };
         Ok(Hierarchy {

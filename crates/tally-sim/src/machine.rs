@@ -1,7 +1,7 @@
 //! Machine descriptions as users give them, the host's own caches, and
 //! Cachegrind's end-of-run summary.
 
-use crate::{CacheConfig, Counts, HierarchyConfig, Policy, SimError};
+use crate::{CacheConfig, Counts, Error, HierarchyConfig, Policy};
 // Counts as Cachegrind prints them; the summary is tally's, not the
 // plugin's, so it comes with the `session` feature.
 #[cfg(feature = "session")]
@@ -9,8 +9,8 @@ use tally_model::thousands as commas;
 
 impl Policy {
     /// Parses `lru`, `fifo`, `plru` (tree pseudo-LRU) or `random[:SEED]`.
-    pub fn parse(text: &str) -> Result<Policy, SimError> {
-        let bad = || SimError::Geometry {
+    pub fn parse(text: &str) -> Result<Policy, Error> {
+        let bad = || Error::Geometry {
             cache: "all".into(),
             message: format!(
                 "unknown replacement policy `{text}` (lru, fifo, plru, random or random:SEED)"
@@ -124,7 +124,7 @@ pub fn machines(o: &MachineOptions<'_>) -> Result<Vec<Machine>, String> {
                 .strip_prefix("--")
                 .and_then(|o| o.split_once('='))
                 .ok_or_else(|| format!("--config {name}: `{opt}`: expected --KEY=VALUE"))?;
-            let ctx = |e: SimError| format!("--config {name}: {e}");
+            let ctx = |e: Error| format!("--config {name}: {e}");
             match k {
                 "I1" => c.i1 = CacheConfig::parse("I1", v).map_err(ctx)?,
                 "D1" => c.d1 = CacheConfig::parse("D1", v).map_err(ctx)?,

@@ -46,6 +46,7 @@
 //! Declarations are compact because an instruction is executed far more
 //! often than translated: an execution costs 5 bytes.
 
+use crate::Error;
 use std::io::{self, Read, Write};
 
 /// The first bytes of every stream.
@@ -252,38 +253,6 @@ pub enum Record<'a> {
     End,
 }
 
-/// Why a stream cannot be read.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StreamError {
-    /// Reading failed.
-    #[error("byte {offset}: {source}")]
-    Io {
-        /// The stream's byte offset the read was to fill from.
-        offset: u64,
-        /// What the reader reported.
-        #[source]
-        source: io::Error,
-    },
-    /// Not a tally trace.
-    #[error("not a tally trace stream (it does not start with `TALLYTR1`)")]
-    Magic,
-    /// An unknown record tag.
-    #[error("byte {offset}: unknown record tag {tag}")]
-    Tag {
-        /// The stream's byte offset of the tag.
-        offset: u64,
-        /// The tag byte.
-        tag: u8,
-    },
-    /// The stream ends inside a record.
-    #[error("byte {offset}: the stream ends inside a record")]
-    Truncated {
-        /// The stream's byte offset of the record's tag.
-        offset: u64,
-    },
-}
-
 /// Reads a stream through a large buffer; records borrow from it.
 pub struct TraceReader<R> {
     input: R,
@@ -297,7 +266,7 @@ pub struct TraceReader<R> {
 
 impl<R: Read> TraceReader<R> {
     /// Checks the magic bytes and returns a reader positioned after them.
-    pub fn new(input: R) -> Result<Self, StreamError> {
+    pub fn new(input: R) -> Result<Self, Error> {
         let mut r = TraceReader {
             input,
             buf: vec![0; 1 << 20],
@@ -307,7 +276,7 @@ impl<R: Read> TraceReader<R> {
             eof: false,
         };
         if !r.fill(8)? || &r.buf[..8] != MAGIC {
-            return Err(StreamError::Magic);
+            return Err(Error::StreamMagic);
         }
         r.pos = 8;
         Ok(r)
@@ -334,7 +303,7 @@ impl<R: Read> TraceReader<R> {
 
     /// Makes `n` bytes available at `pos`; `false` at the end of input.
     #[inline(always)]
-    fn fill(&mut self, n: usize) -> Result<bool, StreamError> {
+    fn fill(&mut self, n: usize) -> Result<bool, Error> {
         if self.len - self.pos >= n {
             return Ok(true);
         }
@@ -343,7 +312,7 @@ impl<R: Read> TraceReader<R> {
 
     #[cold]
     #[inline(never)]
-    fn refill(&mut self, n: usize) -> Result<bool, StreamError> {
+    fn refill(&mut self, n: usize) -> Result<bool, Error> {
         if self.pos > 0 {
             self.buf.copy_within(self.pos..self.len, 0);
             self.base += self.pos as u64;
@@ -359,7 +328,7 @@ impl<R: Read> TraceReader<R> {
                 Ok(k) => self.len += k,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(source) => {
-                    return Err(StreamError::Io {
+                    return Err(Error::StreamIo {
                         offset: self.base + self.len as u64,
                         source,
                     });
@@ -372,27 +341,27 @@ impl<R: Read> TraceReader<R> {
     /// Reads on until the record at the start of [`TraceReader::unread`]
     /// is whole (for a caller that decodes records from those bytes
     /// itself); `false` when the input has ended with no byte left.
-    pub fn more(&mut self) -> Result<bool, StreamError> {
+    pub fn more(&mut self) -> Result<bool, Error> {
         let at = self.offset();
         let n = record_len(&self.buf[self.pos..self.len])
-            .map_err(|tag| StreamError::Tag { offset: at, tag })?;
+            .map_err(|tag| Error::StreamTag { offset: at, tag })?;
         if self.fill(n)? {
             return Ok(true);
         }
         if self.pos == self.len {
             return Ok(false);
         }
-        Err(StreamError::Truncated { offset: at })
+        Err(Error::StreamTruncated { offset: at })
     }
 
     /// The next record; `None` when the input ends (without an end record
     /// if the program did not exit normally).
     #[inline]
-    pub fn next_record(&mut self) -> Result<Option<Record<'_>>, StreamError> {
+    pub fn next_record(&mut self) -> Result<Option<Record<'_>>, Error> {
         loop {
             let at = self.offset();
             let n = record_len(&self.buf[self.pos..self.len])
-                .map_err(|tag| StreamError::Tag { offset: at, tag })?;
+                .map_err(|tag| Error::StreamTag { offset: at, tag })?;
             if self.len - self.pos >= n {
                 let from = self.pos;
                 self.pos += n;
@@ -402,7 +371,7 @@ impl<R: Read> TraceReader<R> {
                 if self.pos == self.len {
                     return Ok(None);
                 }
-                return Err(StreamError::Truncated { offset: at });
+                return Err(Error::StreamTruncated { offset: at });
             }
         }
     }
@@ -946,7 +915,7 @@ mod tests {
                     Ok(Some(_)) => {}
                     Ok(None) => break,
                     Err(e) => {
-                        assert!(matches!(e, StreamError::Truncated { .. }), "{e}");
+                        assert!(matches!(e, Error::StreamTruncated { .. }), "{e}");
                         break;
                     }
                 }
@@ -957,7 +926,7 @@ mod tests {
         let mut r = TraceReader::new(&bad[..]).unwrap();
         assert!(matches!(
             r.next_record(),
-            Err(StreamError::Tag { offset: 8, tag: 99 })
+            Err(Error::StreamTag { offset: 8, tag: 99 })
         ));
     }
 }

@@ -548,7 +548,7 @@ pub fn flame_svg_with(s: &Session, q: &Query, min_width: f64) -> Result<Reply, E
         };
         let e = columns
             .find(&own)
-            .map_err(|e| Error::NotFound(e.to_string()))?;
+            .map_err(|e| Error::NotFound(tally_analysis::Error::from(e).to_string()))?;
         if columns.is_ratio(e) {
             return Err(Error::BadRequest(format!(
                 "event {name}: a ratio cannot be a width; choose a count"

@@ -11,13 +11,6 @@ use rustc_hash::FxHashMap;
 use std::io::{self, Write};
 use tally_model::{Cost, FileId, Positions, Profile, SymbolId};
 
-/// The error inside the [`io::Error`] of [`write()`] when a count summed per
-/// file, function and line (or a total) does not fit: the profile's fault,
-/// not the output's, so that callers can name the inputs.
-#[derive(Debug, thiserror::Error)]
-#[error("a count summed per file, function and line does not fit in 64 bits")]
-pub struct SumOverflow;
-
 /// Appends a space and `c`. Most counts of a Cachegrind file are one digit
 /// (three in four are 0): those take one two-byte append.
 #[inline]
@@ -30,8 +23,14 @@ fn push_spaced<C: Cost>(buf: &mut Vec<u8>, c: C) {
     }
 }
 
+/// The error of [`write()`] when a count summed per file, function and
+/// line (or a total) does not fit:
+/// [`crate::Error::CachegrindSumOverflow`] inside an [`io::Error`].
 fn sum_overflow() -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, SumOverflow)
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        crate::Error::CachegrindSumOverflow,
+    )
 }
 
 /// Writes a profile as a Cachegrind file.
@@ -42,6 +41,11 @@ fn sum_overflow() -> io::Error {
 /// written sorted by file, function and line, as Cachegrind sorts. Call arcs
 /// and jumps have no place in the format and are left out. Every count line
 /// carries all counts, as cg_merge requires.
+///
+/// A count summed per file, function and line (or a total) that does not
+/// fit is an [`io::Error`] whose inner error is
+/// [`crate::Error::CachegrindSumOverflow`]: the profile's fault, not the
+/// output's, so that callers can name the inputs.
 pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 17);
     let ne = profile.events.len();

@@ -13,26 +13,12 @@
 //! `[unknown]` of its object, unless a code label (as perf takes them)
 //! names it.
 
+use crate::Error;
 use crate::stacked::StackProfile;
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use tally_model::{Events, FrameId, FunctionId, Positions, Profile};
 use tally_symbols::{AddressSpace, ObjectFile};
-
-/// Why samples could not become a profile.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StacksError {
-    /// More distinct names than the model's tables hold.
-    #[error("more names than tally can hold")]
-    Full,
-    /// The periods of a stack or event sum past 64 bits.
-    #[error("the periods sum to more than 64 bits hold")]
-    Overflow,
-    /// The event names are not valid.
-    #[error("{0}")]
-    Events(String),
-}
 
 /// Call-chain values at or above this are context markers, not addresses
 /// (`PERF_CONTEXT_MAX` is -4095).
@@ -305,7 +291,7 @@ impl SampledStacks {
         chain: &[u64],
         event: usize,
         period: u64,
-    ) -> Result<(), StacksError> {
+    ) -> Result<(), Error> {
         let mut kernel = kernel;
         let mut first = true;
         self.leaf_first.clear();
@@ -319,7 +305,7 @@ impl SampledStacks {
             } else {
                 self.sym.user(&mut self.b, pid, addr, first)
             }
-            .ok_or(StacksError::Full)?;
+            .ok_or(Error::StacksFull)?;
             first = false;
             self.leaf_first.push(frame);
         }
@@ -344,7 +330,7 @@ impl SampledStacks {
 
     /// The profile of events `names` (a sample of an event past the last
     /// counts for the last; no names: one event, `samples`).
-    pub fn finish(self, names: Vec<String>) -> Result<Profile<u64>, StacksError> {
+    pub fn finish(self, names: Vec<String>) -> Result<Profile<u64>, Error> {
         let SampledStacks { mut b, samples, .. } = self;
         let n = names.len().max(1);
         // Events named twice (`-e cycles -e cycles`) are told apart by number.
@@ -362,13 +348,13 @@ impl SampledStacks {
         } else {
             unique
         };
-        let events = Events::new(names).map_err(|e| StacksError::Events(e.to_string()))?;
+        let events = Events::new(names).map_err(|e| Error::StacksEvents(e.to_string()))?;
         let mut costs = vec![0u64; n];
         for (frames, e, period) in &samples {
             costs.iter_mut().for_each(|c| *c = 0);
             costs[(*e).min(n - 1)] = *period;
-            b.add(frames, &costs).ok_or(StacksError::Overflow)?;
+            b.add(frames, &costs).ok_or(Error::StacksOverflow)?;
         }
-        b.finish(events).ok_or(StacksError::Overflow)
+        b.finish(events).ok_or(Error::StacksOverflow)
     }
 }

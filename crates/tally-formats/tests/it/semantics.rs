@@ -307,3 +307,22 @@ fn cachegrind_output_keeps_unknown_header_lines() {
     let (q, _) = read::<u64>(std::str::from_utf8(&out).unwrap());
     assert_eq!(q.parts[0].info, p.parts[0].info);
 }
+
+#[test]
+fn a_cachegrind_sum_that_does_not_fit_is_the_formats_error_inside_io() {
+    // Two parts (of two files) whose lines each fit, but whose sum per
+    // line does not: the Cachegrind writer sums them, and refuses with
+    // `Error::CachegrindSumOverflow` inside its I/O error, which callers
+    // find by downcasting to name the inputs.
+    let text = format!("events: Ir\nfl=a.c\nfn=f\n1 {}\n", 1u64 << 63);
+    let (mut p, _) = read::<u64>(&text);
+    p.absorb(read::<u64>(&text).0).unwrap();
+    assert_eq!(p.parts.len(), 2);
+    let e = tally_formats::cachegrind::write(&p, &mut Vec::new()).unwrap_err();
+    let inner = e.get_ref().and_then(|r| r.downcast_ref::<Error>());
+    assert!(matches!(inner, Some(Error::CachegrindSumOverflow)), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "a count summed per file, function and line does not fit in 64 bits"
+    );
+}

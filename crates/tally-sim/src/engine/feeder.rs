@@ -21,6 +21,7 @@
 //! ([`Feeder::start_block`]).
 
 use super::{Engine, Instr};
+use crate::Error;
 use crate::filter::LAST_EXECUTED;
 use crate::flow::{Flow, Kind, classify_x86_64};
 use crate::trace::{self, Record};
@@ -46,23 +47,6 @@ pub struct Feeder {
     /// starts inside is taken as a loop, never as a restart at a faulting
     /// access, which only access records show.
     pub(super) accesses_seen: bool,
-}
-
-/// What is wrong with a record in a slot of the shared buffer file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum SliceError {
-    /// An instruction executed before its declaration.
-    #[error("instruction {0} executed before it was declared")]
-    Undeclared(u32),
-    /// An unknown tag.
-    #[error("unknown record tag {0}")]
-    Tag(u8),
-    /// The slot ends inside a record.
-    #[error("the slot ends inside a record")]
-    Truncated,
-    /// A record that belongs in the stream itself.
-    #[error("a mapping, end or slot record inside a slot")]
-    Misplaced,
 }
 
 /// A stream id's instruction, as the feeder needs it.
@@ -449,16 +433,16 @@ impl Feeder {
         e: &mut Engine,
         bytes: &[u8],
         x86: bool,
-    ) -> Result<(), (usize, SliceError)> {
+    ) -> Result<(), (usize, Error)> {
         let mut p = 0;
         while p < bytes.len() {
             p += self
                 .feed_bytes(e, &bytes[p..])
-                .map_err(|(n, id)| (p + n, SliceError::Undeclared(id)))?;
+                .map_err(|(n, id)| (p + n, Error::SlotUndeclared(id)))?;
             match trace::decode(&bytes[p..]) {
-                Err(tag) => return Err((p, SliceError::Tag(tag))),
+                Err(tag) => return Err((p, Error::SlotTag(tag))),
                 Ok(trace::Decoded::Need(_)) if p == bytes.len() => break,
-                Ok(trace::Decoded::Need(_)) => return Err((p, SliceError::Truncated)),
+                Ok(trace::Decoded::Need(_)) => return Err((p, Error::SlotTruncated)),
                 Ok(trace::Decoded::Record(r, n)) => {
                     if matches!(
                         r,
@@ -470,10 +454,10 @@ impl Feeder {
                             | Record::D1State(_)
                             | Record::D1Filter { .. }
                     ) {
-                        return Err((p, SliceError::Misplaced));
+                        return Err((p, Error::SlotMisplaced));
                     }
                     self.feed(e, &r, x86)
-                        .map_err(|id| (p, SliceError::Undeclared(id)))?;
+                        .map_err(|id| (p, Error::SlotUndeclared(id)))?;
                     p += n;
                 }
             }

@@ -39,7 +39,7 @@ mod lean;
 #[cfg(test)]
 mod tests;
 
-pub use feeder::{Feeder, NO_FETCH, SliceError, Slot};
+pub use feeder::{Feeder, NO_FETCH, Slot};
 
 use crate::flow::{Flow, Kind};
 use crate::{Counts, Hierarchy};

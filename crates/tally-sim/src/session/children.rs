@@ -49,7 +49,7 @@ enum Event {
     Done {
         pid: u32,
         cmd: String,
-        result: Result<Finished, SessionError>,
+        result: Result<Finished, Error>,
     },
     /// Every traced process has closed the control socket.
     Closed,
@@ -79,23 +79,23 @@ pub fn native_children(
     n: &Native<'_>,
     machines: Vec<Hierarchy>,
     opts: EngineOptions,
-) -> Result<Family, SessionError> {
+) -> Result<Family, Error> {
     let name = n.command.first().map_or("", String::as_str);
-    let prog = launch::which(name).ok_or_else(|| SessionError::NoProgram {
+    let prog = launch::which(name).ok_or_else(|| Error::NoProgram {
         program: name.to_string(),
     })?;
     let (emulator, x86) = launch::emulator_for(&prog)?;
     let qemu = match n.qemu {
         Some(q) => q.to_path_buf(),
-        None => launch::which(emulator).ok_or(SessionError::NoEmulator { name: emulator })?,
+        None => launch::which(emulator).ok_or(Error::NoEmulator { name: emulator })?,
     };
     let plugin = launch::find_plugin(n.plugin)?;
-    let (reader, writer) = std::io::pipe().map_err(SessionError::Pipe)?;
+    let (reader, writer) = std::io::pipe().map_err(Error::Pipe)?;
     launch::widen_pipe(reader.as_raw_fd());
-    let buffers = pool::shared_buffers().map_err(SessionError::Buffers)?;
-    let (free_r, free_w) = pool::free_slots().map_err(SessionError::Pipe)?;
-    let (notes_r, notes_w) = std::io::pipe().map_err(SessionError::Pipe)?;
-    let (ctl, ctl_plugin) = control_socket().map_err(SessionError::Pipe)?;
+    let buffers = pool::shared_buffers().map_err(Error::Buffers)?;
+    let (free_r, free_w) = pool::free_slots().map_err(Error::Pipe)?;
+    let (notes_r, notes_w) = std::io::pipe().map_err(Error::Pipe)?;
+    let (ctl, ctl_plugin) = control_socket().map_err(Error::Pipe)?;
     let mem = if n.accesses { "on" } else { "off" };
     let d1 = match n.d1 {
         Some(c) if n.accesses => format!(",{}", launch::plugin_d1_arg(c, n.count_hits)),
@@ -213,7 +213,7 @@ pub fn native_children(
         }
     }
     drop(tx);
-    let status = child.wait().map_err(SessionError::Wait)?;
+    let status = child.wait().map_err(Error::Wait)?;
     let received = forwarding.received();
     drop(forwarding);
     let notes = read_notes(notes_r);
@@ -268,14 +268,14 @@ fn follow(
     tx: Sender<Event>,
 ) {
     let name = PathBuf::from(format!("<qemu plugin, process {pid}>"));
-    let err = |error| SessionError::Stream {
+    let err = |error| Error::Stream {
         name: name.clone(),
-        error,
+        error: Box::new(error),
     };
     let result = (|| {
-        let mut pool = Pool::new(&src.buffers, src.free).map_err(SessionError::Map)?;
+        let mut pool = Pool::new(&src.buffers, src.free).map_err(Error::Map)?;
         let input = pool::WithTail::new(src.stream, &src.buffers);
-        let mut r = TraceReader::new(input).map_err(|e| err(e.into()))?;
+        let mut r = TraceReader::new(input).map_err(err)?;
         let mut host = StreamHost {
             space: &mut space,
             pool: Some(&mut pool),

@@ -4,11 +4,11 @@
 //! trace names the objects Valgrind loaded and where; otherwise the
 //! program given is placed where Valgrind loads it.
 
-use super::{Ending, Run, SessionError};
-use crate::Hierarchy;
+use super::{Ending, Run};
 use crate::attrib::AddressSpace;
 use crate::engine::{Engine, EngineOptions};
 use crate::lackey::{Access, LackeyReader, Record};
+use crate::{Error, Hierarchy};
 use std::io::{BufReader, Read};
 use std::path::Path;
 
@@ -19,27 +19,25 @@ pub fn lackey_trace(
     binary: Option<&Path>,
     machines: Vec<Hierarchy>,
     opts: EngineOptions,
-) -> Result<Run, SessionError> {
+) -> Result<Run, Error> {
     let mut engine = Engine::new(machines, opts);
     let mut space = AddressSpace::new();
     let input: Box<dyn Read> = if path.as_os_str() == "-" {
         Box::new(std::io::stdin().lock())
     } else {
-        Box::new(
-            std::fs::File::open(path).map_err(|source| SessionError::Open {
-                path: path.to_path_buf(),
-                source,
-            })?,
-        )
+        Box::new(std::fs::File::open(path).map_err(|source| Error::Open {
+            path: path.to_path_buf(),
+            source,
+        })?)
     };
     let mut r = LackeyReader::new(BufReader::with_capacity(1 << 20, input));
     let mut saw_objects = false;
     let mut fallback_added = false;
     let mut cmd = binary.map_or(String::new(), |b| b.display().to_string());
     loop {
-        let rec = r.next_record().map_err(|error| SessionError::Lackey {
+        let rec = r.next_record().map_err(|error| Error::Lackey {
             path: path.to_path_buf(),
-            error,
+            error: Box::new(error),
         })?;
         match rec {
             None => break,
@@ -59,7 +57,7 @@ pub fn lackey_trace(
                 }
                 match acc {
                     Access::Instr { addr, size } => {
-                        let size = u8::try_from(size).map_err(|_| SessionError::LackeySize {
+                        let size = u8::try_from(size).map_err(|_| Error::LackeySize {
                             path: path.to_path_buf(),
                             line: r.line(),
                             size,

@@ -12,8 +12,7 @@
 //! once, so the guest finds its descriptors as usual; without the control
 //! socket a process the guest forks stops recording.
 
-use super::SessionError;
-use crate::HierarchyConfig;
+use crate::{Error, HierarchyConfig};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use tally_process::Child;
@@ -31,16 +30,16 @@ const CTL_FD: i32 = 7;
 
 /// The QEMU user-mode emulator for the ELF program `prog`, and whether it
 /// is x86-64 (whose instructions tally classifies for branches and calls).
-pub fn emulator_for(prog: &Path) -> Result<(&'static str, bool), SessionError> {
+pub fn emulator_for(prog: &Path) -> Result<(&'static str, bool), Error> {
     let mut head = [0u8; 20];
     std::fs::File::open(prog)
         .and_then(|mut f| f.read_exact(&mut head))
-        .map_err(|source| SessionError::ReadProgram {
+        .map_err(|source| Error::ReadProgram {
             path: prog.to_path_buf(),
             source,
         })?;
     if &head[..4] != b"\x7fELF" {
-        return Err(SessionError::NotElf {
+        return Err(Error::NotElf {
             path: prog.to_path_buf(),
         });
     }
@@ -52,7 +51,7 @@ pub fn emulator_for(prog: &Path) -> Result<(&'static str, bool), SessionError> {
         40 => ("qemu-arm", false),
         243 => ("qemu-riscv64", false),
         machine => {
-            return Err(SessionError::UnknownMachine {
+            return Err(Error::UnknownMachine {
                 path: prog.to_path_buf(),
                 machine,
             });
@@ -117,10 +116,10 @@ pub fn plugin_data_dir() -> Option<PathBuf> {
 
 /// The plugin: `explicit` if given (it must exist), else the first of
 /// [`plugin_places`] that is a file.
-pub fn find_plugin(explicit: Option<&Path>) -> Result<PathBuf, SessionError> {
+pub fn find_plugin(explicit: Option<&Path>) -> Result<PathBuf, Error> {
     if let Some(p) = explicit {
         if !p.is_file() {
-            return Err(SessionError::NoPluginFile {
+            return Err(Error::NoPluginFile {
                 path: p.to_path_buf(),
             });
         }
@@ -142,27 +141,27 @@ pub fn find_plugin(explicit: Option<&Path>) -> Result<PathBuf, SessionError> {
         })
         .collect::<Vec<_>>()
         .join("\n");
-    Err(SessionError::NoPlugin { looked })
+    Err(Error::NoPlugin { looked })
 }
 
 /// Copies the plugin built at `from` to where tally looks for it
 /// ([`plugin_data_dir`]), the directory made if need be; returns where
 /// it went. Written beside and renamed, so a QEMU loading the old one
 /// never reads half a file.
-pub fn install_plugin(from: &Path) -> Result<PathBuf, SessionError> {
-    let fail = |source| SessionError::Install {
+pub fn install_plugin(from: &Path) -> Result<PathBuf, Error> {
+    let fail = |source| Error::Install {
         path: from.to_path_buf(),
         source,
     };
     let bytes = std::fs::read(from).map_err(fail)?;
     if !bytes.starts_with(b"\x7fELF") {
-        return Err(SessionError::NotAPlugin {
+        return Err(Error::NotAPlugin {
             path: from.to_path_buf(),
         });
     }
-    let dir = plugin_data_dir().ok_or(SessionError::NoDataDir)?;
+    let dir = plugin_data_dir().ok_or(Error::NoDataDir)?;
     let to = dir.join(PLUGIN_NAME);
-    let fail_to = |source| SessionError::Install {
+    let fail_to = |source| Error::Install {
         path: to.clone(),
         source,
     };
@@ -217,7 +216,7 @@ pub fn spawn(
     prog: &Path,
     args: &[String],
     fds: Descriptors,
-) -> Result<Child, SessionError> {
+) -> Result<Child, Error> {
     let mut c = tally_process::Command::new(qemu);
     let children = if fds.ctl.is_some() {
         format!(",ctl={CTL_FD},children=on")
@@ -245,7 +244,7 @@ pub fn spawn(
     if let Some(ctl) = ctl {
         c.fd(ctl, CTL_FD);
     }
-    c.spawn().map_err(|source| SessionError::Spawn {
+    c.spawn().map_err(|source| Error::Spawn {
         qemu: qemu.to_path_buf(),
         source,
     })

@@ -33,153 +33,14 @@ pub use launch::{find_plugin, install_plugin, plugin_data_dir, plugin_places};
 
 use crate::attrib::AddressSpace;
 use crate::engine::{Engine, EngineOptions, Output};
-use crate::feed::{self, FeedError, Host, SlotProblem};
+use crate::feed::{self, Host, SlotProblem};
 use crate::trace::TraceReader;
-use crate::{Hierarchy, HierarchyConfig};
+use crate::{Error, Hierarchy, HierarchyConfig};
 use pool::Pool;
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
-
-/// Why a run failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SessionError {
-    /// A trace cannot be opened.
-    #[error("cannot open {}", path.display())]
-    Open {
-        /// The trace.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A Lackey trace cannot be read.
-    #[error("{}: {error}", path.display())]
-    Lackey {
-        /// The trace.
-        path: PathBuf,
-        /// What is wrong, and where.
-        error: crate::lackey::TraceError,
-    },
-    /// A Lackey trace shows an instruction longer than any.
-    #[error("{}: line {line}: an instruction of {size} bytes", path.display())]
-    LackeySize {
-        /// The trace.
-        path: PathBuf,
-        /// The line.
-        line: u64,
-        /// The size it gives.
-        size: u64,
-    },
-    /// A tally trace stream cannot be simulated.
-    #[error("{}: {error}", name.display())]
-    Stream {
-        /// The stream (`<qemu plugin>` for the plugin's pipe).
-        name: PathBuf,
-        /// What is wrong, and where.
-        error: FeedError,
-    },
-    /// The program's ELF header cannot be read.
-    #[error("cannot read {}", path.display())]
-    ReadProgram {
-        /// The program.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The program is not an ELF file.
-    #[error("{}: not an ELF program (scripts: give their interpreter as PROG)", path.display())]
-    NotElf {
-        /// The program.
-        path: PathBuf,
-    },
-    /// The program is for a machine without a known QEMU emulator.
-    #[error("{}: ELF machine {machine} has no QEMU user-mode emulator known to tally", path.display())]
-    UnknownMachine {
-        /// The program.
-        path: PathBuf,
-        /// Its ELF machine number.
-        machine: u16,
-    },
-    /// The program is neither a file nor on PATH.
-    #[error("{program}: no such program (not a file, and not found on PATH)")]
-    NoProgram {
-        /// The program as given.
-        program: String,
-    },
-    /// QEMU's emulator is not on PATH.
-    #[error(
-        "{name} not found: install QEMU's user-mode emulators (Debian: apt-get install qemu-user)"
-    )]
-    NoEmulator {
-        /// The emulator looked for.
-        name: &'static str,
-    },
-    /// The plugin given does not exist.
-    #[error("--plugin {}: no such file", path.display())]
-    NoPluginFile {
-        /// The plugin given.
-        path: PathBuf,
-    },
-    /// No plugin was found.
-    #[error(
-        "tally's QEMU plugin (libtally_qemu_plugin.so) was not found; tally looked in order at\n{looked}\nBuild it and install it where tally looks with\n  cargo build --release --manifest-path crates/tally-qemu-plugin/Cargo.toml --target-dir target\n  tally sim --install-plugin target/release/libtally_qemu_plugin.so\n(or give --plugin PATH, or set TALLY_QEMU_PLUGIN)"
-    )]
-    NoPlugin {
-        /// Each place looked at, one a line.
-        looked: String,
-    },
-    /// The plugin cannot be installed.
-    #[error("cannot install the plugin: {}", path.display())]
-    Install {
-        /// The file that cannot be read or written.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// What is to be installed is not a shared library.
-    #[error("{}: not a shared library (give the built libtally_qemu_plugin.so)", path.display())]
-    NotAPlugin {
-        /// The file given.
-        path: PathBuf,
-    },
-    /// Neither `XDG_DATA_HOME` nor `HOME` says where the data directory is.
-    #[error("no data directory to install into: set XDG_DATA_HOME or HOME")]
-    NoDataDir,
-    /// A pipe to QEMU cannot be made.
-    #[error("cannot create a pipe")]
-    Pipe(#[source] std::io::Error),
-    /// The buffer file cannot be made.
-    #[error("cannot create the plugin's buffer file")]
-    Buffers(#[source] std::io::Error),
-    /// The buffer file cannot be mapped.
-    #[error("cannot map the plugin's buffer file")]
-    Map(#[source] std::io::Error),
-    /// QEMU cannot be started.
-    #[error("cannot run {}", qemu.display())]
-    Spawn {
-        /// The emulator.
-        qemu: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Waiting for QEMU failed.
-    #[error("waiting for the program")]
-    Wait(#[source] std::io::Error),
-    /// The profile could not be written where asked.
-    #[error("cannot write {} ({why}); the program was not run", path.display())]
-    OutFile {
-        /// The output file.
-        path: PathBuf,
-        /// Why not.
-        why: String,
-    },
-}
 
 /// Where the profile of machine `name` (`None`: the main one) of process
 /// `pid` goes, as Valgrind names it: `out_file` or `cachegrind.out.%p`
@@ -206,8 +67,8 @@ pub fn out_path(out_file: Option<&Path>, callgrind: bool, name: Option<&str>, pi
 /// temporary file beside it, renamed), so that a run is not wasted on an
 /// output that cannot be written. A `%p` in the directory part cannot be
 /// checked before the program runs.
-pub fn check_output(path: &Path) -> Result<(), SessionError> {
-    let fail = |why: String| SessionError::OutFile {
+pub fn check_output(path: &Path) -> Result<(), Error> {
+    let fail = |why: String| Error::OutFile {
         path: path.to_path_buf(),
         why,
     };
@@ -269,8 +130,8 @@ pub fn trace_file(
     binary: Option<&Path>,
     machines: Vec<Hierarchy>,
     opts: EngineOptions,
-) -> Result<Run, SessionError> {
-    let f = std::fs::File::open(path).map_err(|source| SessionError::Open {
+) -> Result<Run, Error> {
+    let f = std::fs::File::open(path).map_err(|source| Error::Open {
         path: path.to_path_buf(),
         source,
     })?;
@@ -316,28 +177,24 @@ pub struct Native<'a> {
 /// Runs a program under QEMU with the plugin and simulates it as it runs.
 /// A program that does not exit normally gives an incomplete run, with
 /// its status.
-pub fn native(
-    n: &Native<'_>,
-    machines: Vec<Hierarchy>,
-    opts: EngineOptions,
-) -> Result<Run, SessionError> {
+pub fn native(n: &Native<'_>, machines: Vec<Hierarchy>, opts: EngineOptions) -> Result<Run, Error> {
     let name = n.command.first().map_or("", String::as_str);
-    let prog = launch::which(name).ok_or_else(|| SessionError::NoProgram {
+    let prog = launch::which(name).ok_or_else(|| Error::NoProgram {
         program: name.to_string(),
     })?;
     let (emulator, x86) = launch::emulator_for(&prog)?;
     let qemu = match n.qemu {
         Some(q) => q.to_path_buf(),
-        None => launch::which(emulator).ok_or(SessionError::NoEmulator { name: emulator })?,
+        None => launch::which(emulator).ok_or(Error::NoEmulator { name: emulator })?,
     };
     let plugin = launch::find_plugin(n.plugin)?;
-    let (reader, writer) = std::io::pipe().map_err(SessionError::Pipe)?;
+    let (reader, writer) = std::io::pipe().map_err(Error::Pipe)?;
     launch::widen_pipe(reader.as_raw_fd());
-    let buffers = pool::shared_buffers().map_err(SessionError::Buffers)?;
+    let buffers = pool::shared_buffers().map_err(Error::Buffers)?;
     // Every slot starts free; the plugin takes them from this pipe.
-    let (free_r, free_w) = pool::free_slots().map_err(SessionError::Pipe)?;
-    let mut pool = Pool::new(&buffers, free_w).map_err(SessionError::Map)?;
-    let (notes_r, notes_w) = std::io::pipe().map_err(SessionError::Pipe)?;
+    let (free_r, free_w) = pool::free_slots().map_err(Error::Pipe)?;
+    let mut pool = Pool::new(&buffers, free_w).map_err(Error::Map)?;
+    let (notes_r, notes_w) = std::io::pipe().map_err(Error::Pipe)?;
     let mem = if n.accesses { "on" } else { "off" };
     let d1 = match n.d1 {
         Some(c) if n.accesses => format!(",{}", launch::plugin_d1_arg(c, n.count_hits)),
@@ -375,7 +232,7 @@ pub fn native(
         x86,
         Some(&mut pool),
     );
-    let status = child.wait().map_err(SessionError::Wait)?;
+    let status = child.wait().map_err(Error::Wait)?;
     // The program has ended: the profile is written under the caller's
     // handlers.
     let received = forwarding.received();
@@ -449,12 +306,12 @@ fn run_stream(
     space: &mut AddressSpace,
     x86: bool,
     pool: Option<&mut Pool>,
-) -> Result<(Output, Ending), SessionError> {
-    let err = |error| SessionError::Stream {
+) -> Result<(Output, Ending), Error> {
+    let err = |error| Error::Stream {
         name: name.to_path_buf(),
-        error,
+        error: Box::new(error),
     };
-    let mut r = TraceReader::new(input).map_err(|e| err(e.into()))?;
+    let mut r = TraceReader::new(input).map_err(err)?;
     let mut host = StreamHost { space, pool };
     let mut sim = feed::Simulation::new(engine, x86);
     let mut fed = sim.feed_reader(&mut r, &mut host).map_err(err)?;
