@@ -42,6 +42,12 @@ pub use exit::{Usage, report};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// The memory a command may hold its profiles in (`512M`, `16G`, or
+    /// `none`); past it the command stops with an error naming the input
+    /// and line. Default: `TALLY_MAX_MEMORY`, else three quarters of the
+    /// machine's or control group's memory, and half of `ulimit -v`.
+    #[arg(long, global = true, value_name = "SIZE")]
+    memory_limit: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -131,6 +137,12 @@ fn main() -> ExitCode {
     } else {
         1
     };
+    if let Some(size) = &cli.memory_limit
+        && let Err(e) = tally_formats::limits::set_memory_limit("--memory-limit", size)
+    {
+        eprintln!("tally: {e}");
+        return ExitCode::from(2);
+    }
     if let Err(e) = tally_formats::signals::install(say_stopped) {
         eprintln!("tally: cannot handle SIGINT, SIGTERM and SIGHUP: {e}");
     }

@@ -2,7 +2,8 @@
 //! `annotate` with source or assembly), so that an input too large for the
 //! machine ends in an error naming it rather than an out-of-memory abort.
 //!
-//! `TALLY_MAX_MEMORY` sets it: a size in bytes with an optional `K`, `M`,
+//! `tally --memory-limit SIZE` sets it for one run ([`set_memory_limit`]),
+//! else `TALLY_MAX_MEMORY`: a size in bytes with an optional `K`, `M`,
 //! `G` or `T` suffix (powers of 1024), or `0`/`none` for no ceiling. Unset,
 //! it is the smallest of three quarters of the physical memory, three
 //! quarters of the control group's memory limit, and half of the process's
@@ -45,9 +46,29 @@ pub fn exact_limit(content_bytes: u64, ceiling: Option<u64>) -> u64 {
 /// The environment variable that sets the ceiling.
 pub const VARIABLE: &str = "TALLY_MAX_MEMORY";
 
+/// The ceiling given for this process, which the environment variable
+/// then does not override.
+static GIVEN: OnceLock<Option<u64>> = OnceLock::new();
+
+/// Sets the ceiling for this process (tally's `--memory-limit`), before
+/// any input is read; `None` is no ceiling. A size that is not one is an
+/// error naming the option. Only the first call counts.
+pub fn set_memory_limit(option: &str, size: &str) -> Result<(), Error> {
+    let limit = parse_size(size).ok_or_else(|| {
+        Error::Incompatible(format!(
+            "{option}: expected a size such as 512M or 16G, or `none`, got `{size}`"
+        ))
+    })?;
+    let _ = GIVEN.set(limit);
+    Ok(())
+}
+
 /// The ceiling in bytes, `None` for none; an error for a value that is no
 /// size.
 pub fn memory_limit() -> Result<Option<u64>, Error> {
+    if let Some(&given) = GIVEN.get() {
+        return Ok(given);
+    }
     static LIMIT: OnceLock<Result<Option<u64>, String>> = OnceLock::new();
     LIMIT
         .get_or_init(|| match std::env::var(VARIABLE) {

@@ -1004,7 +1004,9 @@ fn system_mode_samples_every_process() {
                 "--duration",
                 "0.1",
                 "-o",
-                "/nonexistent/x",
+                // Writable by anyone (the output is checked first), and
+                // never written: the attach is refused.
+                "/tmp/tally-refused.out",
             ])
             .output()
             .unwrap();

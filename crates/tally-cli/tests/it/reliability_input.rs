@@ -342,6 +342,32 @@ fn an_input_past_the_memory_ceiling_is_a_clean_error() {
             "{args:?}: {e}"
         );
     }
+    // The option sets the same ceiling, before or after the command, and
+    // outranks the environment.
+    for args in [
+        vec!["--memory-limit", "1M", "convert", g, "-o", &out],
+        vec!["convert", g, "-o", &out, "--memory-limit=1M"],
+    ] {
+        let o = tally!()
+            .command()
+            .args(&args)
+            .env("TALLY_MAX_MEMORY", "none")
+            .output()
+            .unwrap();
+        let e = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {e}");
+        assert!(
+            e.contains(&format!("{g}:")) && e.contains("ceiling"),
+            "{args:?}: {e}"
+        );
+    }
+    let o = tally!()
+        .command()
+        .args(["convert", g, "-o", &out, "--memory-limit", "lots"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("--memory-limit: expected a size"));
     // Without the small ceiling the same input converts.
     tally!().ok(&["convert", g, "-o", &out]);
     let o = tally!()
