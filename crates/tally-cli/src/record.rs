@@ -200,13 +200,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             tally_record::signal_name(s)
         );
     }
-    let special = match (args.format, &args.db, &args.output) {
-        (Some(To::Dcpi), _, _) | (None, Some(_), None) => Some(To::Dcpi),
-        (Some(To::Gmon), _, _) => Some(To::Gmon),
-        (None, _, Some(o)) if o.file_name().is_some_and(|n| n == "gmon.out") => Some(To::Gmon),
-        _ => None,
-    };
-    if let Some(to) = special {
+    if let Some(to) = crate::record_out::counts(&args) {
         crate::record_out::write_counts(&recording, to, &args)?;
         return status(&recording);
     }

@@ -4,15 +4,22 @@
 use crate::record::{Args, To};
 use std::path::PathBuf;
 
+/// Whether the recording is written as sample counts (gmon.out, or DCPI
+/// with `-d`) rather than as a profile of stacks.
+pub fn counts(args: &Args) -> Option<To> {
+    match (args.format, &args.db, &args.output) {
+        (Some(To::Dcpi), _, _) | (None, Some(_), None) => Some(To::Dcpi),
+        (Some(To::Gmon), _, _) => Some(To::Gmon),
+        (None, _, Some(o)) if o.file_name().is_some_and(|n| n == "gmon.out") => Some(To::Gmon),
+        _ => None,
+    }
+}
+
 /// Fails before the program runs if its recording could not be written
 /// (`-o` in a missing or read-only folder, a DCPI database that cannot be
 /// made or written), so that no run is wasted.
 pub fn check_output(args: &Args) -> anyhow::Result<()> {
-    let dcpi = matches!(
-        (args.format, &args.db, &args.output),
-        (Some(To::Dcpi), _, _) | (None, Some(_), None)
-    );
-    let probe = if dcpi {
+    let probe = if counts(args) == Some(To::Dcpi) {
         // The database is made if missing, as writing it would.
         let db = args.db.clone().unwrap_or_else(|| ".".into());
         std::fs::create_dir_all(&db)

@@ -335,7 +335,8 @@ impl<C: Cost> Analysis<'_, C> {
         )
     }
 
-    /// Whether cycles are looked for, with their members' entries.
+    /// A cycle member's calls from outside its cycle: their cost and
+    /// number; `None` for other functions, or when no cycles were found.
     fn entered(&self, f: FunctionId) -> Option<(Vec<C>, C)> {
         self.graph()
             .and_then(|g| g.entered(f))

@@ -717,6 +717,16 @@ fn a_graph_dot_is_slow_on_is_laid_out_again() {
     );
     let svg = std::fs::read_to_string(&out).unwrap();
     assert!(svg.contains("<svg") && svg.contains("</svg>"));
+    // A bound that is no number is said so, not ignored.
+    let o = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .arg("graph")
+        .args(deep_args())
+        .arg(dir.path().join("bad.svg"))
+        .env("TALLY_DOT_TIMEOUT", "soon")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("TALLY_DOT_TIMEOUT: expected a positive number"));
 }
 
 /// The process ids whose parent is `pid`.

@@ -62,6 +62,20 @@ fn call_fields<C: Cost>(a: &View<C>, m: &mut Map<String, Value>, c: &Call<C>) {
     m.insert("recursion".into(), recursion(c.kind));
 }
 
+/// A row's callers or callees, each named by its `end` of the call.
+fn calls<C: Cost>(a: &View<C>, calls: &[Call<C>], end: impl Fn(&Call<C>) -> &Func) -> Value {
+    Value::Array(
+        calls
+            .iter()
+            .map(|call| {
+                let mut c = function_ref(a, end(call));
+                call_fields(a, &mut c, call);
+                Value::Object(c)
+            })
+            .collect(),
+    )
+}
+
 /// For a cycle member: the cost of its calls from outside the cycle and
 /// their number.
 fn entered_fields<C: Cost>(a: &View<C>, m: &mut Map<String, Value>, row: &Row<C>) {
@@ -136,26 +150,10 @@ pub(super) fn write<C: Cost>(
             m.insert("inclusive".into(), costs(a, v));
         }
         if let Some(callers) = &row.callers {
-            let callers: Vec<Value> = callers
-                .iter()
-                .map(|call| {
-                    let mut c = function_ref(a, &call.caller);
-                    call_fields(a, &mut c, call);
-                    Value::Object(c)
-                })
-                .collect();
-            m.insert("callers".into(), Value::Array(callers));
+            m.insert("callers".into(), calls(a, callers, |c| &c.caller));
         }
         if let Some(callees) = &row.callees {
-            let callees: Vec<Value> = callees
-                .iter()
-                .map(|call| {
-                    let mut c = function_ref(a, &call.callee);
-                    call_fields(a, &mut c, call);
-                    Value::Object(c)
-                })
-                .collect();
-            m.insert("callees".into(), Value::Array(callees));
+            m.insert("callees".into(), calls(a, callees, |c| &c.callee));
         }
         rows.push(Value::Object(m));
     }

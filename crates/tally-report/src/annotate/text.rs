@@ -176,16 +176,7 @@ fn file_function_table<C: Cost>(a: &View<C>, out: &mut dyn Write, style: Style) 
             t.text(String::new());
         }
         for call in row.callers.iter().flatten() {
-            t.row(
-                arc_cells(a, call),
-                format!(
-                    "<  {} ({}x){}{}",
-                    call.caller.file_function(),
-                    crate::format::thousands(call.count.to_i128()),
-                    suffix(&call.caller, style),
-                    super::inside_mark(call.kind)
-                ),
-            );
+            call_line(a, &mut t, "<  ", &call.caller, call, style);
         }
         let mut c = Vec::new();
         if a.options.inclusive {
@@ -202,16 +193,7 @@ fn file_function_table<C: Cost>(a: &View<C>, out: &mut dyn Write, style: Style) 
             ),
         );
         for call in row.callees.iter().flatten() {
-            t.row(
-                arc_cells(a, call),
-                format!(
-                    ">    {} ({}x){}{}",
-                    call.callee.file_function(),
-                    crate::format::thousands(call.count.to_i128()),
-                    suffix(&call.callee, style),
-                    super::inside_mark(call.kind)
-                ),
-            );
+            call_line(a, &mut t, ">    ", &call.callee, call, style);
         }
     }
     // With every row shown, cycles cheaper than the last row come last.
@@ -334,6 +316,28 @@ fn cycles<C: Cost>(a: &View<C>, out: &mut dyn Write, style: Style) -> io::Result
         writeln!(out)?;
     }
     Ok(())
+}
+
+/// A call under its row: the function at its other `end` (a caller or a
+/// callee), its count, and whose activation counts its cost.
+fn call_line<C: Cost>(
+    a: &View<C>,
+    t: &mut Table,
+    mark: &str,
+    end: &Func,
+    call: &Call<C>,
+    style: Style,
+) {
+    t.row(
+        arc_cells(a, call),
+        format!(
+            "{mark}{} ({}x){}{}",
+            end.file_function(),
+            crate::format::thousands(call.count.to_i128()),
+            suffix(end, style),
+            super::inside_mark(call.kind)
+        ),
+    );
 }
 
 /// Cells for a call: its cost (none inside a recursion or cycle), in both

@@ -26,14 +26,18 @@ pub struct Rendered {
 const FEWER_ITERATIONS: [&str; 3] = ["-Gnslimit=2", "-Gnslimit1=2", "-Gmclimit=0.5"];
 
 /// How long `dot` may run with its usual settings: `TALLY_DOT_TIMEOUT`
-/// seconds, 5 by default; with fewer iterations it gets six times as long.
-fn bound() -> Duration {
-    let secs = std::env::var("TALLY_DOT_TIMEOUT")
-        .ok()
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .unwrap_or(5.0);
-    Duration::from_secs_f64(secs.min(86_400.0))
+/// seconds, 5 by default (at most a day); with fewer iterations it gets six
+/// times as long. A value that is no positive number is an error.
+fn bound() -> Result<Duration, ReportError> {
+    let Ok(v) = std::env::var("TALLY_DOT_TIMEOUT") else {
+        return Ok(Duration::from_secs(5));
+    };
+    match v.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 => Ok(Duration::from_secs_f64(s.min(86_400.0))),
+        _ => Err(ReportError::Input(format!(
+            "TALLY_DOT_TIMEOUT: expected a positive number of seconds, got `{v}`"
+        ))),
+    }
 }
 
 /// The SVG of a DOT text. `dot` (or `TALLY_DOT`) runs bounded in time, in
@@ -42,7 +46,7 @@ fn bound() -> Duration {
 /// answer is [`ReportError::DotTimedOut`].
 pub fn render(dot_text: &[u8]) -> Result<Rendered, ReportError> {
     let program = std::env::var_os("TALLY_DOT").unwrap_or_else(|| "dot".into());
-    let first = bound();
+    let first = bound()?;
     let mut notes = Vec::new();
     let mut out = run(&program, &[], dot_text, first)?;
     if out.is_none() {
