@@ -571,6 +571,8 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
             if let Some((name, rest)) = args.split_first() {
                 command.arg0(name).args(rest);
             }
+            // The program ends with tally, however tally ends (SIGKILL too).
+            command.death_signal(libc::SIGKILL);
             let mut held = command.hold(true).spawn().map_err(|e| RecordError::Spawn {
                 program: program.display().to_string(),
                 source: e,

@@ -1054,3 +1054,63 @@ fn mistakes_are_found_before_the_program_runs() {
         );
     }
 }
+
+/// Whether process `pid` is gone (or a zombie waiting for its reaper).
+fn gone(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// The recorded program ends with tally even when tally is killed with
+/// SIGKILL, which tally cannot catch: it is not left running, adopted by
+/// init.
+#[test]
+fn the_program_ends_when_tally_is_killed() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t = tally!().in_dir(d);
+    let pid_file = d.join("pid");
+    let script = format!("echo $$ > {}; exec sleep 30", path_str(&pid_file));
+    let mut child = t
+        .command()
+        .args(["record", "-o", "k.out", "--", "sh", "-c", &script])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let pid = loop {
+        if let Ok(p) = std::fs::read_to_string(&pid_file)
+            && p.ends_with('\n')
+        {
+            break p.trim().to_string();
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            let o = child.wait_with_output().unwrap();
+            // Sampling refused here (perf_event_paranoid): nothing ran.
+            assert!(!status.success(), "ended at once");
+            eprintln!("skipped: {}", String::from_utf8_lossy(&o.stderr).trim_end());
+            return;
+        }
+        assert!(
+            started.elapsed().as_secs() < 10,
+            "the program never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(!gone(&pid), "the program ended before tally was killed");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = std::time::Instant::now();
+    while !gone(&pid) {
+        assert!(
+            killed.elapsed().as_secs() < 5,
+            "the program {pid} outlived tally"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

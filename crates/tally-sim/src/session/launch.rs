@@ -218,6 +218,8 @@ pub fn spawn(
     fds: Descriptors,
 ) -> Result<Child, Error> {
     let mut c = tally_process::Command::new(qemu);
+    // QEMU and the program end with tally, however tally ends.
+    c.death_signal(libc::SIGKILL);
     let children = if fds.ctl.is_some() {
         format!(",ctl={CTL_FD},children=on")
     } else {
