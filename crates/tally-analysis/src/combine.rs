@@ -244,7 +244,7 @@ impl<'a, C: Cost> LineFold<'a, C> {
 
     /// Adds one line; on failure the output's value and the input's.
     #[inline]
-    fn add<I: Cost>(&mut self, positions: &[u64], costs: &[I]) -> Result<(), (C, I)> {
+    fn add<I: Cost>(&mut self, positions: &[u64], costs: &[I]) -> Result<(), (C, I, usize)> {
         let ne = self.ne;
         let key = key_pos(positions, self.per_function);
         let (i, new) = self.block.lines.find_or_add(key, self.line_pos, &mut 0);
@@ -259,7 +259,7 @@ impl<'a, C: Cost> LineFold<'a, C> {
             match combine(dst[o], v, self.sign) {
                 Some(r) => dst[o] = r,
                 None => {
-                    failed.get_or_insert((dst[o], v));
+                    failed.get_or_insert((dst[o], v, o));
                 }
             }
         }
@@ -347,7 +347,7 @@ impl<C: Cost> PartAcc<C> {
         inclusive: &[I],
         events: &[usize],
         sign: Sign,
-    ) -> Result<(), (C, I)> {
+    ) -> Result<(), (C, I, &'static str)> {
         let ne = events.len();
         let b = self.keyed_block(key.caller, key.site_file, false);
         let calls = &self.calls;
@@ -364,11 +364,11 @@ impl<C: Cost> PartAcc<C> {
             self.blocks[b].recs.push(Rec::Call(i as u32));
         }
         let c = &mut self.calls[i].1;
-        *c = combine(*c, count, sign).ok_or((*c, count))?;
+        *c = combine(*c, count, sign).ok_or((*c, count, "call counts"))?;
         let dst = &mut self.call_costs[i * ne..(i + 1) * ne];
         for (o, &e) in events.iter().enumerate() {
             let v = inclusive.get(e).copied().unwrap_or(I::ZERO);
-            dst[o] = combine(dst[o], v, sign).ok_or((dst[o], v))?;
+            dst[o] = combine(dst[o], v, sign).ok_or((dst[o], v, "inclusive costs"))?;
         }
         Ok(())
     }
@@ -380,7 +380,7 @@ impl<C: Cost> PartAcc<C> {
         executed: I,
         taken: I,
         sign: Sign,
-    ) -> Result<(), (C, I)> {
+    ) -> Result<(), (C, I, &'static str)> {
         let b = self.keyed_block(key.function, key.file, true);
         let jumps = &self.jumps;
         let (i, new) = self.blocks[b].jumps.find_or_insert(
@@ -394,8 +394,8 @@ impl<C: Cost> PartAcc<C> {
             self.blocks[b].recs.push(Rec::Jump(i));
         }
         let r = &mut self.jumps[i as usize];
-        r.1 = combine(r.1, executed, sign).ok_or((r.1, executed))?;
-        r.2 = combine(r.2, taken, sign).ok_or((r.2, taken))?;
+        r.1 = combine(r.1, executed, sign).ok_or((r.1, executed, "execution counts"))?;
+        r.2 = combine(r.2, taken, sign).ok_or((r.2, taken, "taken counts"))?;
         Ok(())
     }
 }
@@ -420,6 +420,7 @@ fn arith_failure<C: Cost, I: Cost>(
     sign: Sign,
     label: &str,
     function: &[u8],
+    what: impl FnOnce() -> String,
 ) -> Error {
     let r = match sign {
         Sign::Plus => acc.to_i128() + v.to_i128(),
@@ -433,9 +434,53 @@ fn arith_failure<C: Cost, I: Cost>(
         Error::Overflow {
             input: label.into(),
             function: String::from_utf8_lossy(function).into_owned(),
+            what: what(),
             signed: C::SIGNED,
         }
     }
+}
+
+/// What overflowed in adding a cost line of `p`: its event `event`.
+fn line_what<I: Cost>(p: &Profile<I>, event: usize, pos: &[u64]) -> String {
+    let name = p
+        .events
+        .recorded()
+        .get(event)
+        .map_or("?", |e| e.name.as_str());
+    format!("the sum of event `{name}` at {}", at(p.positions, pos))
+}
+
+/// What overflowed in adding a call to `callee` from `site`.
+fn call_what(what: &str, callee: &[u8], positions: Positions, site: &[u64]) -> String {
+    format!(
+        "the sum of the {what} of the call to `{}` at {}",
+        String::from_utf8_lossy(callee),
+        at(positions, site)
+    )
+}
+
+/// What overflowed in adding a jump from `source` to `target`.
+fn jump_what(what: &str, positions: Positions, source: &[u64], target: &[u64]) -> String {
+    format!(
+        "the sum of the {what} of the jump at {} to {}",
+        at(positions, source),
+        at(positions, target)
+    )
+}
+
+/// A record's positions as a reader of the profile names them:
+/// `line 12`, `instr 0x4005d0 line 12`.
+fn at(positions: Positions, pos: &[u64]) -> String {
+    positions
+        .names()
+        .iter()
+        .zip(pos)
+        .map(|(name, v)| match *name {
+            "line" => format!("line {v}"),
+            _ => format!("{name} {v:#x}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Folds profiles into one; see the module documentation.
@@ -556,7 +601,7 @@ impl<C: Cost> Combiner<C> {
                 let b = acc.block(map.function(blk.function), map.file(blk.file));
                 let mut fold = LineFold::new(acc, b, per_function, &map.events, sign);
                 part.lines.for_each_in_block(bi, |l| {
-                    if let Err((d, v)) = fold.add(l.positions, l.costs)
+                    if let Err((d, v, e)) = fold.add(l.positions, l.costs)
                         && failed.is_none()
                     {
                         failed = Some(arith_failure(
@@ -565,6 +610,7 @@ impl<C: Cost> Combiner<C> {
                             sign,
                             label,
                             p.names.function_name(blk.function),
+                            || line_what(p, map.events[e], l.positions),
                         ));
                     }
                 });
@@ -575,15 +621,36 @@ impl<C: Cost> Combiner<C> {
             for c in part.calls.iter() {
                 let key = map.call_key(&c.info, c.site, c.target, per_function);
                 acc.add_call(key, c.info.count, c.inclusive, &map.events, sign)
-                    .map_err(|(d, v)| {
-                        arith_failure(d, v, sign, label, p.names.function_name(c.info.caller))
+                    .map_err(|(d, v, what)| {
+                        arith_failure(
+                            d,
+                            v,
+                            sign,
+                            label,
+                            p.names.function_name(c.info.caller),
+                            || {
+                                call_what(
+                                    what,
+                                    p.names.function_name(c.info.callee),
+                                    p.positions,
+                                    c.site,
+                                )
+                            },
+                        )
                     })?;
             }
             for j in part.jumps.iter() {
                 let key = map.jump_key(&j.info, j.source, j.target, per_function);
                 acc.add_jump(key, j.info.executed, j.info.taken, sign)
-                    .map_err(|(d, v)| {
-                        arith_failure(d, v, sign, label, p.names.function_name(j.info.function))
+                    .map_err(|(d, v, what)| {
+                        arith_failure(
+                            d,
+                            v,
+                            sign,
+                            label,
+                            p.names.function_name(j.info.function),
+                            || jump_what(what, p.positions, j.source, j.target),
+                        )
                     })?;
             }
         }
@@ -710,10 +777,12 @@ impl<C: Cost> Combiner<C> {
                 if zero(costs(i)) {
                     continue;
                 }
-                fold.add(&fp.line_pos.get(i as usize), costs(i))
-                    .map_err(|(d, v)| {
-                        arith_failure(d, v, sign, label, p.names.function_name(*function))
-                    })?;
+                let pos = fp.line_pos.get(i as usize);
+                fold.add(&pos, costs(i)).map_err(|(d, v, e)| {
+                    arith_failure(d, v, sign, label, p.names.function_name(*function), || {
+                        line_what(p, map.events[e], &pos)
+                    })
+                })?;
             }
         }
         for (i, (k, count)) in fp.calls.iter().enumerate() {
@@ -730,8 +799,10 @@ impl<C: Cost> Combiner<C> {
             };
             let key = map.call_key(&info, &k.site, &k.target, per_function);
             acc.add_call(key, *count, inclusive, &map.events, sign)
-                .map_err(|(d, v)| {
-                    arith_failure(d, v, sign, label, p.names.function_name(k.caller))
+                .map_err(|(d, v, what)| {
+                    arith_failure(d, v, sign, label, p.names.function_name(k.caller), || {
+                        call_what(what, p.names.function_name(k.callee), p.positions, &k.site)
+                    })
                 })?;
         }
         for (k, executed, taken) in &fp.jumps {
@@ -750,8 +821,10 @@ impl<C: Cost> Combiner<C> {
             };
             let key = map.jump_key(&info, &k.source, &k.target, per_function);
             acc.add_jump(key, *executed, *taken, sign)
-                .map_err(|(d, v)| {
-                    arith_failure(d, v, sign, label, p.names.function_name(k.function))
+                .map_err(|(d, v, what)| {
+                    arith_failure(d, v, sign, label, p.names.function_name(k.function), || {
+                        jump_what(what, p.positions, &k.source, &k.target)
+                    })
                 })?;
         }
         Ok(())
@@ -975,7 +1048,9 @@ impl<C: Cost> Combiner<C> {
                     .last()
                     .map_or(FunctionId(0), |f| from.frames[f.index()].function);
                 let c = combine(C::ZERO, v, sign).ok_or_else(|| {
-                    arith_failure(C::ZERO, v, sign, label, p.names.function_name(leaf))
+                    arith_failure(C::ZERO, v, sign, label, p.names.function_name(leaf), || {
+                        "a sample's cost".into()
+                    })
                 })?;
                 costs.push(c);
             }
@@ -988,6 +1063,7 @@ impl<C: Cost> Combiner<C> {
                 return Err(Error::Overflow {
                     input: label.into(),
                     function: String::from_utf8_lossy(p.names.function_name(leaf)).into_owned(),
+                    what: "the sum of a stack's samples".into(),
                     signed: C::SIGNED,
                 });
             }
@@ -1173,6 +1249,7 @@ impl<C: Cost> Combiner<C> {
                 .ok_or_else(|| Error::Overflow {
                     input: format!("the total of {}", labels.join(" + ")),
                     function: String::new(),
+                    what: String::new(),
                     signed: C::SIGNED,
                 })?;
             // Every input has the output's positions, so the part's rows

@@ -58,8 +58,9 @@ pub enum Error {
     },
     /// A sum or difference does not fit the cost type.
     #[error(
-        "{input}: {}a summed count does not fit in 64 bits{}",
+        "{input}: {}{} does not fit in 64 bits{}",
         if function.is_empty() { String::new() } else { format!("in function `{function}`: ") },
+        if what.is_empty() { "a summed count" } else { what },
         if *.signed { " (signed)" } else { "" }
     )]
     Overflow {
@@ -68,6 +69,9 @@ pub enum Error {
         input: String,
         /// The function of the record, when one is known.
         function: String,
+        /// The sum that overflowed and where: "the sum of the jump's
+        /// execution counts at line 12 (to line 3)"; empty when unknown.
+        what: String,
         /// Whether the output is signed.
         signed: bool,
     },

@@ -300,6 +300,35 @@ fn call_counts_are_unsigned_64_bit_and_differences_signed() {
     assert!(e.contains(a) && e.contains("does not fit"), "{e}");
 }
 
+/// Jump counts are summed by `merge` too: an overflow says it is a jump
+/// count, of which jump (its source and target lines) and in which
+/// function, and nothing is written.
+#[test]
+fn jump_counts_that_overflow_in_a_merge_are_named() {
+    let dir = tally_testutil::temp_dir();
+    let t = tally!();
+    let big = 1u64 << 63;
+    let a = write(
+        dir.path(),
+        "j.callgrind",
+        format!(
+            "# callgrind format\nversion: 1\nevents: Ir\nfl=a.c\nfn=loop\n1 1\n\
+             jcnd={big}/{big} 3\n2 1\n3 1\n"
+        )
+        .as_bytes(),
+    );
+    let a = path_str(&a);
+    let out = dir.path().join("m.callgrind");
+    let e = t.fails(&["merge", a, a, "-o", path_str(&out)]);
+    assert!(
+        e.contains(a)
+            && e.contains("in function `loop`")
+            && e.contains("execution counts of the jump at line 2 to line 3"),
+        "{e}"
+    );
+    assert!(!out.exists(), "nothing written");
+}
+
 /// A gzip'd profile of `lines` distinct cost lines (each line number once),
 /// small compressed and large expanded.
 fn expanding_gzip(path: &Path, lines: u64) {
