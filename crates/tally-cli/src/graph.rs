@@ -65,6 +65,10 @@ pub struct Args {
     /// Show only these functions' callers and callees.
     #[arg(long, value_name = "FUNCTION")]
     focus: Vec<String>,
+    /// Draw at most this many functions, the heaviest (0: no bound), as
+    /// a higher --node-thres would.
+    #[arg(long, default_value_t = graph::MAX_NODES, value_name = "N")]
+    max_nodes: usize,
 }
 
 fn percent(s: &str) -> Result<f64, String> {
@@ -117,13 +121,24 @@ pub fn run(args: Args) -> Result<Outcome> {
         leaf: args.leaf.clone(),
         focus: args.focus.clone(),
     };
-    let kept = graph::prune(&g, &prune)?;
-    let mut text = Vec::new();
-    graph::dot::write(&g, &kept, &mut text)?;
+    let mut kept = graph::prune(&g, &prune)?;
+    let (left_out, smallest) = graph::limit(&g, &mut kept, args.max_nodes);
+    if left_out > 0 {
+        eprintln!(
+            "tally graph: {left_out} more functions above --node-thres left out to keep to \
+             --max-nodes {} (the smallest total drawn: {:.2}%)",
+            args.max_nodes,
+            smallest * 100.0
+        );
+    }
     let bytes = match format {
-        Format::Dot => text,
+        Format::Dot => {
+            let mut text = Vec::new();
+            graph::dot::write(&g, &kept, &mut text)?;
+            text
+        }
         Format::Svg => {
-            let r = graph::svg::render(&text)?;
+            let r = graph::svg::render_graph(&g, &kept)?;
             for l in r.dot_stderr.lines().filter(|l| !l.trim().is_empty()) {
                 eprintln!("tally graph: dot: {l}");
             }

@@ -389,7 +389,12 @@ pub fn graph_svg(s: &Session, q: &Query) -> Result<Reply, Error> {
             let start = start_nodes(&v, &g, node)?;
             neighbourhood(&g, &start)
         }
-        None => graph::prune(&g, &Prune::default()).map_err(|e| Error::NotFound(e.to_string()))?,
+        None => {
+            let mut kept =
+                graph::prune(&g, &Prune::default()).map_err(|e| Error::NotFound(e.to_string()))?;
+            graph::limit(&g, &mut kept, graph::MAX_NODES);
+            kept
+        }
     };
     if s.diff {
         let a = view_of(s, q, 0)?;
@@ -413,9 +418,7 @@ pub fn graph_svg(s: &Session, q: &Query) -> Result<Reply, Error> {
             n.place = Some(format!("B−A {d:+} ({share:+.2}%)"));
         }
     }
-    let mut dot = Vec::new();
-    graph::dot::write(&g, &kept, &mut dot).map_err(|e| Error::Input(e.to_string()))?;
-    let out = graph::svg::render(&dot)
+    let out = graph::svg::render_graph(&g, &kept)
         .map_err(|e| Error::Input(e.to_string()))?
         .svg;
     Ok(svg(out))

@@ -571,11 +571,18 @@ fn two_thousand_nodes_render() {
     run(Command::new(&generator)
         .args(["--size", "8M", "-o"])
         .arg(&profile));
-    let dot = tally_graph(tmp.path(), &["big.out", "-n", "0", "-e", "1"]);
+    let dot = tally_graph(
+        tmp.path(),
+        &["big.out", "-n", "0", "-e", "1", "--max-nodes", "0"],
+    );
     let d = parse(&dot, true);
     assert!(d.nodes.len() >= 2000, "{} nodes", d.nodes.len());
     let start = std::time::Instant::now();
-    let err = render(tmp.path(), &["big.out", "-n", "0", "-e", "1"], "big.svg");
+    let err = render(
+        tmp.path(),
+        &["big.out", "-n", "0", "-e", "1", "--max-nodes", "0"],
+        "big.svg",
+    );
     eprintln!(
         "{} nodes, {} edges: tally graph + dot -Tsvg took {:.1?}",
         d.nodes.len(),
@@ -727,6 +734,106 @@ fn a_graph_dot_is_slow_on_is_laid_out_again() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o.stderr).contains("TALLY_DOT_TIMEOUT: expected a positive number"));
+}
+
+/// The `f<node>` names of a DOT text's nodes, or of the node groups of
+/// an SVG laid out by tally.
+fn node_ids(text: &str, svg: bool) -> BTreeSet<String> {
+    if svg {
+        text.split("<g class=\"node\"><title>")
+            .skip(1)
+            .filter_map(|rest| rest.split_once("</title>").map(|x| x.0.to_string()))
+            .collect()
+    } else {
+        text.lines()
+            .filter_map(|l| {
+                let (id, rest) = l.trim().split_once(' ')?;
+                (id.starts_with('f') && rest.starts_with("[label=")).then(|| id.to_string())
+            })
+            .collect()
+    }
+}
+
+/// A graph `dot` cannot lay out even with fewer iterations is laid out by
+/// tally, with a note: the same nodes as the DOT output, every edge, and
+/// each node's `<title>` as `dot` gives it (the web UI's clicks use it).
+#[test]
+fn a_graph_dot_cannot_lay_out_is_laid_out_by_tally() {
+    if !require(&["dot"]) {
+        return;
+    }
+    let dir = tally_testutil::temp_dir();
+    let svg_path = dir.path().join("deep.svg");
+    let o = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .arg("graph")
+        .args(deep_args())
+        .arg(&svg_path)
+        .env("TALLY_DOT_TIMEOUT", "0.001")
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("laid out by tally instead"), "{err}");
+    let dot_path = dir.path().join("deep.dot");
+    let o = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .arg("graph")
+        .args(deep_args())
+        .arg(&dot_path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    let dot = std::fs::read_to_string(&dot_path).unwrap();
+    let nodes = node_ids(&dot, false);
+    assert!(nodes.len() > 50, "{nodes:?}");
+    assert_eq!(node_ids(&svg, true), nodes);
+    let d = parse(&dot, true);
+    let arcs = d.edges.iter().filter(|(a, b, _)| a != b).count();
+    assert_eq!(svg.matches("<g class=\"edge\">").count(), arcs);
+}
+
+/// `--max-nodes` keeps the heaviest functions and says how many it left
+/// out; the DOT output keeps to it too.
+#[test]
+fn the_node_budget_keeps_the_heaviest() {
+    let graph = |budget: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_tally"))
+            .arg("graph")
+            .args(deep_args())
+            .args(["-", "-n", "0", "--max-nodes", budget])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        (parse(&text(&o.stdout), true), text(&o.stderr))
+    };
+    let (all, err) = graph("0");
+    assert!(!err.contains("--max-nodes"), "{err}");
+    assert!(all.nodes.len() > 7, "{}", all.nodes.len());
+    let (seven, err) = graph("7");
+    assert!(
+        err.contains(&format!(
+            "{} more functions above --node-thres left out to keep to --max-nodes 7",
+            all.nodes.len() - 7
+        )),
+        "{err}"
+    );
+    assert_eq!(seven.nodes.len(), 7);
+    // The seven kept are the heaviest: none left out is above any kept.
+    let total = |n: &Node| n.total;
+    let lightest = seven
+        .nodes
+        .values()
+        .map(total)
+        .fold(f64::INFINITY, f64::min);
+    for (name, n) in &all.nodes {
+        if !seven.nodes.contains_key(name) {
+            assert!(total(n) <= lightest, "{name} left out");
+        }
+    }
+    // Every edge kept joins two kept nodes.
+    for (a, b, _) in &seven.edges {
+        assert!(seven.nodes.contains_key(a) && seven.nodes.contains_key(b));
+    }
 }
 
 /// The process ids whose parent is `pid`.

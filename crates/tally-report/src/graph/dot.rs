@@ -9,7 +9,7 @@
 
 use std::io::{self, Write};
 
-use super::{Graph, Kept, Unit};
+use super::{Cycle, Edge, Graph, Kept, Node, Unit};
 
 /// Longest name written: Graphviz refuses quoted strings of 16 KiB and
 /// more.
@@ -44,12 +44,7 @@ pub fn write(g: &Graph, kept: &Kept, out: &mut dyn Write) -> io::Result<()> {
             continue;
         }
         writeln!(out, "\tsubgraph cluster_cycle{} {{", k + 1)?;
-        let label = format!(
-            "cycle {}: {} · {}",
-            c.number,
-            percent(g.ratio(c.total)),
-            value(&g.unit, c.total)
-        );
+        let label = cycle_label(g, c);
         writeln!(
             out,
             "\t\tlabel={}; style=dashed; color=\"{}\"; fontname=\"Arial\"; fontsize=10;",
@@ -66,30 +61,12 @@ pub fn write(g: &Graph, kept: &Kept, out: &mut dyn Write) -> io::Result<()> {
         if !kept.nodes[i] {
             continue;
         }
-        let w = g.node_weight(i);
-        let mut label = truncate(&n.name);
-        if let Some(p) = &n.place {
-            label.push('\n');
-            label.push_str(&truncate(p));
-        }
-        label.push_str(&format!(
-            "\n{} · {}\n({}) · {}\n{}×",
-            percent(w),
-            value(&g.unit, n.total),
-            percent(g.ratio(n.self_cost)),
-            value(&g.unit, n.self_cost),
-            n.calls
-        ));
-        let tooltip = match &n.place {
-            Some(p) => format!("{} ({p})", truncate(&n.name)),
-            None => truncate(&n.name),
-        };
         writeln!(
             out,
             "\tf{i} [label={}, color=\"{}\", tooltip={}];",
-            quote(&label),
-            colour(w),
-            quote(&tooltip)
+            quote(&node_label(g, i)),
+            colour(g.node_weight(i)),
+            quote(&tooltip(n))
         )?;
     }
 
@@ -98,15 +75,7 @@ pub fn write(g: &Graph, kept: &Kept, out: &mut dyn Write) -> io::Result<()> {
             continue;
         }
         let w = g.edge_weight(e);
-        let label = match e.cost {
-            Some(c) => format!(
-                "{} · {}\n{}×",
-                percent(g.ratio(c)),
-                value(&g.unit, c),
-                e.calls
-            ),
-            None => format!("{}×", e.calls),
-        };
+        let label = edge_label(g, e);
         let pen = (w * 4.0).max(0.5);
         writeln!(
             out,
@@ -121,8 +90,58 @@ pub fn write(g: &Graph, kept: &Kept, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "}}")
 }
 
+/// A node's label: name, place, total, self cost, calls, one per line.
+pub fn node_label(g: &Graph, i: usize) -> String {
+    let n = &g.nodes[i];
+    let mut label = truncate(&n.name);
+    if let Some(p) = &n.place {
+        label.push('\n');
+        label.push_str(&truncate(p));
+    }
+    label.push_str(&format!(
+        "\n{} · {}\n({}) · {}\n{}×",
+        percent(g.node_weight(i)),
+        value(&g.unit, n.total),
+        percent(g.ratio(n.self_cost)),
+        value(&g.unit, n.self_cost),
+        n.calls
+    ));
+    label
+}
+
+/// A node's tooltip: its name and place.
+pub fn tooltip(n: &Node) -> String {
+    match &n.place {
+        Some(p) => format!("{} ({p})", truncate(&n.name)),
+        None => truncate(&n.name),
+    }
+}
+
+/// An edge's label: the share and value it passes, then its calls.
+pub fn edge_label(g: &Graph, e: &Edge) -> String {
+    match e.cost {
+        Some(c) => format!(
+            "{} · {}\n{}×",
+            percent(g.ratio(c)),
+            value(&g.unit, c),
+            e.calls
+        ),
+        None => format!("{}×", e.calls),
+    }
+}
+
+/// A cycle's label: its number and total.
+pub fn cycle_label(g: &Graph, c: &Cycle) -> String {
+    format!(
+        "cycle {}: {} · {}",
+        c.number,
+        percent(g.ratio(c.total)),
+        value(&g.unit, c.total)
+    )
+}
+
 /// What the values are, for the title.
-fn unit_name(u: &Unit) -> String {
+pub fn unit_name(u: &Unit) -> String {
     match u {
         Unit::Samples { .. } => "time (s)".to_owned(),
         Unit::Event(e) => format!("event {e}"),

@@ -16,6 +16,7 @@
 //! [`prune`] then applies gprof2dot's rules; [`dot`] writes the DOT text.
 
 pub mod dot;
+mod layout;
 pub mod svg;
 
 use crate::ReportError;
@@ -385,6 +386,32 @@ pub fn prune(g: &Graph, p: &Prune) -> Result<Kept, ReportError> {
     restrict("--leaf", &p.leaf, false, true)?;
     restrict("--focus", &p.focus, true, true)?;
     Ok(Kept { nodes, edges })
+}
+
+/// The node budget of a picture unless the user gives another.
+pub const MAX_NODES: usize = 500;
+
+/// Keeps at most `max_nodes` nodes (0: no bound), the heaviest, as a
+/// higher `--node-thres` would, with their edges: Graphviz's layout time
+/// grows much faster than the graph, so a picture keeps to a budget.
+/// Returns how many nodes were left out and the smallest share kept.
+pub fn limit(g: &Graph, kept: &mut Kept, max_nodes: usize) -> (usize, f64) {
+    let mut nodes: Vec<usize> = (0..g.nodes.len()).filter(|&i| kept.nodes[i]).collect();
+    if max_nodes == 0 || nodes.len() <= max_nodes {
+        return (0, 0.0);
+    }
+    nodes.sort_by(|&a, &b| {
+        g.node_weight(b)
+            .total_cmp(&g.node_weight(a))
+            .then(a.cmp(&b))
+    });
+    for &i in &nodes[max_nodes..] {
+        kept.nodes[i] = false;
+    }
+    for (e, k) in g.edges.iter().zip(kept.edges.iter_mut()) {
+        *k &= kept.nodes[e.from] && kept.nodes[e.to];
+    }
+    (nodes.len() - max_nodes, g.node_weight(nodes[max_nodes - 1]))
 }
 
 /// Marks in `reach` everything reachable from `start` along kept edges,

@@ -1,8 +1,9 @@
 //! SVG by Graphviz: the DOT text piped through `dot -Tsvg`. Graphviz's
 //! layout is the reference for call graphs (gprof2dot's pictures are
-//! made by it), so tally does not lay graphs out itself; it bounds the
-//! time `dot` takes.
+//! made by it), so tally uses it, bounded in time; where `dot` runs past
+//! its bounds, tally lays the graph out itself ([`super::layout`]).
 
+use super::{Graph, Kept, dot, layout};
 use crate::ReportError;
 use std::ffi::{OsStr, OsString};
 use std::time::Duration;
@@ -26,8 +27,8 @@ pub struct Rendered {
 const FEWER_ITERATIONS: [&str; 3] = ["-Gnslimit=2", "-Gnslimit1=2", "-Gmclimit=0.5"];
 
 /// How long `dot` may run with its usual settings: `TALLY_DOT_TIMEOUT`
-/// seconds, 5 by default (at most a day); with fewer iterations it gets six
-/// times as long. A value that is no positive number is an error.
+/// seconds, 5 by default (at most a day); with fewer iterations it gets
+/// twice as long. A value that is no positive number is an error.
 fn bound() -> Result<Duration, ReportError> {
     let Ok(v) = std::env::var("TALLY_DOT_TIMEOUT") else {
         return Ok(Duration::from_secs(5));
@@ -55,11 +56,11 @@ pub fn render(dot_text: &[u8]) -> Result<Rendered, ReportError> {
             first.as_secs_f64(),
             FEWER_ITERATIONS.join(" ")
         ));
-        out = run(&program, &FEWER_ITERATIONS, dot_text, first * 6)?;
+        out = run(&program, &FEWER_ITERATIONS, dot_text, first * 2)?;
     }
     let Some(o) = out else {
         return Err(ReportError::DotTimedOut {
-            seconds: (first * 7).as_secs_f64().ceil() as u64,
+            seconds: (first * 3).as_secs_f64().ceil() as u64,
         });
     };
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
@@ -74,6 +75,30 @@ pub fn render(dot_text: &[u8]) -> Result<Rendered, ReportError> {
         dot_stderr: stderr,
         notes,
     })
+}
+
+/// The SVG of the kept part of `g`: by `dot` as [`render`] makes it, or,
+/// when `dot` runs past its bounds, laid out by tally, with a note.
+pub fn render_graph(g: &Graph, kept: &Kept) -> Result<Rendered, ReportError> {
+    let mut text = Vec::new();
+    dot::write(g, kept, &mut text).map_err(|e| ReportError::Input(e.to_string()))?;
+    match render(&text) {
+        Err(ReportError::DotTimedOut { .. }) => {
+            let first = bound()?.as_secs_f64();
+            let title = format!("{} — {}", g.title, dot::unit_name(&g.unit));
+            Ok(Rendered {
+                svg: layout::svg(g, kept, &title),
+                dot_stderr: String::new(),
+                notes: vec![format!(
+                    "Graphviz's `dot` ran past {first} s, and laid out again with fewer \
+                     iterations past {} s too: laid out by tally instead (plainer; \
+                     `-o FILE.dot` writes the graph for dot)",
+                    first * 2.0
+                )],
+            })
+        }
+        r => r,
+    }
 }
 
 /// One bounded run of `dot -Tsvg`; `None` past the bound.
