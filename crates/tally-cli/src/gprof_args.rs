@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use tally_analysis::gprof::{ArcSpec, Options, SymSpec};
 
 /// `tally gprof --help`: gprof's options as tally takes them.
@@ -160,7 +160,7 @@ pub fn parse(args: &[String]) -> Result<Parsed> {
 fn next_value(args: &[String], i: &mut usize, name: &str) -> Result<String> {
     let v = args
         .get(*i)
-        .with_context(|| format!("option {name} needs a value"))?
+        .ok_or_else(|| crate::usage!("option {name} needs a value"))?
         .clone();
     *i += 1;
     Ok(v)
@@ -207,7 +207,8 @@ fn apply(p: &mut Parsed, c: char, value: Option<String>) -> Result<()> {
         'N' => specs.time_exclude.extend(spec(&value)),
         'k' => {
             let v = value.unwrap_or_default();
-            let arc = ArcSpec::parse(&v).with_context(|| format!("-k needs FROM/TO, not `{v}`"))?;
+            let arc =
+                ArcSpec::parse(&v).ok_or_else(|| crate::usage!("-k needs FROM/TO, not `{v}`"))?;
             specs.arcs_exclude.push(arc);
         }
         'p' => {
@@ -267,13 +268,13 @@ fn apply(p: &mut Parsed, c: char, value: Option<String>) -> Result<()> {
             let v = value.unwrap_or_default();
             p.min_count = v
                 .parse()
-                .with_context(|| format!("-m needs a number, not `{v}`"))?;
+                .map_err(|e| crate::usage!("-m needs a count of calls, not `{v}`: {e}"))?;
         }
         'w' => {
             let v = value.unwrap_or_default();
             let w: i64 = v
                 .parse()
-                .with_context(|| format!("-w needs a number, not `{v}`"))?;
+                .map_err(|e| crate::usage!("-w needs a width in characters, not `{v}`: {e}"))?;
             p.opts.width = w.max(1) as usize;
         }
         other => crate::usage_bail!("unknown option -{other}\n\n{USAGE}"),

@@ -121,7 +121,13 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             crate::usage_bail!("the rate and the period must be above 0")
         }
         (_, Some(p)) => Rate::Period(p),
-        (Some(hz), None) => Rate::Frequency(hz),
+        (Some(hz), None) => match tally_record::max_frequency() {
+            Some(max) if hz > max => crate::usage_bail!(
+                "-F {hz}: above the kernel's highest rate, {max} Hz \
+                 (/proc/sys/kernel/perf_event_max_sample_rate)"
+            ),
+            _ => Rate::Frequency(hz),
+        },
         (None, None) => Rate::Frequency(999),
     };
     if let Some(p) = args.mmap_pages

@@ -170,6 +170,18 @@ pub enum Rate {
     Period(u64),
 }
 
+/// The highest sampling rate the kernel allows
+/// (`/proc/sys/kernel/perf_event_max_sample_rate`; `None` if unreadable).
+/// A higher `-F` makes `perf_event_open` fail with EINVAL, so it is
+/// refused before the program runs.
+pub fn max_frequency() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// What to record.
 #[derive(Clone, Debug)]
 pub enum Target {

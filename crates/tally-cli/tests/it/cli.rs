@@ -65,6 +65,14 @@ fn usage_errors_exit_2() {
         &["gprof", "-T", one],
         &["gprof", "-l", one],
         &["merge", one, "--events", "", "-o", "-"],
+        // Numbers out of range or not numbers at all.
+        &["gprof", "-m", "-1", one],
+        &["gprof", "-w", "wide", one],
+        &["gprof", "-k", "nothing", one],
+        &["gprof", one, "-m"],
+        &["graph", one, "-n", "101", "-o", "-"],
+        &["record", "-F", "999999999999", "--", "true"],
+        &["record", "-F", "0", "--", "true"],
     ] {
         let o = tally(args);
         assert_eq!(
