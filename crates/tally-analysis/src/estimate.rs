@@ -26,6 +26,14 @@
 //! Integer costs are split by largest remainder, so the estimated stacks
 //! sum to the profile's totals exactly, event by event. Where every
 //! function has a single caller the estimate is the true stack.
+//!
+//! The walk's time grows with the nodes of the stacks' tree, not with the
+//! frames of every stack listed whole (which grow with the square of a
+//! chain's depth): a run of functions with one caller each (or, for a
+//! share too small to split, their heaviest callers) passes a share up
+//! unchanged, so the walk crosses the run in one step, and where the run
+//! from a function ends in the tree, under a given node, is found once and
+//! remembered.
 
 use crate::{Aggregate, Error};
 use rustc_hash::FxHashMap;
@@ -112,19 +120,6 @@ impl StackTree {
             ends: Vec::new(),
             child: FxHashMap::default(),
         }
-    }
-
-    /// Adds `costs` to the stack of `frames` (root first).
-    fn add(
-        &mut self,
-        frames: impl Iterator<Item = FunctionId>,
-        costs: &[u64],
-    ) -> Result<(), Error> {
-        let mut at = 0u32;
-        for f in frames {
-            at = self.child_of(at, f);
-        }
-        self.add_at(at, costs)
     }
 
     /// The node of function `f` called from node `at`, added if new.
@@ -294,6 +289,83 @@ struct Walk<'a> {
     weights: Vec<u64>,
     /// The totals as floats, for [`EstimateOptions::min_share`].
     totals: Vec<f64>,
+    /// The way of each component that takes a share too small to split
+    /// (see [`heaviest`]); empty when every share is split.
+    heavy_way: Vec<u32>,
+    /// Where a share goes on from each function while it is split: the
+    /// run of components with one caller above it.
+    split_runs: Runs,
+    /// The same for a share too small to split: the run of heaviest ways
+    /// above it.
+    small_runs: Runs,
+}
+
+/// One step up from a function whose component passes a share whole to
+/// one caller: the frames it adds, leaf first.
+#[derive(Clone, Copy)]
+struct Step {
+    /// The function that made the call, the next top of the stack.
+    caller: FunctionId,
+    /// The callee named by the call when it is not the function stepped
+    /// from (a cycle entered by another member): a frame under `caller`.
+    callee: Option<FunctionId>,
+}
+
+/// Runs of steps: for each function, its step up (if its component passes
+/// a share whole to one caller) and the function where the run of such
+/// steps ends, so that a walk crosses a run of any length at once.
+struct Runs {
+    step: Vec<Option<Step>>,
+    /// The function at the end of the run above each function that has a
+    /// step (its own id otherwise).
+    end: Vec<FunctionId>,
+}
+
+impl Runs {
+    /// The runs of `step`. Steps go from a component to a caller's, up the
+    /// graph of components, which has no cycle, so every run ends.
+    fn new(step: Vec<Option<Step>>) -> Runs {
+        let mut end: Vec<FunctionId> = (0..step.len() as u32).map(FunctionId).collect();
+        let mut known = vec![false; step.len()];
+        let mut path = Vec::new();
+        for g in 0..step.len() {
+            if known[g] || step[g].is_none() {
+                continue;
+            }
+            path.clear();
+            let mut x = g;
+            let last = loop {
+                path.push(x);
+                let up = step[x].expect("a step").caller.index();
+                if step[up].is_none() {
+                    break FunctionId(up as u32);
+                }
+                if known[up] {
+                    break end[up];
+                }
+                x = up;
+            };
+            for &p in &path {
+                end[p] = last;
+                known[p] = true;
+            }
+        }
+        Runs { step, end }
+    }
+}
+
+/// Chain entries of a walk (see [`Walk::run`]): a frame, or the frames of
+/// the run of steps up from a function.
+#[derive(Clone, Copy)]
+enum Link {
+    Frame(FunctionId),
+    /// The run of [`Walk::split_runs`] (`small` false) or
+    /// [`Walk::small_runs`] from this function, up to and including the
+    /// function where it ends.
+    Run {
+        from: FunctionId,
+        small: bool,
+    },
 }
 
 impl<'a> Walk<'a> {
@@ -394,6 +466,37 @@ impl<'a> Walk<'a> {
             }
         }
         let totals: Vec<f64> = agg.totals.iter().map(|&t| t as f64).collect();
+        let heavy_way: Vec<u32> = if options.min_share > 0.0 {
+            ways.iter()
+                .map(|list| heaviest(list, &weights, ev) as u32)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let step = |g: usize, way: &Way| {
+            way.arc.map(|(caller, callee)| Step {
+                caller,
+                callee: (callee.index() != g).then_some(callee),
+            })
+        };
+        let split_runs = Runs::new(
+            (0..nf)
+                .map(|g| match &ways[node_of[g] as usize][..] {
+                    [one] => step(g, one),
+                    _ => None,
+                })
+                .collect(),
+        );
+        let small_runs = Runs::new(if heavy_way.is_empty() {
+            Vec::new()
+        } else {
+            (0..nf)
+                .map(|g| {
+                    let n = node_of[g] as usize;
+                    step(g, &ways[n][heavy_way[n] as usize])
+                })
+                .collect()
+        });
         Walk {
             agg,
             options,
@@ -402,7 +505,57 @@ impl<'a> Walk<'a> {
             ways,
             weights,
             totals,
+            heavy_way,
+            split_runs,
+            small_runs,
         }
+    }
+
+    /// The tree node of the frames of the run up from `from` (root first:
+    /// the run's end, then down to the caller of `from`'s component) added
+    /// under node `at`. Each run from a function below a given node is
+    /// followed once: `memo` keeps the node it reached, so that the runs of
+    /// a chain's functions, each one step longer than the one before, cost
+    /// one step each.
+    fn run_node(
+        &self,
+        tree: &mut StackTree,
+        memo: &mut FxHashMap<(u32, FunctionId), u32>,
+        pending: &mut Vec<FunctionId>,
+        at: u32,
+        from: FunctionId,
+        small: bool,
+    ) -> u32 {
+        let runs = if small {
+            &self.small_runs
+        } else {
+            &self.split_runs
+        };
+        let step = |x: FunctionId| runs.step[x.index()].expect("a function on a run has a step");
+        pending.clear();
+        let mut x = from;
+        let mut node = at;
+        loop {
+            if let Some(&n) = memo.get(&(at, x)) {
+                node = n;
+                break;
+            }
+            pending.push(x);
+            let up = step(x).caller;
+            if runs.step[up.index()].is_none() {
+                break;
+            }
+            x = up;
+        }
+        while let Some(x) = pending.pop() {
+            let s = step(x);
+            node = tree.child_of(node, s.caller);
+            if let Some(callee) = s.callee {
+                node = tree.child_of(node, callee);
+            }
+            memo.insert((at, x), node);
+        }
+        node
     }
 
     fn node(&self, f: FunctionId) -> usize {
@@ -454,10 +607,10 @@ impl<'a> Walk<'a> {
 
         let mut tree = StackTree::new(ev, nf);
         // The stacks being followed are leaf-first chains in `chain`: an
-        // entry is (the entry below it, function), so a caller is pushed in
-        // constant time and, read from the top down, a chain is its stack
-        // root first.
-        let mut chain: Vec<(u32, FunctionId)> = Vec::new();
+        // entry is (the entry below it, a frame or a run of them), so a
+        // caller is pushed in constant time and, read from the top down, a
+        // chain is its stack root first.
+        let mut chain: Vec<(u32, Link)> = Vec::new();
         // Work: (top function, chain entry of the top, amount at `amounts`'
         // end, ev values each, last in first out).
         let mut work: Vec<(FunctionId, u32)> = Vec::new();
@@ -465,7 +618,8 @@ impl<'a> Walk<'a> {
         let mut amount = vec![0u64; ev];
         let mut parts: Vec<u64> = Vec::new();
         let mut scratch = SplitScratch::default();
-        let mut heaviest_of: Vec<u32> = vec![u32::MAX; ways.len()];
+        let mut memo: [FxHashMap<(u32, FunctionId), u32>; 2] = Default::default();
+        let mut pending: Vec<FunctionId> = Vec::new();
         for f in range {
             let own = agg.function_self.get(f);
             if own.iter().all(|&a| a == 0) {
@@ -473,17 +627,36 @@ impl<'a> Walk<'a> {
             }
             let f = FunctionId(f as u32);
             chain.clear();
-            chain.push((u32::MAX, f));
+            chain.push((u32::MAX, Link::Frame(f)));
             work.push((f, 0));
             amounts.extend_from_slice(own);
             while let Some((top, at)) = work.pop() {
                 let from = amounts.len() - ev;
                 amount.copy_from_slice(&amounts[from..]);
+                let is_small = small(&amount);
+                // A share that one caller takes whole (or that follows the
+                // heaviest callers) crosses the run of such steps at once,
+                // unchanged, as step by step.
+                let runs = if is_small {
+                    &self.small_runs
+                } else {
+                    &self.split_runs
+                };
+                if runs.step[top.index()].is_some() {
+                    chain.push((
+                        at,
+                        Link::Run {
+                            from: top,
+                            small: is_small,
+                        },
+                    ));
+                    work.push((runs.end[top.index()], chain.len() as u32 - 1));
+                    continue;
+                }
                 amounts.truncate(from);
                 let n = self.node(top);
                 let list = &ways[n];
-                let whole =
-                    small(&amount).then(|| heaviest(&mut heaviest_of, n, list, &self.weights, ev));
+                let whole = is_small.then(|| self.heavy_way[n] as usize);
                 split(
                     &amount,
                     list,
@@ -498,23 +671,33 @@ impl<'a> Walk<'a> {
                     }
                     match way.arc {
                         None => {
+                            // Root first: from the top entry down to the
+                            // function whose cost this is.
+                            let mut node = 0u32;
                             let mut i = at;
-                            tree.add(
-                                std::iter::from_fn(|| {
-                                    let (below, f) = *chain.get(i as usize)?;
-                                    i = below;
-                                    Some(f)
-                                }),
-                                part,
-                            )?;
+                            while let Some(&(below, link)) = chain.get(i as usize) {
+                                node = match link {
+                                    Link::Frame(f) => tree.child_of(node, f),
+                                    Link::Run { from, small } => self.run_node(
+                                        &mut tree,
+                                        &mut memo[small as usize],
+                                        &mut pending,
+                                        node,
+                                        from,
+                                        small,
+                                    ),
+                                };
+                                i = below;
+                            }
+                            tree.add_at(node, part)?;
                         }
                         Some((caller, callee)) => {
                             let mut top_at = at;
                             if callee != top {
-                                chain.push((top_at, callee));
+                                chain.push((top_at, Link::Frame(callee)));
                                 top_at = chain.len() as u32 - 1;
                             }
-                            chain.push((top_at, caller));
+                            chain.push((top_at, Link::Frame(caller)));
                             work.push((caller, chain.len() as u32 - 1));
                             amounts.extend_from_slice(part);
                         }
@@ -526,19 +709,16 @@ impl<'a> Walk<'a> {
     }
 }
 
-/// The way of component `n` whose arc costs most (then is called most,
-/// then comes first), found once per component and kept in `memo`.
-fn heaviest(memo: &mut [u32], n: usize, ways: &[Way], weights: &[u64], ev: usize) -> usize {
-    if memo[n] == u32::MAX {
-        let of = |w: &Way| &weights[w.weights as usize..w.weights as usize + ev];
-        memo[n] = (0..ways.len())
-            .max_by(|&a, &b| {
-                let (x, y) = (&ways[a], &ways[b]);
-                of(x).cmp(of(y)).then(x.count.cmp(&y.count)).then(b.cmp(&a))
-            })
-            .unwrap_or(0) as u32;
-    }
-    memo[n] as usize
+/// The way whose arc costs most (then is called most, then comes first):
+/// the one that takes a share too small to split.
+fn heaviest(ways: &[Way], weights: &[u64], ev: usize) -> usize {
+    let of = |w: &Way| &weights[w.weights as usize..w.weights as usize + ev];
+    (0..ways.len())
+        .max_by(|&a, &b| {
+            let (x, y) = (&ways[a], &ways[b]);
+            of(x).cmp(of(y)).then(x.count.cmp(&y.count)).then(b.cmp(&a))
+        })
+        .unwrap_or(0)
 }
 
 /// Buffers [`split`] reuses.

@@ -339,3 +339,85 @@ fn folded_file_drawn_straight_as_through_the_profile() {
     assert!(e.contains("bad.folded:2: an empty frame"), "{e}");
     assert!(!dir.path().join("y.svg").exists());
 }
+
+/// A Callgrind profile of a chain `depth` calls deep: `f0` calls `f1`,
+/// which calls `f2`, …; `fI` costs `self_cost(I)` itself, and each call
+/// costs what the rest of the chain does. Returns the file and the
+/// inclusive cost of each function.
+fn chain(dir: &Path, depth: usize) -> (PathBuf, Vec<u64>) {
+    let self_cost = |i: usize| 1 + (i as u64 * 7919) % 13;
+    let mut inclusive = vec![0u64; depth + 1];
+    for i in (0..depth).rev() {
+        inclusive[i] = inclusive[i + 1] + self_cost(i);
+    }
+    inclusive.pop();
+    let total = inclusive[0];
+    let mut text = format!(
+        "# callgrind format\nversion: 1\ncreator: chain\npositions: line\nevents: Ir\nsummary: {total}\n\nfl=(1) chain.c\n"
+    );
+    for i in 0..depth {
+        text.push_str(&format!("fn=({}) f{i}\n1 {}\n", i + 1, self_cost(i)));
+        if i + 1 < depth {
+            text.push_str(&format!(
+                "cfn=({}) f{}\ncalls=1 1\n2 {}\n",
+                i + 2,
+                i + 1,
+                inclusive[i + 1]
+            ));
+        }
+    }
+    text.push_str(&format!("\ntotals: {total}\n"));
+    let file = dir.join(format!("chain{depth}.out"));
+    std::fs::write(&file, text).unwrap();
+    (file, inclusive)
+}
+
+/// A chain 100,000 calls deep, whose stacks are estimated from its arcs
+/// (each function has one caller, so the estimate is the true stack): each
+/// frame `fI` sits on `fI-1` at its inclusive cost, and the top frame drawn
+/// is the last one at least `--minwidth` pixels wide; with `--minwidth 0`
+/// every function of the chain is drawn.
+#[test]
+fn a_chain_100000_calls_deep_is_drawn_whole() {
+    let dir = temp_dir();
+    let depth = 100_000;
+    let (file, inclusive) = chain(dir.path(), depth);
+    let total = inclusive[0];
+    let svg = dir.path().join("chain.svg");
+    for minwidth in [0.1, 0.0] {
+        tally!().ok(&[
+            "flame",
+            file.to_str().unwrap(),
+            "--minwidth",
+            &minwidth.to_string(),
+            "-o",
+            svg.to_str().unwrap(),
+        ]);
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.contains("stacks estimated from call arcs"));
+        let f = frames(&text);
+        // The image is 1200 pixels wide, 10 of padding on each side.
+        let scale = 1180.0 / total as f64;
+        let drawn = inclusive
+            .iter()
+            .take_while(|&&w| w as f64 * scale >= minwidth)
+            .count();
+        assert!(drawn > depth - 20, "{drawn}");
+        if minwidth == 0.0 {
+            assert_eq!(drawn, depth);
+        } else {
+            assert!(drawn < depth);
+        }
+        assert_eq!(f.len(), drawn + 1, "the root and one frame per level");
+        assert_eq!((f[0].name.as_str(), f[0].w), ("all", total));
+        for (i, frame) in f[1..].iter().enumerate() {
+            let want = (format!("f{i}"), i as u32 + 1, 0, inclusive[i]);
+            assert_eq!((frame.name.clone(), frame.d, frame.v, frame.w), want);
+            assert!((frame.px - inclusive[i] as f64 * scale).abs() < 0.01);
+        }
+        let top = f.last().unwrap();
+        assert_eq!(top.name, format!("f{}", drawn - 1));
+        // Bottom-up: each level one frame height (16) above the one below.
+        assert!((f[1].y - top.y - 16.0 * (drawn - 1) as f64).abs() < 0.5);
+    }
+}
