@@ -18,6 +18,13 @@
 //! what it adds to the program. Functions that stay below `min_cost` of
 //! their side's total on both sides, and functions matching an `ignore`
 //! pattern, are not judged.
+//!
+//! Two runs of one program are not always equal: a program that seeds its
+//! hash tables at random (Lua, Perl, Python) probes them more or less from
+//! run to run, which moves a lookup function's cost by tens of percent of
+//! its own. Such a change is small against the program, so no function's
+//! increase up to `noise_floor` (by default 0.5 % of the base total) is
+//! over budget, whatever its own budget says.
 
 mod baseline;
 
@@ -201,6 +208,9 @@ pub struct GateOptions {
     /// Functions below this share (or count) of their side's total on
     /// both sides are not judged.
     pub min_cost: Limit,
+    /// A function's increase up to this (percent of the base total, or
+    /// a count) is never over budget: run-to-run noise.
+    pub noise_floor: Limit,
     /// Functions whose name matches one of these are not judged.
     pub ignore: Vec<Regex>,
     /// Accepted budgets of named functions.
@@ -213,6 +223,7 @@ impl Default for GateOptions {
             max_increase: Limit::Percent(2.0),
             max_function_increase: Limit::Percent(5.0),
             min_cost: Limit::Percent(0.1),
+            noise_floor: Limit::Percent(0.5),
             ignore: Vec::new(),
             baseline: Baseline::default(),
         }
@@ -324,6 +335,9 @@ pub struct Verdict {
     /// The judged functions: over budget first, then by decreasing
     /// increase, then by name.
     pub functions: Vec<FunctionVerdict>,
+    /// The increase any function is allowed, whatever its budget (the
+    /// noise floor as a count).
+    pub noise_floor: i128,
     /// Functions below the minimum cost on both sides.
     pub below_min_cost: usize,
     /// Functions left out by an ignore pattern.
@@ -348,6 +362,7 @@ impl Verdict {
 pub fn check(base: &SideCosts, new: &SideCosts, o: &GateOptions) -> Verdict {
     let mut total = Change::new(Some(base.total), Some(new.total));
     total.judge(Some(o.max_increase.of(base.total)));
+    let floor = o.noise_floor.of(base.total);
 
     let mut pairs: Vec<(&FunctionName, [Option<&FunctionCosts>; 2])> = Vec::new();
     let mut index: FxHashMap<&FunctionName, usize> = FxHashMap::default();
@@ -395,9 +410,12 @@ pub fn check(base: &SideCosts, new: &SideCosts, o: &GateOptions) -> Verdict {
             BudgetSource::Baseline { budget, .. } => budget.limit(),
         };
         let allowed = |base_cost: Option<i128>| {
-            limit.map(|l| match base_cost {
-                Some(c) if c > 0 => l.of(c),
-                _ => l.of(base.total),
+            limit.map(|l| {
+                let own = match base_cost {
+                    Some(c) if c > 0 => l.of(c),
+                    _ => l.of(base.total),
+                };
+                own.max(floor)
             })
         };
         let mut self_cost = Change::new(b.map(|c| c.self_cost), n.map(|c| c.self_cost));
@@ -433,6 +451,7 @@ pub fn check(base: &SideCosts, new: &SideCosts, o: &GateOptions) -> Verdict {
         event: new.event.clone(),
         total,
         functions,
+        noise_floor: floor,
         below_min_cost,
         ignored,
         unused_baseline,
@@ -538,5 +557,46 @@ mod tests {
         let v = check(&base, &new, &ignoring);
         assert!(v.passed());
         assert_eq!(v.ignored, 2);
+    }
+
+    #[test]
+    fn increases_within_the_noise_floor_pass() {
+        // lookup is 1 % of the program: +30 % of its own cost is 0.3 % of
+        // the total, under the default floor of 0.5 %; work's +10 % is 1 %.
+        let base = side(
+            1_000_000,
+            &[("lookup", 10_000, 10_000), ("work", 100_000, 100_000)],
+        );
+        let new = side(
+            1_003_000,
+            &[("lookup", 13_000, 13_000), ("work", 100_000, 100_000)],
+        );
+        let v = check(&base, &new, &GateOptions::default());
+        assert!(v.passed(), "{v:?}");
+        assert_eq!(v.functions[0].self_cost.allowed, Some(5000));
+        let exact = GateOptions {
+            noise_floor: Limit::Absolute(0),
+            ..GateOptions::default()
+        };
+        let v = check(&base, &new, &exact);
+        assert_eq!(v.functions_over(), 1);
+        assert_eq!(v.functions[0].self_cost.allowed, Some(500));
+        let slow = side(
+            1_010_000,
+            &[("lookup", 10_000, 10_000), ("work", 110_000, 110_000)],
+        );
+        let v = check(&base, &slow, &GateOptions::default());
+        assert_eq!(v.functions_over(), 1);
+        assert_eq!(v.functions[0].function.name, b"work");
+        // An increase equal to the floor passes; one more fails.
+        let at = |floor: i128| {
+            let o = GateOptions {
+                noise_floor: Limit::Absolute(floor),
+                ..GateOptions::default()
+            };
+            check(&base, &slow, &o).passed()
+        };
+        assert!(at(10_000));
+        assert!(!at(9_999));
     }
 }

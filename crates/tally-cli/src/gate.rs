@@ -41,6 +41,11 @@ pub struct Args {
     /// both sides are not judged.
     #[arg(long, default_value = "0.1%", value_parser = limit, value_name = "N%|N")]
     min_cost: Limit,
+    /// Run-to-run noise: a function's increase up to this share of the
+    /// base total (or count) is never over budget (0 to judge every
+    /// increase by the function's own budget).
+    #[arg(long, default_value = "0.5%", value_parser = limit, value_name = "N%|N")]
+    noise_floor: Limit,
     /// Functions whose name matches this regular expression are not
     /// judged (repeatable).
     #[arg(long, value_name = "REGEX")]
@@ -132,6 +137,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         max_increase: args.max_increase,
         max_function_increase: args.max_function_increase,
         min_cost: args.min_cost,
+        noise_floor: args.noise_floor,
         ignore,
         baseline,
     };

@@ -18,6 +18,7 @@ pub fn json(r: &GateReport) -> Value {
             "max_increase": o.max_increase.to_string(),
             "max_function_increase": o.max_function_increase.to_string(),
             "min_cost": o.min_cost.to_string(),
+            "noise_floor": o.noise_floor.to_string(),
             "ignore": o.ignore.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
             "baseline_file": (!o.baseline.path.is_empty()).then_some(&o.baseline.path),
         },
@@ -27,6 +28,7 @@ pub fn json(r: &GateReport) -> Value {
             "over": v.functions_over(),
             "below_min_cost": v.below_min_cost,
             "ignored": v.ignored,
+            "noise_floor": clamp(v.noise_floor),
         },
         "functions": v.functions.iter().map(function).collect::<Vec<_>>(),
         "unused_baseline": v.unused_baseline.iter().map(|e| json!({

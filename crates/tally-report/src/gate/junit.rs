@@ -35,6 +35,7 @@ pub fn junit(r: &GateReport, w: &mut dyn Write) -> io::Result<()> {
             r.options.max_function_increase.to_string(),
         ),
         ("min-cost", r.options.min_cost.to_string()),
+        ("noise-floor", r.options.noise_floor.to_string()),
     ] {
         writeln!(
             w,

@@ -23,11 +23,12 @@ pub fn markdown(r: &GateReport, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w)?;
     writeln!(
         w,
-        "Base: {}; new: {}. Budgets: total {}, functions {}, judged from {} of the total.",
+        "Base: {}; new: {}. Budgets: total {}, functions {} (at least {} of the total), judged from {} of the total.",
         escape(&r.base.join(", ")),
         escape(&r.new.join(", ")),
         escape(&r.options.max_increase.to_string()),
         escape(&r.options.max_function_increase.to_string()),
+        escape(&r.options.noise_floor.to_string()),
         escape(&r.options.min_cost.to_string()),
     )?;
     writeln!(w)?;

@@ -5,6 +5,7 @@ use super::{GateReport, allowed_text, change_text, cost_text, function_label};
 use crate::format::{column_width, pad_left, pad_right};
 use std::io::{self, Write};
 use tally_analysis::gate::Change;
+use tally_model::thousands;
 
 /// Writes the text verdict.
 pub fn text(r: &GateReport, w: &mut dyn Write) -> io::Result<()> {
@@ -66,11 +67,14 @@ pub fn text(r: &GateReport, w: &mut dyn Write) -> io::Result<()> {
     let over = v.functions_over();
     writeln!(
         w,
-        "{} functions judged, {over} over budget; {} below --min-cost {}, {} ignored",
+        "{} functions judged, {over} over budget; {} below --min-cost {}, {} ignored; \
+         increases up to --noise-floor {} (+{}) pass",
         v.functions.len(),
         v.below_min_cost,
         r.options.min_cost,
-        v.ignored
+        v.ignored,
+        r.options.noise_floor,
+        thousands(v.noise_floor)
     )?;
     for e in &v.unused_baseline {
         writeln!(
