@@ -27,6 +27,12 @@ pub struct Args {
     /// The program that wrote the gmon files (built with `-pg`).
     #[arg(long, visible_alias = "program", value_name = "PROG")]
     binary: Option<PathBuf>,
+    /// Show sources only from under DIR (repeatable; symlinks and `..`
+    /// resolved first, never /proc, /sys or /dev), also searched as
+    /// `annotate -I DIR` is. Default: the profiles' own directories and
+    /// the current one (unless it is /).
+    #[arg(long = "source-dir", value_name = "DIR")]
+    source_dirs: Vec<PathBuf>,
 }
 
 /// Arguments of `tally report`.
@@ -44,6 +50,13 @@ pub struct ReportArgs {
     /// The program that wrote the gmon files.
     #[arg(long, visible_alias = "program", value_name = "PROG")]
     binary: Option<PathBuf>,
+    /// Embed sources only from under DIR (repeatable; symlinks and `..`
+    /// resolved first, never /proc, /sys or /dev), also searched as
+    /// `annotate -I DIR` is: a profile may name any file, and the report
+    /// is made to be published. Default: the profiles' own directories
+    /// and the current one (unless it is /).
+    #[arg(long = "source-dir", value_name = "DIR")]
+    source_dirs: Vec<PathBuf>,
     /// Keep functions whose self or inclusive cost is at least this
     /// percentage of the total.
     #[arg(long, default_value = "0.1", value_name = "PERCENT")]
@@ -60,9 +73,9 @@ fn wrap(e: Error) -> anyhow::Error {
     }
 }
 
-fn load(files: &[PathBuf], diff: bool, binary: Option<PathBuf>) -> Result<Session> {
+fn load(files: &[PathBuf], options: LoadOptions) -> Result<Session> {
     crate::inputs::stdin_once(files)?;
-    let session = Session::load(files, &LoadOptions { binary, diff }).map_err(wrap)?;
+    let session = Session::load(files, &options).map_err(wrap)?;
     for i in &session.inputs {
         for w in &i.warnings {
             eprintln!("tally: {w}");
@@ -73,7 +86,12 @@ fn load(files: &[PathBuf], diff: bool, binary: Option<PathBuf>) -> Result<Sessio
 
 /// Runs `tally serve`: reads and checks the inputs, then listens.
 pub fn run(args: Args) -> Result<Outcome> {
-    let session = std::sync::Arc::new(load(&args.files, args.diff, args.binary.clone())?);
+    let options = LoadOptions {
+        binary: args.binary,
+        diff: args.diff,
+        source_dirs: args.source_dirs,
+    };
+    let session = std::sync::Arc::new(load(&args.files, options)?);
     // The first view is analysed while the browser opens the page: its
     // first requests wait for that analysis instead of starting another.
     let first = session.clone();
@@ -107,10 +125,29 @@ pub fn report(args: ReportArgs) -> Result<Outcome> {
             args.threshold
         );
     }
-    let session = load(&args.files, args.diff, args.binary.clone())?;
+    let options = LoadOptions {
+        binary: args.binary,
+        diff: args.diff,
+        source_dirs: args.source_dirs,
+    };
+    let session = load(&args.files, options)?;
     let opts = ReportOptions {
         threshold: args.threshold / 100.0,
     };
-    tally_web::write_report(&session, &opts, &args.html).map_err(wrap)?;
+    let written = tally_web::write_report(&session, &opts, &args.html).map_err(wrap)?;
+    let n = written.sources_left_out.len();
+    if n > 0 {
+        let dirs: Vec<String> = session
+            .sources
+            .dirs()
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect();
+        eprintln!(
+            "tally: {n} source file{} left out of the report, outside the source directories ({}): name a directory to allow with --source-dir DIR",
+            if n == 1 { "" } else { "s" },
+            dirs.join(", ")
+        );
+    }
     Ok(Outcome::Ok)
 }

@@ -2,7 +2,8 @@
 //! a reply, shared by the server and the HTML report (which embeds the
 //! replies it needs). No path of a profile or source file comes from a
 //! request: files are the ones given on the command line, and sources are
-//! found by the same search as `tally annotate`.
+//! found by the same search as `tally annotate`, and read only from under
+//! the session's source directories ([`Session::sources`]).
 
 use std::collections::HashMap;
 
@@ -13,8 +14,8 @@ use tally_report::flame::{FlameOptions, Tree, write_svg};
 use tally_report::graph::{self, Graph, Prune};
 
 use crate::Error;
-use crate::session::{Input, Session};
-use crate::view::{Base, Grouping, Row, Table, View};
+use crate::session::{Answer, Input, Session, TableId};
+use crate::view::{Base, CallGraph, Grouping, Row, Table, View};
 use tally_model::FunctionId;
 
 /// A reply: its content type and body.
@@ -53,17 +54,66 @@ fn number(q: &Query, k: &str) -> Result<Option<usize>, Error> {
 
 /// Answers `GET /api/<path>?<query>`.
 pub fn handle(s: &Session, path: &str, q: &Query) -> Result<Reply, Error> {
-    match path {
-        "meta" => Ok(Reply::json(&meta(s))),
-        "functions" => functions(s, q).map(|v| Reply::json(&v)),
-        "ready" => ready(s, q).map(|v| Reply::json(&v)),
-        "function" => function(s, q).map(|v| Reply::json(&v)),
-        "graph" => graph_svg(s, q),
-        "flame" => flame_svg(s, q),
-        "source" => annotated(s, q, false),
-        "asm" => annotated(s, q, true),
-        _ => Err(Error::NotFound(format!("no API `{path}`"))),
+    reply_to(s, path, q).map(|(r, _)| r)
+}
+
+/// The server's answer: the reply kept for the same request if there is
+/// one, else made and kept (unless it is a provisional table, which the
+/// finished analysis replaces).
+pub(crate) fn answer(s: &Session, path: &str, q: &Query) -> Result<Answer, Error> {
+    let key = request_key(path, q);
+    if let Some(a) = s.reply(&key) {
+        return Ok(a);
     }
+    let (reply, keep) = reply_to(s, path, q)?;
+    let a = Answer {
+        content_type: reply.content_type,
+        body: reply.body.into(),
+    };
+    if keep {
+        s.keep_reply(key, &a);
+    }
+    Ok(a)
+}
+
+/// The reply kept for the request, if any: a lookup that never waits for
+/// an analysis, so the server answers it on the thread that reads
+/// requests.
+pub(crate) fn cached(s: &Session, path: &str, q: &Query) -> Option<Answer> {
+    s.reply(&request_key(path, q))
+}
+
+/// What a reply is kept under: the path and the query's pairs but the
+/// token, sorted, each part preceded by its length so that no two
+/// requests share a key.
+fn request_key(path: &str, q: &Query) -> String {
+    let mut pairs: Vec<(&String, &String)> = q.iter().filter(|(k, _)| *k != "t").collect();
+    pairs.sort();
+    let mut key = format!("{}:{path}", path.len());
+    for (k, v) in pairs {
+        key.push_str(&format!("{}:{k}{}:{v}", k.len(), v.len()));
+    }
+    key
+}
+
+/// The reply, and whether it may be kept for the same request.
+fn reply_to(s: &Session, path: &str, q: &Query) -> Result<(Reply, bool), Error> {
+    let reply = match path {
+        "meta" => Reply::json(&meta(s)),
+        "functions" => {
+            let v = functions(s, q)?;
+            let finished = v.get("pending").is_none();
+            return Ok((Reply::json(&v), finished));
+        }
+        "ready" => Reply::json(&ready(s, q)?),
+        "function" => Reply::json(&function(s, q)?),
+        "graph" => graph_svg(s, q)?,
+        "flame" => flame_svg(s, q)?,
+        "source" => annotated(s, q, false)?,
+        "asm" => annotated(s, q, true)?,
+        _ => return Err(Error::NotFound(format!("no API `{path}`"))),
+    };
+    Ok((reply, true))
 }
 
 fn view_of(s: &Session, q: &Query, input: usize) -> Result<std::sync::Arc<View>, Error> {
@@ -138,16 +188,30 @@ pub fn row_json(r: &Row, base: Option<&Base>, total: f64) -> Value {
 }
 
 /// The rows of `t` that pass `filter` (a regex on name or file), sorted
-/// by `sort` (`name`, `file`, `self`, `inclusive`, `calls`, `event:K`,
-/// `delta`, `delta_inclusive`), as indices: the rows themselves are
-/// neither copied nor turned into JSON.
+/// by `sort` as [`sorted`] sorts, as indices. The server keeps the order
+/// unfiltered and filtered instead ([`Session::order`]); this is the same
+/// order made at once.
+#[cfg(test)]
 pub fn order(t: &Table, filter: Option<&str>, sort: &str, desc: bool) -> Result<Vec<usize>, Error> {
-    let mut idx: Vec<usize> = (0..t.rows.len()).collect();
-    if let Some(f) = filter {
-        let re = Regex::new(f).map_err(|e| Error::BadRequest(format!("filter: {e}")))?;
-        idx.retain(|&i| re.is_match(&t.rows[i].name) || re.is_match(&t.rows[i].file));
+    let all = sorted(t, sort);
+    let kept = match filter {
+        Some(f) => filtered(t, &all, f)?,
+        None => all,
+    };
+    let mut idx: Vec<usize> = kept.into_iter().map(|i| i as usize).collect();
+    if desc {
+        idx.reverse();
     }
+    Ok(idx)
+}
+
+/// Every row of `t` in ascending order of `sort` (`name`, `file`, `self`,
+/// `inclusive`, `calls`, `event:K`, `delta`, `delta_inclusive`), ties by
+/// name, descending; as indices: the rows are neither copied nor turned
+/// into JSON.
+fn sorted(t: &Table, sort: &str) -> Vec<u32> {
     let rows = &t.rows;
+    let mut idx: Vec<u32> = (0..rows.len() as u32).collect();
     let base = |i: usize| t.base.as_ref().map(|b| b[i]).unwrap_or_default();
     let event = sort
         .strip_prefix("event:")
@@ -166,33 +230,46 @@ pub fn order(t: &Table, filter: Option<&str>, sort: &str, desc: bool) -> Result<
             _ => event.and_then(|k| r.events.get(k).copied()).unwrap_or(0.0),
         }
     };
+    let row = |i: u32| &rows[i as usize];
     match sort {
-        "name" => idx.sort_by(|&a, &b| rows[a].name.cmp(&rows[b].name)),
+        "name" => idx.sort_by(|&a, &b| row(a).name.cmp(&row(b).name)),
         "file" => idx.sort_by(|&a, &b| {
-            rows[a]
+            row(a)
                 .file
-                .cmp(&rows[b].file)
-                .then(rows[a].name.cmp(&rows[b].name))
+                .cmp(&row(b).file)
+                .then(row(a).name.cmp(&row(b).name))
         }),
         _ => {
             let keys: Vec<f64> = (0..rows.len()).map(key).collect();
             idx.sort_by(|&a, &b| {
-                keys[a]
-                    .partial_cmp(&keys[b])
+                keys[a as usize]
+                    .partial_cmp(&keys[b as usize])
                     .unwrap_or(std::cmp::Ordering::Equal)
-                    .then_with(|| rows[b].name.cmp(&rows[a].name))
+                    .then_with(|| row(b).name.cmp(&row(a).name))
             });
         }
     }
-    if desc {
-        idx.reverse();
-    }
-    Ok(idx)
+    idx
+}
+
+/// The rows of `order` whose name or file matches the regex `filter`,
+/// in that order.
+fn filtered(t: &Table, order: &[u32], filter: &str) -> Result<Vec<u32>, Error> {
+    let re = Regex::new(filter).map_err(|e| Error::BadRequest(format!("filter: {e}")))?;
+    Ok(order
+        .iter()
+        .copied()
+        .filter(|&i| {
+            let r = &t.rows[i as usize];
+            re.is_match(&r.name) || re.is_match(&r.file)
+        })
+        .collect())
 }
 
 /// The functions table: `event`, `part`, `group` (`function`, `file`,
-/// `object`), `filter` (a regex on name or file), `sort` (see [`order`]),
-/// `desc` (0 or 1), `offset`, `limit`. Only the page asked for is sent.
+/// `object`), `filter` (a regex on name or file), `sort` (a column, as
+/// [`sorted`] sorts), `desc` (0 or 1), `offset`, `limit`. Only the page
+/// asked for is sent.
 ///
 /// While gprof's analysis of the view runs, a page sorted by self cost,
 /// an event's self cost, name or file comes from the sums alone
@@ -204,11 +281,13 @@ pub fn functions(s: &Session, q: &Query) -> Result<Value, Error> {
         .ok_or_else(|| Error::BadRequest(format!("group: no grouping `{group}`")))?;
     let sort = get(q, "sort").unwrap_or(if s.diff { "delta" } else { "self" });
     let from_sums = matches!(sort, "self" | "name" | "file") || sort.starts_with("event:");
+    let part = number(q, "part")?;
     if grouping == Grouping::Function
         && from_sums
-        && let Some(p) = s.provisional(get(q, "event"), number(q, "part")?)?
+        && let Some(p) = s.provisional(get(q, "event"), part)?
     {
-        let (count, offset, page) = page_of(&p.table, q, sort, |i| {
+        let id = TableId::Provisional((s.main(), p.event.clone(), part));
+        let (count, offset, page) = page_of(s, id, &p.table, q, sort, |i| {
             let mut j = row_json(&p.table.rows[i], None, p.total);
             j["calls"] = Value::Null;
             j
@@ -227,8 +306,9 @@ pub fn functions(s: &Session, q: &Query) -> Result<Value, Error> {
     }
     let v = view_of(s, q, s.main())?;
     let total = v.total();
-    let t = s.table(Some(&v.event), number(q, "part")?, grouping)?;
-    let (count, offset, page) = page_of(&t, q, sort, |i| {
+    let t = s.table(Some(&v.event), part, grouping)?;
+    let id = TableId::Full(((s.main(), v.event.clone(), part), grouping));
+    let (count, offset, page) = page_of(s, id, &t, q, sort, |i| {
         row_json(&t.rows[i], t.base.as_ref().map(|b| &b[i]), total)
     })?;
     Ok(json!({
@@ -243,21 +323,42 @@ pub fn functions(s: &Session, q: &Query) -> Result<Value, Error> {
     }))
 }
 
-/// The page of `t` that `q` asks for (`filter`, `desc`, `offset`,
-/// `limit`), sorted by `sort`: the number of rows matching, the offset,
-/// and the page's rows as `row` makes them from a row's index.
+/// The page of table `t` (`id`) that `q` asks for (`filter`, `desc`,
+/// `offset`, `limit`), sorted by `sort`: the number of rows matching, the
+/// offset, and the page's rows as `row` makes them from a row's index.
+/// The order, filtered or not, is made once and kept ([`Session::order`]);
+/// a descending page reads it from the end.
 fn page_of(
+    s: &Session,
+    id: TableId,
     t: &Table,
     q: &Query,
     sort: &str,
     row: impl Fn(usize) -> Value,
 ) -> Result<(usize, usize, Vec<Value>), Error> {
     let desc = get(q, "desc").map_or(sort != "name", |d| d == "1");
-    let idx = order(t, get(q, "filter"), sort, desc)?;
+    let all = s.order((id.clone(), sort.to_owned(), None), || Ok(sorted(t, sort)))?;
+    let order = match get(q, "filter") {
+        Some(f) => s.order((id, sort.to_owned(), Some(f.to_owned())), || {
+            filtered(t, &all, f)
+        })?,
+        None => all,
+    };
     let offset = number(q, "offset")?.unwrap_or(0);
     let limit = number(q, "limit")?.unwrap_or(200).min(5000);
-    let count = idx.len();
-    let page = idx.into_iter().skip(offset).take(limit).map(row).collect();
+    let count = order.len();
+    let at = |&i: &u32| row(i as usize);
+    let page = if desc {
+        order
+            .iter()
+            .rev()
+            .skip(offset)
+            .take(limit)
+            .map(at)
+            .collect()
+    } else {
+        order.iter().skip(offset).take(limit).map(at).collect()
+    };
     Ok((count, offset, page))
 }
 
@@ -383,22 +484,26 @@ const CYCLE_MEMBERS: usize = 24;
 /// says B − A of its total.
 pub fn graph_svg(s: &Session, q: &Query) -> Result<Reply, Error> {
     let v = view_of(s, q, s.main())?;
-    let mut g = Graph::from_report(&v.report);
+    let calls = v.call_graph();
     let kept = match number(q, "node")? {
         Some(node) => {
-            let start = start_nodes(&v, &g, node)?;
-            neighbourhood(&g, &start)
+            let start = start_nodes(&v, &calls.graph, node)?;
+            neighbourhood(calls, &start)
         }
         None => {
-            let mut kept =
-                graph::prune(&g, &Prune::default()).map_err(|e| Error::NotFound(e.to_string()))?;
-            graph::limit(&g, &mut kept, graph::MAX_NODES);
+            let mut kept = graph::prune(&calls.graph, &Prune::default())
+                .map_err(|e| Error::NotFound(e.to_string()))?;
+            graph::limit(&calls.graph, &mut kept, graph::MAX_NODES);
             kept
         }
     };
-    if s.diff {
+    let rendered = if !s.diff {
+        graph::svg::render_graph(&calls.graph, &kept)
+    } else {
+        // Places carry B − A here: a copy, the kept graph is shared.
+        let mut g = calls.graph.clone();
         let a = view_of(s, q, 0)?;
-        let ga = Graph::from_report(&a.report);
+        let ga = &a.call_graph().graph;
         let by_name: HashMap<(&str, Option<&str>), f64> = ga
             .nodes
             .iter()
@@ -417,10 +522,9 @@ pub fn graph_svg(s: &Session, q: &Query) -> Result<Reply, Error> {
             let share = if total != 0.0 { 100.0 * d / total } else { 0.0 };
             n.place = Some(format!("B−A {d:+} ({share:+.2}%)"));
         }
-    }
-    let out = graph::svg::render_graph(&g, &kept)
-        .map_err(|e| Error::Input(e.to_string()))?
-        .svg;
+        graph::svg::render_graph(&g, &kept)
+    };
+    let out = rendered.map_err(|e| Error::Input(e.to_string()))?.svg;
     Ok(svg(out))
 }
 
@@ -458,27 +562,24 @@ fn start_nodes(v: &View, g: &Graph, node: usize) -> Result<Vec<usize>, Error> {
 /// The graph kept around `start`: the heaviest direct callers and
 /// callees, then the heaviest of their callers and callees, and every
 /// arc between what is kept.
-fn neighbourhood(g: &Graph, start: &[usize]) -> graph::Kept {
+fn neighbourhood(calls: &CallGraph, start: &[usize]) -> graph::Kept {
+    let g = &calls.graph;
     let mut nodes = vec![false; g.nodes.len()];
     for &n in start {
         nodes[n] = true;
-    }
-    let mut into: HashMap<usize, Vec<usize>> = HashMap::new();
-    let mut out: HashMap<usize, Vec<usize>> = HashMap::new();
-    for (k, e) in g.edges.iter().enumerate() {
-        out.entry(e.from).or_default().push(k);
-        into.entry(e.to).or_default().push(k);
     }
     // The heaviest `max` arcs leaving `from` (forwards: to callees).
     let ring = |from: &[usize], forward: bool, max: usize, nodes: &[bool]| -> Vec<usize> {
         let mut arcs: Vec<usize> = from
             .iter()
-            .flat_map(|n| {
-                if forward { out.get(n) } else { into.get(n) }
-                    .into_iter()
-                    .flatten()
-                    .copied()
+            .flat_map(|&n| {
+                if forward {
+                    calls.arcs_out(n)
+                } else {
+                    calls.arcs_in(n)
+                }
             })
+            .map(|&k| k as usize)
             .filter(|&k| {
                 let e = &g.edges[k];
                 !nodes[if forward { e.to } else { e.from }]
@@ -732,6 +833,7 @@ pub fn annotated(s: &Session, q: &Query, asm: bool) -> Result<Reply, Error> {
         auto: !asm,
         asm,
         show_percs: true,
+        include: s.sources.search(),
         ..Default::default()
     };
     if !asm && let Some(r) = row.filter(|r| !r.file.is_empty()) {
@@ -751,7 +853,7 @@ pub fn annotated(s: &Session, q: &Query, asm: bool) -> Result<Reply, Error> {
     );
     let whole = s.annotation(key, || {
         let mut out = Vec::new();
-        let warnings = annotate::annotate(&inp.profile, &opts, &mut out)?;
+        let warnings = annotate::annotate_within(&inp.profile, &opts, &s.sources, &mut out)?;
         let text = String::from_utf8_lossy(&out).into_owned();
         let warnings: String = warnings.iter().map(|w| format!("\nwarning: {w}")).collect();
         Ok((text, warnings))

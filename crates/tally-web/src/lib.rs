@@ -27,7 +27,7 @@ mod view;
 mod tests;
 
 pub use api::{Query, Reply, handle};
-pub use report::{ReportOptions, write as write_report};
+pub use report::{ReportOptions, Written, write as write_report};
 pub use server::{Bound, bind};
 pub use session::{Annotation, AnnotationKey, Input, LoadOptions, Session};
 pub use view::{Base, Grouping, Provisional, Row, Table, View};

@@ -6,10 +6,13 @@
 //! threshold left out), each embedded function with at most [`ARCS`]
 //! callers and callees and its own source lines (not whole files), the
 //! assembly as `tally annotate --asm` gives it (small programs only).
+//! Sources come only from the session's source directories: the report is
+//! made to be published, and a profile may name any file.
 
 use std::path::Path;
 
 use serde_json::{Map, Value, json};
+use tally_report::annotate::Located;
 
 use crate::api::{self, Query};
 use crate::session::Session;
@@ -54,7 +57,7 @@ pub const ARCS: usize = 12;
 /// each), plus `flame`, `graph`, each function's source window
 /// (`sources`) and `asm`. Only functions at or above the threshold are
 /// embedded; how many were left out, and how, is embedded for the page to
-/// say.
+/// say, and so are the source files left out (`sources_left_out`).
 pub fn data(s: &Session, opts: &ReportOptions) -> Result<Value, Error> {
     let events = s.events(s.main());
     let mut views = Map::new();
@@ -120,7 +123,7 @@ pub fn data(s: &Session, opts: &ReportOptions) -> Result<Value, Error> {
     let min_width = (opts.threshold * f64::from(api::FLAME_WIDTH)).max(0.1);
     let flame = api::flame_svg_with(s, &first, min_width).map(text).ok();
     let graph = api::graph_svg(s, &first).map(text).ok();
-    let sources = sources(s, &first, &nodes);
+    let (sources, sources_left_out) = sources(s, &first, &nodes);
     // The assembly view disassembles every object above the threshold:
     // for a large program (cc1: minutes, megabytes) it is left out.
     let functions = s.table(None, None, Grouping::Function)?.rows.len();
@@ -142,6 +145,7 @@ pub fn data(s: &Session, opts: &ReportOptions) -> Result<Value, Error> {
         "flame": flame,
         "graph": graph,
         "sources": sources,
+        "sources_left_out": sources_left_out,
         "asm": asm,
     }))
 }
@@ -211,29 +215,21 @@ fn share_names(f: &mut Value, names: &mut Map<String, Value>) {
 /// Each function's source window (its lines with context, as the server
 /// shows it), cut from one `tally annotate --auto` of the whole profile:
 /// functions whose file is not found (or is below annotate's threshold)
-/// have none.
+/// have none, those whose file is outside the source directories a note
+/// saying so. Returns the windows and the files left out.
 fn sources(
     s: &Session,
     q: &Query,
     nodes: &std::collections::BTreeSet<usize>,
-) -> Map<String, Value> {
+) -> (Map<String, Value>, Vec<String>) {
     let mut out = Map::new();
     let inp = &s.inputs[s.main()];
-    if inp.gmon.is_some() {
-        // gmon input: no lines to cut by; the one annotation, for every
-        // function of a file found.
-        if let Ok(all) = api::annotated(s, q, false).map(text) {
-            out.insert("all".into(), json!(all));
-        }
-        return out;
-    }
-    let Ok(all) = api::annotated(s, q, false).map(text) else {
-        return out;
-    };
-    let sections = api::source_sections(&all);
     let Ok(view) = s.view(s.main(), q.get("event").map(String::as_str), None) else {
-        return out;
+        return (out, Vec::new());
     };
+    let include = s.sources.search();
+    let mut left_out = std::collections::BTreeMap::new();
+    let mut files = Vec::new();
     for &n in nodes {
         let Some(file) = view
             .report
@@ -244,7 +240,44 @@ fn sources(
         else {
             continue;
         };
-        let Some(section) = sections.get(file) else {
+        let out_of_bounds = *left_out.entry(file).or_insert_with(|| {
+            matches!(
+                s.sources.find(file, &include, &inp.files),
+                Located::LeftOut(_)
+            )
+        });
+        if out_of_bounds {
+            out.insert(
+                n.to_string(),
+                json!(format!(
+                    "-- {file}: left out of this report: the file is outside the directories \
+                     sources are read from (by default the profile's and the current one; \
+                     `tally report --source-dir DIR` names them)\n"
+                )),
+            );
+        } else {
+            files.push((n, file));
+        }
+    }
+    let left_out: Vec<String> = left_out
+        .into_iter()
+        .filter(|&(_, out)| out)
+        .map(|(f, _)| f.to_owned())
+        .collect();
+    if inp.gmon.is_some() {
+        // gmon input: no lines to cut by; the one annotation, for every
+        // function of a file found.
+        if let Ok(all) = api::annotated(s, q, false).map(text) {
+            out.insert("all".into(), json!(all));
+        }
+        return (out, left_out);
+    }
+    let Ok(all) = api::annotated(s, q, false).map(text) else {
+        return (out, left_out);
+    };
+    let sections = api::source_sections(&all);
+    for (n, file) in files {
+        let Some(section) = section_of(&sections, file) else {
             continue;
         };
         let Some((lo, hi)) = api::lines_of(inp, n) else {
@@ -254,15 +287,52 @@ fn sources(
             out.insert(n.to_string(), json!(w));
         }
     }
-    out
+    (out, left_out)
+}
+
+/// The annotated section of `file`: headed by its name, or by its name
+/// and the path it was found at (`NAME (PATH)`, a file found under a
+/// source directory or next to the profile).
+fn section_of<'a>(
+    sections: &'a std::collections::HashMap<String, String>,
+    file: &str,
+) -> Option<&'a String> {
+    sections.get(file).or_else(|| {
+        let head = format!("{file} (");
+        sections
+            .iter()
+            .find(|(k, _)| k.starts_with(&head) && k.ends_with(')'))
+            .map(|(_, v)| v)
+    })
+}
+
+/// What [`write`] wrote.
+#[derive(Clone, Debug)]
+pub struct Written {
+    /// The file's size in bytes.
+    pub bytes: u64,
+    /// The source files left out, outside the source directories (as the
+    /// profile names them).
+    pub sources_left_out: Vec<String>,
 }
 
 /// Writes the report to `out` through tally-formats' safe output
 /// (temporary file, renamed).
-pub fn write(s: &Session, opts: &ReportOptions, out: &Path) -> Result<u64, Error> {
+pub fn write(s: &Session, opts: &ReportOptions, out: &Path) -> Result<Written, Error> {
     let data = data(s, opts)?;
+    let sources_left_out = data["sources_left_out"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
     let title = format!("tally report — {}", s.inputs[s.main()].name);
     let html = page(&title, &serde_json::to_string(&data).unwrap_or_default());
     tally_formats::write_file(out, |w| std::io::Write::write_all(w, html.as_bytes()))?;
-    Ok(html.len() as u64)
+    Ok(Written {
+        bytes: html.len() as u64,
+        sources_left_out,
+    })
 }

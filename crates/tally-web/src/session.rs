@@ -9,13 +9,20 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use bytes::Bytes;
+
 use tally_analysis::gprof::{self, Options, Report};
 use tally_analysis::{Aggregate, EstimateOptions, estimate_stacks_with};
 use tally_input::GmonInput;
 use tally_model::{AnyCost, EventColumns, FunctionId, Profile, Stacks};
+use tally_report::annotate::SourceDirs;
 
 use crate::Error;
 use crate::view::{Grouping, Provisional, Table, View};
+
+mod cache;
+
+use cache::Lru;
 
 /// One profile as the page shows it: files summed, with its stacks.
 pub struct Input {
@@ -49,6 +56,9 @@ pub struct Session {
     pub inputs: Vec<Input>,
     /// Whether the page compares `inputs[1]` against `inputs[0]`.
     pub diff: bool,
+    /// Where sources may be read from: a page may be published, and its
+    /// profiles may name any file.
+    pub sources: SourceDirs,
     views: Mutex<HashMap<ViewKey, Slot<View>>>,
     /// Sums of the chosen parts (`None`: all), made once: every event's
     /// analysis and the provisional tables start from them.
@@ -56,7 +66,40 @@ pub struct Session {
     provisional: Mutex<HashMap<ViewKey, Arc<Provisional>>>,
     tables: Mutex<HashMap<TableKey, Arc<Table>>>,
     annotations: Mutex<HashMap<AnnotationKey, Slot<Annotation>>>,
+    /// The server's replies by request, so that asking again costs a
+    /// lookup, not an analysis, a sort or a run of `dot`.
+    replies: Mutex<Lru<String, Answer>>,
+    /// Orders of tables' rows by sort and filter, so that every page of
+    /// one costs a slice of it, not a new sort.
+    orders: Mutex<Lru<OrderKey, Arc<[u32]>>>,
 }
+
+/// Bytes of replies kept.
+const REPLIES_KEPT: usize = 64 << 20;
+/// Row indices of orders kept (4 bytes each).
+const ORDER_ROWS_KEPT: usize = 8 << 20;
+
+/// A reply as the server sends it, shared without copying.
+#[derive(Clone, Debug)]
+pub(crate) struct Answer {
+    /// As [`crate::Reply::content_type`].
+    pub(crate) content_type: &'static str,
+    /// The body.
+    pub(crate) body: Bytes,
+}
+
+/// Which table an order sorts: a view's table as grouped, or the
+/// provisional table of a view whose analysis runs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum TableId {
+    /// A table of [`Session::table`].
+    Full(TableKey),
+    /// The table of [`Session::provisional`].
+    Provisional(ViewKey),
+}
+
+/// An order's key: the table, the sort and the filter.
+pub(crate) type OrderKey = (TableId, String, Option<String>);
 
 /// A value made once: the first caller makes it, callers that come
 /// meanwhile wait for it instead of making it again (the first view is
@@ -71,13 +114,13 @@ pub type Annotation = (String, String);
 pub type AnnotationKey = (usize, bool, Option<String>, Option<String>, Option<usize>);
 
 /// A table's key: the view's key and the grouping.
-type TableKey = (ViewKey, Grouping);
+pub(crate) type TableKey = (ViewKey, Grouping);
 
 /// The input and the part (`None`: all parts) of a sum.
 type PartKey = (usize, Option<usize>);
 
 /// A view's key: the input, the event and the part (`None`: all parts).
-type ViewKey = (usize, String, Option<usize>);
+pub(crate) type ViewKey = (usize, String, Option<usize>);
 
 /// How to read the inputs.
 #[derive(Clone, Debug, Default)]
@@ -86,6 +129,9 @@ pub struct LoadOptions {
     pub binary: Option<PathBuf>,
     /// Two inputs, B compared against A.
     pub diff: bool,
+    /// The directories sources are read from (`--source-dir`); none: the
+    /// inputs' own and the current one (see [`SourceDirs::new`]).
+    pub source_dirs: Vec<PathBuf>,
 }
 
 impl Session {
@@ -106,6 +152,7 @@ impl Session {
         } else {
             vec![files]
         };
+        let sources = SourceDirs::new(&opts.source_dirs, files)?;
         let inputs = groups
             .into_iter()
             .map(|g| load_input(g, opts.binary.as_deref()))
@@ -113,11 +160,14 @@ impl Session {
         Ok(Session {
             inputs,
             diff: opts.diff,
+            sources,
             views: Mutex::new(HashMap::new()),
             aggregates: Mutex::new(HashMap::new()),
             provisional: Mutex::new(HashMap::new()),
             tables: Mutex::new(HashMap::new()),
             annotations: Mutex::new(HashMap::new()),
+            replies: Mutex::new(Lru::new(REPLIES_KEPT)),
+            orders: Mutex::new(Lru::new(ORDER_ROWS_KEPT)),
         })
     }
 
@@ -284,6 +334,38 @@ impl Session {
             .or_default()
             .clone();
         once(&slot, || make().map(Arc::new).map_err(|e| e.to_string()))
+    }
+
+    /// The reply kept for `request` (a path and its query, see
+    /// [`crate::api`]), if any.
+    pub(crate) fn reply(&self, request: &str) -> Option<Answer> {
+        self.replies.lock().ok()?.get(&request.to_owned())
+    }
+
+    /// Keeps `answer` as the reply to `request`.
+    pub(crate) fn keep_reply(&self, request: String, answer: &Answer) {
+        if let Ok(mut r) = self.replies.lock() {
+            let weight = request.len() + answer.body.len() + 64;
+            r.insert(request, answer.clone(), weight);
+        }
+    }
+
+    /// The order `key` of a table's rows, made by `make` unless kept.
+    pub(crate) fn order(
+        &self,
+        key: OrderKey,
+        make: impl FnOnce() -> Result<Vec<u32>, Error>,
+    ) -> Result<Arc<[u32]>, Error> {
+        if let Some(o) = self.orders.lock().map_err(|_| Error::Poisoned)?.get(&key) {
+            return Ok(o);
+        }
+        let o: Arc<[u32]> = make()?.into();
+        let rows = o.len() + 16;
+        self.orders
+            .lock()
+            .map_err(|_| Error::Poisoned)?
+            .insert(key, o.clone(), rows);
+        Ok(o)
     }
 
     /// The functions table of the main input in `event` over `part`,

@@ -3,11 +3,13 @@
 //! the rows of the functions table drawn from it.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 use tally_analysis::Aggregate;
 use tally_analysis::gprof::{Costs, Report};
 use tally_model::{EventColumns, FunctionId};
+use tally_report::graph::Graph;
 
 use crate::session::Input;
 
@@ -53,6 +55,66 @@ pub struct View {
     pub report: Report,
     /// The node of each gprof index (`[index]`), for the arcs of an entry.
     nodes_of_index: HashMap<usize, usize>,
+    /// The call graph, made on the first graph request.
+    call_graph: OnceLock<CallGraph>,
+}
+
+/// `tally graph`'s graph of a view, with each node's arcs in and out, so
+/// that drawing the neighbourhood of a function reads only its arcs.
+pub(crate) struct CallGraph {
+    /// The graph.
+    pub(crate) graph: Graph,
+    /// Per node `n`, its arcs out are `out[out_at[n]..out_at[n + 1]]`
+    /// (indices into the graph's edges, in their order).
+    out_at: Vec<u32>,
+    out: Vec<u32>,
+    /// The same for the arcs into each node.
+    in_at: Vec<u32>,
+    into: Vec<u32>,
+}
+
+impl CallGraph {
+    /// Indexes the arcs of `graph` by the node they leave and the node
+    /// they reach.
+    pub(crate) fn new(graph: Graph) -> CallGraph {
+        let n = graph.nodes.len();
+        let index = |end: fn(&tally_report::graph::Edge) -> usize| {
+            let mut at = vec![0u32; n + 1];
+            for e in &graph.edges {
+                at[end(e) + 1] += 1;
+            }
+            for k in 0..n {
+                at[k + 1] += at[k];
+            }
+            let mut next = at.clone();
+            let mut arcs = vec![0u32; graph.edges.len()];
+            for (k, e) in graph.edges.iter().enumerate() {
+                let slot = &mut next[end(e)];
+                arcs[*slot as usize] = k as u32;
+                *slot += 1;
+            }
+            (at, arcs)
+        };
+        let (out_at, out) = index(|e| e.from);
+        let (in_at, into) = index(|e| e.to);
+        CallGraph {
+            graph,
+            out_at,
+            out,
+            in_at,
+            into,
+        }
+    }
+
+    /// The arcs leaving `node`, as indices into the graph's edges.
+    pub(crate) fn arcs_out(&self, node: usize) -> &[u32] {
+        &self.out[self.out_at[node] as usize..self.out_at[node + 1] as usize]
+    }
+
+    /// The arcs reaching `node`, as indices into the graph's edges.
+    pub(crate) fn arcs_in(&self, node: usize) -> &[u32] {
+        &self.into[self.in_at[node] as usize..self.in_at[node + 1] as usize]
+    }
 }
 
 /// How the functions table is grouped.
@@ -312,7 +374,15 @@ impl View {
             rows,
             report,
             nodes_of_index,
+            call_graph: OnceLock::new(),
         }
+    }
+
+    /// The call graph of the report, made on first use and kept: building
+    /// it reads every arc, too slow to repeat for each request.
+    pub(crate) fn call_graph(&self) -> &CallGraph {
+        self.call_graph
+            .get_or_init(|| CallGraph::new(Graph::from_report(&self.report)))
     }
 
     /// The 100 % of the view's event.

@@ -30,3 +30,4 @@ mod speedscope;
 mod stacks;
 mod truncation;
 mod web;
+mod web_sources;

@@ -25,10 +25,12 @@ pub(super) struct AsmFunction<C> {
 
 /// Asks the analysis for the costs per instruction of the functions of
 /// the rows shown, and disassembles each from the object file the profile
-/// names.
+/// names (with `dirs`, a report to publish: only a regular file, never
+/// under `/proc`, `/sys` or `/dev`).
 pub(super) fn plan<C: Cost>(
     a: &Analysis<'_, C>,
     instrs: bool,
+    dirs: Option<&super::SourceDirs>,
     warnings: &mut Vec<String>,
 ) -> Vec<AsmFunction<C>> {
     if !instrs {
@@ -65,9 +67,13 @@ pub(super) fn plan<C: Cost>(
             out.push(item);
             continue;
         }
-        let obj = objects
-            .entry(object.clone())
-            .or_insert_with(|| ObjectFile::open(Path::new(&object)).map_err(|e| e.to_string()));
+        let obj = objects.entry(object.clone()).or_insert_with(|| {
+            let path = Path::new(&object);
+            match dirs.map(|d| d.admit_object(path)) {
+                Some(Err(e)) => Err(e),
+                _ => ObjectFile::open(path).map_err(|e| e.to_string()),
+            }
+        });
         let obj = match obj {
             Ok(o) => o,
             Err(e) => {

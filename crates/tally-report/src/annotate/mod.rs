@@ -20,6 +20,7 @@ use tally_analysis::AggregateBuilder;
 use tally_analysis::annotate::Analysis;
 use tally_model::{Cost, FunctionId, Profile};
 
+pub use source::{Located, SourceDirs};
 pub use tally_analysis::annotate::{
     Grouping, Options, PartFilter, Threshold, Tree, needs_lines, view,
 };
@@ -30,7 +31,19 @@ pub fn annotate<C: Cost>(
     opts: &Options,
     out: &mut dyn Write,
 ) -> Result<Vec<String>, ReportError> {
-    write(Analysis::new(profile, opts)?, out)
+    write(Analysis::new(profile, opts)?, None, out)
+}
+
+/// [`annotate`] for a report made to be published: sources are read only
+/// from under `dirs`, and the summary lists those left out; object files
+/// only if regular files outside `/proc`, `/sys` and `/dev`.
+pub fn annotate_within<C: Cost>(
+    profile: &Profile<C>,
+    opts: &Options,
+    dirs: &SourceDirs,
+    out: &mut dyn Write,
+) -> Result<Vec<String>, ReportError> {
+    write(Analysis::new(profile, opts)?, Some(dirs), out)
 }
 
 /// Writes the report for a difference of two profiles; `calls` as for
@@ -41,7 +54,7 @@ pub fn annotate_difference<C: Cost>(
     opts: &Options,
     out: &mut dyn Write,
 ) -> Result<Vec<String>, ReportError> {
-    write(Analysis::for_difference(profile, opts, calls)?, out)
+    write(Analysis::for_difference(profile, opts, calls)?, None, out)
 }
 
 /// An [`AggregateBuilder`] and the records a report needs, filled by one
@@ -239,7 +252,7 @@ pub fn annotate_sums<C: Cost>(
     opts: &Options,
     out: &mut dyn Write,
 ) -> Result<Vec<String>, ReportError> {
-    write(Analysis::from_sums(profile, opts, sums)?, out)
+    write(Analysis::from_sums(profile, opts, sums)?, None, out)
 }
 
 /// The words after a call that has no cost of its own: whose activation
@@ -257,17 +270,23 @@ fn inside_mark(kind: tally_analysis::CallKind) -> String {
 }
 
 /// The one path of every report: the analysis's view, then the sources
-/// and assembly it names, each laid out by its writer.
-fn write<C: Cost>(a: Analysis<'_, C>, out: &mut dyn Write) -> Result<Vec<String>, ReportError> {
+/// and assembly it names (sources only under `dirs`, when given), each
+/// laid out by its writer.
+fn write<C: Cost>(
+    a: Analysis<'_, C>,
+    dirs: Option<&SourceDirs>,
+    out: &mut dyn Write,
+) -> Result<Vec<String>, ReportError> {
     let view = a.view();
     let opts = &view.options;
     let mut warnings = view.warnings.clone();
     let wants_sources = opts.auto || !opts.files.is_empty();
     if opts.json {
-        let sources = (wants_sources && view.header.lines).then(|| source::plan(&a, &mut warnings));
+        let sources =
+            (wants_sources && view.header.lines).then(|| source::plan(&a, dirs, &mut warnings));
         let assembly = opts
             .asm
-            .then(|| asm::plan(&a, view.header.instrs, &mut warnings));
+            .then(|| asm::plan(&a, view.header.instrs, dirs, &mut warnings));
         json::write(&view, sources.as_ref(), assembly.as_deref(), out, &warnings)?;
         return Ok(warnings);
     }
@@ -279,7 +298,7 @@ fn write<C: Cost>(a: Analysis<'_, C>, out: &mut dyn Write) -> Result<Vec<String>
     text::write(&view, &mut page)?;
     if wants_sources {
         if view.header.lines {
-            let plan = source::plan(&a, page.warnings);
+            let plan = source::plan(&a, dirs, page.warnings);
             source::write_text(&view, &plan, &mut page)?;
         } else {
             page.warnings
@@ -287,7 +306,7 @@ fn write<C: Cost>(a: Analysis<'_, C>, out: &mut dyn Write) -> Result<Vec<String>
         }
     }
     if opts.asm {
-        let plan = asm::plan(&a, view.header.instrs, page.warnings);
+        let plan = asm::plan(&a, view.header.instrs, dirs, page.warnings);
         asm::write_text(&view, &plan, &mut page)?;
     }
     Ok(warnings)

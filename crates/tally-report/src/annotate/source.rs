@@ -4,8 +4,9 @@
 use super::Options;
 use super::table::{Page, RULE, Table, cells, shown_labels};
 use super::view::{Positions, View};
+use crate::ReportError;
 use rustc_hash::FxHashMap;
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use tally_analysis::add_into;
 use tally_analysis::annotate::Analysis;
@@ -38,6 +39,8 @@ pub(super) struct Plan<C> {
     pub past_end: Vec<C>,
     /// Files not found, with their costs, for the summary.
     pub not_found: Vec<(String, Vec<C>)>,
+    /// Those of `not_found` found outside the source directories.
+    pub left_out: Vec<String>,
 }
 
 /// A wanted source file found: its path and bytes, or why it could not
@@ -46,6 +49,141 @@ type Looked = Result<(PathBuf, Vec<u8>), String>;
 
 pub(super) fn is_unknown(name: &[u8]) -> bool {
     name.is_empty() || name == b"???"
+}
+
+/// The kernel's and devices' files, never read as sources when a report
+/// keeps to source directories, whatever those are: `/proc/self/environ`
+/// holds the environment, and a device may never end.
+const NEVER: [&str; 3] = ["/proc", "/sys", "/dev"];
+
+/// The directories a report made to be published (`tally report --html`,
+/// `tally serve`) reads sources from. Such a report may be made from a
+/// profile from elsewhere, which can name any file (`fl=/etc/shadow`):
+/// only files under these directories, once symlinks and `..` are
+/// resolved, and never under `/proc`, `/sys` or `/dev`, are read.
+#[derive(Clone, Debug)]
+pub struct SourceDirs {
+    /// Canonical, as the paths checked against them are.
+    dirs: Vec<PathBuf>,
+    /// Whether the directories were named: then they are searched as
+    /// `tally annotate -I` searches its directories.
+    named: bool,
+}
+
+impl SourceDirs {
+    /// The directories `named`, or without any, those of the `inputs`
+    /// (the profile files; `-` is standard input) and the current
+    /// directory, leaving out `/`, which would allow every file. A named
+    /// directory that cannot be resolved is an error naming it.
+    pub fn new(named: &[PathBuf], inputs: &[PathBuf]) -> Result<SourceDirs, ReportError> {
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for d in named {
+            let c = d.canonicalize().map_err(|e| {
+                ReportError::Input(format!("source directory {}: {e}", d.display()))
+            })?;
+            if !c.is_dir() {
+                return Err(ReportError::Input(format!(
+                    "source directory {}: not a directory",
+                    d.display()
+                )));
+            }
+            dirs.push(c);
+        }
+        if named.is_empty() {
+            let own = inputs
+                .iter()
+                .filter(|i| i.as_os_str() != "-")
+                .filter_map(|i| i.parent());
+            for d in own.chain([Path::new(".")]) {
+                let d = if d.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    d
+                };
+                if let Ok(c) = d.canonicalize()
+                    && c.parent().is_some()
+                    && c.is_dir()
+                {
+                    dirs.push(c);
+                }
+            }
+        }
+        dirs.sort();
+        dirs.dedup();
+        Ok(SourceDirs {
+            dirs,
+            named: !named.is_empty(),
+        })
+    }
+
+    /// The directories, canonical.
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    /// The directories to search for sources besides the profile's
+    /// names and the inputs' directories (`tally annotate -I`): the
+    /// directories named, if any.
+    pub fn search(&self) -> Vec<PathBuf> {
+        if self.named {
+            self.dirs.clone()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The canonical path of `path` if it may be read: under one of the
+    /// directories and not under `/proc`, `/sys` or `/dev`.
+    pub fn admit(&self, path: &Path) -> Option<PathBuf> {
+        let c = path.canonicalize().ok()?;
+        let never = NEVER.iter().any(|n| c.starts_with(n));
+        (!never && self.dirs.iter().any(|d| c.starts_with(d))).then_some(c)
+    }
+
+    /// Whether the object file at `path` may be disassembled: object
+    /// files are not kept to the directories (a program's libraries are
+    /// elsewhere), but only a regular file is read, never one under
+    /// `/proc`, `/sys` or `/dev` (`/dev/zero` would never end).
+    pub fn admit_object(&self, path: &Path) -> Result<(), String> {
+        let c = path
+            .canonicalize()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if NEVER.iter().any(|n| c.starts_with(n)) {
+            return Err(format!(
+                "{}: under /proc, /sys or /dev, never read for a report",
+                path.display()
+            ));
+        }
+        if !c.is_file() {
+            return Err(format!("{}: not a regular file", path.display()));
+        }
+        Ok(())
+    }
+
+    /// Where the source the profile names `name` is, searched as
+    /// `tally annotate` searches (as named, under each `include`
+    /// directory, next to each of the `inputs`), keeping to these
+    /// directories.
+    pub fn find(&self, name: &str, include: &[PathBuf], inputs: &[PathBuf]) -> Located {
+        Locator::default().find(name, include, inputs, Some(self))
+    }
+}
+
+/// A source file looked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Located {
+    /// Found: the path as found (shown), and the one to read (canonical
+    /// when checked against [`SourceDirs`]).
+    Found {
+        /// The path as found.
+        path: PathBuf,
+        /// The path read.
+        read: PathBuf,
+    },
+    /// Found only outside the source directories: the first path found.
+    LeftOut(PathBuf),
+    /// Not found.
+    Missing,
 }
 
 /// Finds sources as the profile names them, remembering which folders
@@ -68,8 +206,55 @@ impl Locator {
         include: &[PathBuf],
         inputs: &[PathBuf],
     ) -> Option<PathBuf> {
+        self.search(name, include, inputs, |_| true)
+    }
+
+    /// [`Locator::locate`], taking only files `dirs` admits (all without
+    /// `dirs`): a file left out does not hide one found further on, under
+    /// a source directory.
+    pub(super) fn find(
+        &mut self,
+        name: &str,
+        include: &[PathBuf],
+        inputs: &[PathBuf],
+        dirs: Option<&SourceDirs>,
+    ) -> Located {
+        let mut read = None;
+        let mut refused = None;
+        let found = self.search(name, include, inputs, |c| {
+            let admitted = match dirs {
+                Some(d) => d.admit(c),
+                None => Some(c.to_path_buf()),
+            };
+            match admitted {
+                Some(r) => {
+                    read = Some(r);
+                    true
+                }
+                None => {
+                    refused.get_or_insert_with(|| c.to_path_buf());
+                    false
+                }
+            }
+        });
+        match (found, read, refused) {
+            (Some(path), Some(read), _) => Located::Found { path, read },
+            (_, _, Some(p)) => Located::LeftOut(p),
+            _ => Located::Missing,
+        }
+    }
+
+    /// The first file `take` takes among the places `name` may be: as
+    /// is, then under each include directory, then next to each input.
+    fn search(
+        &mut self,
+        name: &str,
+        include: &[PathBuf],
+        inputs: &[PathBuf],
+        mut take: impl FnMut(&Path) -> bool,
+    ) -> Option<PathBuf> {
         let p = Path::new(name);
-        if self.is_file(p) {
+        if self.is_file(p) && take(p) {
             return Some(p.to_path_buf());
         }
         let rel = p.strip_prefix("/").unwrap_or(p);
@@ -81,7 +266,7 @@ impl Locator {
             let c = d.join(rel);
             // An input in the working folder gives `name` again (compared
             // as bytes: a `Path` compares component by component).
-            if c.as_os_str() != p.as_os_str() && self.is_file(&c) {
+            if c.as_os_str() != p.as_os_str() && self.is_file(&c) && take(&c) {
                 return Some(c);
             }
         }
@@ -111,10 +296,27 @@ impl Locator {
     }
 }
 
+/// The bytes of the regular file at `path`: opened once, then checked,
+/// so that what is read is the file found (a device swapped in would
+/// never end).
+fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
+    let mut f = std::fs::File::open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// Finds and reads the sources the report shows (the files the user
-/// named, then with `auto` those of the rows shown) and asks the analysis
-/// for the costs of their lines.
-pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> Plan<C> {
+/// named, then with `auto` those of the rows shown), only under `dirs`
+/// when given, and asks the analysis for the costs of their lines.
+pub(super) fn plan<C: Cost>(
+    a: &Analysis<'_, C>,
+    dirs: Option<&SourceDirs>,
+    warnings: &mut Vec<String>,
+) -> Plan<C> {
     let o = a.opts;
     let sources = a.source_files();
     let events = sources.events;
@@ -151,15 +353,26 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
     // summed for the files found only (a profile names many sources that
     // are not on this machine).
     let mut locator = Locator::default();
+    let mut left_out = Vec::new();
     let looked: Vec<Option<Looked>> = wanted
         .iter()
         .map(|&(f, _)| {
-            locator
-                .locate(&file_cost[&f].name, &o.include, &o.inputs)
-                .map(|path| match std::fs::read(&path) {
+            let name = &file_cost[&f].name;
+            match locator.find(name, &o.include, &o.inputs, dirs) {
+                Located::Found { path, read } => Some(match read_regular(&read) {
                     Ok(b) => Ok((path, b)),
                     Err(e) => Err(format!("{}: {e}", path.display())),
-                })
+                }),
+                Located::LeftOut(path) => {
+                    warnings.push(format!(
+                        "{}: left out: outside the source directories (name its directory with --source-dir DIR)",
+                        path.display()
+                    ));
+                    left_out.push(name.clone());
+                    None
+                }
+                Located::Missing => None,
+            }
         })
         .collect();
     // Asked per block, call and jump: a lookup by index, not a search.
@@ -263,6 +476,7 @@ pub(super) fn plan<C: Cost>(a: &Analysis<'_, C>, warnings: &mut Vec<String>) -> 
         no_line,
         past_end,
         not_found,
+        left_out,
     }
 }
 
@@ -391,18 +605,32 @@ pub(super) fn write_text<C: Cost>(
     }
     // What could not be annotated.
     let mut t = Table::new(labels.clone());
-    let words = [
+    let mut left_out = vec![C::ZERO; a.totals.len()];
+    for (name, cost) in &plan.not_found {
+        if plan.left_out.contains(name) {
+            add_into(&mut left_out, cost);
+        }
+    }
+    let mut words = vec![
         (
             &plan.annotated,
             "annotated: files known, found and annotated",
         ),
         (&plan.not_found_cost, "unannotated: files known, not found"),
+    ];
+    if !plan.left_out.is_empty() {
+        words.push((
+            &left_out,
+            "  of which left out: outside the source directories (--source-dir DIR)",
+        ));
+    }
+    words.extend([
         (&plan.unknown, "unannotated: unknown file (???)"),
         (
             &plan.below_threshold,
             "unannotated: files below the threshold and not named",
         ),
-    ];
+    ]);
     for (c, text) in words {
         t.row(cells(a, Some(c), false), text.to_string());
     }
@@ -428,7 +656,12 @@ pub(super) fn write_text<C: Cost>(
     });
     const LISTED: usize = 15;
     for (name, c) in missing.iter().take(LISTED) {
-        t.row(cells(a, Some(c), false), format!("  not found: {name}"));
+        let why = if plan.left_out.contains(name) {
+            "left out"
+        } else {
+            "not found"
+        };
+        t.row(cells(a, Some(c), false), format!("  {why}: {name}"));
     }
     if missing.len() > LISTED {
         t.text(format!(
@@ -465,8 +698,65 @@ fn call_lines<C: Cost>(a: &View<C>, t: &mut Table, costs: &Positions<C>, at: u64
 
 #[cfg(test)]
 mod tests {
-    use super::Locator;
+    use super::{Located, Locator, SourceDirs};
     use std::fs;
+    use std::path::PathBuf;
+
+    /// Only files under the directories are admitted, once symlinks and
+    /// `..` are resolved; never the kernel's or devices' files, even under
+    /// `/`; a file left out does not hide one found further on.
+    #[test]
+    fn source_dirs_admit_only_what_is_under_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().canonicalize().unwrap();
+        fs::create_dir_all(d.join("src")).unwrap();
+        fs::create_dir_all(d.join("outside")).unwrap();
+        fs::write(d.join("src/a.c"), "a\n").unwrap();
+        fs::write(d.join("outside/secret.c"), "s\n").unwrap();
+        std::os::unix::fs::symlink(d.join("outside/secret.c"), d.join("src/link.c")).unwrap();
+        std::os::unix::fs::symlink("/proc/self/environ", d.join("src/env")).unwrap();
+        let dirs = SourceDirs::new(&[d.join("src")], &[]).unwrap();
+        assert_eq!(dirs.dirs(), [d.join("src")]);
+        assert_eq!(dirs.admit(&d.join("src/a.c")), Some(d.join("src/a.c")));
+        assert_eq!(dirs.admit(&d.join("src/../outside/secret.c")), None);
+        assert_eq!(dirs.admit(&d.join("src/link.c")), None);
+        assert_eq!(dirs.admit(&d.join("src/env")), None);
+        let everything = SourceDirs::new(&[PathBuf::from("/")], &[]).unwrap();
+        assert_eq!(
+            everything.admit(&d.join("outside/secret.c")),
+            Some(d.join("outside/secret.c"))
+        );
+        assert_eq!(everything.admit("/proc/self/environ".as_ref()), None);
+        // Found as named outside, then under the source directory.
+        let named = d.join("outside/secret.c");
+        let named = named.to_str().unwrap();
+        let mine = d.join("src").join(named.trim_start_matches('/'));
+        fs::create_dir_all(mine.parent().unwrap()).unwrap();
+        fs::write(&mine, "mine\n").unwrap();
+        assert_eq!(
+            dirs.find(named, &dirs.search(), &[]),
+            Located::Found {
+                path: mine.clone(),
+                read: mine.clone(),
+            }
+        );
+        assert_eq!(
+            dirs.find(named, &[], &[]),
+            Located::LeftOut(d.join("outside/secret.c"))
+        );
+        assert_eq!(dirs.find("/nonexistent/x.c", &[], &[]), Located::Missing);
+        // Without directories named: the inputs' own and the current one.
+        let inputs = [d.join("outside/callgrind.out")];
+        let own = SourceDirs::new(&[], &inputs).unwrap();
+        let cwd = std::env::current_dir().unwrap().canonicalize().unwrap();
+        assert!(own.dirs().contains(&d.join("outside")));
+        assert!(own.dirs().contains(&cwd) || cwd.parent().is_none());
+        assert!(own.search().is_empty());
+        let Err(e) = SourceDirs::new(&[d.join("missing")], &[]) else {
+            panic!("a missing directory is accepted");
+        };
+        assert!(e.to_string().contains("missing"), "{e}");
+    }
 
     /// A missing folder answers for its files, and the search still finds
     /// a file as named, under an include folder and next to the input.
