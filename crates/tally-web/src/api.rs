@@ -14,7 +14,7 @@ use tally_report::flame::{FlameOptions, Tree, write_svg};
 use tally_report::graph::{self, Graph, Prune};
 
 use crate::Error;
-use crate::session::{Answer, Input, Session, TableId};
+use crate::session::{Answer, Input, Session, TableId, WholeStacks};
 use crate::view::{Base, CallGraph, Grouping, Row, Table, View};
 use tally_model::FunctionId;
 
@@ -661,13 +661,11 @@ pub fn flame_svg_with(s: &Session, q: &Query, min_width: f64) -> Result<Reply, E
         let Some(ev) = columns.column(e).cloned() else {
             return Err(Error::NotFound(format!("no event {name}")));
         };
-        tree.add_stacks(
-            &inp.profile,
-            inp.stacks()?,
-            &ev,
-            inp.estimated,
-            s.diff && i == 0,
-        );
+        let base = s.diff && i == 0;
+        match inp.stacks()? {
+            WholeStacks::Recorded(st) => tree.add_stacks(&inp.profile, st, &ev, false, base),
+            WholeStacks::Estimated(st) => tree.add_stack_tree(&inp.profile, st, &ev, true, base),
+        }
     }
     tree.finish();
     let estimated = s.inputs.iter().any(|i| i.estimated);

@@ -29,7 +29,7 @@ mod tests;
 pub use api::{Query, Reply, handle};
 pub use report::{ReportOptions, Written, write as write_report};
 pub use server::{Bound, bind};
-pub use session::{Annotation, AnnotationKey, Input, LoadOptions, Session};
+pub use session::{Annotation, AnnotationKey, Input, LoadOptions, Session, WholeStacks};
 pub use view::{Base, Grouping, Provisional, Row, Table, View};
 
 /// What can go wrong reading inputs or answering a request.

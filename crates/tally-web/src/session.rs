@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use bytes::Bytes;
 
 use tally_analysis::gprof::{self, Options, Report};
-use tally_analysis::{Aggregate, EstimateOptions, estimate_stacks_with};
+use tally_analysis::{Aggregate, EstimateOptions, StackTree, estimate_tree};
 use tally_input::GmonInput;
 use tally_model::{AnyCost, EventColumns, FunctionId, Profile, Stacks};
 use tally_report::annotate::SourceDirs;
@@ -23,6 +23,14 @@ use crate::view::{Grouping, Provisional, Table, View};
 mod cache;
 
 use cache::Lru;
+
+/// The whole stacks of an input, for the flame graph.
+pub enum WholeStacks {
+    /// As the profile recorded them.
+    Recorded(Stacks<u64>),
+    /// Estimated from the call arcs.
+    Estimated(StackTree),
+}
 
 /// One profile as the page shows it: files summed, with its stacks.
 pub struct Input {
@@ -37,7 +45,7 @@ pub struct Input {
     /// Whole stacks: recorded, or estimated from the call arcs on first
     /// use (only the flame graph needs them, and estimating takes a while
     /// on a large profile).
-    stacks: OnceLock<Result<Stacks<u64>, String>>,
+    stacks: OnceLock<Result<WholeStacks, String>>,
     /// Whether the stacks are estimated (the profile recorded none).
     pub estimated: bool,
     /// The input files.
@@ -451,16 +459,19 @@ impl Input {
     }
 
     /// The whole stacks: recorded, or estimated from the call arcs (kept
-    /// after the first call).
-    pub fn stacks(&self) -> Result<&Stacks<u64>, Error> {
+    /// after the first call). An estimate stays a tree, whose size grows
+    /// with the distinct stacks, not with their lengths: a list of the
+    /// stacks of a deep call chain grows with the square of its depth.
+    pub fn stacks(&self) -> Result<&WholeStacks, Error> {
         self.stacks
             .get_or_init(|| {
-                estimate_stacks_with(
-                    &self.profile,
+                estimate_tree(
+                    &Aggregate::new(&self.profile, |_| true),
                     EstimateOptions {
                         min_share: 0.1 / 1200.0,
                     },
                 )
+                .map(WholeStacks::Estimated)
                 .map_err(|e| format!("{}: estimating stacks: {e}", self.name))
             })
             .as_ref()
@@ -493,7 +504,7 @@ fn load_input(files: &[PathBuf], binary: Option<&Path>) -> Result<Input, Error> 
     let stacks = OnceLock::new();
     let estimated = match profile.stacks.take() {
         Some(s) if !s.is_empty() => {
-            let _ = stacks.set(Ok(s));
+            let _ = stacks.set(Ok(WholeStacks::Recorded(s)));
             false
         }
         _ => true,

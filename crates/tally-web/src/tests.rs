@@ -436,7 +436,10 @@ fn stacks_are_estimated_for_callgrind_and_kept_for_folded_input() {
     let inp = &s.inputs[0];
     assert!(inp.estimated);
     let (_, total) = line_sums(&inp.profile, None);
-    assert_eq!(inp.stacks().unwrap().totals(1), Some(total));
+    let crate::session::WholeStacks::Estimated(tree) = inp.stacks().unwrap() else {
+        panic!("recorded stacks for a Callgrind profile");
+    };
+    assert_eq!(tree.to_stacks().totals(1), Some(total));
     assert_eq!(api::meta(&s)["inputs"][0]["estimated"], Value::Bool(true));
     // The folded file by hand: every stack starts in main; `spin` is the
     // leaf of five of them.
@@ -457,7 +460,10 @@ fn stacks_are_estimated_for_callgrind_and_kept_for_folded_input() {
         .sum();
     let s = session(rel);
     assert!(!s.inputs[0].estimated);
-    assert_eq!(s.inputs[0].stacks().unwrap().totals(1), Some(vec![all]));
+    let crate::session::WholeStacks::Recorded(stacks) = s.inputs[0].stacks().unwrap() else {
+        panic!("the folded file's stacks were not kept");
+    };
+    assert_eq!(stacks.totals(1), Some(vec![all]));
     let v = s.view(0, None, None).unwrap();
     assert_eq!(v.total(), all as f64);
     assert_eq!(row(&v.rows, "spin").self_cost, spin as f64);
