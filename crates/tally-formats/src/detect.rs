@@ -147,33 +147,39 @@ impl Format {
 /// Names the format of a file from its first bytes (up to [`HEAD_LEN`]).
 pub fn detect(head: &[u8]) -> Detected {
     if head.starts_with(&[0x1f, 0x8b]) {
-        let inner = gunzip_head(head);
-        let format = match detect_plain(&inner) {
+        let (inner, cut) = gunzip_head(head);
+        let format = match detect_plain(&inner, cut) {
             Format::Unknown if is_protobuf(&inner) => Format::Pprof,
             f => f,
         };
         return Detected { format, gzip: true };
     }
     Detected {
-        format: detect_plain(head),
+        format: detect_plain(head, head.len() >= HEAD_LEN),
         gzip: false,
     }
 }
 
 /// As much of a gzip stream's content as the head holds (a head cut from a
-/// larger file ends in the middle of the stream).
-fn gunzip_head(head: &[u8]) -> Vec<u8> {
+/// larger file ends in the middle of the stream), and whether the content
+/// may go on past it (the stream does not end within the head).
+fn gunzip_head(head: &[u8]) -> (Vec<u8>, bool) {
     let mut d = MultiGzDecoder::new(head);
     let mut out = vec![0u8; HEAD_LEN];
     let mut n = 0;
+    let mut cut = true;
     while n < out.len() {
         match d.read(&mut out[n..]) {
-            Ok(0) | Err(_) => break,
+            Ok(0) => {
+                cut = false;
+                break;
+            }
+            Err(_) => break,
             Ok(k) => n += k,
         }
     }
     out.truncate(n);
-    out
+    (out, cut)
 }
 
 /// Keys a Callgrind or Cachegrind profile may start with (after blank and
@@ -196,6 +202,12 @@ const PROFILE_START: &[&[u8]] = &[
     b"fl=",
     b"fn=",
 ];
+
+/// The key of [`PROFILE_START`] that `line` starts with, if any: such a
+/// line starts a Callgrind or Cachegrind profile.
+pub(crate) fn profile_key(line: &[u8]) -> Option<&'static [u8]> {
+    PROFILE_START.iter().find(|k| line.starts_with(k)).copied()
+}
 
 /// Lines that only Callgrind's format has: any of them in the head makes
 /// the profile a Callgrind one.
@@ -223,12 +235,20 @@ const CALLGRIND_ONLY: &[&[u8]] = &[
     b"jfn=",
 ];
 
-fn detect_plain(head: &[u8]) -> Format {
+/// The format of plain (decompressed) content from its `head`, which is
+/// `cut` where the content may go on past it.
+fn detect_plain(head: &[u8], cut: bool) -> Format {
     if head.starts_with(b"\x7fELF") {
         return Format::Elf;
     }
     if head.starts_with(crate::gmon::GMON_MAGIC) {
         return Format::Gmon;
+    }
+    // Before the other text formats: a line of folded stacks may start
+    // like any of them (`[unknown];main 3`, a function named `events: x`),
+    // while their files always hold a line that ends in no count.
+    if crate::folded::head_looks_folded(head, cut) {
+        return Format::Folded;
     }
     if head.starts_with(b"PERFILE2") || head.starts_with(b"PERFFILE") {
         return Format::PerfData;
@@ -237,10 +257,6 @@ fn detect_plain(head: &[u8]) -> Format {
         return Format::Dcpi;
     }
     let text = head.trim_ascii_start();
-    // Folded stacks may start with a frame such as `[unknown]`.
-    if text.starts_with(b"[") && crate::folded::looks_folded(head) {
-        return Format::Folded;
-    }
     if text.starts_with(b"{") || text.starts_with(b"[") {
         let window = &text[..text.len().min(256)];
         return if memchr::memmem::find(window, b"\"tally_json\"").is_some() {
@@ -261,11 +277,9 @@ fn detect_plain(head: &[u8]) -> Format {
             Format::Unknown
         };
     };
-    if !PROFILE_START.iter().any(|k| first.starts_with(k)) {
+    if profile_key(first).is_none() {
         return if crate::perf::script::looks_like(head) {
             Format::PerfScript
-        } else if crate::folded::looks_folded(head) {
-            Format::Folded
         } else {
             Format::Unknown
         };
@@ -336,6 +350,10 @@ mod tests {
         assert_eq!(f(b"# a short file of comments\n"), Format::Unknown);
         assert_eq!(f(b"main;a;b 12\nmain 3\n"), Format::Folded);
         assert_eq!(f(b"[unknown];main;a 12\nmain 3\n"), Format::Folded);
+        // A frame may be named like a profile's first line.
+        assert_eq!(f(b"events: x 12\nevents: x;b 3\n"), Format::Folded);
+        assert_eq!(f(b"fn=main 12\n{x} 3\n"), Format::Folded);
+        assert_eq!(f(b"PERFILE2;a 1\n"), Format::Folded);
         assert_eq!(
             f(b"prog 12 1.5: 250000 cpu-clock: \n\t  1152 leaf+0x19 (/tmp/prog)\n"),
             Format::PerfScript
@@ -377,5 +395,18 @@ mod tests {
         big.extend((0..200_000).map(|i| b'0' + (i % 10) as u8));
         let z = gz(&big);
         assert_eq!(detect(&z[..z.len() / 2]).format, Format::Cachegrind);
+        // A head cut inside the first line of folded stacks, short of
+        // HEAD_LEN once decompressed.
+        let mut x = 1u32;
+        let mut line: Vec<u8> = (0..200_000)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                b'a' + (x >> 16) as u8 % 26
+            })
+            .collect();
+        line.extend_from_slice(b" 5\n");
+        let z = gz(&line);
+        assert_eq!(detect(&z[..4096]).format, Format::Folded);
+        assert_eq!(detect(&gz(&line[..5000])).format, Format::Unknown);
     }
 }

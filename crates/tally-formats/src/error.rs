@@ -226,6 +226,22 @@ pub enum Error {
     /// callers can name the inputs.
     #[error("a count summed per file, function and line does not fit in 64 bits")]
     CachegrindSumOverflow,
+    /// A name the output format has no way to hold (a line break in a
+    /// Callgrind name): written, the file would read back with another
+    /// name. The writers return it inside an [`std::io::Error`], as
+    /// [`Error::CachegrindSumOverflow`], and write nothing in place of
+    /// the output.
+    #[error("the {format} format cannot hold the {what} name `{name}`: {why}")]
+    NameNotWritable {
+        /// The output format.
+        format: &'static str,
+        /// `function`, `file` or `object`.
+        what: &'static str,
+        /// The name, as messages show it (control bytes escaped, cut if long).
+        name: String,
+        /// What in the name the format cannot hold.
+        why: &'static str,
+    },
     /// Samples could not become a profile
     /// ([`crate::perf::samples::SampledStacks`]): more distinct names than
     /// the model's tables hold.

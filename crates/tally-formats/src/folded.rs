@@ -9,18 +9,75 @@
 //! A frame is a function name only (no object, file or line), and a file
 //! holds one event, whose name the format does not carry: the reader calls
 //! it `samples`. A count is the last space-separated word, so frame names
-//! may hold spaces (C++ signatures); the writer replaces a `;` inside a
-//! name by `:`, and a line break by a space, so that each frame stays one.
+//! may hold spaces (C++ signatures). The format has no escape of its own:
+//! the writer writes what a frame cannot hold (a `;`, a control byte such
+//! as a line break or NUL, a space at either end, bytes that are not
+//! UTF-8) as `\xHH` ([`crate::escape`]) and an empty name as
+//! `\(empty)`, and the reader decodes them, so that every name reads back
+//! as it was.
 
 use crate::error::{Error, ParseErrorKind};
+use crate::escape;
 use crate::input::Input;
 use crate::stacked::StackProfile;
+use std::borrow::Cow;
 use std::io::{self, Write};
 use std::path::Path;
-use tally_model::{Cost, Events, FrameId, Names, Positions, Profile, Stacks};
+use tally_model::{Cost, Events, FrameId, FunctionId, Names, Positions, Profile, Stacks};
 
 /// The event name of a folded file read, which does not name its own.
 pub const EVENT: &str = "samples";
+
+/// The frame written for a function with an empty name: a frame cannot be
+/// empty, as `;;` and a `;` at either end are no frames.
+pub const EMPTY_NAME: &[u8] = b"\\(empty)";
+
+/// The function name a frame of a folded file stands for: its escapes
+/// decoded ([`crate::escape::unescape`]), [`EMPTY_NAME`] for the empty
+/// name.
+pub fn frame_name(frame: &[u8]) -> Cow<'_, [u8]> {
+    if frame == EMPTY_NAME {
+        Cow::Borrowed(b"")
+    } else {
+        escape::unescape(frame)
+    }
+}
+
+/// Appends `name` as a frame that reads back as it: see the module doc.
+fn push_frame(out: &mut Vec<u8>, name: &[u8]) {
+    if name.is_empty() {
+        out.extend_from_slice(EMPTY_NAME);
+        return;
+    }
+    let last = name.len() - 1;
+    escape::push_escaped(out, name, |b, i| {
+        b < b' '
+            || b == 0x7f
+            || b == b';'
+            || (b == b' ' && (i == 0 || i == last))
+            || (i == 0 && name == EMPTY_NAME)
+    });
+}
+
+/// Keeps a first line that detection sees cut (longer than
+/// [`crate::HEAD_LEN`], so that its count is past the head) from starting
+/// like another format's first line: a `#`, `{` or `[` that starts it, or
+/// the `:` or `=` that ends a Callgrind key it starts with, is escaped.
+fn disguise_first(line: &mut Vec<u8>) {
+    if line.len() + 24 < crate::HEAD_LEN {
+        return;
+    }
+    let at = match line.first() {
+        Some(b'#' | b'{' | b'[') => 0,
+        _ => match crate::detect::profile_key(line) {
+            Some(key) => key.len() - 1,
+            None => return,
+        },
+    };
+    let mut escaped = Vec::with_capacity(4);
+    escape::push_escape(&mut escaped, line[at]);
+    line.splice(at..=at, escaped);
+}
 
 /// One line: `Ok(None)` if blank, else its stack (frames joined by `;`,
 /// root first, every frame non-empty) and count, or what is wrong with it.
@@ -78,7 +135,7 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
                 Some(&frame) => frame,
                 None => {
                     let f = b
-                        .function(b"", b"", name)
+                        .function(b"", b"", &frame_name(name))
                         .ok_or_else(|| err(line_no, ParseErrorKind::TooManyNames.to_string()))?;
                     let frame = b.frame(f, 0, 0);
                     by_name.insert(name, frame);
@@ -140,8 +197,11 @@ pub fn for_each_stack(
 }
 
 /// Writes `stacks` as folded lines of the recorded event `event`: frames
-/// by function name, stacks whose names agree summed, stacks of zero cost
-/// left out, lines sorted (as stackcollapse writes them).
+/// by function name, escaped where the format cannot hold a name (see the
+/// module doc), stacks whose names agree summed, stacks of zero cost or
+/// no frame left out, lines sorted (as stackcollapse writes them). A sum
+/// of one line that does not fit is an error (only differences, whose
+/// total does not bound their parts, can have one).
 pub fn write<C: Cost>(
     names: &Names,
     stacks: &Stacks<C>,
@@ -149,12 +209,14 @@ pub fn write<C: Cost>(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let mut lines: std::collections::BTreeMap<Vec<u8>, C> = Default::default();
+    // Each function's frame, escaped once.
+    let mut frames: rustc_hash::FxHashMap<FunctionId, Vec<u8>> = Default::default();
     let mut key = Vec::new();
     for s in &stacks.samples {
         let Some(&cost) = s.costs.get(event) else {
             continue;
         };
-        if cost.is_zero() {
+        if cost.is_zero() || s.frames.is_empty() {
             continue;
         }
         key.clear();
@@ -162,21 +224,27 @@ pub fn write<C: Cost>(
             if i > 0 {
                 key.push(b';');
             }
-            let name = names.function_name(stacks.frames[f.index()].function);
-            key.extend(name.iter().map(|&c| match c {
-                b';' => b':',
-                b'\n' | b'\r' => b' ',
-                c => c,
-            }));
-        }
-        if key.is_empty() {
-            continue;
+            let function = stacks.frames[f.index()].function;
+            let frame = frames.entry(function).or_insert_with(|| {
+                let mut frame = Vec::new();
+                push_frame(&mut frame, names.function_name(function));
+                frame
+            });
+            key.extend_from_slice(frame);
         }
         let sum = lines.entry(key.clone()).or_insert(C::ZERO);
-        *sum = sum.saturating_add(cost);
+        *sum = sum.checked_add(cost).ok_or_else(|| {
+            io::Error::other(format!(
+                "the counts of the folded stack `{}` sum to more than 64 bits hold",
+                escape::shown(&key)
+            ))
+        })?;
     }
     let mut buf = Vec::with_capacity(1 << 16);
-    for (stack, cost) in lines {
+    for (n, (mut stack, cost)) in lines.into_iter().enumerate() {
+        if n == 0 {
+            disguise_first(&mut stack);
+        }
         buf.extend_from_slice(&stack);
         buf.push(b' ');
         cost.write_to(&mut buf);
@@ -191,8 +259,26 @@ pub fn write<C: Cost>(
 
 /// Whether the head of a file looks like folded stacks: every complete
 /// line (the last may be cut by the head) is blank or ends in a space and
-/// a number, and at least one is not blank.
+/// a number, and at least one is not blank. A head that is one line cut
+/// (a first line longer than [`crate::HEAD_LEN`]) shows no count: it is
+/// taken for folded stacks if it is text that starts like no other
+/// format's first line, and the reader then decides. The writer keeps the
+/// first lines it writes from starting like another format's.
 pub fn looks_folded(head: &[u8]) -> bool {
+    head_looks_folded(head, head.len() >= crate::HEAD_LEN)
+}
+
+/// [`looks_folded`] of a head that may end before its content does
+/// (`cut`): the head of gzip'd content can be cut short of
+/// [`crate::HEAD_LEN`].
+pub(crate) fn head_looks_folded(head: &[u8], cut: bool) -> bool {
+    if cut && memchr::memchr(b'\n', head).is_none() {
+        let text = head.trim_ascii_start();
+        return !text.is_empty()
+            && head.iter().all(|&b| (b >= b' ' && b != 0x7f) || b == b'\t')
+            && !matches!(text.first(), Some(b'#' | b'{' | b'['))
+            && crate::detect::profile_key(text).is_none();
+    }
     let mut lines: Vec<&[u8]> = head.split(|&c| c == b'\n').collect();
     if lines.len() > 1 {
         // The last piece is cut by the head or empty after a final newline.
@@ -311,5 +397,58 @@ mod tests {
         assert!(!looks_folded(b"int main(void) { return 0; }\n"));
         assert!(!looks_folded(b"events: Ir\nfl=a\n"));
         assert!(!looks_folded(b""));
+        // A head cut inside its first line: text that starts like no
+        // other format.
+        let cut = |start: &[u8], fill: u8| {
+            let mut head = start.to_vec();
+            head.resize(crate::HEAD_LEN, fill);
+            looks_folded(&head)
+        };
+        assert!(cut(b"main;", b'x'));
+        assert!(cut(b"caf\xc3\xa9", b'y'));
+        for other in [&b"cmd: "[..], b"fn=", b"# c", b"{\"a\"", b"[1,"] {
+            assert!(!cut(other, b'x'), "{:?}", String::from_utf8_lossy(other));
+        }
+        assert!(!cut(b"main", 0));
+    }
+
+    #[test]
+    fn names_a_frame_cannot_hold_are_escaped() {
+        let frame = |name: &[u8]| {
+            let mut out = Vec::new();
+            push_frame(&mut out, name);
+            assert_eq!(&*frame_name(&out), name);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(frame(b"a;b"), "a\\x3bb");
+        assert_eq!(frame(b"   "), "\\x20 \\x20");
+        assert_eq!(frame(b"a\0\nb\r"), "a\\x00\\x0ab\\x0d");
+        assert_eq!(frame(b""), "\\(empty)");
+        assert_eq!(frame(b"\\(empty)"), "\\x5c(empty)");
+        assert_eq!(frame(b"f(int, char) const"), "f(int, char) const");
+        assert_eq!(frame(b"[unknown]"), "[unknown]");
+        assert_eq!(frame(b"\xff"), "\\xff");
+    }
+
+    #[test]
+    fn a_long_first_line_does_not_start_like_another_format() {
+        let long = |start: &[u8]| {
+            let mut line = start.to_vec();
+            line.resize(crate::HEAD_LEN, b'x');
+            disguise_first(&mut line);
+            assert_eq!(&*frame_name(&line), {
+                let mut l = start.to_vec();
+                l.resize(crate::HEAD_LEN, b'x');
+                l
+            });
+            String::from_utf8_lossy(&line[..12]).into_owned()
+        };
+        assert_eq!(long(b"events: x"), "events\\x3a x");
+        assert_eq!(long(b"fn=main"), "fn\\x3dmainxx");
+        assert_eq!(long(b"[unknown]"), "\\x5bunknown]");
+        assert_eq!(long(b"main"), "mainxxxxxxxx");
+        let mut short = b"events: x".to_vec();
+        disguise_first(&mut short);
+        assert_eq!(short, b"events: x");
     }
 }

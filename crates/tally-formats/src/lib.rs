@@ -60,6 +60,7 @@ pub mod callgrind;
 pub mod dcpi;
 mod detect;
 mod error;
+pub mod escape;
 mod fold;
 pub mod folded;
 pub mod gmon;

@@ -2,6 +2,10 @@
 //! one "sampled" profile per recorded event, weights in that event, over
 //! one shared list of frames (one per function: name and file).
 //!
+//! JSON strings are Unicode: a byte of a name that is not UTF-8 is
+//! written `\xHH`, as folded stacks write it ([`crate::escape`]), so that
+//! names stay apart and say what they hold.
+//!
 //! The stacks are the profile's own (recorded, or estimated from arcs by
 //! the caller); a profile without stacks is written as one-frame samples
 //! of its self costs. Either way the file's name says so (speedscope shows
@@ -42,11 +46,11 @@ pub fn write<C: Cost>(profile: &Profile<C>, name: &str, out: &mut dyn Write) -> 
                 let function = stacks.frames[f.index()].function;
                 *frame_of.entry(function).or_insert_with(|| {
                     let mut frame = json!({
-                        "name": String::from_utf8_lossy(names.function_name(function)),
+                        "name": crate::escape::text(names.function_name(function)),
                     });
                     let file = names.function_file(function);
                     if !file.is_empty() {
-                        frame["file"] = json!(String::from_utf8_lossy(file));
+                        frame["file"] = json!(crate::escape::text(file));
                     }
                     frames.push(frame);
                     frames.len() - 1

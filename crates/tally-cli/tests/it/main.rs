@@ -15,6 +15,7 @@ mod graph;
 mod input;
 mod interop;
 mod merge_diff;
+mod names;
 mod pprof;
 mod record;
 mod reliability_input;

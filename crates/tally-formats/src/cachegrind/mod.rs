@@ -6,7 +6,7 @@
 //! [`tally_model::Format`]). This module writes them: self costs per file,
 //! function and line, from any profile.
 
-use crate::callgrind::writer::push_one_line;
+use crate::callgrind::writer::{push_one_line, refusal, unwritable};
 use rustc_hash::FxHashMap;
 use std::io::{self, Write};
 use tally_model::{Cost, FileId, Positions, Profile, SymbolId};
@@ -46,6 +46,13 @@ fn sum_overflow() -> io::Error {
 /// fit is an [`io::Error`] whose inner error is
 /// [`crate::Error::CachegrindSumOverflow`]: the profile's fault, not the
 /// output's, so that callers can name the inputs.
+///
+/// Names are written as Valgrind writes them, `???` for an unknown (empty)
+/// one. A name that starts like a compressed one (`(` and a digit), which
+/// tally's reader would take for one, is written in Callgrind's compressed
+/// form `(id) name`; a name no reader would read back (a line break, a
+/// space or tab at its start, a carriage return at its end) is refused:
+/// [`crate::Error::NameNotWritable`] inside an [`io::Error`].
 pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 17);
     let ne = profile.events.len();
@@ -80,16 +87,25 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
 
     let names = &profile.names;
     let mut cur: Option<(FileId, SymbolId)> = None;
+    let mut ids = Compressed::default();
+    let mut refused: Option<io::Error> = None;
     let mut emit = |buf: &mut Vec<u8>, file: FileId, sym: SymbolId, line: u64, costs: &[C]| {
+        if refused.is_some() {
+            return;
+        }
         if cur.map(|c| c.0) != Some(file) {
-            buf.extend_from_slice(b"fl=");
-            push_one_line(buf, name_or_unknown(names.files.get(file.0)));
-            buf.push(b'\n');
+            let name = name_or_unknown(names.files.get(file.0));
+            if let Err(why) = ids.push(buf, b"fl=", 0, name) {
+                refused = Some(refusal("Cachegrind", "file", name, why));
+                return;
+            }
         }
         if cur != Some((file, sym)) {
-            buf.extend_from_slice(b"fn=");
-            push_one_line(buf, name_or_unknown(names.symbols.get(sym.0)));
-            buf.push(b'\n');
+            let name = name_or_unknown(names.symbols.get(sym.0));
+            if let Err(why) = ids.push(buf, b"fn=", 1, name) {
+                refused = Some(refusal("Cachegrind", "function", name, why));
+                return;
+            }
         }
         cur = Some((file, sym));
         // Room for the whole line at once: the pushes below then never
@@ -162,7 +178,7 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
             }
         }
     }
-    if let Some(e) = error {
+    if let Some(e) = refused.or(error) {
         return Err(e);
     }
 
@@ -183,6 +199,45 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
 /// Cachegrind writes `???` for unknown files and functions.
 fn name_or_unknown(n: &[u8]) -> &[u8] {
     if n.is_empty() { b"???" } else { n }
+}
+
+/// The ids of the names written compressed, files and functions apart.
+#[derive(Default)]
+struct Compressed {
+    ids: [FxHashMap<Vec<u8>, usize>; 2],
+}
+
+impl Compressed {
+    /// Writes `key` and `name` (files are `space` 0, functions 1) as one
+    /// line, or says why the name cannot be written.
+    fn push(
+        &mut self,
+        buf: &mut Vec<u8>,
+        key: &[u8],
+        space: usize,
+        name: &[u8],
+    ) -> Result<(), &'static str> {
+        if let Some(why) = unwritable(name) {
+            return Err(why);
+        }
+        buf.extend_from_slice(key);
+        if name.len() >= 2 && name[0] == b'(' && name[1].is_ascii_digit() {
+            let ids = &mut self.ids[space];
+            let next = ids.len() + 1;
+            let id = *ids.entry(name.to_vec()).or_insert(next);
+            buf.push(b'(');
+            (id as u64).write_to(buf);
+            buf.push(b')');
+            if id != next {
+                buf.push(b'\n');
+                return Ok(());
+            }
+            buf.push(b' ');
+        }
+        buf.extend_from_slice(name);
+        buf.push(b'\n');
+        Ok(())
+    }
 }
 
 /// The Cachegrind format, as a writer of the one shape

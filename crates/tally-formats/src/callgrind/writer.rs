@@ -29,6 +29,12 @@
 //! misreading them (callgrind_annotate books the cost line after `calls=0`
 //! as self cost and rejects `calls=-1`; KCachegrind rejects negative
 //! counts), and `read(write(p)) == p` still holds.
+//!
+//! A name the format cannot hold ([`unwritable`]: a line break, a space or
+//! tab at its start, a carriage return at its end) is refused with
+//! [`crate::Error::NameNotWritable`]; a name that starts like a compressed
+//! one (`(` and a digit) is written compressed, so that it reads back as
+//! the name.
 
 use std::io::{self, Write};
 
@@ -40,18 +46,56 @@ use tally_model::{
     Profile,
 };
 
-/// Appends `value` as part of one line: a line feed inside a name or a
-/// header value (possible in names read from pprof, perf or speedscope
-/// input) is written as a space, as the folded writer does, since the
-/// format has no escape for it and the rest of the name would be read as
-/// a line of its own. A carriage return inside a line reads back as it
-/// is, so it is kept.
+/// Appends a header value as part of one line: a line feed inside it
+/// (possible in values read from pprof or perf input) is written as a
+/// space, since the format has no escape for it and the rest of the value
+/// would be read as a line of its own. A carriage return inside a line
+/// reads back as it is, so it is kept. Names are not written so: see
+/// [`unwritable`].
 pub(crate) fn push_one_line(buf: &mut Vec<u8>, value: &[u8]) {
     if memchr::memchr(b'\n', value).is_none() {
         buf.extend_from_slice(value);
     } else {
         buf.extend(value.iter().map(|&b| if b == b'\n' { b' ' } else { b }));
     }
+}
+
+/// Why a name written after `key=` would read back as another name, if
+/// it would: a line break ends the line, readers skip the spaces and tabs
+/// after the `=` and drop the carriage returns that end a line. Neither
+/// the format nor Valgrind's tools have an escape for these (names any
+/// other bytes, NUL too, read back as written), so the writers refuse
+/// such a name ([`refusal`]) rather than write another.
+pub(crate) fn unwritable(name: &[u8]) -> Option<&'static str> {
+    if memchr::memchr(b'\n', name).is_some() {
+        Some("a line break in it would end the line")
+    } else if matches!(name.first(), Some(b' ' | b'\t')) {
+        Some("readers skip the spaces and tabs that start a name")
+    } else if name.last() == Some(&b'\r') {
+        Some("readers drop a carriage return that ends a line")
+    } else {
+        None
+    }
+}
+
+/// The error of a writer of `format` refusing the `what` (function, file,
+/// object) `name` for the reason `why`:
+/// [`crate::Error::NameNotWritable`] inside an [`io::Error`].
+pub(crate) fn refusal(
+    format: &'static str,
+    what: &'static str,
+    name: &[u8],
+    why: &'static str,
+) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        crate::Error::NameNotWritable {
+            format,
+            what,
+            name: crate::escape::shown(name),
+            why,
+        },
+    )
 }
 
 /// How to write.
@@ -346,7 +390,16 @@ impl Writer<'_> {
             id.write_to_buf(&mut self.buf);
             self.buf.extend_from_slice(b") ");
         }
-        push_one_line(&mut self.buf, bytes);
+        if let Some(why) = unwritable(bytes) {
+            let what = match space {
+                Space::Object => "object",
+                Space::File => "file",
+                Space::Function => "function",
+            };
+            self.error
+                .get_or_insert_with(|| refusal("Callgrind", what, bytes, why));
+        }
+        self.buf.extend_from_slice(bytes);
         self.buf.push(b'\n');
     }
 
@@ -446,6 +499,9 @@ impl WriteU32 for u32 {
 
 impl<C: Cost> PartVisitor<C> for Writer<'_> {
     fn line(&mut self, line: LineRef<'_, C>) {
+        if self.error.is_some() {
+            return;
+        }
         self.context(line.function, line.file);
         self.positions(line.positions, PosKind::Plain);
         self.costs(line.costs);
@@ -455,6 +511,9 @@ impl<C: Cost> PartVisitor<C> for Writer<'_> {
     }
 
     fn call(&mut self, call: CallRef<'_, C>) {
+        if self.error.is_some() {
+            return;
+        }
         let i = call.info;
         self.context(i.caller, i.site_file);
         let caller = self.names.key(i.caller);
@@ -488,6 +547,9 @@ impl<C: Cost> PartVisitor<C> for Writer<'_> {
     }
 
     fn jump(&mut self, jump: JumpRef<'_, C>) {
+        if self.error.is_some() {
+            return;
+        }
         let i = jump.info;
         self.context(i.function, i.file);
         // A difference's jump with a negative count: see the module doc.

@@ -4,6 +4,7 @@ mod common;
 mod dcpi;
 mod detect;
 mod gmon;
+mod names;
 mod robustness;
 mod semantics;
 mod split;

@@ -338,7 +338,9 @@ pub fn read_folded(input: tally_formats::Input) -> Result<Tree, tally_formats::E
                 let id = match names.get(name) {
                     Some(&id) => id,
                     None => {
-                        let id = tree.name(&String::from_utf8_lossy(name));
+                        let id = tree.name(&String::from_utf8_lossy(
+                            &tally_formats::folded::frame_name(name),
+                        ));
                         names.insert(name.into(), id);
                         id
                     }
