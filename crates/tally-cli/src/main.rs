@@ -36,6 +36,11 @@ use std::process::ExitCode;
 
 pub use exit::{Usage, report};
 
+/// Counts tally's memory for the ceiling (`--memory-limit`), so that no
+/// command ends in an allocation-failure abort.
+#[global_allocator]
+static ALLOCATOR: tally_formats::limits::Allocator = tally_formats::limits::Allocator;
+
 /// tally: read, check, convert, merge, compare and analyse program profiles (Callgrind, Cachegrind, gprof, DCPI).
 #[derive(Parser)]
 #[command(name = "tally", version, about, long_about = None)]
@@ -45,7 +50,8 @@ struct Cli {
     /// The memory a command may hold its profiles in (`512M`, `16G`, or
     /// `none`); past it the command stops with an error naming the input
     /// and line. Default: `TALLY_MAX_MEMORY`, else three quarters of the
-    /// machine's or control group's memory, and half of `ulimit -v`.
+    /// machine's or control group's memory, and half of what `ulimit -v`
+    /// leaves.
     #[arg(long, global = true, value_name = "SIZE")]
     memory_limit: Option<String>,
 }
@@ -143,6 +149,7 @@ fn main() -> ExitCode {
         eprintln!("tally: {e}");
         return ExitCode::from(2);
     }
+    tally_formats::limits::enforce(error_status.into());
     if let Err(e) = tally_formats::signals::install(say_stopped) {
         eprintln!("tally: cannot handle SIGINT, SIGTERM and SIGHUP: {e}");
     }

@@ -1,17 +1,31 @@
-//! The memory ceiling of a full load (`convert`, `merge`, `diff`, and
-//! `annotate` with source or assembly), so that an input too large for the
-//! machine ends in an error naming it rather than an out-of-memory abort.
+//! The memory ceiling: how much memory tally may hold, for every command,
+//! so that an input too large for the machine ends in an error naming it
+//! and the line reached rather than an out-of-memory abort.
 //!
 //! `tally --memory-limit SIZE` sets it for one run ([`set_memory_limit`]),
 //! else `TALLY_MAX_MEMORY`: a size in bytes with an optional `K`, `M`,
 //! `G` or `T` suffix (powers of 1024), or `0`/`none` for no ceiling. Unset,
 //! it is the smallest of three quarters of the physical memory, three
-//! quarters of the control group's memory limit, and half of the process's
-//! address-space and data-size limits (`ulimit -v`, `-d`: the rest is left
-//! for everything else a process maps), so that whatever bounds tally's
-//! memory, tally stops first with an error instead of an abort. It bounds
-//! the records a reader keeps for one input, which are nearly all of a
-//! load's memory.
+//! quarters of the control group's memory limit, and half of what the
+//! process's address-space and data-size limits (`ulimit -v`, `-d`) leave
+//! once tally has started (its code and libraries take some 25 MB of
+//! address space; the other half is for what tally maps besides its
+//! counted memory: thread stacks, the allocator's slack), so that whatever
+//! bounds tally's memory, tally stops first with an error instead of an
+//! abort.
+//!
+//! The `tally` binary counts every byte it allocates ([`Allocator`],
+//! turned on by [`enforce`]): readers stop at the ceiling between chunks
+//! ([`over_ceiling`]) with an error naming the input and the line, and
+//! any other allocation ends tally with the same kind of line a quarter
+//! past it, or when the system refuses memory (see the `heap` module).
+//! Without that allocator (the libraries in other programs), a full load
+//! stops when the records its reader keeps pass the ceiling.
+
+mod heap;
+
+pub use heap::{Allocator, enforce, over_ceiling};
+pub(crate) use heap::{opened, reading};
 
 use crate::error::Error;
 use std::sync::OnceLock;
@@ -104,8 +118,8 @@ fn default_limit() -> Option<u64> {
     [
         physical_memory().map(|m| m / 4 * 3),
         cgroup_limit().map(|m| m / 4 * 3),
-        process_limit("Max address space").map(|m| m / 2),
-        process_limit("Max data size").map(|m| m / 2),
+        process_limit("Max address space").map(|m| m.saturating_sub(in_use("VmSize")) / 2),
+        process_limit("Max data size").map(|m| m.saturating_sub(in_use("VmData")) / 2),
     ]
     .into_iter()
     .flatten()
@@ -116,6 +130,27 @@ fn default_limit() -> Option<u64> {
 fn process_limit(name: &str) -> Option<u64> {
     let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
     parse_process_limit(&limits, name)
+}
+
+/// What the process holds already of what a limit bounds (`VmSize`, the
+/// address space: tally's code and libraries; `VmData`), in bytes, from
+/// `/proc/self/status`; 0 where unknown.
+fn in_use(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status_field(&status, field).unwrap_or(0)
+}
+
+/// A field of `/proc/PID/status` in bytes (`VmSize:   25428 kB`).
+fn status_field(status: &str, field: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let kib: u64 = line[field.len()..]
+        .trim_start_matches(':')
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    kib.checked_mul(1024)
 }
 
 fn parse_process_limit(limits: &str, name: &str) -> Option<u64> {
@@ -154,15 +189,7 @@ fn cgroup_limit() -> Option<u64> {
 /// `MemTotal` of `/proc/meminfo`, in bytes.
 fn physical_memory() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: u64 = line
-        .trim_start_matches("MemTotal:")
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    kib.checked_mul(1024)
+    status_field(&info, "MemTotal")
 }
 
 #[cfg(test)]
@@ -182,6 +209,10 @@ mod tests {
         let limits = "Max data size             unlimited            unlimited            bytes\n\
                       Max address space         4294967296           unlimited            bytes\n";
         assert_eq!(parse_process_limit(limits, "Max data size"), None);
+        let status = "VmPeak:\t   25428 kB\nVmSize:\t   25000 kB\n";
+        assert_eq!(status_field(status, "VmSize"), Some(25000 << 10));
+        assert_eq!(status_field(status, "VmData"), None);
+        assert!(in_use("VmSize") > 0);
         assert_eq!(
             parse_process_limit(limits, "Max address space"),
             Some(4 << 30)

@@ -39,6 +39,7 @@ pub fn parse_any<U: Sink<u64> + Send, S: Sink<i64> + Send>(
 ) -> Result<AnyRead<U, S>, Error> {
     // Formats read whole are replayed into the sink as a reader would.
     if let Some(reader) = crate::shape::reader(source.format()) {
+        let _place = crate::limits::reading(source.name());
         let size = source.size().unwrap_or(0);
         let read = match reader.read(source.name(), &source.bytes()?)? {
             AnyCost::Unsigned(p) => {
@@ -253,6 +254,7 @@ fn read_sources_into<C: Cost, K: Store<C>>(
     for source in sources {
         // pprof counts become `C` as they are built; the other formats
         // read whole are measured profiles.
+        let place = crate::limits::reading(source.name());
         let stacked = if source.format() == Format::Pprof {
             Some(crate::pprof::read_as::<C>(source.name(), &source.bytes()?)?)
         } else {
@@ -264,6 +266,7 @@ fn read_sources_into<C: Cost, K: Store<C>>(
                 None => None,
             }
         };
+        drop(place);
         if let Some(p) = stacked {
             done += source.size().unwrap_or(0);
             warnings.push(Warnings::default());

@@ -327,7 +327,27 @@ impl Abandoned {
 /// about to exit on a signal calls, so that it leaves each output either
 /// complete or as it was, and no temporary file.
 pub fn abandon_writes() -> Abandoned {
-    let mut held = live();
+    abandon(live())
+}
+
+/// [`abandon_writes`] for tally ending from inside an allocation
+/// (`limits`): the lock may be held by a thread that never lets it go
+/// (this one, or one whose memory the system refused), so it is tried
+/// for a second at most.
+pub(crate) fn try_abandon_writes() -> Option<Abandoned> {
+    for _ in 0..100 {
+        match LIVE.try_lock() {
+            Ok(held) => return Some(abandon(held)),
+            Err(std::sync::TryLockError::Poisoned(e)) => return Some(abandon(e.into_inner())),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+        }
+    }
+    None
+}
+
+fn abandon(mut held: MutexGuard<'static, Vec<(PathBuf, PathBuf)>>) -> Abandoned {
     let mut outputs = Vec::new();
     for (tmp, output) in held.drain(..) {
         let _ = std::fs::remove_file(&tmp);

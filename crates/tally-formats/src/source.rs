@@ -56,9 +56,11 @@ impl Source {
     /// process), and detects its format from its first bytes.
     pub fn open(path: &Path) -> Result<Source, Error> {
         if path.as_os_str() == "-" {
+            crate::limits::opened(Path::new("<stdin>"));
             let data = stdin_bytes()?;
             return Ok(Source::memory(path, PathBuf::from("<stdin>"), data));
         }
+        crate::limits::opened(path);
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         let size = file.metadata().ok().map(|m| m.len());
         let mut head = Vec::with_capacity(HEAD_LEN.min(size.unwrap_or(0) as usize));
@@ -164,6 +166,7 @@ impl Source {
     /// The whole content, decompressed, for the readers of binary and
     /// small formats (gmon, DCPI).
     pub fn bytes(&self) -> Result<Cow<'_, [u8]>, Error> {
+        let _place = crate::limits::reading(&self.name);
         let raw: Cow<'_, [u8]> = match &self.data {
             Some(d) => Cow::Borrowed(d),
             None => Cow::Owned(std::fs::read(&self.path).map_err(|e| Error::io(&self.path, e))?),

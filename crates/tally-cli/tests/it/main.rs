@@ -14,6 +14,8 @@ mod gprof_callgrind;
 mod graph;
 mod input;
 mod interop;
+#[cfg(target_os = "linux")]
+mod memory_ceiling;
 mod merge_diff;
 mod names;
 mod pprof;

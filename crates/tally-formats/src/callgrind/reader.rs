@@ -186,9 +186,10 @@ pub struct ReadOptions<'a> {
     /// Called now and then with the number of bytes consumed.
     pub progress: Option<&'a mut dyn FnMut(u64)>,
     /// The most memory the sink may hold for the records
-    /// ([`Sink::held_bytes`]); past it the read fails with
+    /// ([`Sink::held_bytes`]); past it, or past the ceiling of the whole
+    /// process ([`crate::limits::over_ceiling`]), the read fails with
     /// [`ParseErrorKind::MemoryLimit`] at the line reached. `None`: no
-    /// ceiling.
+    /// ceiling for the sink.
     pub memory_limit: Option<u64>,
     /// The running sums of the files read before this one into the same
     /// profile ([`ReadOutcome::sums`]), so that the bound holds for them all.
@@ -514,6 +515,8 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
     /// first header line.
     fn read_lines<L: pipeline::Source>(&mut self, lines: &mut L, base: u64) -> Result<(), Error> {
         let path = lines.path().to_path_buf();
+        // Named if memory runs out on this thread (`limits`).
+        let place = crate::limits::reading(&path);
         let mut next_progress = 1u64 << 24;
         loop {
             let (data, len, mut decoded) = match lines.chunk() {
@@ -574,9 +577,15 @@ impl<'s, 'o, C: Cost, S: Sink<C>> Parser<'s, 'o, C, S> {
                 }
                 p = end + 1;
             }
-            if let Some(limit) = self.memory_limit
-                && self.sink.held_bytes() as u64 > limit
-            {
+            // A later region counts its lines from its start: its
+            // place names the input alone.
+            if !self.halt_at_header {
+                place.at(self.line_no);
+            }
+            let kept = self
+                .memory_limit
+                .filter(|&limit| self.sink.held_bytes() as u64 > limit);
+            if let Some(limit) = kept.or_else(crate::limits::over_ceiling) {
                 let kind = ParseErrorKind::MemoryLimit { limit };
                 return Err(self.error(&path, self.line_no, kind));
             }
