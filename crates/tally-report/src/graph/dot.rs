@@ -17,7 +17,7 @@ const MAX_NAME: usize = 4096;
 
 /// Writes the DOT text of the kept part of `g`.
 pub fn write(g: &Graph, kept: &Kept, out: &mut dyn Write) -> io::Result<()> {
-    let mut title = format!("{} — {}", g.title, unit_name(&g.unit));
+    let mut title = format!("{} — {}", truncate(&g.title), unit_name(&g.unit));
     if !g.has_arcs {
         title.push_str(" — the profile records no calls: functions only");
     }
@@ -112,7 +112,7 @@ pub fn node_label(g: &Graph, i: usize) -> String {
 /// A node's tooltip: its name and place.
 pub fn tooltip(n: &Node) -> String {
     match &n.place {
-        Some(p) => format!("{} ({p})", truncate(&n.name)),
+        Some(p) => format!("{} ({})", truncate(&n.name), truncate(p)),
         None => truncate(&n.name),
     }
 }
@@ -254,6 +254,39 @@ mod tests {
     fn quoting_keeps_names_as_text() {
         assert_eq!(quote(r#"a"b\N<c>"#), r#""a\"b\\N<c>""#);
         assert_eq!(quote("x\ny\u{1}"), r#""x\ny?""#);
+    }
+
+    /// Graphviz refuses a quoted string of 16 KiB: a long name or file
+    /// is cut in the label and in the tooltip alike.
+    #[test]
+    fn long_names_and_places_stay_under_graphviz_limit() {
+        let long = "a".repeat(30_000);
+        let g = Graph {
+            nodes: vec![Node {
+                name: long.clone(),
+                place: Some(format!("dir/{long}.c")),
+                self_cost: 1.0,
+                total: 1.0,
+                calls: 1,
+                cycle: None,
+            }],
+            edges: Vec::new(),
+            cycles: Vec::new(),
+            total: 1.0,
+            unit: Unit::Event("Ir".into()),
+            title: long,
+            has_arcs: true,
+        };
+        let kept = Kept {
+            nodes: vec![true],
+            edges: Vec::new(),
+        };
+        let mut out = Vec::new();
+        write(&g, &kept, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for (i, piece) in text.split('"').enumerate() {
+            assert!(i % 2 == 0 || piece.len() < 16_384, "{} bytes", piece.len());
+        }
     }
 
     #[test]
