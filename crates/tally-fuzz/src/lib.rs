@@ -18,6 +18,7 @@ pub mod check;
 pub mod corpus;
 pub mod drive;
 pub mod fields;
+pub mod front;
 pub mod mutate;
 pub mod rng;
 pub mod run;

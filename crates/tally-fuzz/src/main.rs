@@ -51,6 +51,12 @@ struct Args {
     jobs: u64,
     /// Run as a parent's child: print machine lines (`@finding`, `@done`).
     child: bool,
+    /// Front-end cases (`--front N`): the `tally` binary run on mutated
+    /// profiles, and requests sent to `tally serve`, instead of the
+    /// readers.
+    front: Option<u64>,
+    requests: u64,
+    tally: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -66,6 +72,9 @@ fn parse_args() -> Result<Args, String> {
         replay: Vec::new(),
         jobs: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
         child: false,
+        front: None,
+        requests: 2000,
+        tally: None,
     };
     let mut it = std::env::args().skip(1);
     let num = |v: Option<String>, flag: &str| -> Result<u64, String> {
@@ -93,6 +102,9 @@ fn parse_args() -> Result<Args, String> {
             "--time-ms" => a.time_ms = num(it.next(), "--time-ms")?,
             "--jobs" => a.jobs = num(it.next(), "--jobs")?.max(1),
             "--child" => a.child = true,
+            "--front" => a.front = Some(num(it.next(), "--front")?),
+            "--requests" => a.requests = num(it.next(), "--requests")?,
+            "--tally" => a.tally = Some(it.next().ok_or("--tally needs a path")?.into()),
             "--out" => a.out = it.next().ok_or("--out needs a directory")?.into(),
             "--data" => a.data = it.next().ok_or("--data needs a directory")?.into(),
             "--target" => {
@@ -113,7 +125,8 @@ fn parse_args() -> Result<Args, String> {
                             [--cases-of TARGET=N,...] [--first N] \
                             [--target callgrind,cachegrind,gmon,dcpi,perf-data,perf-script,folded,pprof] \
                             [--out DIR] \
-                            [--time-ms MS] [--data DIR] [--jobs N] | --replay FILE..."
+                            [--time-ms MS] [--data DIR] [--jobs N] | --replay FILE... \
+                            | --front N [--requests N] [--tally PATH]"
                     .into());
             }
             _ => return Err(format!("unknown argument `{arg}` (see --help)")),
@@ -194,6 +207,49 @@ fn replay(
     }
 }
 
+/// The front ends (`--front N`): see `tally_fuzz::front`.
+fn front(args: &Args, corpus: &Corpus, cases: u64) -> ExitCode {
+    // The `tally` built with this binary, unless named.
+    let tally = args.tally.clone().unwrap_or_else(|| {
+        std::env::current_exe()
+            .map(|p| p.with_file_name("tally"))
+            .unwrap_or_else(|_| "tally".into())
+    });
+    let settings = tally_fuzz::front::FrontSettings {
+        tally,
+        cases,
+        requests: args.requests,
+        seed: args.seed,
+        bound: Duration::from_secs(30).max(Duration::from_millis(args.time_ms)),
+        out: args.out.clone(),
+    };
+    let start = Instant::now();
+    match tally_fuzz::front::run(corpus, &settings) {
+        Ok(failures) => {
+            for f in &failures {
+                println!("FAIL {}: {}\n  input: {}", f.what, f.why, f.case.display());
+            }
+            println!(
+                "tally-fuzz: front ends, seed {}: {cases} cases, {} requests per server, \
+                 {} failed, {:.1?}",
+                args.seed,
+                args.requests,
+                failures.len(),
+                start.elapsed()
+            );
+            if failures.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("tally-fuzz: front ends: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(a) => a,
@@ -214,6 +270,9 @@ fn main() -> ExitCode {
         time: Duration::from_millis(args.time_ms),
         ..Budget::default()
     };
+    if let Some(cases) = args.front {
+        return front(&args, &corpus, cases);
+    }
     tally_fuzz::run::silence_panics();
     let driver = Driver::new(&corpus);
     if !args.replay.is_empty() {
