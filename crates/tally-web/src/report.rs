@@ -306,7 +306,7 @@ fn section_of<'a>(
     })
 }
 
-/// What [`write`] wrote.
+/// What [`write()`] wrote.
 #[derive(Clone, Debug)]
 pub struct Written {
     /// The file's size in bytes.

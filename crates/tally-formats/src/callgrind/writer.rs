@@ -30,7 +30,7 @@
 //! as self cost and rejects `calls=-1`; KCachegrind rejects negative
 //! counts), and `read(write(p)) == p` still holds.
 //!
-//! A name the format cannot hold ([`unwritable`]: a line break, a space or
+//! A name the format cannot hold (`unwritable`: a line break, a space or
 //! tab at its start, a carriage return at its end) is refused with
 //! [`crate::Error::NameNotWritable`]; a name that starts like a compressed
 //! one (`(` and a digit) is written compressed, so that it reads back as

@@ -1,7 +1,7 @@
 //! SVG by Graphviz: the DOT text piped through `dot -Tsvg`. Graphviz's
 //! layout is the reference for call graphs (gprof2dot's pictures are
 //! made by it), so tally uses it, bounded in time; where `dot` runs past
-//! its bounds, tally lays the graph out itself ([`super::layout`]).
+//! its bounds, tally lays the graph out itself (the `layout` module).
 
 use super::{Graph, Kept, dot, layout};
 use crate::ReportError;
