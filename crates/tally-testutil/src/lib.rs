@@ -22,6 +22,7 @@ pub mod browser;
 pub mod cli;
 pub mod qemu;
 pub mod recorder;
+pub mod serve;
 pub mod tools;
 
 pub use cli::Tally;

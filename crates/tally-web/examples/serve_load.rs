@@ -14,23 +14,12 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-struct Server {
-    child: Child,
-    port: u16,
-    token: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use tally_testutil::serve::Server;
 
 /// A keep-alive client.
 struct Client {
@@ -109,26 +98,9 @@ impl Client {
 }
 
 fn start(tally: &str, profile: &str) -> Server {
-    let mut child = Command::new(tally)
-        .args(["serve", profile])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{tally}: {e}"));
-    let out = BufReader::new(child.stdout.take().expect("stdout"));
-    let url = out
-        .lines()
-        .map_while(Result::ok)
-        .find_map(|l| {
-            l.split_once(" at http://127.0.0.1:")
-                .map(|(_, u)| u.to_owned())
-        })
-        .expect("the URL");
-    let (port, token) = url.split_once("/?t=").expect("a token");
-    Server {
-        child,
-        port: port.parse().expect("a port"),
-        token: token.to_owned(),
-    }
+    let mut command = Command::new(tally);
+    command.args(["serve", profile]);
+    Server::start(command)
 }
 
 fn peak_mib(pid: u32) -> u64 {

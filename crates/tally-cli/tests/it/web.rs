@@ -9,12 +9,13 @@
 //! header, paths outside the API, loopback only) are checked with plain
 //! requests.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
+use tally_testutil::serve::Server;
 use tally_testutil::{browser, require, tally, temp_dir};
 
 /// `fact` recurses, `even` and `odd` call each other (a cycle), `leaf` is
@@ -127,46 +128,11 @@ fn publish_screenshots() {
     assert_eq!(shown, views, "README.md's screenshots of the web UI");
 }
 
-/// A running `tally serve`, stopped when dropped.
-struct Server {
-    child: Child,
-    url: String,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
+/// `tally serve ARGS…`, stopped when dropped.
 fn serve(args: &[&str]) -> Server {
-    let mut child = tally!()
-        .command()
-        .arg("serve")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("tally serve starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL printed: {line:?}"))
-        .to_owned();
-    let port = url
-        .trim_start_matches("http://127.0.0.1:")
-        .split('/')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    Server { child, url, port }
+    let mut command = tally!().command();
+    command.arg("serve").args(args).stderr(Stdio::inherit());
+    Server::start(command)
 }
 
 /// `tally gprof --json`'s call graph entry of `name`.
@@ -532,7 +498,7 @@ fn a_profile_rewritten_while_served_is_not_read_again() {
         "functions?sort=self&limit=50",
         "meta",
     ];
-    let before: Vec<(u16, String)> = calls.iter().map(|c| fetch(&server, c)).collect();
+    let before: Vec<(u16, String)> = calls.iter().map(|c| server.get(c)).collect();
     for (status, body) in &before {
         assert_eq!(*status, 200, "{body}");
     }
@@ -540,34 +506,8 @@ fn a_profile_rewritten_while_served_is_not_read_again() {
     let mut half = text[..text.len() / 2].to_vec();
     half.extend_from_slice(b"\nfn=(99\n1 x y z\n");
     std::fs::write(&profile, &half).unwrap();
-    let after: Vec<(u16, String)> = calls.iter().map(|c| fetch(&server, c)).collect();
+    let after: Vec<(u16, String)> = calls.iter().map(|c| server.get(c)).collect();
     assert_eq!(before, after);
-}
-
-/// A raw HTTP/1.1 GET on the server; returns the status and the body.
-fn fetch(server: &Server, call: &str) -> (u16, String) {
-    let token = server.url.split("?t=").nth(1).unwrap();
-    let sep = if call.contains('?') { '&' } else { '?' };
-    let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
-    write!(
-        s,
-        "GET /api/{call}{sep}t={token} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n",
-        server.port
-    )
-    .unwrap();
-    let mut reply = Vec::new();
-    s.read_to_end(&mut reply).unwrap();
-    let reply = String::from_utf8_lossy(&reply).into_owned();
-    let status = reply
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = reply
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
 }
 
 /// The table's node of the function (or cycle) named exactly `name`,
@@ -585,10 +525,10 @@ fn node_of(server: &Server, name: &str) -> u64 {
         .collect();
     // Cycle rows and exact inclusive costs come with gprof's analysis:
     // until `ready` answers, the table is the provisional one.
-    let (status, body) = fetch(server, "ready");
+    let (status, body) = server.get("ready");
     assert_eq!(status, 200, "{body}");
     let q = format!("functions?filter=%5E{}%24", urlencode(&re));
-    let (status, body) = fetch(server, &q);
+    let (status, body) = server.get(&q);
     assert_eq!(status, 200, "{body}");
     let t: Value = serde_json::from_str(&body).unwrap();
     t["rows"][0]["node"]
@@ -630,36 +570,36 @@ fn graph_source_and_compare_views() {
     let server = serve(&[a.to_str().unwrap()]);
     // A cycle's graph: its members drawn as a group.
     let cycle = node_of(&server, "<cycle 1>");
-    let (status, svg) = fetch(&server, &format!("graph?node={cycle}"));
+    let (status, svg) = server.get(&format!("graph?node={cycle}"));
     assert_eq!(status, 200, "{svg}");
     assert!(svg.contains("cycle 1"), "no cycle group");
     assert!(svg.contains("even") && svg.contains("odd"), "{svg}");
     // A member's graph has the group too.
     let even = node_of(&server, "even");
-    let (status, svg) = fetch(&server, &format!("graph?node={even}"));
+    let (status, svg) = server.get(&format!("graph?node={even}"));
     assert_eq!(status, 200);
     assert!(svg.contains("cycle 1") && svg.contains("leaf"));
     // Source: the function's lines, not the whole file, unless asked.
     let fact = node_of(&server, "fact");
-    let (status, src) = fetch(&server, &format!("source?node={fact}"));
+    let (status, src) = server.get(&format!("source?node={fact}"));
     assert_eq!(status, 200);
     assert!(src.contains("int fact(int n)"), "{src}");
     assert!(src.contains("-- lines "), "{src}");
     assert!(!src.contains("int main("), "{src}");
-    let (_, whole) = fetch(&server, &format!("source?node={fact}&whole=1"));
+    let (_, whole) = server.get(&format!("source?node={fact}&whole=1"));
     assert!(whole.contains("int fact(int n)") && whole.contains("int main("));
     drop(server);
 
     // Cachegrind (no calls): the selected function alone, not a 404.
     let cach = tally_testutil::data("cachegrind/inline.out");
     let server = serve(&[cach.to_str().unwrap()]);
-    let (_, meta) = fetch(&server, "meta");
+    let (_, meta) = server.get("meta");
     let meta: Value = serde_json::from_str(&meta).unwrap();
     assert_eq!(meta["inputs"][0]["calls"], false);
-    let (_, t) = fetch(&server, "functions?limit=1");
+    let (_, t) = server.get("functions?limit=1");
     let t: Value = serde_json::from_str(&t).unwrap();
     let top = t["rows"][0]["node"].as_u64().unwrap();
-    let (status, svg) = fetch(&server, &format!("graph?node={top}"));
+    let (status, svg) = server.get(&format!("graph?node={top}"));
     assert_eq!(status, 200, "{svg}");
     assert_eq!(svg.matches("class=\"node\"").count(), 1, "{svg}");
     drop(server);
@@ -667,7 +607,7 @@ fn graph_source_and_compare_views() {
     // Compare: B − A of the function and of each callee, by change.
     let server = serve(&["--diff", a.to_str().unwrap(), b.to_str().unwrap()]);
     let work = node_of(&server, "work");
-    let (status, f) = fetch(&server, &format!("function?node={work}"));
+    let (status, f) = server.get(&format!("function?node={work}"));
     assert_eq!(status, 200, "{f}");
     let f: Value = serde_json::from_str(&f).unwrap();
     let want = annotate_inclusive(&b, "work") - annotate_inclusive(&a, "work");
@@ -685,7 +625,7 @@ fn graph_source_and_compare_views() {
         leaf["delta"].as_f64().unwrap(),
         leaf["measured"].as_f64().unwrap() - leaf["base_cost"].as_f64().unwrap()
     );
-    let (status, svg) = fetch(&server, &format!("graph?node={work}"));
+    let (status, svg) = server.get(&format!("graph?node={work}"));
     assert_eq!(status, 200);
     assert!(svg.contains("B−A +"), "no B − A in the graph");
     drop(server);

@@ -7,12 +7,10 @@
 //! lines is published, and the report says they were left out. Its
 //! object file is `/dev/zero`, which the assembly view never reads.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 
 use serde_json::Value;
+use tally_testutil::serve::Server;
 use tally_testutil::{path_str, tally, temp_dir};
 
 /// The value of the secret in tally's environment.
@@ -200,66 +198,22 @@ fn a_report_embeds_sources_from_beside_the_profile_by_default() {
 }
 
 /// `tally serve --source-dir`, with the secret in its environment.
-struct Server {
-    child: Child,
-    port: u16,
-    token: String,
+fn start(f: &Files) -> Server {
+    let mut command = tally!().command();
+    command.env("TALLY_TEST_SECRET", ENV_SECRET).args([
+        "serve",
+        path_str(&f.profile),
+        "--source-dir",
+        path_str(&f.src),
+    ]);
+    Server::start(command)
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    fn start(f: &Files) -> Server {
-        let mut child = tally!()
-            .command()
-            .env("TALLY_TEST_SECRET", ENV_SECRET)
-            .args([
-                "serve",
-                path_str(&f.profile),
-                "--source-dir",
-                path_str(&f.src),
-            ])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://127.0.0.1:"))
-            .unwrap_or_else(|| panic!("no URL: {line}"));
-        let (port, token) = url["http://127.0.0.1:".len()..].split_once("/?t=").unwrap();
-        Server {
-            port: port.parse().unwrap(),
-            token: token.to_owned(),
-            child,
-        }
-    }
-
-    /// The body of `GET /api/{call}` (which must succeed).
-    fn get(&self, call: &str) -> String {
-        let sep = if call.contains('?') { '&' } else { '?' };
-        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        write!(
-            s,
-            "GET /api/{call}{sep}t={} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n",
-            self.token, self.port
-        )
-        .unwrap();
-        let mut reply = Vec::new();
-        s.read_to_end(&mut reply).unwrap();
-        let reply = String::from_utf8_lossy(&reply).into_owned();
-        let (head, body) = reply.split_once("\r\n\r\n").unwrap();
-        assert!(head.starts_with("HTTP/1.1 200"), "{call}: {reply}");
-        body.to_owned()
-    }
+/// The body of `GET /api/{call}`, which must succeed.
+fn get(server: &Server, call: &str) -> String {
+    let (status, body) = server.get(call);
+    assert_eq!(status, 200, "{call}: {body}");
+    body
 }
 
 /// The server's source view, cut to the function and whole, follows the
@@ -267,12 +221,12 @@ impl Server {
 #[test]
 fn the_server_shows_sources_from_the_source_dirs_only() {
     let f = files(false);
-    let server = Server::start(&f);
-    server.get("ready");
-    let table: Value = serde_json::from_str(&server.get("functions")).unwrap();
+    let server = start(&f);
+    get(&server, "ready");
+    let table: Value = serde_json::from_str(&get(&server, "functions")).unwrap();
     let rows = table["rows"].as_array().unwrap();
     assert_eq!(rows.len(), FUNCTIONS.len(), "{table}");
-    let asm = server.get(&format!("asm?node={}", rows[0]["node"]));
+    let asm = get(&server, &format!("asm?node={}", rows[0]["node"]));
     assert!(
         asm.contains("/dev/zero: under /proc, /sys or /dev"),
         "{asm}"
@@ -281,7 +235,7 @@ fn the_server_shows_sources_from_the_source_dirs_only() {
         let name = r["name"].as_str().unwrap();
         let node = r["node"].as_u64().unwrap();
         for whole in ["0", "1"] {
-            let src = server.get(&format!("source?node={node}&whole={whole}"));
+            let src = get(&server, &format!("source?node={node}&whole={whole}"));
             holds_no_secret(&f, &src);
             if name == "allowed" {
                 assert!(src.contains(ALLOWED), "{src}");
