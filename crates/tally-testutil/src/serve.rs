@@ -79,3 +79,54 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// Holds `idle` connections that send nothing and `slow` ones that send
+/// a request's head (with `padding` bytes of header) one byte every
+/// `pause`, each opened again when the server closes it, until `stop`;
+/// the thread returns how many times the server closed one (slowloris).
+pub fn hold(
+    port: u16,
+    token: &str,
+    idle: usize,
+    slow: usize,
+    padding: usize,
+    pause: std::time::Duration,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<usize> {
+    let head = format!(
+        "GET /api/meta?t={token} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Padding: {}\r\n\r\n",
+        "a".repeat(padding)
+    )
+    .into_bytes();
+    let connect = move || {
+        TcpStream::connect(("127.0.0.1", port))
+            .inspect(|s| s.set_nonblocking(true).expect("non-blocking"))
+            .ok()
+    };
+    let mut conns: Vec<(Option<TcpStream>, usize)> =
+        (0..idle + slow).map(|_| (connect(), 0)).collect();
+    std::thread::spawn(move || {
+        let mut closed = 0;
+        let mut buf = [0u8; 1024];
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            for (k, (c, sent)) in conns.iter_mut().enumerate() {
+                let open = c.as_mut().is_some_and(|s| {
+                    let sending = k >= idle && *sent < head.len();
+                    let wrote = !sending || s.write_all(&head[*sent..=*sent]).is_ok();
+                    // Open while reading would block: no reply, no end.
+                    matches!(s.read(&mut buf),
+                        Err(e) if wrote && e.kind() == std::io::ErrorKind::WouldBlock)
+                });
+                if open {
+                    *sent += usize::from(k >= idle);
+                } else {
+                    closed += 1;
+                    *c = connect();
+                    *sent = 0;
+                }
+            }
+            std::thread::sleep(pause);
+        }
+        closed
+    })
+}

@@ -238,45 +238,15 @@ fn attackers(
     slow: usize,
     stop: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<usize> {
-    let port = server.port;
-    let head = format!(
-        "GET /api/meta?t={} HTTP/1.1\r\nHost: {}\r\nX-Padding: {}\r\n\r\n",
-        server.token,
-        server.host(),
-        "a".repeat(4000)
+    tally_testutil::serve::hold(
+        server.port,
+        &server.token,
+        idle,
+        slow,
+        4000,
+        Duration::from_millis(100),
+        stop,
     )
-    .into_bytes();
-    let connect = move || {
-        TcpStream::connect(("127.0.0.1", port))
-            .inspect(|s| s.set_nonblocking(true).expect("non-blocking"))
-            .ok()
-    };
-    let mut conns: Vec<(Option<TcpStream>, usize)> =
-        (0..idle + slow).map(|_| (connect(), 0)).collect();
-    std::thread::spawn(move || {
-        let mut closed = 0;
-        let mut buf = [0u8; 1024];
-        while !stop.load(Ordering::Relaxed) {
-            for (k, (c, sent)) in conns.iter_mut().enumerate() {
-                let open = c.as_mut().is_some_and(|s| {
-                    let sending = k >= idle && *sent < head.len();
-                    let wrote = !sending || s.write_all(&head[*sent..=*sent]).is_ok();
-                    // Open while reading would block: no reply, no end.
-                    matches!(s.read(&mut buf),
-                        Err(e) if wrote && e.kind() == std::io::ErrorKind::WouldBlock)
-                });
-                if open {
-                    *sent += usize::from(k >= idle);
-                } else {
-                    closed += 1;
-                    *c = connect();
-                    *sent = 0;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        closed
-    })
 }
 
 #[test]
