@@ -111,7 +111,7 @@ pub struct StackTree {
 }
 
 impl StackTree {
-    fn new(events: usize, functions: usize) -> StackTree {
+    pub(crate) fn new(events: usize, functions: usize) -> StackTree {
         StackTree {
             events,
             functions,
@@ -123,7 +123,7 @@ impl StackTree {
     }
 
     /// The node of function `f` called from node `at`, added if new.
-    fn child_of(&mut self, at: u32, f: FunctionId) -> u32 {
+    pub(crate) fn child_of(&mut self, at: u32, f: FunctionId) -> u32 {
         let next = self.nodes.len() as u32;
         let c = *self.child.entry((at, f)).or_insert(next);
         if c == next {
@@ -134,7 +134,7 @@ impl StackTree {
     }
 
     /// Adds `costs` to the stacks ending at node `at`.
-    fn add_at(&mut self, at: u32, costs: &[u64]) -> Result<(), Error> {
+    pub(crate) fn add_at(&mut self, at: u32, costs: &[u64]) -> Result<(), Error> {
         let ev = self.events;
         let row = &mut self.costs[at as usize * ev..(at as usize + 1) * ev];
         if row.iter().all(|&c| c == 0) {

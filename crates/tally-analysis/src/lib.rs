@@ -6,7 +6,9 @@
 //! tables, trees and annotations (`annotate`, handed to writers as a view);
 //! GNU gprof's analysis of gmon data and Callgrind profiles (`gprof`), and
 //! the conversions that need a program's symbols (`convert`: gmon →
-//! Callgrind, DCPI ↔ Callgrind).
+//! Callgrind, DCPI ↔ Callgrind); transforms of a profile's stacks
+//! (`transform`: focus, hide, collapse…) and the call trees drawn from them
+//! (`calltree`).
 //!
 //! Everything here is pure and deterministic: the same profile gives the
 //! same numbers and the same order, whatever the hash seeds.
@@ -14,6 +16,7 @@
 
 mod aggregate;
 pub mod annotate;
+pub mod calltree;
 pub mod combine;
 pub mod convert;
 mod error;
@@ -25,6 +28,7 @@ mod inclusive;
 mod positions;
 mod scc;
 mod subst;
+pub mod transform;
 
 pub use aggregate::{Aggregate, AggregateBuilder, Arc, ArcCosts, CostTable, RowKey, add_into};
 pub use error::Error;

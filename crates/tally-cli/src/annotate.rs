@@ -89,6 +89,10 @@ pub struct Args {
     /// Colour: auto (on a terminal, unless NO_COLOR is set), always, never.
     #[arg(long, value_enum, default_value = "auto")]
     color: ColorArg,
+    #[command(flatten)]
+    transforms: crate::explore::TransformArgs,
+    #[command(flatten)]
+    call_tree: crate::explore::CallTreeArgs,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -127,7 +131,16 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             profiles.len()
         );
     }
+    let transforms = args.transforms.list()?;
+    if args.call_tree.call_tree.is_some() {
+        return crate::explore::call_tree(&profiles, &transforms, &args.call_tree, args.json);
+    }
     let opts = options(&args, profiles.clone(), sources)?;
+    if !transforms.is_empty() {
+        let sources = tally_input::open_all(&profiles)?;
+        let d = crate::explore::load("annotate", &sources, None, 0.0, &transforms)?;
+        return report(d.into_profile(), None, Vec::new(), &args, &opts);
+    }
     if let [a, b] = profiles.as_slice()
         && args.diff
     {

@@ -42,6 +42,8 @@ pub struct Args {
     /// image DCPI profiles sample.
     #[arg(long, value_name = "PROG")]
     binary: Option<PathBuf>,
+    #[command(flatten)]
+    transforms: crate::explore::TransformArgs,
 }
 
 fn parse_label(s: &str) -> Result<(String, String), String> {
@@ -145,6 +147,7 @@ fn export(
     outputs: [(Boxed<'_>, PathBuf); 4],
 ) -> anyhow::Result<tally_parquet::Counts> {
     let mut ex = Exporter::new(outputs)?;
+    let list = &args.transforms.list()?;
     for path in &args.files {
         let source = tally_input::open(path)?;
         let mut info = ProfileInfo {
@@ -152,15 +155,29 @@ fn export(
             labels: args.labels.clone(),
             ..ProfileInfo::default()
         };
+        if !list.is_empty() {
+            // What was applied is recorded with the profile, as a label,
+            // and makes it another profile.
+            let t = crate::explore::describe(list);
+            info.labels.push(("tally.transforms".into(), t));
+        }
         let bytes = source.bytes()?;
         let extra = binary.map(|b| b.1.as_bytes()).unwrap_or_default();
-        info.id = tally_parquet::profile_id([bytes.as_ref(), extra], &args.labels);
+        info.id = tally_parquet::profile_id([bytes.as_ref(), extra], &info.labels);
         drop(bytes);
+        let file_format = source.format();
+        if !list.is_empty() {
+            let program = args.binary.as_deref();
+            let d = crate::explore::load("export", &[source], program, 0.0, list)?;
+            info.format = format_name(file_format, d.profile.format).into();
+            ex.add(&d.into_profile(), &info)?;
+            continue;
+        }
         let loaded = tally_input::load_one(&source, binary.map(|b| &b.0))?;
         for w in &loaded.warnings {
             eprintln!("{w}");
         }
-        info.format = format_name(source.format(), &loaded.profile).into();
+        info.format = format_name(file_format, loaded.profile.format()).into();
         match &loaded.profile {
             AnyCost::Unsigned(p) => ex.add(p, &info)?,
             AnyCost::Signed(p) => ex.add(p, &info)?,
@@ -170,7 +187,7 @@ fn export(
 }
 
 /// The `format` column: the input's format as detected.
-fn format_name(f: FileFormat, p: &tally_model::AnyProfile) -> &'static str {
+fn format_name(f: FileFormat, p: tally_model::Format) -> &'static str {
     match f {
         FileFormat::PerfData => "perf.data",
         FileFormat::PerfScript => "perf-script",
@@ -179,7 +196,7 @@ fn format_name(f: FileFormat, p: &tally_model::AnyProfile) -> &'static str {
         FileFormat::Gmon => "gmon",
         FileFormat::Dcpi => "dcpi",
         FileFormat::TallyJson => "tally-json",
-        _ => match p.format() {
+        _ => match p {
             tally_model::Format::Cachegrind => "cachegrind",
             _ => "callgrind",
         },

@@ -46,6 +46,8 @@ pub struct Args {
     /// gmon.out input: the program that wrote it (built with `-pg`).
     #[arg(long, value_name = "PROG")]
     binary: Option<PathBuf>,
+    #[command(flatten)]
+    transforms: crate::explore::TransformArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
@@ -136,7 +138,8 @@ fn direct(args: &Args) -> anyhow::Result<Option<(Tree, String, bool)>> {
         return Ok(None);
     }
     let event = tally_formats::folded::EVENT;
-    if args.diff || args.binary.is_some() || args.event.as_deref().is_some_and(|e| e != event) {
+    let other_event = args.event.as_deref().is_some_and(|e| e != event);
+    if args.diff || args.binary.is_some() || other_event || !args.transforms.is_empty() {
         return Ok(None);
     }
     let tree = tally_input::folded_tree(file)?;
@@ -152,17 +155,14 @@ fn through_model(args: &Args, min_share: f64) -> anyhow::Result<(Tree, String, b
     } else {
         vec![&args.files[..]]
     };
+    let list = args.transforms.list()?;
     let mut drawn = Vec::new();
     for files in groups {
+        let binary = args.binary.as_deref();
         let sources = tally_input::open_all(files)?;
-        let d = tally_input::load_with_stacks(&sources, args.binary.as_deref(), min_share)?;
-        for n in &d.notices {
-            eprintln!("tally flame: warning: {n}");
-        }
-        for w in &d.warnings {
-            eprintln!("{w}");
-        }
-        drawn.push(d);
+        drawn.push(crate::explore::load(
+            "flame", &sources, binary, min_share, &list,
+        )?);
     }
 
     let first = &drawn[0].profile;

@@ -16,6 +16,7 @@ use tally_report::graph::{self, Graph, Prune};
 
 use crate::Outcome;
 use crate::progress::Progress;
+use crate::values;
 
 /// What to write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -50,10 +51,10 @@ pub struct Args {
     event: Option<String>,
     /// Leave out functions whose total is below this percentage of the
     /// program's total, and their calls.
-    #[arg(short = 'n', long, default_value = "0.5", value_name = "PERCENT", value_parser = percent)]
+    #[arg(short = 'n', long, default_value = "0.5", value_name = "PERCENT", value_parser = values::fraction)]
     node_thres: f64,
     /// Leave out calls that pass less than this percentage.
-    #[arg(short = 'e', long, default_value = "0.1", value_name = "PERCENT", value_parser = percent)]
+    #[arg(short = 'e', long, default_value = "0.1", value_name = "PERCENT", value_parser = values::fraction)]
     edge_thres: f64,
     /// Show only what these functions call, directly or not (glob
     /// patterns; repeatable).
@@ -62,20 +63,16 @@ pub struct Args {
     /// Show only what calls these functions, directly or not.
     #[arg(short = 'l', long, value_name = "FUNCTION")]
     leaf: Vec<String>,
-    /// Show only these functions' callers and callees.
+    /// Show only these functions' callers and callees, directly or not
+    /// (glob patterns; repeatable).
     #[arg(long, value_name = "FUNCTION")]
-    focus: Vec<String>,
+    around: Vec<String>,
     /// Draw at most this many functions, the heaviest (0: no bound), as
     /// a higher --node-thres would.
     #[arg(long, default_value_t = graph::MAX_NODES, value_name = "N")]
     max_nodes: usize,
-}
-
-fn percent(s: &str) -> Result<f64, String> {
-    match s.trim().trim_end_matches('%').parse::<f64>() {
-        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v / 100.0),
-        _ => Err(format!("`{s}` is not a percentage from 0 to 100")),
-    }
+    #[command(flatten)]
+    transforms: crate::explore::TransformArgs,
 }
 
 /// Runs `tally graph`.
@@ -92,9 +89,12 @@ pub fn run(args: Args) -> Result<Outcome> {
             ),
         },
     };
+    let list = args.transforms.list()?;
     let sources = tally_input::open_all(&args.files)?;
-    let report = if sources.iter().any(|s| s.format() == FileFormat::Gmon) || args.binary.is_some()
-    {
+    let report = if !list.is_empty() {
+        let d = crate::explore::load("graph", &sources, args.binary.as_deref(), 0.0, &list)?;
+        whole(d.into_profile(), &args, &tally_input::names(&sources, ", "))?
+    } else if sources.iter().any(|s| s.format() == FileFormat::Gmon) || args.binary.is_some() {
         gmon_report(&args, &sources)?
     } else {
         callgrind_report(&args, &sources)?
@@ -119,7 +119,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         edge_thres: args.edge_thres,
         root: args.root.clone(),
         leaf: args.leaf.clone(),
-        focus: args.focus.clone(),
+        around: args.around.clone(),
     };
     let mut kept = graph::prune(&g, &prune)?;
     let (left_out, smallest) = graph::limit(&g, &mut kept, args.max_nodes);

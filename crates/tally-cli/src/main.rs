@@ -7,6 +7,7 @@ mod convert;
 mod dcpi;
 mod diff;
 mod exit;
+mod explore;
 #[cfg(feature = "parquet")]
 mod export;
 mod flame;

@@ -56,3 +56,11 @@ pub fn seconds(s: &str) -> Result<std::time::Duration, String> {
     }
     std::time::Duration::try_from_secs_f64(v).map_err(|_| format!("`{s}`: too many seconds"))
 }
+
+/// A percentage from 0 to 100 (`0.5`, `2%`) as a fraction of 1.
+pub fn fraction(s: &str) -> Result<f64, String> {
+    match s.trim().trim_end_matches('%').parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v / 100.0),
+        _ => Err(format!("`{s}` is not a percentage from 0 to 100")),
+    }
+}

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use tally_analysis::transform::{self, Transform};
 use tally_analysis::{Aggregate, AggregateBuilder, EstimateOptions, StackTree, estimate_tree};
 use tally_formats::FileFormat;
 use tally_formats::Source;
@@ -132,4 +133,53 @@ pub fn folded_tree(path: &Path) -> Result<Option<tally_report::flame::Tree>, Err
     let mut tree = tally_report::flame::read_folded(source.input()?)?;
     tree.finish();
     Ok(Some(tree))
+}
+
+impl WithStacks {
+    /// The profile with `list` applied to its stacks, in order: the stacks
+    /// transformed and the profile's records derived again from them (in
+    /// one part), so that every analysis, report and writer after this
+    /// step sees the transformed profile. Estimated stacks stay marked as
+    /// such. No transform leaves everything as it was.
+    pub fn transformed(mut self, list: &[Transform]) -> Result<WithStacks, Error> {
+        if list.is_empty() {
+            return Ok(self);
+        }
+        let names = &mut self.profile.names;
+        let (stacks, listed) = match &self.stacks {
+            StackSource::Recorded(s) => {
+                let s = transform::apply_stacks(names, s, list)?;
+                (StackSource::Recorded(s.clone()), s)
+            }
+            StackSource::Estimated(t) => {
+                let t = transform::apply_tree(names, t, list)?;
+                let s = t.to_stacks();
+                (StackSource::Estimated(t), s)
+            }
+        };
+        let p = &mut self.profile;
+        let mut part = tally_model::Part::new(p.positions, p.events.len());
+        if let Some(first) = p.parts.first() {
+            part.info.cmd = first.info.cmd.clone();
+            part.info.desc = first.info.desc.clone();
+        }
+        listed
+            .derive_part(&p.names, p.positions, &mut part)
+            .ok_or(tally_analysis::Error::StacksOverflow)?;
+        p.parts = vec![part];
+        self.stacks = stacks;
+        Ok(self)
+    }
+
+    /// The profile carrying its stacks (estimated ones listed), for the
+    /// analyses that take a profile: their inclusive costs then count
+    /// each stack once, as the pictures do.
+    pub fn into_profile(self) -> Profile<u64> {
+        let mut p = self.profile;
+        p.stacks = Some(match self.stacks {
+            StackSource::Recorded(s) => s,
+            StackSource::Estimated(t) => t.to_stacks(),
+        });
+        p
+    }
 }

@@ -5,6 +5,7 @@
 //!
 //! - `annotate`: function tables, inclusive costs with cycles, call trees,
 //!   source, assembly and jumps (`tally annotate`).
+//! - `calltree`: top-down and inverted call trees (`annotate --call-tree`).
 //! - `gprof`: GNU gprof's flat profile and call graph, from gmon data or a
 //!   Callgrind profile (`tally gprof`), as `tally_analysis::gprof` made it.
 //! - `dcpi`: the DCPI tools' reports (`tally dcpi`).
@@ -18,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod annotate;
+pub mod calltree;
 pub mod check;
 pub mod dcpi;
 pub mod diff;

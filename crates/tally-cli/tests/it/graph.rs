@@ -618,8 +618,8 @@ fn bad_input_fails_clearly() {
         e.contains("--root `no_such_fn`") && e.contains("no function"),
         "{e}"
     );
-    let e = fails(tmp.path(), &[&f, "--focus", "no_such_fn", "-o", "-"], None);
-    assert!(e.contains("--focus `no_such_fn`"), "{e}");
+    let e = fails(tmp.path(), &[&f, "--around", "no_such_fn", "-o", "-"], None);
+    assert!(e.contains("--around `no_such_fn`"), "{e}");
     // Truncated: cut inside a line, the reader names the file and line
     // and nothing is written; cut between lines, the graph is drawn with
     // the truncation warning every command gives.
@@ -671,7 +671,7 @@ fn derived_events_and_focus() {
         true,
     );
     let main_focus = parse(
-        &tally_graph(&dir, &[f, "-n", "0", "-e", "0", "--focus", "main"]),
+        &tally_graph(&dir, &[f, "-n", "0", "-e", "0", "--around", "main"]),
         true,
     );
     let main_leaf = parse(

@@ -30,6 +30,7 @@ mod sim_readers;
 mod sim_signals;
 mod sim_trace_children;
 mod speedscope;
+mod transforms;
 mod stacks;
 mod truncation;
 mod web;

@@ -72,7 +72,7 @@ func main() {
 
 /// Runs the Go program above offline (no modules, caches in `dir`) and
 /// returns its CPU profile.
-fn go_profile(dir: &Path) -> PathBuf {
+pub(crate) fn go_profile(dir: &Path) -> PathBuf {
     let src = dir.join("main.go");
     std::fs::write(&src, PROGRAM).unwrap();
     let out = dir.join("cpu.pb.gz");
@@ -96,10 +96,20 @@ fn tally(args: &[&str]) -> Vec<u8> {
 /// `go tool pprof -top` of one sample type, in raw units: function →
 /// (flat, cum), and the total.
 fn pprof_top(file: &Path, index: usize) -> (BTreeMap<String, (i64, i64)>, i64) {
+    pprof_top_with(file, index, &[])
+}
+
+/// [`pprof_top`] with more options (`-focus=…`).
+pub(crate) fn pprof_top_with(
+    file: &Path,
+    index: usize,
+    extra: &[&str],
+) -> (BTreeMap<String, (i64, i64)>, i64) {
     let out = Command::new("go")
         .args(["tool", "pprof", "-top", "-nodecount=100000"])
         .arg(format!("-sample_index={index}"))
         .args(["-unit=ns", "-nodefraction=0", "-edgefraction=0"])
+        .args(extra)
         .arg(file)
         .output()
         .unwrap();
@@ -160,14 +170,25 @@ fn value(s: &str) -> i64 {
 /// `tally annotate --inclusive` per function name: (self, inclusive) for
 /// `event`, and the event's total.
 fn tally_top(file: &Path, event: &str) -> (BTreeMap<String, (i64, i64)>, i64) {
-    let out = tally(&[
+    tally_top_with(file, event, &[])
+}
+
+/// [`tally_top`] with more options (`--focus=…`).
+pub(crate) fn tally_top_with(
+    file: &Path,
+    event: &str,
+    extra: &[&str],
+) -> (BTreeMap<String, (i64, i64)>, i64) {
+    let mut args = vec![
         "annotate",
         "--inclusive=yes",
         "--json",
         "--threshold=all",
         "--auto=no",
-        path_str(file),
-    ]);
+    ];
+    args.extend(extra);
+    args.push(path_str(file));
+    let out = tally(&args);
     let v: Value = serde_json::from_slice(&out).unwrap();
     let mut rows = BTreeMap::new();
     for f in v["functions_by_name"].as_array().unwrap() {
@@ -192,7 +213,7 @@ fn events(file: &Path) -> Vec<String> {
 }
 
 /// pprof leaves out functions whose flat and cum are 0; so does this.
-fn nonzero(m: BTreeMap<String, (i64, i64)>) -> BTreeMap<String, (i64, i64)> {
+pub(crate) fn nonzero(m: BTreeMap<String, (i64, i64)>) -> BTreeMap<String, (i64, i64)> {
     m.into_iter().filter(|(_, v)| *v != (0, 0)).collect()
 }
 

@@ -300,7 +300,7 @@ pub struct Prune {
     /// Keep only what calls these functions (gprof2dot's `-l`).
     pub leaf: Vec<String>,
     /// Keep only these functions' callers and callees, both ways.
-    pub focus: Vec<String>,
+    pub around: Vec<String>,
 }
 
 impl Default for Prune {
@@ -310,7 +310,7 @@ impl Default for Prune {
             edge_thres: 0.001,
             root: Vec::new(),
             leaf: Vec::new(),
-            focus: Vec::new(),
+            around: Vec::new(),
         }
     }
 }
@@ -326,7 +326,7 @@ pub struct Kept {
 
 /// Prunes as gprof2dot does: nodes by total below `node_thres` (their
 /// edges with them), then edges below `edge_thres`; then `root` keeps the
-/// descendants of the matching functions, `leaf` their ancestors, `focus`
+/// descendants of the matching functions, `leaf` their ancestors, `around`
 /// both, each along the edges that remain.
 pub fn prune(g: &Graph, p: &Prune) -> Result<Kept, ReportError> {
     let mut nodes: Vec<bool> = (0..g.nodes.len())
@@ -384,7 +384,7 @@ pub fn prune(g: &Graph, p: &Prune) -> Result<Kept, ReportError> {
     };
     restrict("--root", &p.root, true, false)?;
     restrict("--leaf", &p.leaf, false, true)?;
-    restrict("--focus", &p.focus, true, true)?;
+    restrict("--around", &p.around, true, true)?;
     Ok(Kept { nodes, edges })
 }
 
