@@ -111,6 +111,7 @@ fn reply_to(s: &Session, path: &str, q: &Query) -> Result<(Reply, bool), Error> 
         "flame" => flame_svg(s, q)?,
         "source" => annotated(s, q, false)?,
         "asm" => annotated(s, q, true)?,
+        "compare" => Reply::json(&crate::compare::compare(s, q)?),
         _ => return Err(Error::NotFound(format!("no API `{path}`"))),
     };
     Ok((reply, true))

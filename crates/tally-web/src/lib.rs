@@ -18,6 +18,7 @@
 #![deny(missing_docs)]
 
 mod api;
+mod compare;
 mod report;
 mod server;
 mod session;

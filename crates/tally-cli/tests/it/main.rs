@@ -34,4 +34,5 @@ mod transforms;
 mod stacks;
 mod truncation;
 mod web;
+mod web_compare;
 mod web_sources;
