@@ -371,3 +371,143 @@ pub fn list(top: &CallTree, kind: TreeKind, o: ListOptions) -> Vec<TreeRow> {
     }
     rows
 }
+
+/// A child in an inverted tree, found by [`inverted_children`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvertedChild {
+    /// The caller (or, below the root, the function with self cost).
+    pub function: FunctionId,
+    /// The costs of the stacks it holds.
+    pub total: Vec<u64>,
+    /// Their cost where the stack ends in it (first level only).
+    pub self_cost: Vec<u64>,
+    /// Whether it has callers of its own.
+    pub has_children: bool,
+}
+
+/// The children of the inverted tree's node at `path` (the function with
+/// self cost first, then its callers up; empty for the root), by
+/// decreasing total of `event`, made without keeping any state: a server
+/// asks for one level at a time by path, and each answer costs a pass over
+/// the stacks that end in `path[0]`.
+pub fn inverted_children(top: &CallTree, path: &[FunctionId], event: usize) -> Vec<InvertedChild> {
+    let ev = top.events();
+    let nodes = &top.tree.nodes;
+    // (node at the path's last level, end node) of the stacks at `path`.
+    let mut members: Vec<(u32, u32)> = match path.first() {
+        None => top.tree.ends.iter().map(|&e| (e, e)).collect(),
+        Some(&f) => top
+            .tree
+            .ends
+            .iter()
+            .filter(|&&e| nodes[e as usize].1 == f)
+            .map(|&e| (e, e))
+            .collect(),
+    };
+    for &f in path.iter().skip(1) {
+        members.retain_mut(|(at, _)| {
+            let p = nodes[*at as usize].0;
+            *at = p;
+            p != 0 && nodes[p as usize].1 == f
+        });
+    }
+    let mut groups: FxHashMap<FunctionId, usize> = FxHashMap::default();
+    let mut out: Vec<InvertedChild> = Vec::new();
+    for &(at, end) in &members {
+        let next = if path.is_empty() {
+            at
+        } else {
+            match nodes[at as usize].0 {
+                0 => continue,
+                p => p,
+            }
+        };
+        let f = nodes[next as usize].1;
+        let i = *groups.entry(f).or_insert_with(|| {
+            out.push(InvertedChild {
+                function: f,
+                total: vec![0; ev],
+                self_cost: vec![0; ev],
+                has_children: false,
+            });
+            out.len() - 1
+        });
+        let c = &mut out[i];
+        for (a, &b) in c.total.iter_mut().zip(top.self_cost(end)) {
+            *a = a.saturating_add(b);
+        }
+        if path.is_empty() {
+            for (a, &b) in c.self_cost.iter_mut().zip(top.self_cost(end)) {
+                *a = a.saturating_add(b);
+            }
+        }
+        c.has_children |= nodes[next as usize].0 != 0;
+    }
+    out.sort_by(|x, y| {
+        y.total[event]
+            .cmp(&x.total[event])
+            .then(x.function.cmp(&y.function))
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tally_model::{Frame, Stacks};
+
+    /// main;a;b 5, main;a 2, main;c;b 3: b's callers are a (5) and c (3).
+    fn top() -> CallTree {
+        let mut s = Stacks::<u64>::default();
+        let f = |s: &mut Stacks<u64>, n| {
+            s.frame(Frame {
+                function: FunctionId(n),
+                line: 0,
+                address: 0,
+            })
+        };
+        let (m, a, b, c) = (f(&mut s, 0), f(&mut s, 1), f(&mut s, 2), f(&mut s, 3));
+        s.add(&[m, a, b], &[5]).unwrap();
+        s.add(&[m, a], &[2]).unwrap();
+        s.add(&[m, c, b], &[3]).unwrap();
+        CallTree::new(crate::transform::tree_of_stacks(&s, 1, 4).unwrap())
+    }
+
+    #[test]
+    fn inverted_levels_by_path_match_the_expanded_tree() {
+        let top = top();
+        let roots = inverted_children(&top, &[], 0);
+        let got: Vec<(u32, u64, bool)> = roots
+            .iter()
+            .map(|c| (c.function.0, c.total[0], c.has_children))
+            .collect();
+        assert_eq!(got, [(2, 8, true), (1, 2, true)]);
+        let callers = inverted_children(&top, &[FunctionId(2)], 0);
+        let got: Vec<(u32, u64)> = callers.iter().map(|c| (c.function.0, c.total[0])).collect();
+        assert_eq!(got, [(1, 5), (3, 3)]);
+        let up = inverted_children(&top, &[FunctionId(2), FunctionId(3)], 0);
+        assert_eq!(up.len(), 1);
+        assert_eq!(
+            (up[0].function, up[0].total[0], up[0].has_children),
+            (FunctionId(0), 3, false)
+        );
+        // The same as the stateful tree, level by level.
+        let mut inv = Inverted::new(&top);
+        let first = inv.expand(&top, 0, 0);
+        let totals: Vec<u64> = first.iter().map(|&n| inv.total(n)[0]).collect();
+        assert_eq!(totals, [8, 2]);
+        let second = inv.expand(&top, first[0], 0);
+        let totals: Vec<u64> = second.iter().map(|&n| inv.total(n)[0]).collect();
+        assert_eq!(totals, [5, 3]);
+        // Top-down: main 10, a 7 (self 2), c 3.
+        assert_eq!(top.total(0), &[10]);
+        let kids = top.children(0, 0);
+        assert_eq!(kids.len(), 1);
+        let under = top.children(kids[0], 0);
+        let t: Vec<(u64, u64)> = under
+            .iter()
+            .map(|&n| (top.total(n)[0], top.self_cost(n)[0]))
+            .collect();
+        assert_eq!(t, [(7, 2), (3, 0)]);
+    }
+}
