@@ -19,6 +19,17 @@ pub fn counts(args: &Args) -> Option<To> {
 /// (`-o` in a missing or read-only folder, a DCPI database that cannot be
 /// made or written), so that no run is wasted.
 pub fn check_output(args: &Args) -> anyhow::Result<()> {
+    if counts(args) == Some(To::Dcpi)
+        && let Some(o) = &args.output
+    {
+        crate::usage_bail!(
+            "-o {}: DCPI profiles go into a database of epochs, one file per image: give -d DIR",
+            o.display()
+        );
+    }
+    if args.db.is_some() && counts(args).is_none() {
+        crate::usage_bail!("-d is the DCPI database: give --format dcpi, or -o for other outputs");
+    }
     let probe = if counts(args) == Some(To::Dcpi) {
         // The database is made if missing, as writing it would.
         let db = args.db.clone().unwrap_or_else(|| ".".into());

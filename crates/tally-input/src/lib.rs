@@ -43,7 +43,7 @@ mod stream;
 mod warnings;
 
 pub use check::{Scanned, scan};
-pub use dcpi::{DcpiInput, read_dcpi, read_dcpi_paths};
+pub use dcpi::{DcpiInput, by_image, epoch_dir, epoch_profiles, read_dcpi, read_dcpi_paths};
 pub use error::Error;
 pub use gmon::{Converted, GmonInput, convert_gmon, read_gmon, sum_gmon};
 pub use load::{

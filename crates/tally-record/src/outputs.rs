@@ -268,7 +268,7 @@ pub fn gmon_bytes(g: &Gmon) -> std::io::Result<Vec<u8>> {
 
 /// The facts a DCPI header holds beyond the samples.
 pub struct DcpiFacts<'a> {
-    /// `YYMMDDHHMM` (or `YYYYMMDDHHMMSS`), UTC.
+    /// `YYYYMMDDHHMMSS`, UTC.
     pub epoch: &'a str,
     /// The event's name.
     pub event: &'a str,
@@ -334,19 +334,37 @@ pub fn write_gmon(recording: &crate::Recording, output: &Path) -> Result<(), Rec
 }
 
 /// Writes `recording`'s DCPI profiles, one per image, into a new epoch
-/// directory `db/YYMMDDHHMM` (its UTC start); returns the directory and
+/// directory `db/YYYYMMDDHHMMSS` (its UTC start; `-2`, `-3`… after it when
+/// a recording of the same second is there); returns the directory and
 /// the number of profiles.
 pub fn write_dcpi(
     recording: &crate::Recording,
     db: &Path,
 ) -> Result<(PathBuf, usize), RecordError> {
     let counts = recording.sample_counts()?;
-    let epoch = epoch(recording.started);
-    let dir = db.join(&epoch);
-    std::fs::create_dir_all(&dir).map_err(|source| RecordError::System {
-        what: format!("creating {}", dir.display()),
+    let mut epoch = epoch(recording.started);
+    std::fs::create_dir_all(db).map_err(|source| RecordError::System {
+        what: format!("creating {}", db.display()),
         source,
     })?;
+    let stem = epoch.clone();
+    let mut n = 1;
+    let dir = loop {
+        let dir = db.join(&epoch);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => break dir,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                n += 1;
+                epoch = format!("{stem}-{n}");
+            }
+            Err(source) => {
+                return Err(RecordError::System {
+                    what: format!("creating {}", dir.display()),
+                    source,
+                });
+            }
+        }
+    };
     let facts = DcpiFacts {
         epoch: &epoch,
         event: recording.event.name,
@@ -382,20 +400,10 @@ fn fnv1a(b: &[u8]) -> u64 {
     })
 }
 
-/// A time as DCPI's epoch, `YYMMDDHHMM` (UTC).
+/// A time as an epoch's name, `YYYYMMDDHHMMSS` (UTC): DCPI's epoch
+/// names to the second, one form for program runs and `--system` epochs
+/// alike, so that names sort by time.
 pub fn epoch(t: std::time::SystemTime) -> String {
-    let (year, month, day, secs) = utc(t);
-    format!(
-        "{:02}{month:02}{day:02}{:02}{:02}",
-        year % 100,
-        secs / 3600,
-        secs % 3600 / 60
-    )
-}
-
-/// A time as the long form of DCPI's epoch, `YYYYMMDDHHMMSS` (UTC), for
-/// epochs shorter than a minute.
-pub fn epoch_seconds(t: std::time::SystemTime) -> String {
     let (year, month, day, secs) = utc(t);
     format!(
         "{year:04}{month:02}{day:02}{:02}{:02}{:02}",
@@ -451,11 +459,10 @@ mod tests {
     fn epochs_are_utc_dates() {
         let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_795_700_000);
         // date -u -d @1795700000: Thu Nov 26 13:33:20 UTC 2026
-        assert_eq!(super::epoch(t), "2611261333");
+        assert_eq!(super::epoch(t), "20261126133320");
         let leap = std::time::UNIX_EPOCH + std::time::Duration::from_secs(951_782_400);
         // 2000-02-29 00:00:00 UTC
-        assert_eq!(super::epoch(leap), "0002290000");
-        assert_eq!(super::epoch_seconds(t), "20261126133320");
+        assert_eq!(super::epoch(leap), "20000229000000");
     }
 
     use super::*;
@@ -463,18 +470,17 @@ mod tests {
 
     #[test]
     fn epochs_at_the_ends_of_days_and_years() {
-        assert_eq!(epoch(UNIX_EPOCH), "7001010000");
-        assert_eq!(epoch_seconds(UNIX_EPOCH), "19700101000000");
+        assert_eq!(epoch(UNIX_EPOCH), "19700101000000");
         // 2024-12-31 23:59:59 UTC, the last second of a leap year.
         let t = UNIX_EPOCH + Duration::from_secs(1_735_689_599);
-        assert_eq!(epoch_seconds(t), "20241231235959");
-        assert_eq!(epoch_seconds(t + Duration::from_secs(1)), "20250101000000");
+        assert_eq!(epoch(t), "20241231235959");
+        assert_eq!(epoch(t + Duration::from_secs(1)), "20250101000000");
         // 1900 was no leap year, 2100 will not be: 2100-03-01.
         let t = UNIX_EPOCH + Duration::from_secs(4_107_542_400);
-        assert_eq!(epoch_seconds(t), "21000301000000");
+        assert_eq!(epoch(t), "21000301000000");
         // Before 1970 (not a time a recording starts): the epoch's start.
         let before = UNIX_EPOCH - Duration::from_secs(10);
-        assert_eq!(epoch(before), "7001010000");
+        assert_eq!(epoch(before), "19700101000000");
     }
 
     #[test]

@@ -282,7 +282,7 @@ impl Tracker {
         event: Event,
         rate: Rate,
     ) -> Result<Epoch, RecordError> {
-        let name = crate::outputs::epoch_seconds(started);
+        let name = crate::outputs::epoch(started);
         let period = match rate {
             Rate::Period(p) => p,
             Rate::Frequency(hz) if event.kind == 1 && event.config <= 1 => {

@@ -769,7 +769,7 @@ fn dcpi_output_is_read_by_tally_dcpi() {
     assert_eq!(epochs.len(), 1, "{epochs:?}");
     let name = epochs[0].file_name().unwrap().to_str().unwrap().to_string();
     assert!(
-        name.len() == 10 && name.bytes().all(|b| b.is_ascii_digit()),
+        name.len() == 14 && name.bytes().all(|b| b.is_ascii_digit()),
         "{name}"
     );
     let profile = std::fs::read_dir(&epochs[0])
@@ -797,10 +797,36 @@ fn dcpi_output_is_read_by_tally_dcpi() {
         assert!(head.contains(key), "{key}: {head}");
     }
     let out = t.ok(&["dcpi", "prof", path_str(&exe), path_str(&profile)]);
-    let out = String::from_utf8_lossy(&out.stdout);
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
     for f in ["spin", "leaf"] {
         assert!(out.contains(f), "{f}:\n{out}");
     }
+    // Without the image (the profile records its path), and the whole
+    // epoch from the database: the program's report is the same.
+    let alone = t.ok(&["dcpi", "prof", path_str(&profile)]);
+    assert_eq!(String::from_utf8_lossy(&alone.stdout), out);
+    let db = t.ok(&["dcpi", "prof", "-d", "db"]);
+    let db = String::from_utf8_lossy(&db.stdout);
+    assert!(db.contains(&out), "{db}");
+    assert!(db.contains(path_str(&exe)), "the images table: {db}");
+    // DCPI profiles go only into a database.
+    let o = t.run(&[
+        "record",
+        "--format",
+        "dcpi",
+        "-o",
+        "x",
+        "--",
+        path_str(&exe),
+        N,
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("-d DIR"));
 }
 
 /// A program started by a shell (forked, then `exec`'d): sampled and
