@@ -12,11 +12,17 @@
 //!
 //! Recursion is collapsed, never unrolled: the walk runs on the call
 //! graph's components ([`crate::Inclusive`]), so a self call adds no frame
-//! and a cycle of mutually recursive functions shows as at most two
-//! frames: the member it was entered by and, above it, the member whose
-//! cost it is (or that made the call being followed). The calls inside a
-//! cycle carry no cost of their own, so nothing is counted twice and the
-//! walk always ends.
+//! and a cycle of mutually recursive functions shows each member at most
+//! once in a stack: from the member it was entered by, the path through
+//! the cycle to the member whose cost it is (or that made the call being
+//! followed). That path is the likeliest one from the member entered, each
+//! call weighed by its share of its callee's calls as the split weighs
+//! callers, so the members that the cycle's work runs through, such as an
+//! interpreter's loop that every call goes through, hold the members they
+//! call, and their frames come close to their derived inclusive costs
+//! ([`crate::Inclusive::shown`]) rather than to their self costs. The
+//! calls inside a cycle carry no cost of their own, so nothing is counted
+//! twice and the walk always ends.
 //!
 //! Callgrind's `--separate-callers=N` contexts (`f'g'h`) are functions of
 //! their own with arcs between contexts, so the walk follows the stack the
@@ -298,6 +304,184 @@ struct Walk<'a> {
     /// The same for a share too small to split: the run of heaviest ways
     /// above it.
     small_runs: Runs,
+    /// The paths that stacks take through cycles.
+    paths: CyclePaths,
+}
+
+/// The paths through cycles that a cycle member's stacks take from the
+/// member its cycle was entered by (see the module documentation).
+struct CyclePaths {
+    /// Per function: its index among its cycle's members, `u32::MAX`
+    /// outside cycles.
+    local: Vec<u32>,
+    /// Per member entered (by a call from outside, or as a root): each
+    /// member's caller on the likeliest path from it, by local index.
+    trees: FxHashMap<FunctionId, Vec<FunctionId>>,
+    /// Per cycle node entered without a call: the member taken as entered,
+    /// the one whose self cost plus calls most exceeds the calls into it.
+    roots: FxHashMap<u32, FunctionId>,
+}
+
+/// The calls between two members of a cycle, listed by caller, each with
+/// its share of the callee's calls (of their first event's cost, or of
+/// their count where that cost is 0).
+type InsideCalls = FxHashMap<FunctionId, Vec<(FunctionId, f64)>>;
+
+impl CyclePaths {
+    /// The members from `entry` (first) to `to` (left out), root first,
+    /// into `out`; empty when `to` is `entry`.
+    fn path(&self, entry: FunctionId, to: FunctionId, out: &mut Vec<FunctionId>) {
+        out.clear();
+        if to == entry {
+            return;
+        }
+        if let Some(tree) = self.trees.get(&entry) {
+            let mut x = to;
+            while x != entry {
+                let up = tree[self.local[x.index()] as usize];
+                if up == x {
+                    // Not reached from `entry` (which cannot be, in a
+                    // cycle): the entry alone.
+                    out.clear();
+                    break;
+                }
+                out.push(up);
+                x = up;
+            }
+        }
+        if out.is_empty() {
+            out.push(entry);
+        }
+        out.reverse();
+    }
+
+    fn new(agg: &Aggregate<u64>, node_of: &[u32], ways: &[Vec<Way>]) -> CyclePaths {
+        let nf = node_of.len();
+        let mut local = vec![u32::MAX; nf];
+        let mut members: FxHashMap<u32, Vec<FunctionId>> = FxHashMap::default();
+        for f in 0..nf {
+            if node_of[f] as usize >= nf {
+                let list = members.entry(node_of[f]).or_default();
+                local[f] = list.len() as u32;
+                list.push(FunctionId(f as u32));
+            }
+        }
+        let mut paths = CyclePaths {
+            local,
+            trees: FxHashMap::default(),
+            roots: FxHashMap::default(),
+        };
+        if members.is_empty() {
+            return paths;
+        }
+        let member = |f: usize| paths.local[f] != u32::MAX;
+        let mut inside: FxHashMap<(FunctionId, FunctionId), (u64, u64)> = FxHashMap::default();
+        // All calls into each member (from inside and outside): cost of
+        // the first event, and count.
+        let mut into: Vec<(u64, u64)> = vec![(0, 0); nf];
+        let mut excess: Vec<i128> = (0..nf)
+            .map(|f| agg.function_self.get(f).first().map_or(0, |&v| v as i128))
+            .collect();
+        for arc in &agg.arcs {
+            let (a, b) = (arc.caller.index(), arc.callee.index());
+            if a == b || a >= nf || b >= nf {
+                continue;
+            }
+            let first = arc.inclusive.first().copied().unwrap_or(0);
+            excess[a] += first as i128;
+            excess[b] -= first as i128;
+            if member(b) {
+                into[b].0 = into[b].0.saturating_add(first);
+                into[b].1 = into[b].1.saturating_add(arc.count);
+            }
+            if member(a) && node_of[a] == node_of[b] {
+                let w = inside.entry((arc.caller, arc.callee)).or_default();
+                w.0 = w.0.saturating_add(first);
+                w.1 = w.1.saturating_add(arc.count);
+            }
+        }
+        let mut calls: Vec<_> = inside.into_iter().collect();
+        calls.sort_unstable_by_key(|&(key, _)| key);
+        let mut out: InsideCalls = FxHashMap::default();
+        for ((a, b), w) in calls {
+            let all = into[b.index()];
+            let share = if all.0 > 0 {
+                w.0 as f64 / all.0 as f64
+            } else if all.1 > 0 {
+                w.1 as f64 / all.1 as f64
+            } else {
+                1.0
+            };
+            out.entry(a).or_default().push((b, share));
+        }
+        let mut nodes: Vec<u32> = members.keys().copied().collect();
+        nodes.sort_unstable();
+        for n in nodes {
+            let list = &members[&n];
+            let mut entries: Vec<FunctionId> = ways[n as usize]
+                .iter()
+                .filter_map(|w| w.arc.map(|(_, callee)| callee))
+                .collect();
+            if ways[n as usize].iter().any(|w| w.arc.is_none()) {
+                let root = *list
+                    .iter()
+                    .max_by(|&&x, &&y| excess[x.index()].cmp(&excess[y.index()]).then(y.cmp(&x)))
+                    .expect("a cycle has members");
+                paths.roots.insert(n, root);
+                entries.push(root);
+            }
+            entries.sort_unstable();
+            entries.dedup();
+            for e in entries {
+                let tree = likeliest(e, list, &paths.local, &out);
+                paths.trees.insert(e, tree);
+            }
+        }
+        paths
+    }
+}
+
+/// Each member's caller on the likeliest path from `entry` through its
+/// cycle, by local index (`entry`'s own is itself). A call `u → v` is
+/// taken with the share of `v`'s calls that `u` makes (what the split of
+/// a share across callers gives it), so the likeliest path is the one
+/// with the largest product of shares (the smallest sum of their negative
+/// logarithms); of equal ones, the shortest.
+fn likeliest(
+    entry: FunctionId,
+    members: &[FunctionId],
+    local: &[u32],
+    out: &InsideCalls,
+) -> Vec<FunctionId> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    // Non-negative finite floats order as their bits do.
+    type Length = (u64, u32);
+    let at = |f: FunctionId| local[f.index()] as usize;
+    let mut parent: Vec<FunctionId> = members.to_vec();
+    let mut best: Vec<Option<Length>> = vec![None; members.len()];
+    let mut done = vec![false; members.len()];
+    best[at(entry)] = Some((0, 0));
+    let mut heap = BinaryHeap::new();
+    heap.push(Reverse(((0u64, 0u32), entry)));
+    while let Some(Reverse(((length, depth), u))) = heap.pop() {
+        if std::mem::replace(&mut done[at(u)], true) {
+            continue;
+        }
+        for &(v, share) in out.get(&u).map_or(&[][..], Vec::as_slice) {
+            let step = -share.max(f64::MIN_POSITIVE).ln();
+            let cand: Length = (
+                (f64::from_bits(length) + step.max(0.0)).to_bits(),
+                depth + 1,
+            );
+            if !done[at(v)] && best[at(v)].is_none_or(|b| cand < b) {
+                best[at(v)] = Some(cand);
+                parent[at(v)] = u;
+                heap.push(Reverse((cand, v)));
+            }
+        }
+    }
+    parent
 }
 
 /// One step up from a function whose component passes a share whole to
@@ -307,7 +491,8 @@ struct Step {
     /// The function that made the call, the next top of the stack.
     caller: FunctionId,
     /// The callee named by the call when it is not the function stepped
-    /// from (a cycle entered by another member): a frame under `caller`.
+    /// from (a cycle entered by another member): under `caller`, the path
+    /// from it through the cycle ([`CyclePaths::path`]).
     callee: Option<FunctionId>,
 }
 
@@ -497,10 +682,12 @@ impl<'a> Walk<'a> {
                 })
                 .collect()
         });
+        let paths = CyclePaths::new(agg, &node_of, &ways);
         Walk {
             agg,
             options,
             nf,
+            paths,
             node_of,
             ways,
             weights,
@@ -516,12 +703,13 @@ impl<'a> Walk<'a> {
     /// under node `at`. Each run from a function below a given node is
     /// followed once: `memo` keeps the node it reached, so that the runs of
     /// a chain's functions, each one step longer than the one before, cost
-    /// one step each.
+    /// one step each. `scratch` is two buffers: the run's functions still
+    /// to add, and a path through a cycle.
     fn run_node(
         &self,
         tree: &mut StackTree,
         memo: &mut FxHashMap<(u32, FunctionId), u32>,
-        pending: &mut Vec<FunctionId>,
+        scratch: (&mut Vec<FunctionId>, &mut Vec<FunctionId>),
         at: u32,
         from: FunctionId,
         small: bool,
@@ -532,6 +720,7 @@ impl<'a> Walk<'a> {
             &self.split_runs
         };
         let step = |x: FunctionId| runs.step[x.index()].expect("a function on a run has a step");
+        let (pending, path) = scratch;
         pending.clear();
         let mut x = from;
         let mut node = at;
@@ -551,7 +740,10 @@ impl<'a> Walk<'a> {
             let s = step(x);
             node = tree.child_of(node, s.caller);
             if let Some(callee) = s.callee {
-                node = tree.child_of(node, callee);
+                self.paths.path(callee, x, path);
+                for &p in path.iter() {
+                    node = tree.child_of(node, p);
+                }
             }
             memo.insert((at, x), node);
         }
@@ -620,6 +812,7 @@ impl<'a> Walk<'a> {
         let mut scratch = SplitScratch::default();
         let mut memo: [FxHashMap<(u32, FunctionId), u32>; 2] = Default::default();
         let mut pending: Vec<FunctionId> = Vec::new();
+        let mut path: Vec<FunctionId> = Vec::new();
         for f in range {
             let own = agg.function_self.get(f);
             if own.iter().all(|&a| a == 0) {
@@ -674,6 +867,12 @@ impl<'a> Walk<'a> {
                             // Root first: from the top entry down to the
                             // function whose cost this is.
                             let mut node = 0u32;
+                            if let Some(&r) = self.paths.roots.get(&(n as u32)) {
+                                self.paths.path(r, top, &mut path);
+                                for &p in path.iter() {
+                                    node = tree.child_of(node, p);
+                                }
+                            }
                             let mut i = at;
                             while let Some(&(below, link)) = chain.get(i as usize) {
                                 node = match link {
@@ -681,7 +880,7 @@ impl<'a> Walk<'a> {
                                     Link::Run { from, small } => self.run_node(
                                         &mut tree,
                                         &mut memo[small as usize],
-                                        &mut pending,
+                                        (&mut pending, &mut path),
                                         node,
                                         from,
                                         small,
@@ -693,8 +892,9 @@ impl<'a> Walk<'a> {
                         }
                         Some((caller, callee)) => {
                             let mut top_at = at;
-                            if callee != top {
-                                chain.push((top_at, Link::Frame(callee)));
+                            self.paths.path(callee, top, &mut path);
+                            for &p in path.iter().rev() {
+                                chain.push((top_at, Link::Frame(p)));
                                 top_at = chain.len() as u32 - 1;
                             }
                             chain.push((top_at, Link::Frame(caller)));

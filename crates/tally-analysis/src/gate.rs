@@ -5,7 +5,7 @@
 //! [`crate::combine`]) is reduced to [`SideCosts`]: the total of one event
 //! and, per function, its self cost and its inclusive cost from
 //! [`Inclusive`], so that recursion is counted once (a member of a cycle
-//! counts the calls into it from outside the cycle, which are exact).
+//! has its derived cost, [`Inclusive::shown`], as every view shows it).
 //! Functions are matched across the sides by name, source file and the
 //! object's file name (its directory left out, so that two builds in two
 //! folders match).
@@ -109,6 +109,9 @@ pub struct FunctionCosts {
     pub self_cost: i128,
     /// Inclusive cost, recursion counted once.
     pub inclusive: i128,
+    /// Whether `inclusive` is derived (a cycle member's,
+    /// [`Inclusive::shown`]) rather than exact.
+    pub inclusive_derived: bool,
 }
 
 /// What one side contributes to a gate: the total of one event and each
@@ -153,12 +156,7 @@ impl SideCosts {
                 continue;
             }
             let own = columns.value(agg.function_self.get(f.index()), e);
-            let incl = match inclusive.of(f) {
-                Some(v) => columns.value(v, e),
-                None => inclusive
-                    .entered(f)
-                    .map_or(own, |(v, _)| columns.value(v, e).max(own)),
-            };
+            let incl = columns.value(inclusive.shown(f).0, e).max(own);
             functions.push((
                 FunctionName {
                     name: names.function_name(f).to_vec(),
@@ -168,6 +166,7 @@ impl SideCosts {
                 FunctionCosts {
                     self_cost: own,
                     inclusive: incl,
+                    inclusive_derived: inclusive.is_derived(f),
                 },
             ));
         }
@@ -304,6 +303,9 @@ pub struct FunctionVerdict {
     pub self_cost: Change,
     /// Its inclusive cost.
     pub inclusive: Change,
+    /// Whether the inclusive cost of either side is derived (a cycle
+    /// member's) rather than exact.
+    pub inclusive_derived: bool,
     /// Its budget.
     pub budget: BudgetSource,
 }
@@ -430,6 +432,7 @@ pub fn check(base: &SideCosts, new: &SideCosts, o: &GateOptions) -> Verdict {
             function: name.clone(),
             self_cost,
             inclusive,
+            inclusive_derived: [b, n].iter().flatten().any(|c| c.inclusive_derived),
             budget,
         });
     }
@@ -478,6 +481,7 @@ mod tests {
                         FunctionCosts {
                             self_cost: s,
                             inclusive: i,
+                            inclusive_derived: false,
                         },
                     )
                 })

@@ -11,7 +11,16 @@
 //! call, as a thread's first function is, and its own cost plus its calls
 //! are more); a self call adds nothing, since that work is already inside
 //! the function. A cycle costs its members' self costs plus
-//! the arcs that leave it; its members get no inclusive cost of their own.
+//! the arcs that leave it. A member's own inclusive cost is not in the
+//! file, since an arc into it may run inside another of its activations;
+//! it gets a derived one ([`Inclusive::shown`]): what the calls into it
+//! from other functions cost (or, if more, its self cost plus its calls to
+//! others, as for a function entered without a call), at most its cycle's
+//! inclusive cost, which holds every one of its outermost activations
+//! (they never overlap). Nested calls only make the sums larger, so the
+//! bound is what decides for a member that recursion runs through, such as
+//! an interpreter's loop; a member seldom re-entered gets close to its
+//! true cost. Views mark the number as derived.
 //! Arcs leaving a cycle can never nest inside one another (the callee would
 //! otherwise call back into the cycle and belong to it), so no work is
 //! counted twice.
@@ -72,8 +81,8 @@ impl CallKind {
 /// Inclusive cost of every function, and the cycles.
 #[derive(Clone, Debug)]
 pub struct Inclusive<C> {
-    /// Inclusive cost per `FunctionId`; meaningful only where `cycle_of` is
-    /// `None` (zeros for cycle members).
+    /// Inclusive cost per `FunctionId`: exact where `cycle_of` is `None`,
+    /// derived for cycle members (see the module documentation).
     pub function: CostTable<C>,
     /// The cycle number of each function, if it is in one.
     pub cycle_of: Vec<Option<u32>>,
@@ -237,11 +246,24 @@ impl<C: Cost> Inclusive<C> {
             cy.number = number_of_slot[slot];
             cycles.push(cy);
         }
+        // A member's derived cost: the larger of the calls into it and its
+        // self cost plus its calls (which `function` holds), bounded by its
+        // cycle's cost. A difference (a sum below zero) keeps the calls
+        // into it, unbounded, as outside cycles; a profile held as signed
+        // (`tally gate`'s sides) is bounded as any.
         let mut cycle_of = vec![None; nf];
         for (f, c) in cycle_of.iter_mut().enumerate() {
             *c = cycle_slot[comps.component[f] as usize].map(|s| number_of_slot[s]);
-            if c.is_some() {
-                function.get_mut(f).iter_mut().for_each(|x| *x = C::ZERO);
+            if let Some(n) = *c {
+                let bound = &cycles[n as usize - 1].inclusive;
+                let into = incoming.get(f);
+                for ((v, &i), &b) in function.get_mut(f).iter_mut().zip(into).zip(bound) {
+                    *v = if [*v, i, b].iter().any(|&x| x < C::ZERO) {
+                        i
+                    } else {
+                        (*v).max(i).min(b)
+                    };
+                }
             }
         }
         Inclusive {
@@ -318,7 +340,22 @@ impl<C: Cost> Inclusive<C> {
         ))
     }
 
-    /// Inclusive cost of `f`, or `None` for a cycle member.
+    /// Inclusive cost of `f` as every view shows it, and whether it is
+    /// derived (a cycle member's, see the module documentation) rather
+    /// than exact.
+    pub fn shown(&self, f: FunctionId) -> (&[C], bool) {
+        (
+            self.function.get(f.index()),
+            self.cycle_of[f.index()].is_some(),
+        )
+    }
+
+    /// Whether `f`'s inclusive cost is derived: it is a cycle member.
+    pub fn is_derived(&self, f: FunctionId) -> bool {
+        self.cycle_of.get(f.index()).copied().flatten().is_some()
+    }
+
+    /// Exact inclusive cost of `f`, or `None` for a cycle member.
     pub fn of(&self, f: FunctionId) -> Option<&[C]> {
         match self.cycle_of[f.index()] {
             None => Some(self.function.get(f.index())),
@@ -329,19 +366,21 @@ impl<C: Cost> Inclusive<C> {
     /// Inclusive cost of every `file:function` row of `agg`: the row of the
     /// function's own file gets the whole function's inclusive cost (what a
     /// caller sees); a row of inlined code gets its self cost plus the calls
-    /// made from it. Rows of cycle members have none.
+    /// made from it. A cycle member's rows are derived
+    /// ([`Inclusive::shown`]); one of inlined code is bounded by the
+    /// member's.
     pub fn rows(&self, agg: &Aggregate<C>, names: &Names) -> RowCosts<C> {
         let ev = agg.events;
         // One flat table rather than a vector per row: a large profile has
         // hundreds of thousands of rows.
         let mut costs = CostTable::zeroed(ev, agg.rows.len());
-        let mut present = vec![false; agg.rows.len()];
+        let mut inlined_member = Vec::new();
         for (r, key) in agg.rows.iter().enumerate() {
-            if self.cycle_of[key.function.index()].is_some() {
-                continue;
+            let own_file = names.key(key.function).file == key.file;
+            if !own_file && self.cycle_of[key.function.index()].is_some() {
+                inlined_member.push(r);
             }
-            present[r] = true;
-            let v = if names.key(key.function).file == key.file {
+            let v = if own_file {
                 self.function.get(key.function.index())
             } else {
                 agg.row_self.get(r)
@@ -349,7 +388,7 @@ impl<C: Cost> Inclusive<C> {
             costs.get_mut(r).copy_from_slice(v);
         }
         for arc in &agg.arcs {
-            if arc.caller == arc.callee || self.cycle_of[arc.caller.index()].is_some() {
+            if arc.caller == arc.callee {
                 continue;
             }
             if names.key(arc.caller).file == arc.site_file {
@@ -359,13 +398,22 @@ impl<C: Cost> Inclusive<C> {
                 function: arc.caller,
                 file: arc.site_file,
             };
-            if let Some(r) = agg.row_of(key)
-                && present[r]
-            {
+            if let Some(r) = agg.row_of(key) {
                 costs.add(r, &arc.inclusive);
             }
         }
-        RowCosts { costs, present }
+        for r in inlined_member {
+            let whole = self.function.get(agg.rows[r].function.index());
+            for (v, &w) in costs.get_mut(r).iter_mut().zip(whole) {
+                if *v >= C::ZERO && w >= C::ZERO {
+                    *v = (*v).min(w);
+                }
+            }
+        }
+        RowCosts {
+            costs,
+            rows: agg.rows.len(),
+        }
     }
 }
 
@@ -373,17 +421,14 @@ impl<C: Cost> Inclusive<C> {
 #[derive(Clone, Debug, Default)]
 pub struct RowCosts<C> {
     costs: CostTable<C>,
-    /// False for rows of cycle members.
-    present: Vec<bool>,
+    /// Number of rows.
+    rows: usize,
 }
 
 impl<C: Cost> RowCosts<C> {
-    /// Inclusive cost of row `r`; `None` for a cycle member's row or a row
-    /// out of range.
+    /// Inclusive cost of row `r` (derived for a cycle member's row); `None`
+    /// for a row out of range.
     pub fn get(&self, r: usize) -> Option<&[C]> {
-        match self.present.get(r) {
-            Some(true) => Some(self.costs.get(r)),
-            _ => None,
-        }
+        (r < self.rows).then(|| self.costs.get(r))
     }
 }

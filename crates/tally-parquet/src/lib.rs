@@ -284,7 +284,7 @@ impl<C: Cost> Ctx<'_, C> {
     /// One row per function present and event where its self or
     /// inclusive cost is not zero; inclusive as `tally annotate` gives
     /// it (from whole stacks when the profile has them; for a cycle
-    /// member, the cost of its calls from outside the cycle).
+    /// member, derived and marked so).
     fn functions<W: Write + Send>(&mut self, t: &mut TableWriter<W>) -> Result<(), Error> {
         let agg = Aggregate::new(self.p, |_| true);
         let incl = self
@@ -313,10 +313,7 @@ impl<C: Cost> Ctx<'_, C> {
         }
         for f in order {
             let own = agg.function_self.get(f.index());
-            let inclusive = incl
-                .of(f)
-                .or_else(|| incl.entered(f).map(|(v, _)| v))
-                .unwrap_or(own);
+            let (inclusive, derived) = incl.shown(f);
             let cycle = incl
                 .cycle_of
                 .get(f.index())
@@ -339,6 +336,7 @@ impl<C: Cost> Ctx<'_, C> {
                         Value::I64(s),
                         Value::I64(i),
                         Value::OptI32(cycle),
+                        Value::Bool(derived),
                     ],
                 )?;
             }

@@ -75,6 +75,7 @@ impl Table {
                 i64f("self"),
                 i64f("inclusive"),
                 Field::new("cycle", DataType::Int32, true),
+                Field::new("inclusive_derived", DataType::Boolean, false),
             ]),
             Table::Arcs => fields.extend([
                 i32f("part"),

@@ -6,7 +6,8 @@
 use crate::Error;
 use crate::schema::Table;
 use arrow_array::builder::{
-    ArrayBuilder, Int32Builder, Int64Builder, MapBuilder, MapFieldNames, StringBuilder,
+    ArrayBuilder, BooleanBuilder, Int32Builder, Int64Builder, MapBuilder, MapFieldNames,
+    StringBuilder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, SchemaRef};
@@ -39,12 +40,15 @@ pub enum Value<'a> {
     I32(i32),
     /// A nullable 32-bit column.
     OptI32(Option<i32>),
+    /// A boolean column.
+    Bool(bool),
 }
 
 enum Column {
     Str(StringBuilder),
     I64(Int64Builder),
     I32(Int32Builder),
+    Bool(BooleanBuilder),
 }
 
 /// The columns every table ends with, constant for one profile.
@@ -92,6 +96,7 @@ impl<W: Write + Send> TableWriter<W> {
             .map(|f| match f.data_type() {
                 DataType::Int64 => Column::I64(Int64Builder::new()),
                 DataType::Int32 => Column::I32(Int32Builder::new()),
+                DataType::Boolean => Column::Bool(BooleanBuilder::new()),
                 _ => Column::Str(StringBuilder::new()),
             })
             .collect();
@@ -123,6 +128,7 @@ impl<W: Write + Send> TableWriter<W> {
                 (Column::I64(b), Value::OptI64(x)) => b.append_option(x),
                 (Column::I32(b), Value::I32(x)) => b.append_value(x),
                 (Column::I32(b), Value::OptI32(x)) => b.append_option(x),
+                (Column::Bool(b), Value::Bool(x)) => b.append_value(x),
                 _ => unreachable!("a row of {} does not fit its schema", self.table.name()),
             }
         }
@@ -153,6 +159,7 @@ impl<W: Write + Send> TableWriter<W> {
                 Column::Str(b) => ArrayBuilder::finish(b),
                 Column::I64(b) => ArrayBuilder::finish(b),
                 Column::I32(b) => ArrayBuilder::finish(b),
+                Column::Bool(b) => ArrayBuilder::finish(b),
             });
         }
         arrays.push(ArrayBuilder::finish(&mut self.command));

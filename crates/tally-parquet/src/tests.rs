@@ -77,6 +77,7 @@ fn export(profiles: &[(&AnyProfile, ProfileInfo)]) -> (tempfile::TempDir, Counts
 enum Cell {
     Str(Option<String>),
     Int(Option<i64>),
+    Bool(bool),
     Labels(Vec<(String, String)>),
 }
 
@@ -99,6 +100,7 @@ fn cells(batch: &RecordBatch, out: &mut Vec<Row>) {
                     let a = col.as_primitive::<Int32Type>();
                     Cell::Int(a.is_valid(i).then(|| i64::from(a.value(i))))
                 }
+                DataType::Boolean => Cell::Bool(col.as_boolean().value(i)),
                 DataType::Map(..) => {
                     let e = col.as_map().value(i);
                     let (k, v) = (
@@ -167,7 +169,7 @@ fn of<'a>(rows: &'a [Row], key: &str, f: &str) -> Vec<&'a Row> {
 
 #[test]
 fn every_table_has_the_documented_columns_and_metadata() {
-    use DataType::{Int32 as I32, Int64 as I64, Utf8 as S};
+    use DataType::{Boolean as B, Int32 as I32, Int64 as I64, Utf8 as S};
     // docs/parquet.md, column by column: (name, type, nullable).
     let own: [&[(&str, DataType, bool)]; 4] = [
         &[
@@ -188,6 +190,7 @@ fn every_table_has_the_documented_columns_and_metadata() {
             ("self", I64, false),
             ("inclusive", I64, false),
             ("cycle", I32, true),
+            ("inclusive_derived", B, false),
         ],
         &[
             ("part", I32, false),

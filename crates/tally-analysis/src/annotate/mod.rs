@@ -417,7 +417,7 @@ impl<'p, C: Cost> Analysis<'p, C> {
     }
 
     /// Cost of a row used for sorting and thresholds: inclusive when asked
-    /// (a cycle member sorts by its self cost).
+    /// (a cycle member's derived).
     fn row_rank(&self, r: usize) -> &[C] {
         if self.opts.inclusive
             && let Some(v) = self.row_incl.get(r)
@@ -430,9 +430,8 @@ impl<'p, C: Cost> Analysis<'p, C> {
     fn function_rank(&self, f: FunctionId) -> &[C] {
         if self.opts.inclusive
             && let Some(i) = &self.incl
-            && let Some(v) = i.of(f)
         {
-            return v;
+            return i.shown(f).0;
         }
         self.agg.function_self.get(f.index())
     }

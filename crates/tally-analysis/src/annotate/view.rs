@@ -64,8 +64,12 @@ pub struct Row<C> {
     pub func: Func,
     /// Its self cost.
     pub self_cost: Vec<C>,
-    /// Its inclusive cost (when shown; `None` for a cycle member).
+    /// Its inclusive cost (when shown; `None` for a member in a cycle's
+    /// own list, which shows what its entries from outside cost).
     pub inclusive: Option<Vec<C>>,
+    /// Whether `inclusive` is derived, a cycle member's estimate bounded
+    /// by its cycle's cost, rather than exact ([`crate::Inclusive::shown`]).
+    pub derived: bool,
     /// A cycle member's calls from outside its cycle: their cost and
     /// number (by-function rows and cycle members, with inclusive costs).
     pub entered: Option<(Vec<C>, C)>,
@@ -424,6 +428,7 @@ impl<C: Cost> Analysis<'_, C> {
                 func: self.func(key.function, key.file),
                 self_cost: self_cost.to_vec(),
                 inclusive: own.filter(|_| inclusive).map(<[C]>::to_vec),
+                derived: inclusive && self.cycle_of(key.function).is_some(),
                 entered: None,
                 callers,
                 callees,
@@ -447,9 +452,10 @@ impl<C: Cost> Analysis<'_, C> {
                 inclusive: self
                     .incl
                     .as_ref()
-                    .and_then(|i| i.of(f))
+                    .map(|i| i.shown(f).0)
                     .filter(|_| inclusive)
                     .map(<[C]>::to_vec),
+                derived: inclusive && self.cycle_of(f).is_some(),
                 entered: self.entered(f).filter(|_| inclusive),
                 callers: None,
                 callees: None,
@@ -467,6 +473,7 @@ impl<C: Cost> Analysis<'_, C> {
                             func: self.own(f),
                             self_cost: self.agg.function_self.get(f.index()).to_vec(),
                             inclusive: None,
+                            derived: false,
                             entered: self.entered(f),
                             callers: None,
                             callees: None,

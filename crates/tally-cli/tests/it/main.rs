@@ -4,6 +4,7 @@ mod annotate;
 mod annotate_defaults;
 mod bounded_memory;
 mod cli;
+mod cycle_inclusive;
 mod dcpi;
 mod export;
 mod flame;

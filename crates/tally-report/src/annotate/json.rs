@@ -78,6 +78,17 @@ fn calls<C: Cost>(a: &View<C>, calls: &[Call<C>], end: impl Fn(&Call<C>) -> &Fun
 
 /// For a cycle member: the cost of its calls from outside the cycle and
 /// their number.
+/// A row's `inclusive` and, for a cycle member's derived cost,
+/// `"inclusive_derived": true` (exact costs have no such field).
+fn inclusive_fields<C: Cost>(a: &View<C>, m: &mut Map<String, Value>, row: &Row<C>) {
+    if let Some(v) = &row.inclusive {
+        m.insert("inclusive".into(), costs(a, v));
+        if row.derived {
+            m.insert("inclusive_derived".into(), Value::Bool(true));
+        }
+    }
+}
+
 fn entered_fields<C: Cost>(a: &View<C>, m: &mut Map<String, Value>, row: &Row<C>) {
     if let Some((v, n)) = &row.entered {
         m.insert("entered_from_outside".into(), costs(a, v));
@@ -146,9 +157,7 @@ pub(super) fn write<C: Cost>(
     for row in &a.rows {
         let mut m = function_ref(a, &row.func);
         m.insert("self".into(), costs(a, &row.self_cost));
-        if let Some(v) = &row.inclusive {
-            m.insert("inclusive".into(), costs(a, v));
-        }
+        inclusive_fields(a, &mut m, row);
         if let Some(callers) = &row.callers {
             m.insert("callers".into(), calls(a, callers, |c| &c.caller));
         }
@@ -165,9 +174,7 @@ pub(super) fn write<C: Cost>(
         .map(|row| {
             let mut m = function_ref(a, &row.func);
             m.insert("self".into(), costs(a, &row.self_cost));
-            if let Some(v) = &row.inclusive {
-                m.insert("inclusive".into(), costs(a, v));
-            }
+            inclusive_fields(a, &mut m, row);
             entered_fields(a, &mut m, row);
             Value::Object(m)
         })

@@ -180,7 +180,7 @@ fn file_function_table<C: Cost>(a: &View<C>, out: &mut dyn Write, style: Style) 
         }
         let mut c = Vec::new();
         if a.options.inclusive {
-            c.extend(cells(a, row.inclusive.as_deref(), false));
+            c.extend(inclusive_cells(a, row));
         }
         c.extend(cells(a, Some(&row.self_cost), false));
         let mark = if tree != super::Tree::None { "*  " } else { "" };
@@ -201,7 +201,37 @@ fn file_function_table<C: Cost>(a: &View<C>, out: &mut dyn Write, style: Style) 
         cycle_entry(a, &mut t, &a.cycles[cy], style);
     }
     t.print(out, "file:function", style)?;
+    derived_legend(a.rows.iter(), out)?;
     writeln!(out)
+}
+
+/// What marks a derived inclusive cost (a cycle member's) in the tables.
+const DERIVED_MARK: &str = "~";
+
+/// A row's inclusive cells, each marked when the cost is derived.
+fn inclusive_cells<C: Cost>(a: &View<C>, row: &Row<C>) -> Vec<String> {
+    let c = cells(a, row.inclusive.as_deref(), false);
+    if row.derived && row.inclusive.is_some() {
+        c.into_iter()
+            .map(|x| format!("{DERIVED_MARK}{x}"))
+            .collect()
+    } else {
+        c
+    }
+}
+
+/// The line under a table that says what the mark means, when a row has it.
+fn derived_legend<'a, C: Cost + 'a>(
+    mut rows: impl Iterator<Item = &'a Row<C>>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    if rows.any(|r| r.derived && r.inclusive.is_some()) {
+        writeln!(
+            out,
+            "{DERIVED_MARK} derived: a cycle member's inclusive cost, from the calls into it, at most its cycle's (docs/annotate.md)"
+        )?;
+    }
+    Ok(())
 }
 
 /// Members listed by name in a cycle's entry and in the cycle section;
@@ -356,7 +386,7 @@ fn function_file_table<C: Cost>(a: &View<C>, out: &mut dyn Write, style: Style) 
     for row in &a.functions {
         let mut c = Vec::new();
         if a.options.inclusive {
-            c.extend(cells(a, row.inclusive.as_deref(), false));
+            c.extend(inclusive_cells(a, row));
         }
         c.extend(cells(a, Some(&row.self_cost), false));
         t.row(
@@ -365,6 +395,7 @@ fn function_file_table<C: Cost>(a: &View<C>, out: &mut dyn Write, style: Style) 
         );
     }
     t.print(out, "function:file", style)?;
+    derived_legend(a.functions.iter(), out)?;
     writeln!(out)
 }
 

@@ -54,6 +54,7 @@ fn function(f: &FunctionVerdict) -> Value {
         "baseline_line": budget_line,
         "self": change(&f.self_cost),
         "inclusive": change(&f.inclusive),
+        "inclusive_derived": f.inclusive_derived,
     })
 }
 

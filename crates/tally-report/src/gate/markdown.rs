@@ -71,7 +71,11 @@ pub fn markdown(r: &GateReport, w: &mut dyn Write) -> io::Result<()> {
                 escape(&show(&f.function.name)),
                 escape(&show(&f.function.file)),
                 change_text(&f.self_cost),
-                change_text(&f.inclusive),
+                if f.inclusive_derived {
+                    format!("{} (derived)", change_text(&f.inclusive))
+                } else {
+                    change_text(&f.inclusive)
+                },
                 f.budget,
                 status(f.over())
             )?;

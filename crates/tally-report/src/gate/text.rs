@@ -39,7 +39,12 @@ pub fn text(r: &GateReport, w: &mut dyn Write) -> io::Result<()> {
             String::new(),
         ]);
         rows.push(row("    self".into(), &f.self_cost));
-        rows.push(row("    inclusive".into(), &f.inclusive));
+        let label = if f.inclusive_derived {
+            "    inclusive (derived: a cycle member's)"
+        } else {
+            "    inclusive"
+        };
+        rows.push(row(label.into(), &f.inclusive));
     }
     let widths: Vec<usize> = (0..6)
         .map(|c| {
