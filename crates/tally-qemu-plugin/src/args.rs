@@ -43,6 +43,10 @@ pub(crate) struct Args {
     pub d1_policy: String,
     /// `hits=on`: count D1's hits in the shared file instead of writing them.
     pub count_hits: bool,
+    /// `layout=valgrind` (the default) or `layout=qemu`: whether the
+    /// mappings QEMU places are moved where Valgrind would place them
+    /// (`tally_sim::layout`).
+    pub valgrind_layout: bool,
     /// `inprocess=on` (feature `inprocess`): simulate inside QEMU.
     #[cfg(feature = "inprocess")]
     pub in_process: bool,
@@ -63,12 +67,13 @@ pub(crate) fn parse<S: AsRef<str>>(args: &[S]) -> Result<Args, String> {
         d1: None,
         d1_policy: "lru".to_owned(),
         count_hits: false,
+        valgrind_layout: true,
         #[cfg(feature = "inprocess")]
         in_process: false,
     };
     for a in args {
         let a = a.as_ref();
-        if ["d1=", "d1policy=", "hits=", "mem="]
+        if ["d1=", "d1policy=", "hits=", "mem=", "layout="]
             .iter()
             .any(|k| a.starts_with(k))
         {
@@ -117,6 +122,18 @@ pub(crate) fn parse<S: AsRef<str>>(args: &[S]) -> Result<Args, String> {
             };
             continue;
         }
+        if let Some(v) = a.strip_prefix("layout=") {
+            r.valgrind_layout = match v {
+                "valgrind" => true,
+                "qemu" => false,
+                _ => {
+                    return Err(format!(
+                        "bad argument `{a}` (layout=valgrind or layout=qemu)"
+                    ));
+                }
+            };
+            continue;
+        }
         if let Some(fd) = a.strip_prefix("fd=") {
             match fd.parse::<i32>() {
                 Ok(fd) if fd >= 0 => r.output = Some(Output::Fd(fd)),
@@ -126,7 +143,7 @@ pub(crate) fn parse<S: AsRef<str>>(args: &[S]) -> Result<Args, String> {
             r.output = Some(Output::Path(path.to_owned()));
         } else {
             return Err(format!(
-                "unknown argument `{a}` (fd=N or out=PATH, shm=N, free=N, notes=N, ctl=N, children=on, mem=off, d1=SIZE:ASSOC:LINE, d1policy=P, hits=on)"
+                "unknown argument `{a}` (fd=N or out=PATH, shm=N, free=N, notes=N, ctl=N, children=on, mem=off, d1=SIZE:ASSOC:LINE, d1policy=P, hits=on, layout=qemu)"
             ));
         }
     }
@@ -153,6 +170,11 @@ mod tests {
         assert_eq!((a.shm, a.free), (None, None));
         assert!(a.mem && !a.count_hits);
         assert_eq!((a.d1, a.d1_policy.as_str()), (None, "lru"));
+        assert!(a.valgrind_layout);
+        let a = parse(&["layout=qemu"]).unwrap();
+        assert!(!a.valgrind_layout);
+        assert_eq!(a.passed_on, ["layout=qemu"]);
+        assert!(parse(&["layout=linux"]).is_err());
     }
 
     #[test]

@@ -113,6 +113,7 @@ pub(crate) unsafe extern "C" fn on_mem_at(
     vaddr: u64,
     udata: *mut c_void,
 ) {
+    let vaddr = crate::layout::place(vcpu, vaddr);
     match quick_access(vcpu, info, vaddr, udata) {
         Quick::Done => {}
         // SAFETY: the same callback.
@@ -221,6 +222,7 @@ pub(crate) unsafe extern "C" fn on_mem(
     vaddr: u64,
     udata: *mut c_void,
 ) {
+    let vaddr = crate::layout::place(vcpu, vaddr);
     let (shift, store) = meminfo(info);
     if let Some(f) = filter(vcpu) {
         let atomic = udata as usize & ATOMIC != 0;

@@ -9,6 +9,7 @@ use crate::callbacks::{ATOMIC, on_block, on_exec, on_mem, on_mem_at};
 use crate::children;
 use crate::filter::{self, FAST, FILTER, FILTER_MODE, FILTER_VCPU, FILTERING, Filter};
 use crate::filter::{NOT_FILTERING, VCPU0_THREAD};
+use crate::layout;
 use crate::records::{self, MAX_BLOCK};
 use qemu_plugin_sys::*;
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
@@ -130,16 +131,23 @@ pub unsafe extern "C" fn qemu_plugin_install(
             Err(e) => return refuse(&format!("notes={fd}: {e}")),
         }
     }
-    if args.notes.is_some() || children::following() {
-        let target = EXECVE.iter().find(|(t, _)| {
-            // SAFETY: QEMU's info block is valid during install.
-            unsafe { CStr::from_ptr((*info).target_name).to_bytes() == t.as_bytes() }
-        });
-        if let Some((_, nrs)) = target {
-            EXECVE_NRS.store(nrs[0] | nrs[1] << 16, Ordering::Relaxed);
-            // SAFETY: registering a callback with the id QEMU gave.
-            unsafe { qemu_plugin_register_vcpu_syscall_cb(id, Some(on_syscall)) };
-        }
+    // SAFETY: QEMU's info block is valid during install.
+    let target = unsafe { CStr::from_ptr((*info).target_name).to_bytes() };
+    let mut watch = false;
+    if (args.notes.is_some() || children::following())
+        && let Some((_, nrs)) = EXECVE.iter().find(|(t, _)| target == t.as_bytes())
+    {
+        EXECVE_NRS.store(nrs[0] | nrs[1] << 16, Ordering::Relaxed);
+        watch = true;
+    }
+    if args.mem && args.valgrind_layout && layout::start(target) {
+        watch = true;
+        // SAFETY: registering a callback with the id QEMU gave.
+        unsafe { qemu_plugin_register_vcpu_syscall_ret_cb(id, Some(on_syscall_return)) };
+    }
+    if watch {
+        // SAFETY: registering a callback with the id QEMU gave.
+        unsafe { qemu_plugin_register_vcpu_syscall_cb(id, Some(on_syscall)) };
     }
     // SAFETY: registering fork handlers; they run in the forking thread
     // while QEMU holds the other vCPUs (see `children`).
@@ -225,7 +233,8 @@ extern "C" fn in_forking_parent() {
     }
 }
 
-/// A system call: an execve is followed (`children=on`) or noted.
+/// A system call: one that maps memory is followed ([`layout`]), an
+/// execve followed (`children=on`) or noted.
 unsafe extern "C" fn on_syscall(
     _id: qemu_plugin_id_t,
     vcpu: c_uint,
@@ -233,12 +242,13 @@ unsafe extern "C" fn on_syscall(
     a1: u64,
     a2: u64,
     a3: u64,
-    _a4: u64,
-    _a5: u64,
+    a4: u64,
+    a5: u64,
     _a6: u64,
     _a7: u64,
     _a8: u64,
 ) {
+    layout::on_entry(vcpu, num, [a1, a2, a3, a4, a5]);
     let nrs = EXECVE_NRS.load(Ordering::Relaxed);
     if num != nrs & 0xffff && num != nrs >> 16 {
         return;
@@ -250,6 +260,11 @@ unsafe extern "C" fn on_syscall(
     } else {
         children::on_execve(vcpu, 0, 0, 0);
     }
+}
+
+/// A system call returned: one that maps memory changes the layout.
+unsafe extern "C" fn on_syscall_return(_id: qemu_plugin_id_t, vcpu: c_uint, num: i64, ret: i64) {
+    layout::on_return(vcpu, num, ret);
 }
 
 /// In a child the guest forked: followed (see `children`), or else stop

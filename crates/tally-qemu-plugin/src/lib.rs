@@ -46,7 +46,9 @@
 //! guest runs; [`filter`] is the D1 filter's state and handover;
 //! [`buffers`] the per-vCPU buffers, the shared file and the stream;
 //! [`records`] the bytes of each record; [`children`] following the
-//! processes the guest forks and execs (`ctl=FD,children=on`).
+//! processes the guest forks and execs (`ctl=FD,children=on`); [`layout`]
+//! data addresses moved where Valgrind would map them (`layout=qemu`
+//! keeps QEMU's).
 
 #![deny(missing_docs)]
 
@@ -58,6 +60,7 @@ mod filter;
 #[cfg(feature = "inprocess")]
 mod inprocess;
 mod install;
+mod layout;
 mod records;
 
 #[cfg(test)]

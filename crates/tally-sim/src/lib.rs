@@ -60,6 +60,7 @@ mod feed;
 pub mod filter;
 mod flow;
 pub mod lackey;
+pub mod layout;
 mod machine;
 #[cfg(feature = "session")]
 mod session;

@@ -26,6 +26,7 @@ mod reliability_input;
 mod reliability_io;
 mod sim;
 mod sim_children;
+mod sim_exact;
 mod sim_more;
 mod sim_readers;
 mod sim_signals;
