@@ -45,13 +45,19 @@ pub enum Kind {
     /// Replace each run of frames in a matching object (a library) by one
     /// frame named after the object.
     CollapseObject,
+    /// Keep only the timed samples in `START-END`, nanoseconds from the
+    /// timeline's first sample (start included, end excluded); the stacks'
+    /// costs become the sums of those samples (Firefox Profiler's range
+    /// selection). Stacks without a timeline cannot be cut in time.
+    Range,
 }
 
 impl Kind {
     /// Every kind, in the order the command-line flags apply them: the
-    /// sample filters first, on the frames as loaded (as pprof applies
-    /// them), then the frame edits.
-    pub const ALL: [Kind; 7] = [
+    /// time range first, then the sample filters, on the frames as loaded
+    /// (as pprof applies them), then the frame edits.
+    pub const ALL: [Kind; 8] = [
+        Kind::Range,
         Kind::Ignore,
         Kind::Focus,
         Kind::Hide,
@@ -71,6 +77,7 @@ impl Kind {
             Kind::FocusSubtree => "focus-subtree",
             Kind::CollapseRecursion => "collapse-recursion",
             Kind::CollapseObject => "collapse-object",
+            Kind::Range => "range",
         }
     }
 
@@ -86,6 +93,8 @@ pub struct Transform {
     kind: Kind,
     pattern: String,
     regex: Option<Regex>,
+    /// A range's start and end.
+    range: (u64, u64),
 }
 
 impl PartialEq for Transform {
@@ -103,6 +112,21 @@ impl Transform {
             pattern: format!("{}={pattern}", kind.key()),
             message,
         };
+        if kind == Kind::Range {
+            let range = pattern
+                .split_once('-')
+                .and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)))
+                .filter(|(a, b)| a < b)
+                .ok_or_else(|| {
+                    bad("expected START-END, nanoseconds from the first sample, START < END".into())
+                })?;
+            return Ok(Transform {
+                kind,
+                pattern: pattern.to_owned(),
+                regex: None,
+                range,
+            });
+        }
         let regex = if pattern.is_empty() {
             if kind != Kind::CollapseRecursion {
                 return Err(bad("needs a pattern".into()));
@@ -115,6 +139,7 @@ impl Transform {
             kind,
             pattern: pattern.to_owned(),
             regex,
+            range: (0, 0),
         })
     }
 
@@ -216,11 +241,68 @@ pub fn apply_stacks(
     Ok(current)
 }
 
+/// The timed samples of `stacks` in `t`'s range, each added to a new
+/// profile of stacks with its own costs.
+fn range_pass(stacks: &Stacks<u64>, t: &Transform) -> Result<Stacks<u64>, Error> {
+    let timeline = stacks.timeline.as_ref().ok_or_else(|| Error::Pattern {
+        pattern: t.to_string(),
+        message: "the profile's samples have no times (only a recording with times, \
+                  from `tally record`, perf.data or `perf script`, has a timeline)"
+            .into(),
+    })?;
+    let first = timeline.origin();
+    let (from, to) = (
+        first.saturating_add(t.range.0),
+        first.saturating_add(t.range.1),
+    );
+    let (lo, hi) = (
+        timeline.times.partition_point(|&x| x < from),
+        timeline.times.partition_point(|&x| x < to),
+    );
+    let mut out = Stacks::<u64>::default();
+    let mut map: Vec<Option<u32>> = vec![None; stacks.samples.len()];
+    let mut kept = tally_model::Timeline::new(timeline.events);
+    kept.threads = timeline.threads.clone();
+    kept.start = Some(first);
+    for i in lo..hi {
+        let s = timeline.stack[i] as usize;
+        let costs = timeline.costs_of(i);
+        let at = match map[s] {
+            Some(at) => {
+                let sample = &mut out.samples[at as usize];
+                for (a, &b) in sample.costs.iter_mut().zip(costs) {
+                    *a = a.checked_add(b).ok_or(Error::StacksOverflow)?;
+                }
+                at
+            }
+            None => {
+                let ids: Vec<FrameId> = stacks.samples[s]
+                    .frames
+                    .iter()
+                    .map(|id| out.frame(stacks.frames[id.index()]))
+                    .collect();
+                let labels = out.label_set(stacks.labels_of(s).to_vec());
+                let at = out
+                    .add_labelled_at(&ids, labels, costs)
+                    .ok_or(Error::StacksOverflow)? as u32;
+                map[s] = Some(at);
+                at
+            }
+        };
+        kept.push(timeline.times[i], timeline.thread[i], at, costs);
+    }
+    out.timeline = Some(Box::new(kept));
+    Ok(out)
+}
+
 fn stacks_pass(
     names: &mut Names,
     stacks: &Stacks<u64>,
     t: &Transform,
 ) -> Result<Stacks<u64>, Error> {
+    if t.kind == Kind::Range {
+        return range_pass(stacks, t);
+    }
     let matches = t.matches(names);
     let objects = if t.kind == Kind::CollapseObject {
         object_frames(names, &matches)?
@@ -231,6 +313,8 @@ fn stacks_pass(
     let mut out = Stacks::<u64>::default();
     let mut frames: Vec<Frame> = Vec::new();
     let mut at: FxHashMap<FunctionId, usize> = FxHashMap::default();
+    // Where each stack went, for its timed samples.
+    let mut moved: Vec<Option<u32>> = vec![None; stacks.samples.len()];
     for (i, s) in stacks.samples.iter().enumerate() {
         frames.clear();
         let all = s.frames.iter().map(|id| stacks.frames[id.index()]);
@@ -270,14 +354,34 @@ fn stacks_pass(
                     }
                 }
             }
+            // Cut by `range_pass`; the frames stay as they are.
+            Kind::Range => frames.extend(all),
         }
         if frames.is_empty() {
             continue;
         }
         let ids: Vec<FrameId> = frames.iter().map(|&f| out.frame(f)).collect();
         let labels = out.label_set(stacks.labels_of(i).to_vec());
-        out.add_labelled(&ids, labels, &s.costs)
+        let to = out
+            .add_labelled_at(&ids, labels, &s.costs)
             .ok_or(Error::StacksOverflow)?;
+        moved[i] = Some(to as u32);
+    }
+    if let Some(timeline) = &stacks.timeline {
+        let mut kept = tally_model::Timeline::new(timeline.events);
+        kept.threads = timeline.threads.clone();
+        kept.start = Some(timeline.origin());
+        for i in 0..timeline.len() {
+            if let Some(to) = moved[timeline.stack[i] as usize] {
+                kept.push(
+                    timeline.times[i],
+                    timeline.thread[i],
+                    to,
+                    timeline.costs_of(i),
+                );
+            }
+        }
+        out.timeline = Some(Box::new(kept));
     }
     Ok(out)
 }
@@ -301,6 +405,13 @@ pub fn apply_tree(
 const DROPPED: u32 = u32::MAX;
 
 fn tree_pass(names: &mut Names, tree: &StackTree, t: &Transform) -> Result<StackTree, Error> {
+    if t.kind == Kind::Range {
+        return Err(Error::Pattern {
+            pattern: t.to_string(),
+            message: "the profile has no sample times: its stacks are estimated from call arcs"
+                .into(),
+        });
+    }
     let matches = t.matches(names);
     let objects = if t.kind == Kind::CollapseObject {
         object_frames(names, &matches)?
@@ -353,6 +464,8 @@ fn tree_pass(names: &mut Names, tree: &StackTree, t: &Transform) -> Result<Stack
                 Some(g) => out.child_of(up, g),
                 None => out.child_of(up, f),
             },
+            // Refused above; the node stays as it is.
+            Kind::Range => out.child_of(up, f),
         };
     }
     for &end in &tree.ends {

@@ -1,12 +1,12 @@
 //! `tally convert`: read profiles (several files become the parts of one
-//! profile) and write them as Callgrind, Cachegrind, JSON, pprof or
-//! speedscope. gprof's
-//! `gmon.out` files are read with the program that wrote them (`--binary`)
-//! and converted to self samples and calls (see docs/gprof-convert.md).
+//! profile) and write them as Callgrind, Cachegrind, JSON, pprof, speedscope,
+//! folded stacks or Firefox Profiler's format. gprof's `gmon.out` files are
+//! read with the program that wrote them (`--binary`) and converted to self
+//! samples and calls (see docs/gprof-convert.md).
 
 use crate::Outcome;
 use crate::progress::Progress;
-use anyhow::{anyhow, bail};
+use anyhow::bail;
 use std::path::PathBuf;
 use tally_formats::{OutputFormat, OutputOptions, Source};
 use tally_input::{GmonInput, InputKind, Program};
@@ -32,6 +32,9 @@ pub enum To {
     /// Folded stacks (`main;f;g 12` lines) of one event (`--event`), for
     /// flamegraph.pl, inferno and speedscope.
     Folded,
+    /// Firefox Profiler's processed format, for profiler.firefox.com (the
+    /// weights of one event, `--event`; see docs/interchange.md).
+    Firefox,
 }
 
 /// Input formats.
@@ -59,7 +62,7 @@ pub struct Args {
     #[arg(short, long)]
     output: PathBuf,
     /// Output format; by default inferred from the output name (`*.json`,
-    /// `*.speedscope.json`, `*.pb.gz`, `*.folded`, `cachegrind.out*`,
+    /// `*.speedscope.json`, `*.firefox.json`, `*.pb.gz`, `*.folded`, `cachegrind.out*`,
     /// `callgrind.out*`), else the input's format.
     #[arg(long, value_enum)]
     to: Option<To>,
@@ -86,13 +89,15 @@ pub struct Args {
     /// gmon input: keep C++ and Rust names mangled.
     #[arg(long)]
     no_demangle: bool,
-    /// DCPI and folded output: the event to take (default: the first).
+    /// DCPI, folded and Firefox output: the event to take (default: the first).
     #[arg(long)]
     event: Option<String>,
     /// DCPI output: the object (`ob=`) whose instructions are taken
     /// (default: the one that is `--binary`, or the only one).
     #[arg(long)]
     object: Option<String>,
+    #[command(flatten)]
+    transforms: crate::explore::TransformArgs,
 }
 
 /// The output format: `--to`, else the one the output's name implies.
@@ -123,27 +128,33 @@ fn input_format(args: &Args, sources: &[Source]) -> anyhow::Result<InputFormat> 
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
-    let folded = output_format(&args) == Some(OutputFormat::Folded);
+    let stray_event =
+        args.event.is_some() && !output_format(&args).is_some_and(OutputFormat::one_event);
     if !wants_dcpi(&args)
-        && let Some(flag) = [
-            (args.event.is_some() && !folded, "--event"),
-            (args.object.is_some(), "--object"),
+        && let Some((_, flag, and)) = [
+            (stray_event, "--event", ", folded and Firefox output"),
+            (args.object.is_some(), "--object", ""),
         ]
         .iter()
         .find(|f| f.0)
-        .map(|f| f.1)
     {
         crate::usage_bail!(
-            "{flag} is only for DCPI output (`--to dcpi` or an output name ending in .dcpi){}",
-            if flag == "--event" {
-                " and folded output"
-            } else {
-                ""
-            }
+            "{flag} is only for DCPI output (`--to dcpi` or an output name ending in .dcpi){and}"
         );
     }
     crate::inputs::stdin_once(&args.files)?;
     let sources = tally_input::open_all(&args.files)?;
+    let list = args.transforms.list()?;
+    if !list.is_empty() {
+        let binary = args.binary.as_deref();
+        let d = crate::explore::load("convert", &sources, binary, 0.0, &list)?;
+        let estimated = d.estimated();
+        let mut p = d.into_profile();
+        if estimated && let Some(s) = p.stacks.take() {
+            tally_formats::pprof::set_estimated_stacks(&mut p, s);
+        }
+        return write(&p, &args);
+    }
     match input_format(&args, &sources)? {
         InputFormat::Gmon => return run_gmon(&args, &sources),
         InputFormat::Dcpi => return run_dcpi(&args, &sources),
@@ -178,21 +189,22 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     }
 }
 
-/// Writes a measured profile. Output of stacks (pprof, speedscope,
-/// folded) from a profile without them (Callgrind, gmon, DCPI) has them
-/// estimated from its call arcs, by the estimate `tally flame` draws, and
-/// marked as estimated: in the file where the format has room for it
-/// (pprof's comment, speedscope's title), else on standard error.
+/// Writes a measured profile. Output of stacks (pprof, speedscope, folded,
+/// Firefox) from a profile without them (Callgrind, gmon, DCPI) has them
+/// estimated from its call arcs, by the estimate `tally flame` draws (for
+/// Firefox's threads, each part on its own), and marked as estimated: in
+/// the file where the format has room for it (pprof's comment, speedscope's
+/// title, Firefox's product name), else on standard error.
 fn write_unsigned(p: &Profile<u64>, args: &Args) -> anyhow::Result<Outcome> {
     let format = output_format(args);
-    let stack_format = matches!(
-        format,
-        Some(OutputFormat::Pprof | OutputFormat::Speedscope | OutputFormat::Folded)
-    );
-    if !stack_format || p.stacks.is_some() {
+    if !format.is_some_and(OutputFormat::holds_stacks) || p.stacks.is_some() {
         return write(p, args);
     }
-    let stacks = tally_analysis::estimate_stacks(p)?;
+    let stacks = if format == Some(OutputFormat::Firefox) {
+        tally_formats::firefox::stacks_per_part(p, tally_analysis::estimate_stacks)?
+    } else {
+        tally_analysis::estimate_stacks(p)?
+    };
     if format == Some(OutputFormat::Folded) {
         eprintln!(
             "tally convert: note: the input holds caller-callee arcs, not stacks: the folded stacks \
@@ -265,7 +277,7 @@ fn write<C: Cost>(p: &Profile<C>, args: &Args) -> anyhow::Result<Outcome> {
     }
     let format = output_format(args);
     let event = match (&args.event, format) {
-        (Some(name), Some(OutputFormat::Folded)) => Some(recorded_event(p, name)?),
+        (Some(name), Some(f)) if f.one_event() => Some(crate::inputs::recorded_event(p, name)?),
         _ => None,
     };
     if format == Some(OutputFormat::Folded) && p.stacks.is_none() {
@@ -280,20 +292,4 @@ fn write<C: Cost>(p: &Profile<C>, args: &Args) -> anyhow::Result<Outcome> {
     tally_formats::write_profile(p, &args.output, &options)
         .map_err(|e| crate::inputs::write_error(e, &args.files))?;
     Ok(Outcome::Ok)
-}
-
-/// The index of the recorded event `name` (folded output writes one).
-fn recorded_event<C: Cost>(p: &Profile<C>, name: &str) -> anyhow::Result<usize> {
-    let names: Vec<&str> = p
-        .events
-        .recorded()
-        .iter()
-        .map(|e| e.name.as_str())
-        .collect();
-    names.iter().position(|n| *n == name).ok_or_else(|| {
-        anyhow!(
-            "--event {name}: not a recorded event of the profile (it has {})",
-            names.join(", ")
-        )
-    })
 }

@@ -68,6 +68,8 @@ impl TransformArgs {
                 Kind::FocusSubtree => &self.focus_subtree,
                 Kind::CollapseObject => &self.collapse_object,
                 Kind::CollapseRecursion => self.collapse_recursion.as_slice(),
+                // A time range is chosen in the web UI's timeline.
+                Kind::Range => &[],
             };
             for p in patterns {
                 match Transform::new(kind, p) {

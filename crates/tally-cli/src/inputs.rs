@@ -62,3 +62,22 @@ pub fn define_events(events: &mut tally_model::Events, specs: &[String]) -> anyh
     }
     Ok(())
 }
+
+/// The index of the recorded event `name` (for one-event output).
+pub fn recorded_event<C: tally_model::Cost>(
+    p: &tally_model::Profile<C>,
+    name: &str,
+) -> anyhow::Result<usize> {
+    let names: Vec<&str> = p
+        .events
+        .recorded()
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    names.iter().position(|n| *n == name).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--event {name}: not a recorded event of the profile (it has {})",
+            names.join(", ")
+        )
+    })
+}

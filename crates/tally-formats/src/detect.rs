@@ -36,6 +36,9 @@ pub enum Format {
     Dcpi,
     /// tally's JSON form of a profile (`"tally_json"`, docs/json.md).
     TallyJson,
+    /// Firefox Profiler's processed format (`"preprocessedProfileVersion"`
+    /// in its `meta`), as `tally convert --to firefox` writes it.
+    FirefoxProfile,
     /// Other JSON, such as tally's reports written with `--json`.
     Json,
     /// Linux `perf record` output (`PERFILE2`).
@@ -101,6 +104,7 @@ impl Format {
             Format::Gmon => "a gprof gmon.out file",
             Format::Dcpi => "a DCPI profile",
             Format::TallyJson => "tally's JSON form of a profile (docs/json.md)",
+            Format::FirefoxProfile => "a Firefox Profiler profile (processed format)",
             Format::Json => "a JSON document",
             Format::PerfData => "a Linux perf.data file",
             Format::PerfScript => "`perf script` text",
@@ -130,6 +134,10 @@ impl Format {
             }
             Format::TallyJson => {
                 "tally writes this JSON for other programs and does not read it back: \
+                 give the profile it was converted from"
+            }
+            Format::FirefoxProfile => {
+                "tally writes this format for profiler.firefox.com and does not read it back: \
                  give the profile it was converted from"
             }
             Format::Json => "tally reads Callgrind and Cachegrind profiles, not JSON",
@@ -261,6 +269,10 @@ fn detect_plain(head: &[u8], cut: bool) -> Format {
         let window = &text[..text.len().min(256)];
         return if memchr::memmem::find(window, b"\"tally_json\"").is_some() {
             Format::TallyJson
+        } else if memchr::memmem::find(window, b"\"meta\"").is_some()
+            && memchr::memmem::find(text, b"\"preprocessedProfileVersion\"").is_some()
+        {
+            Format::FirefoxProfile
         } else {
             Format::Json
         };
@@ -371,6 +383,10 @@ mod tests {
             Format::TallyJson
         );
         assert_eq!(f(b"{\n  \"events\": []\n}"), Format::Json);
+        assert_eq!(
+            f(b"{\"meta\":{\"interval\":1.0,\"preprocessedProfileVersion\":55}}"),
+            Format::FirefoxProfile
+        );
     }
 
     #[test]

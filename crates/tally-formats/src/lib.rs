@@ -61,6 +61,7 @@ pub mod dcpi;
 mod detect;
 mod error;
 pub mod escape;
+pub mod firefox;
 mod fold;
 pub mod folded;
 pub mod gmon;

@@ -33,10 +33,14 @@ pub enum OutputFormat {
     /// Folded stacks of one event ([`crate::folded`]); the profile must
     /// hold stacks ([`tally_model::Profile::stacks`]).
     Folded,
+    /// Firefox Profiler's processed format, one event's weights
+    /// ([`crate::firefox`]).
+    Firefox,
 }
 
 impl OutputFormat {
-    /// The format an output's name implies: `*.speedscope.json`, `*.json`,
+    /// The format an output's name implies: `*.speedscope.json`,
+    /// `*.firefox.json`, `*.json`,
     /// `*.dcpi`, `*.pb` or `*.pprof`, `*.folded`, `cachegrind.out*` or
     /// `*.cachegrind`, `callgrind.out*` or `*.callgrind`, with or without
     /// `.gz`.
@@ -45,6 +49,8 @@ impl OutputFormat {
         let name = name.strip_suffix(".gz").unwrap_or(&name);
         if name.ends_with(".speedscope.json") {
             Some(OutputFormat::Speedscope)
+        } else if name.ends_with(".firefox.json") {
+            Some(OutputFormat::Firefox)
         } else if name.ends_with(".pb") || name.ends_with(".pprof") {
             Some(OutputFormat::Pprof)
         } else if name.ends_with(".json") {
@@ -74,7 +80,27 @@ impl OutputFormat {
             OutputFormat::Pprof => "pprof",
             OutputFormat::Speedscope => "speedscope",
             OutputFormat::Folded => "folded",
+            OutputFormat::Firefox => "firefox",
         }
+    }
+}
+
+impl OutputFormat {
+    /// Whether the format holds whole stacks (pprof, speedscope, folded,
+    /// Firefox), which a profile of call arcs has estimated first.
+    pub fn holds_stacks(self) -> bool {
+        matches!(
+            self,
+            OutputFormat::Pprof
+                | OutputFormat::Speedscope
+                | OutputFormat::Folded
+                | OutputFormat::Firefox
+        )
+    }
+
+    /// Whether the format holds one event ([`OutputOptions::event`]).
+    pub fn one_event(self) -> bool {
+        matches!(self, OutputFormat::Folded | OutputFormat::Firefox)
     }
 }
 
@@ -91,6 +117,7 @@ impl std::str::FromStr for OutputFormat {
             OutputFormat::Pprof,
             OutputFormat::Speedscope,
             OutputFormat::Folded,
+            OutputFormat::Firefox,
         ]
         .into_iter()
         .find(|f| f.name().eq_ignore_ascii_case(s))
@@ -118,8 +145,8 @@ pub struct OutputOptions {
     pub compress_names: bool,
     /// gzip the output; `None` compresses when the name ends in `.gz`.
     pub gzip: Option<bool>,
-    /// Folded output: the recorded event written (index in the profile's
-    /// events); `None` for the first.
+    /// Folded and Firefox output: the recorded event written (index in the
+    /// profile's events); `None` for the first.
     pub event: Option<usize>,
 }
 

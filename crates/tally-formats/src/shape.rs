@@ -48,8 +48,8 @@ pub(crate) fn unsigned(p: Result<Profile<u64>, Error>) -> Result<AnyProfile, Err
 
 impl OutputFormat {
     /// The writer of this format. `title` names the profile where the
-    /// format has a title (speedscope); `event` is the recorded event a
-    /// one-event format writes (folded stacks); `compress` asks for
+    /// format has a title (speedscope, Firefox); `event` is the recorded
+    /// event a one-event format writes (folded stacks, Firefox); `compress` asks for
     /// Callgrind's name compression. DCPI has its own writer
     /// ([`crate::dcpi::write_file`]), as its files hold one event each.
     pub fn writer<'a, C: Cost>(
@@ -67,6 +67,7 @@ impl OutputFormat {
             OutputFormat::Pprof => Box::new(crate::pprof::Pprof),
             OutputFormat::Speedscope => Box::new(crate::speedscope::Speedscope { title }),
             OutputFormat::Folded => Box::new(crate::folded::Folded { event }),
+            OutputFormat::Firefox => Box::new(crate::firefox::Firefox { title, event }),
             OutputFormat::Dcpi => Box::new(NoWriter),
         }
     }

@@ -63,6 +63,11 @@ impl StackProfile {
         self.stacks.add(frames, costs)
     }
 
+    /// The stacks being built, for a reader that adds timed samples.
+    pub(crate) fn stacks_mut(&mut self) -> &mut Stacks<u64> {
+        &mut self.stacks
+    }
+
     /// Sets the command the profile is of (the part's `cmd:`).
     pub(crate) fn set_cmd(&mut self, cmd: Vec<u8>) {
         self.cmd = Some(cmd);

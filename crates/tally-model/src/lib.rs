@@ -30,7 +30,7 @@ pub use part::{
 };
 pub use rules::{EventColumns, EventValue, UnknownEvent, program_total, stated_total};
 pub use sink::{NullSink, Renumbering, Sink};
-pub use stacks::{Frame, FrameId, Label, LabelSetId, LabelValue, Sample, Stacks};
+pub use stacks::{Frame, FrameId, Label, LabelSetId, LabelValue, Sample, Stacks, Thread, Timeline};
 
 /// Which subpositions start every cost line: any of `instr`, `bb`, `line`,
 /// in that order.

@@ -5,6 +5,10 @@
 //! profile read from them carries them here, beside the self costs and arcs
 //! derived from them, so pictures draw them as recorded and inclusive costs
 //! count a recursion once per sample.
+//!
+//! A recorder that timed its samples also keeps a [`Timeline`]: every
+//! sample in time order, with its thread and its own costs, for the views
+//! that draw time (a track per thread, a stack chart, a range selection).
 
 use crate::{CallInfo, Cost, FunctionId, Names, Part, Positions};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -71,17 +75,142 @@ impl LabelSetId {
     pub const NONE: LabelSetId = LabelSetId(0);
 }
 
+/// A thread of a [`Timeline`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Thread {
+    /// Its process id.
+    pub pid: i32,
+    /// Its thread id.
+    pub tid: i32,
+    /// Its name (the last `comm` the kernel gave it); empty when unknown.
+    pub name: Vec<u8>,
+}
+
+/// Every timed sample of a profile, in time order: its time, its thread,
+/// its stack (an index into [`Stacks::samples`]) and its own costs.
+///
+/// Held as columns, so that a sample takes 16 bytes and its costs (a
+/// profile of millions of samples stays within tens of megabytes), and
+/// apart from the distinct stacks, whose summed costs every other view
+/// reads: stacks and timeline agree when every sample was timed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Timeline<C = u64> {
+    /// The threads the samples ran on.
+    pub threads: Vec<Thread>,
+    /// Each sample's time, in nanoseconds of the recorder's clock.
+    pub times: Vec<u64>,
+    /// Each sample's thread, an index into `threads`.
+    pub thread: Vec<u32>,
+    /// Each sample's stack, an index into [`Stacks::samples`].
+    pub stack: Vec<u32>,
+    /// Each sample's costs, `events` per sample, one after the other.
+    pub costs: Vec<C>,
+    /// The number of costs of each sample.
+    pub events: usize,
+    /// The time that time ranges count from: the recording's first
+    /// sample's, kept when a transform drops samples; `None`: the first
+    /// sample's.
+    pub start: Option<u64>,
+}
+
+impl<C: Cost> Timeline<C> {
+    /// An empty timeline of samples with `events` costs each.
+    pub fn new(events: usize) -> Self {
+        Timeline {
+            threads: Vec::new(),
+            times: Vec::new(),
+            thread: Vec::new(),
+            stack: Vec::new(),
+            costs: Vec::new(),
+            events,
+            start: None,
+        }
+    }
+
+    /// The number of samples.
+    pub fn len(&self) -> usize {
+        self.times.len()
+    }
+
+    /// Whether it holds no sample.
+    pub fn is_empty(&self) -> bool {
+        self.times.is_empty()
+    }
+
+    /// The costs of sample `i`.
+    pub fn costs_of(&self, i: usize) -> &[C] {
+        &self.costs[i * self.events..(i + 1) * self.events]
+    }
+
+    /// Appends a sample; [`Timeline::sort`] puts it in place.
+    pub fn push(&mut self, time: u64, thread: u32, stack: u32, costs: &[C]) {
+        self.times.push(time);
+        self.thread.push(thread);
+        self.stack.push(stack);
+        // Costs past `events` are dropped and missing ones are zero, so
+        // that the columns stay aligned.
+        let row = &costs[..self.events.min(costs.len())];
+        self.costs.extend_from_slice(row);
+        self.costs
+            .extend(std::iter::repeat_n(C::ZERO, self.events - row.len()));
+    }
+
+    /// The time that time ranges count from ([`Timeline::start`]).
+    pub fn origin(&self) -> u64 {
+        self.start
+            .or_else(|| self.times.first().copied())
+            .unwrap_or(0)
+    }
+
+    /// The first and last times, `None` when empty.
+    pub fn span(&self) -> Option<(u64, u64)> {
+        Some((*self.times.first()?, *self.times.last()?))
+    }
+
+    /// Puts the samples in time order (samples of one time keep their
+    /// order).
+    pub fn sort(&mut self) {
+        if self.times.is_sorted() {
+            return;
+        }
+        let mut order: Vec<u32> = (0..self.len() as u32).collect();
+        order.sort_by_key(|&i| self.times[i as usize]);
+        self.keep(order.into_iter().map(|i| (i as usize, None)));
+    }
+
+    /// The samples `picked` yields (an index and, where it changes, the
+    /// sample's new stack), in that order; the others are dropped.
+    pub fn keep(&mut self, picked: impl Iterator<Item = (usize, Option<u32>)>) {
+        let mut out = Timeline::new(self.events);
+        for (i, stack) in picked {
+            out.times.push(self.times[i]);
+            out.thread.push(self.thread[i]);
+            out.stack.push(stack.unwrap_or(self.stack[i]));
+            out.costs.extend_from_slice(self.costs_of(i));
+        }
+        out.threads = std::mem::take(&mut self.threads);
+        out.start = self.start;
+        *self = out;
+    }
+}
+
 /// The stacks of a profile: distinct frames and distinct stacks.
 ///
 /// A stack is distinct by its frames and its labels: samples of one stack
 /// under two label sets (two Go `pprof.Do` workers) stay apart, as pprof
 /// keeps them, so that the labels can be written back.
+///
+/// The [`Timeline`], where there is one, is beside the stacks: equality
+/// and the derived part look at the stacks only.
 #[derive(Clone, Debug)]
 pub struct Stacks<C = u64> {
     /// Distinct frames.
     pub frames: Vec<Frame>,
     /// Distinct stacks, in first-seen order.
     pub samples: Vec<Sample<C>>,
+    /// Every sample in time order, when the samples were timed (boxed:
+    /// most stacks have none).
+    pub timeline: Option<Box<Timeline<C>>>,
     frame_index: FxHashMap<Frame, FrameId>,
     stack_index: FxHashMap<Vec<FrameId>, usize>,
     /// Stacks under labels (apart, so that a stack without any is found
@@ -100,6 +229,7 @@ impl<C> Default for Stacks<C> {
         Stacks {
             frames: Vec::new(),
             samples: Vec::new(),
+            timeline: None,
             frame_index: FxHashMap::default(),
             stack_index: FxHashMap::default(),
             labelled_index: FxHashMap::default(),
@@ -187,6 +317,35 @@ impl<C: Cost> Stacks<C> {
         labels: LabelSetId,
         costs: &[C],
     ) -> Option<()> {
+        self.add_labelled_at(frames, labels, costs).map(drop)
+    }
+
+    /// [`Stacks::add`] of one sample taken at `time` on `thread` (an index
+    /// into the timeline's threads): its stack gets its costs and the
+    /// timeline (started with `costs.len()` events if there is none) the
+    /// sample.
+    pub fn add_timed(
+        &mut self,
+        frames: &[FrameId],
+        costs: &[C],
+        time: u64,
+        thread: u32,
+    ) -> Option<()> {
+        let i = self.add_labelled_at(frames, LabelSetId::NONE, costs)?;
+        self.timeline
+            .get_or_insert_with(|| Box::new(Timeline::new(costs.len())))
+            .push(time, thread, u32::try_from(i).ok()?, costs);
+        Some(())
+    }
+
+    /// [`Stacks::add_labelled`], giving the index of the stack in
+    /// [`Stacks::samples`].
+    pub fn add_labelled_at(
+        &mut self,
+        frames: &[FrameId],
+        labels: LabelSetId,
+        costs: &[C],
+    ) -> Option<usize> {
         let found = if labels == LabelSetId::NONE {
             self.stack_index.get(frames).copied()
         } else {
@@ -201,6 +360,7 @@ impl<C: Cost> Stacks<C> {
                 .map(|(a, b)| a.checked_add(*b))
                 .collect();
             s.costs = sums?;
+            Some(i)
         } else {
             let i = self.samples.len();
             if labels == LabelSetId::NONE {
@@ -216,8 +376,8 @@ impl<C: Cost> Stacks<C> {
                 self.sample_labels.resize(i, LabelSetId::NONE);
                 self.sample_labels.push(labels);
             }
+            Some(i)
         }
-        Some(())
     }
 
     /// Whether no stack is held.
@@ -430,6 +590,39 @@ mod tests {
         assert_eq!(s.totals(2).unwrap(), [6, 3]);
         assert!(s.add(&[a], &[u64::MAX, 0]).is_none());
         assert_eq!(s.samples[1].costs, [1, 0]);
+    }
+
+    #[test]
+    fn timed_samples_keep_their_order_thread_and_costs() {
+        let mut s = Stacks::<u64>::default();
+        let f = |n| Frame {
+            function: FunctionId(n),
+            line: 0,
+            address: 0,
+        };
+        let (a, b) = (s.frame(f(1)), s.frame(f(2)));
+        s.add_timed(&[a, b], &[3, 1], 200, 1).unwrap();
+        s.add_timed(&[a], &[1, 0], 100, 0).unwrap();
+        s.add_timed(&[a, b], &[2, 2], 150, 0).unwrap();
+        assert_eq!(s.samples.len(), 2);
+        assert_eq!(s.samples[0].costs, [5, 3]);
+        let mut t = *s.timeline.clone().unwrap();
+        assert_eq!(t.times, [200, 100, 150]);
+        t.sort();
+        assert_eq!(t.times, [100, 150, 200]);
+        assert_eq!(t.stack, [1, 0, 0]);
+        assert_eq!(t.thread, [0, 0, 1]);
+        assert_eq!(t.costs_of(1), [2, 2]);
+        assert_eq!(t.span(), Some((100, 200)));
+        t.keep([(2, Some(7)), (0, None)].into_iter());
+        assert_eq!(
+            (t.times, t.stack, t.costs),
+            (vec![200, 100], vec![7, 1], vec![3, 1, 1, 0])
+        );
+        // The timeline is no part of equality.
+        let mut plain = s.clone();
+        plain.timeline = None;
+        assert_eq!(plain, s);
     }
 
     #[test]

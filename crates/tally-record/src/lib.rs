@@ -770,8 +770,23 @@ fn threads(pid: i32) -> Vec<i32> {
 }
 
 /// The mappings of a running process, from `/proc/PID/maps`, as `mmap`
-/// records at time 0 (its executable ones: the others hold no code).
+/// records at time 0 (its executable ones: the others hold no code), and
+/// its threads' names as `comm` records (the kernel sends one only when a
+/// name changes).
 fn synthesize(pid: i32, out: &mut Vec<Timed>) {
+    for tid in threads(pid) {
+        if let Ok(name) = std::fs::read(format!("/proc/{pid}/task/{tid}/comm")) {
+            out.push(Timed {
+                time: 0,
+                record: Record::Comm {
+                    pid,
+                    tid,
+                    name: name.trim_ascii_end().to_vec(),
+                    exec: false,
+                },
+            });
+        }
+    }
     let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
         return;
     };
@@ -903,11 +918,20 @@ impl Recording {
             match &t.record {
                 Record::Sample {
                     pid,
+                    tid,
                     chain,
                     kernel,
                     period,
                     ..
-                } => stacks.sample(*pid, *kernel, chain, 0, if count { 1 } else { *period })?,
+                } => stacks.sample_at(
+                    *pid,
+                    *tid,
+                    t.time,
+                    *kernel,
+                    chain,
+                    0,
+                    if count { 1 } else { *period },
+                )?,
                 Record::Mmap {
                     pid,
                     start,
@@ -916,8 +940,16 @@ impl Recording {
                     path,
                 } => stacks.mmap(*pid, *start, *len, *offset, path),
                 Record::Comm {
-                    pid, exec: true, ..
-                } => stacks.exec(*pid),
+                    pid,
+                    tid,
+                    name,
+                    exec,
+                } => {
+                    if *exec {
+                        stacks.exec(*pid);
+                    }
+                    stacks.comm(*tid, name);
+                }
                 Record::Fork { pid, ppid, .. } => stacks.fork(*pid, *ppid),
                 _ => {}
             }
@@ -1122,6 +1154,52 @@ mod tests {
             "the test program's code is mapped"
         );
         assert!(out.iter().all(|t| t.time == 0));
+        let me = std::fs::read(format!("/proc/{pid}/comm")).unwrap();
+        assert!(out.iter().any(|t| matches!(
+            &t.record,
+            Record::Comm { tid, name, .. } if *tid == pid && *name == me.trim_ascii_end()
+        )));
+    }
+
+    #[test]
+    fn samples_keep_their_time_and_named_thread() {
+        let mut records = records();
+        for (i, r) in records.iter_mut().enumerate() {
+            r.time = 1000 - i as u64;
+        }
+        records.insert(
+            1,
+            Timed {
+                time: 0,
+                record: Record::Comm {
+                    pid: 10,
+                    tid: 10,
+                    name: b"prog".to_vec(),
+                    exec: true,
+                },
+            },
+        );
+        records.push(Timed {
+            time: 5,
+            record: Record::Comm {
+                pid: 10,
+                tid: 11,
+                name: b"worker".to_vec(),
+                exec: false,
+            },
+        });
+        let p = recording(event("cpu-clock"), Rate::Frequency(1000), records)
+            .profile()
+            .unwrap();
+        let t = p.stacks.as_ref().unwrap().timeline.as_ref().unwrap();
+        assert_eq!(t.times, [997, 998, 999]);
+        let names: Vec<&[u8]> = t
+            .thread
+            .iter()
+            .map(|&i| &t.threads[i as usize].name[..])
+            .collect();
+        assert_eq!(names, [&b"worker"[..], b"worker", b"prog"]);
+        assert_eq!(t.costs, [4_000, 5_000, 3_000]);
     }
 
     fn sample(pid: i32, tid: i32, chain: &[u64], period: u64) -> Timed {

@@ -7,6 +7,7 @@ mod cli;
 mod cycle_inclusive;
 mod dcpi;
 mod export;
+mod firefox;
 mod flame;
 mod gate;
 mod gmon_convert;

@@ -51,6 +51,13 @@ fn pprof_transforms_give_go_tool_pprof_numbers() {
                 go,
                 "{event} --{flag}={pattern}: flat and cum per function"
             );
+            // convert writes the transformed profile: pprof then shows
+            // the same without a flag of its own.
+            let out = dir.path().join("t.pb.gz");
+            let flag = format!("--{flag}={pattern}");
+            tally(&["convert", path_str(&export), &flag, "-o", path_str(&out)]);
+            let (again, _) = pprof_top_with(&out, index, &[]);
+            assert_eq!(again, go, "{event} convert {flag}");
         }
     }
 }

@@ -9,7 +9,9 @@
 //! ELF address, the function (its symbol) and, where the object has DWARF,
 //! the line ([`super::samples`], shared with `tally record`). Each event of
 //! the file is a recorded event of the profile; a sample's cost is its
-//! period, as `perf report` counts overhead.
+//! period, as `perf report` counts overhead. Samples with a time
+//! (`perf record` takes them by default) make the profile's timeline, their
+//! threads named by the `comm` records.
 
 use super::samples::SampledStacks;
 use crate::error::Error;
@@ -316,7 +318,12 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
                 stacks.mmap(m.pid, m.address, m.length, m.page_offset, &p);
             }
             EventRecord::Fork(f) => stacks.fork(f.pid, f.ppid),
-            EventRecord::Comm(c) if c.is_execve => stacks.exec(c.pid),
+            EventRecord::Comm(c) => {
+                if c.is_execve {
+                    stacks.exec(c.pid);
+                }
+                stacks.comm(c.tid, &c.name.as_slice());
+            }
             EventRecord::Sample(s) => {
                 let kernel = matches!(s.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel);
                 chain.clear();
@@ -328,15 +335,21 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
                     }
                     _ => chain.extend(s.ip),
                 }
-                stacks
-                    .sample(
-                        s.pid.unwrap_or(-1),
+                let pid = s.pid.unwrap_or(-1);
+                let (period, at) = (s.period.unwrap_or(1), furthest.get());
+                match s.timestamp {
+                    Some(time) => stacks.sample_at(
+                        pid,
+                        s.tid.unwrap_or(pid),
+                        time,
                         kernel,
                         &chain,
                         attr_index,
-                        s.period.unwrap_or(1),
-                    )
-                    .map_err(|e| fail(e.to_string(), 0))?;
+                        period,
+                    ),
+                    None => stacks.sample(pid, kernel, &chain, attr_index, period),
+                }
+                .map_err(|e| fail(e.to_string(), at))?;
             }
             _ => {}
         }

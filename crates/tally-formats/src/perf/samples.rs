@@ -12,12 +12,16 @@
 //! `[kernel.kallsyms]`. An address no symbol covers is the function
 //! `[unknown]` of its object, unless a code label (as perf takes them)
 //! names it.
+//!
+//! Samples given with their time and thread ([`SampledStacks::sample_at`])
+//! also make the profile's [`tally_model::Timeline`]; a thread is named
+//! by the last `comm` record of its thread id, or else of its process.
 
 use crate::Error;
 use crate::stacked::StackProfile;
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex, OnceLock};
-use tally_model::{Events, FrameId, FunctionId, Positions, Profile};
+use tally_model::{Events, FrameId, FunctionId, Positions, Profile, Thread};
 use tally_symbols::{AddressSpace, ObjectFile};
 
 /// Call-chain values at or above this are context markers, not addresses
@@ -213,13 +217,22 @@ impl Symbolizer {
     }
 }
 
+/// One sample: frames root first, event index, period, and its time and
+/// thread (an index into [`SampledStacks::threads`]) when it has them.
+type Taken = (Vec<FrameId>, usize, u64, Option<(u64, u32)>);
+
 /// Samples being symbolised into a profile of whole stacks.
 pub struct SampledStacks {
     sym: Symbolizer,
     b: StackProfile,
-    /// Each sample: frames root first, event index, period.
-    samples: Vec<(Vec<FrameId>, usize, u64)>,
+    samples: Vec<Taken>,
     leaf_first: Vec<FrameId>,
+    /// The sampled threads, (pid, tid), in first-seen order, and their
+    /// index.
+    threads: Vec<(i32, i32)>,
+    thread_index: FxHashMap<(i32, i32), u32>,
+    /// The last name given to each thread id.
+    comms: FxHashMap<i32, Vec<u8>>,
 }
 
 impl SampledStacks {
@@ -253,6 +266,9 @@ impl SampledStacks {
             b: StackProfile::new(positions, creator),
             samples: Vec::new(),
             leaf_first: Vec::new(),
+            threads: Vec::new(),
+            thread_index: FxHashMap::default(),
+            comms: FxHashMap::default(),
         }
     }
 
@@ -276,6 +292,38 @@ impl SampledStacks {
     /// Process `pid` called `exec`: its mappings are gone.
     pub fn exec(&mut self, pid: i32) {
         self.sym.space.exec(pid);
+    }
+
+    /// Thread `tid` is named `name` (a `comm` record: at `exec`, or
+    /// renamed); the last name of a thread is its name in the timeline.
+    pub fn comm(&mut self, tid: i32, name: &[u8]) {
+        self.comms.insert(tid, name.to_vec());
+    }
+
+    /// [`SampledStacks::sample`] of thread `tid` at `time` (nanoseconds):
+    /// the sample also goes to the profile's timeline.
+    #[allow(clippy::too_many_arguments)]
+    pub fn sample_at(
+        &mut self,
+        pid: i32,
+        tid: i32,
+        time: u64,
+        kernel: bool,
+        chain: &[u64],
+        event: usize,
+        period: u64,
+    ) -> Result<(), Error> {
+        let before = self.samples.len();
+        self.sample(pid, kernel, chain, event, period)?;
+        if let Some(last) = self.samples.get_mut(before) {
+            let next = self.threads.len() as u32;
+            let thread = *self.thread_index.entry((pid, tid)).or_insert(next);
+            if thread == next {
+                self.threads.push((pid, tid));
+            }
+            last.3 = Some((time, thread));
+        }
+        Ok(())
     }
 
     /// A sample of process `pid` for event `event` (an index in the names
@@ -314,7 +362,7 @@ impl SampledStacks {
         }
         let mut frames = self.leaf_first.clone();
         frames.reverse();
-        self.samples.push((frames, event, period));
+        self.samples.push((frames, event, period, None));
         Ok(())
     }
 
@@ -331,7 +379,13 @@ impl SampledStacks {
     /// The profile of events `names` (a sample of an event past the last
     /// counts for the last; no names: one event, `samples`).
     pub fn finish(self, names: Vec<String>) -> Result<Profile<u64>, Error> {
-        let SampledStacks { mut b, samples, .. } = self;
+        let SampledStacks {
+            mut b,
+            samples,
+            threads,
+            comms,
+            ..
+        } = self;
         let n = names.len().max(1);
         // Events named twice (`-e cycles -e cycles`) are told apart by number.
         let mut unique: Vec<String> = Vec::with_capacity(n);
@@ -350,10 +404,29 @@ impl SampledStacks {
         };
         let events = Events::new(names).map_err(|e| Error::StacksEvents(e.to_string()))?;
         let mut costs = vec![0u64; n];
-        for (frames, e, period) in &samples {
+        for (frames, e, period, at) in &samples {
             costs.iter_mut().for_each(|c| *c = 0);
             costs[(*e).min(n - 1)] = *period;
-            b.add(frames, &costs).ok_or(Error::StacksOverflow)?;
+            match at {
+                Some((time, thread)) => b.stacks_mut().add_timed(frames, &costs, *time, *thread),
+                None => b.add(frames, &costs),
+            }
+            .ok_or(Error::StacksOverflow)?;
+        }
+        if let Some(t) = b.stacks_mut().timeline.as_mut() {
+            t.sort();
+            t.threads = threads
+                .into_iter()
+                .map(|(pid, tid)| Thread {
+                    pid,
+                    tid,
+                    name: comms
+                        .get(&tid)
+                        .or_else(|| comms.get(&pid))
+                        .cloned()
+                        .unwrap_or_default(),
+                })
+                .collect();
         }
         b.finish(events).ok_or(Error::StacksOverflow)
     }

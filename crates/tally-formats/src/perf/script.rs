@@ -16,12 +16,22 @@
 //! without frame lines takes its frame from the end of its header line
 //! (`perf script -F ...,ip,sym,dso`), or is left out when it has none.
 //! Every event seen is a recorded event of the profile, in order of first
-//! appearance.
+//! appearance. The words before the time, the command and `tid` or
+//! `pid/tid` (with an optional `[cpu]`), make each sample's thread: the
+//! samples, with their times, are the profile's timeline.
 
 use crate::error::{Error, ParseErrorKind};
 use crate::stacked::StackProfile;
+use rustc_hash::FxHashMap;
 use std::path::Path;
-use tally_model::{Events, FrameId, Positions, Profile};
+use tally_model::{Events, FrameId, Positions, Profile, Thread};
+
+/// One sample: frames root first, event index, period, and its time and
+/// thread (an index into the threads read) when its header gives them.
+type Taken = (Vec<FrameId>, usize, u64, Option<(u64, u32)>);
+
+/// The sample being read: event index, period, and its time and thread.
+type Current = Option<(usize, u64, Option<(u64, u32)>)>;
 
 /// One frame as a line shows it.
 struct Parsed<'a> {
@@ -68,6 +78,52 @@ fn is_time(word: &[u8]) -> bool {
         return false;
     };
     !a.is_empty() && !b.is_empty() && a.iter().chain(b).all(u8::is_ascii_digit)
+}
+
+/// A sample's time in nanoseconds, from its header's `35246.145148:`.
+fn time_ns(word: &[u8]) -> Option<u64> {
+    let w = word.strip_suffix(b":")?;
+    let dot = w.iter().position(|&c| c == b'.')?;
+    let (secs, frac) = (&w[..dot], &w[dot + 1..]);
+    let secs = tally_model::parse_u64(secs).ok()?;
+    let mut ns = 0u64;
+    for i in 0..9 {
+        let d = frac.get(i).map_or(0, |c| u64::from(c - b'0'));
+        ns = ns * 10 + d;
+    }
+    secs.checked_mul(1_000_000_000)?.checked_add(ns)
+}
+
+/// The thread a header names, its command and its time: `comm tid
+/// [cpu] time:` or `comm pid/tid [cpu] time:` (perf script's default
+/// fields); the command may hold spaces. `None` if the words before the
+/// time are not of that shape.
+fn thread_and_time(line: &[u8]) -> Option<(&[u8], Option<i32>, i32, u64)> {
+    let mut words: Vec<(usize, &[u8])> = Vec::new();
+    let mut at = 0;
+    for w in line.split(|c| c.is_ascii_whitespace()) {
+        if !w.is_empty() {
+            words.push((at, w));
+        }
+        at += w.len() + 1;
+    }
+    let time = words.iter().position(|(_, w)| is_time(w))?;
+    let mut i = time.checked_sub(1)?;
+    while words[i].1.starts_with(b"[") && words[i].1.ends_with(b"]") {
+        i = i.checked_sub(1)?;
+    }
+    let (start, id) = words[i];
+    let number = |b: &[u8]| std::str::from_utf8(b).ok()?.parse::<i32>().ok();
+    let (pid, tid) = match id.iter().position(|&c| c == b'/') {
+        Some(slash) => (Some(number(&id[..slash])?), number(&id[slash + 1..])?),
+        None => (None, number(id)?),
+    };
+    Some((
+        line[..start].trim_ascii(),
+        pid,
+        tid,
+        time_ns(words[time].1)?,
+    ))
 }
 
 /// The header's event, the period before it and where the event word
@@ -126,18 +182,22 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
         b"perf script",
     );
     let mut events: Vec<Vec<u8>> = Vec::new();
-    // Stacks as read (root first), with their event and period.
-    let mut samples: Vec<(Vec<FrameId>, usize, u64)> = Vec::new();
-    let mut current: Option<(usize, u64, u64)> = None;
+    // Stacks as read (root first), with their event, period, and time and
+    // thread where the header gives them.
+    let mut samples: Vec<Taken> = Vec::new();
+    let mut current: Current = None;
+    // Threads by (pid, tid), each with its last command.
+    let mut threads: Vec<Thread> = Vec::new();
+    let mut thread_index: FxHashMap<(i32, i32), u32> = FxHashMap::default();
     let mut leaf_first: Vec<FrameId> = Vec::new();
     let mut cmd: Option<Vec<u8>> = None;
-    let mut flush = |current: &mut Option<(usize, u64, u64)>, leaf_first: &mut Vec<FrameId>| {
-        if let Some((event, period, _)) = current.take()
+    let mut flush = |current: &mut Current, leaf_first: &mut Vec<FrameId>| {
+        if let Some((event, period, at)) = current.take()
             && !leaf_first.is_empty()
         {
             let mut frames = std::mem::take(leaf_first);
             frames.reverse();
-            samples.push((frames, event, period));
+            samples.push((frames, event, period, at));
         }
         leaf_first.clear();
     };
@@ -192,7 +252,21 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
                 events.len() - 1
             }
         };
-        current = Some((e, period.unwrap_or(1), n));
+        let at = thread_and_time(line).map(|(comm, pid, tid, time)| {
+            let pid = pid.unwrap_or(-1);
+            let next = threads.len() as u32;
+            let thread = *thread_index.entry((pid, tid)).or_insert(next);
+            if thread == next {
+                threads.push(Thread {
+                    pid,
+                    tid,
+                    name: Vec::new(),
+                });
+            }
+            threads[thread as usize].name = comm.to_vec();
+            (time, thread)
+        });
+        current = Some((e, period.unwrap_or(1), at));
         // A sample printed on one line (no call chain) ends with its frame.
         if let Some(f) = frame(&line[end..]) {
             let id = b
@@ -211,11 +285,18 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
         .collect();
     let events = Events::new(names).map_err(|e| err(1, e.to_string()))?;
     let mut costs = vec![0u64; events.len()];
-    for (frames, e, period) in &samples {
+    for (frames, e, period, at) in &samples {
         costs.iter_mut().for_each(|c| *c = 0);
         costs[*e] = *period;
-        b.add(frames, &costs)
-            .ok_or_else(|| err(1, "the periods sum to more than 64 bits hold".into()))?;
+        match at {
+            Some((time, thread)) => b.stacks_mut().add_timed(frames, &costs, *time, *thread),
+            None => b.add(frames, &costs),
+        }
+        .ok_or_else(|| err(1, "the periods sum to more than 64 bits hold".into()))?;
+    }
+    if let Some(t) = b.stacks_mut().timeline.as_mut() {
+        t.sort();
+        t.threads = threads;
     }
     if let Some(c) = cmd {
         b.set_cmd(c);
@@ -266,6 +347,18 @@ prog  4786 35246.145399:     10 page-faults:u: \n\
         assert_eq!(p.names.function_object(root.function), b"/tmp/g5/prog");
         assert_eq!(root.address, 0x122f);
         assert_eq!(s.samples[0].frames.len(), 4);
+        let t = s.timeline.as_ref().unwrap();
+        assert_eq!(t.times, [35246145148000, 35246145398000, 35246145399000]);
+        assert_eq!(t.stack, [0, 1, 2]);
+        assert_eq!(t.threads.len(), 1);
+        assert_eq!(
+            (t.threads[0].tid, &t.threads[0].name[..]),
+            (4786, &b"prog"[..])
+        );
+        assert_eq!(
+            thread_and_time(b"my prog 12/13 [003] 7.5: 1 ev:"),
+            Some((&b"my prog"[..], Some(12), 13, 7_500_000_000))
+        );
     }
 
     #[test]

@@ -3,8 +3,10 @@
 mod common;
 mod dcpi;
 mod detect;
+mod firefox;
 mod gmon;
 mod names;
 mod robustness;
 mod semantics;
 mod split;
+mod timeline;
