@@ -129,7 +129,8 @@ try {
   for (const tab of ["source", "asm"]) {
     await page.click(`#tabs button[data-tab="${tab}"]`);
     await page.waitForFunction((t) => document.body.dataset.tab === t || document.querySelector("#status.error"), tab);
-    out[tab] = await page.textContent(`#tab-${tab} pre`);
+    await page.waitForSelector(`#tab-${tab} .code-table, #tab-${tab} .note, #status.error`);
+    out[tab] = await page.textContent(`#tab-${tab} .code`);
     await shot(tab);
   }
 

@@ -33,6 +33,9 @@ pub struct Args {
     /// the current one (unless it is /).
     #[arg(long = "source-dir", value_name = "DIR")]
     source_dirs: Vec<PathBuf>,
+    /// Transforms the page opens with (the menu adds and pops them).
+    #[command(flatten)]
+    transforms: crate::explore::TransformArgs,
 }
 
 /// Arguments of `tally report`.
@@ -61,6 +64,9 @@ pub struct ReportArgs {
     /// percentage of the total.
     #[arg(long, default_value = "0.1", value_name = "PERCENT")]
     threshold: f64,
+    /// Transforms applied to the profile the report holds.
+    #[command(flatten)]
+    transforms: crate::explore::TransformArgs,
 }
 
 /// A library error as every command reports it: a reader's error as it
@@ -91,7 +97,12 @@ pub fn run(args: Args) -> Result<Outcome> {
         diff: args.diff,
         source_dirs: args.source_dirs,
     };
+    let list = args.transforms.list()?;
     let session = std::sync::Arc::new(load(&args.files, options)?);
+    // Applied once now: a pattern that cannot apply fails before serving.
+    if !list.is_empty() {
+        tally_web::with_transforms(&session, &list).map_err(wrap)?;
+    }
     // The first view is analysed while the browser opens the page: its
     // first requests wait for that analysis instead of starting another.
     let first = session.clone();
@@ -101,7 +112,10 @@ pub fn run(args: Args) -> Result<Outcome> {
         }
     });
     let bound = tally_web::bind(args.port).map_err(wrap)?;
-    let url = bound.url();
+    let mut url = bound.url();
+    if !list.is_empty() {
+        url = format!("{url}#{}", tally_web::fragment(&list));
+    }
     println!(
         "tally: serving {} at {url}",
         session.inputs[session.main()].name
@@ -130,7 +144,11 @@ pub fn report(args: ReportArgs) -> Result<Outcome> {
         diff: args.diff,
         source_dirs: args.source_dirs,
     };
-    let session = load(&args.files, options)?;
+    let list = args.transforms.list()?;
+    let mut session = std::sync::Arc::new(load(&args.files, options)?);
+    if !list.is_empty() {
+        session = tally_web::with_transforms(&session, &list).map_err(wrap)?;
+    }
     let opts = ReportOptions {
         threshold: args.threshold / 100.0,
     };

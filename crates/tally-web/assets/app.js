@@ -8,9 +8,108 @@ const token = new URLSearchParams(location.search).get("t") || "";
 const state = {
   meta: null, event: "", part: "", group: "function", filter: "",
   sort: null, desc: true, count: 0, pages: new Map(), head: null,
-  node: null, tab: "butterfly", generation: 0,
+  node: null, tab: "butterfly", generation: 0, transforms: [],
 };
 const $ = (s) => document.querySelector(s);
+
+// ---- deep links: the page's state in the URL's fragment -----------------
+// `view=…&fn=…&event=…&part=…&search=…`, values percent-encoded; the
+// token stays in the query (`?t=`). Every change of view, selection,
+// event or part is a step of the browser's history.
+
+// The fragment's names of the detail views, and the tabs they open.
+const VIEWS = { table: "butterfly", callers: "butterfly", compare: "compare", tree: "tree", inverted: "inverted", graph: "graph", flame: "flame", source: "source", asm: "asm", timeline: "timeline" };
+const VIEW_OF_TAB = { butterfly: "callers", compare: "compare", tree: "tree", inverted: "inverted", graph: "graph", flame: "flame", source: "source", asm: "asm", timeline: "timeline" };
+
+function parseFragment(hash) {
+  const out = {};
+  for (const pair of hash.replace(/^#/, "").split("&")) {
+    if (!pair) continue;
+    const at = pair.indexOf("=");
+    const k = at < 0 ? pair : pair.slice(0, at);
+    const v = at < 0 ? "" : pair.slice(at + 1);
+    try { out[decodeURIComponent(k)] = decodeURIComponent(v); } catch (e) { /* a malformed pair is ignored */ }
+  }
+  return out;
+}
+
+// Whether two fragments say the same, however their values are encoded.
+function sameState(a, b) {
+  const x = parseFragment(a || ""), y = parseFragment(b || "");
+  const keys = Object.keys(x);
+  return keys.length === Object.keys(y).length && keys.every((k) => x[k] === y[k]) &&
+    JSON.stringify(transformsOf(a || "")) === JSON.stringify(transformsOf(b || ""));
+}
+
+function fragment() {
+  const pairs = [["view", VIEW_OF_TAB[state.tab] || "callers"]];
+  if (state.name != null) pairs.push(["fn", state.name]);
+  if (state.event) pairs.push(["event", state.event]);
+  if (state.part !== "") pairs.push(["part", state.part]);
+  if (state.filter) pairs.push(["search", state.filter]);
+  if (state.range) pairs.push(["range", state.range]);
+  // The transforms, in the order they apply (explore.js).
+  for (const t of state.transforms) pairs.push(t);
+  return pairs.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join("&");
+}
+
+// Records the state as a new history entry (`replace`: in place, for
+// typing in the search box); nothing while the page follows the fragment.
+function record(replace) {
+  if (state.applying || !state.meta) return;
+  const f = `#${fragment()}`;
+  if (sameState(location.hash, f)) return;
+  if (replace) history.replaceState(null, "", f);
+  else history.pushState(null, "", f);
+  state.applied = location.hash;
+}
+
+// Shows what the fragment says: on opening, and on back and forward.
+async function applyFragment() {
+  const f = parseFragment(location.hash);
+  const m = state.meta;
+  state.applying = true;
+  state.applied = location.hash;
+  try {
+    const event = f.event && m.events.includes(f.event) ? f.event : m.events[0] || "";
+    const part = f.part != null && [...$("#part").options].some((o) => o.value === f.part) ? f.part : "";
+    const search = f.search || "";
+    const tf = transformsOf(location.hash);
+    const newTf = JSON.stringify(tf) !== JSON.stringify(state.transforms);
+    if (newTf) $("#flame-frame").dataset.key = "";
+    state.transforms = tf;
+    drawCrumbs();
+    const reload = newTf || !state.head || event !== state.event || part !== state.part || search !== state.filter || (f.range || "") !== (state.range || "");
+    if ((f.range || "") !== (state.range || "")) $("#flame-frame").dataset.key = "";
+    state.range = f.range || "";
+    if (event !== state.event) $("#flame-frame").dataset.key = "";
+    state.event = event; $("#event").value = event;
+    state.part = part; $("#part").value = part;
+    state.filter = search; $("#filter").value = search;
+    if (reload) await reloadTable();
+    state.tab = VIEWS[f.view] || "butterfly";
+    if (f.fn != null && f.fn !== "") {
+      if (f.fn === state.name && !reload) await showTab(state.tab);
+      else if (!(await selectByName(f.fn))) {
+        clearSelection();
+        status(`no function ${f.fn} in this view`, true);
+        await showTab(state.tab);
+      }
+    } else {
+      clearSelection();
+      await showTab(state.tab);
+    }
+  } finally {
+    state.applying = false;
+  }
+}
+
+function clearSelection() {
+  state.node = null;
+  state.name = null;
+  $("#selected").textContent = "";
+  for (const tr of document.querySelectorAll("#functions tr.selected")) tr.classList.remove("selected");
+}
 
 function status(text, error) {
   const s = $("#status");
@@ -24,6 +123,8 @@ async function api(path, params, asText) {
   if (DATA) return local(path, params || {});
   const q = new URLSearchParams({ t: token });
   for (const [k, v] of Object.entries(params || {})) if (v !== "" && v != null) q.set(k, v);
+  if (rangeOf(path)) q.set("range", rangeOf(path));
+  if (state.transforms.length) q.set("tf", tfParam());
   const r = await fetch(`/api/${path}?${q}`);
   if (!r.ok) throw new Error(`${r.status}: ${(await r.text()).trim()}`);
   return asText ? r.text() : r.json();
@@ -45,13 +146,16 @@ function local(path, p) {
     }
     case "flame": if (DATA.flame) return DATA.flame; break;
     case "graph": if (DATA.graph) return DATA.graph; break;
-    case "source": {
-      const src = DATA.sources && (DATA.sources[p.node] || DATA.sources.all);
+    case "lines": {
+      const src = DATA.sources && DATA.sources[p.node];
       if (src) return src;
-      throw new Error(p.node == null ? "Select a function: the report holds each function's own source lines."
-        : "The source of this function is not in this report (its file was not found, or is below the threshold).");
+      throw new Error("The source of this function is not in this report (its file was not found, or it is below the threshold).");
     }
-    case "asm": if (DATA.asm) return DATA.asm; break;
+    case "instructions": {
+      if (!DATA.asm) throw new Error("This report holds no assembly (a large program).");
+      if (DATA.asm[p.node]) return DATA.asm[p.node];
+      throw new Error("The assembly of this function is not in this report (below the threshold).");
+    }
   }
   throw new Error(`not in this report (${path})`);
 }
@@ -111,29 +215,87 @@ function esc(s) {
 }
 function signed(x, unit) { return x == null ? "" : (x > 0 ? "+" : "") + fmt(x, unit); }
 
+// A number in at most `chars` characters: exact when it fits, else
+// abbreviated with a unit (113.5 M); `title` then holds the exact value.
+function fit(x, unit, chars, sign) {
+  const full = sign ? signed(x, unit) : fmt(x, unit);
+  if (full.length <= chars || x == null) return { text: full, title: "" };
+  const a = Math.abs(x);
+  const [d, u] = a >= 1e15 ? [1e15, "P"] : a >= 1e12 ? [1e12, "T"] : a >= 1e9 ? [1e9, "G"] : a >= 1e6 ? [1e6, "M"] : [1e3, "k"];
+  const short = `${sign && x > 0 ? "+" : ""}${(x / d).toFixed(1)} ${u}`;
+  return { text: short, title: full };
+}
+function fitCell(x, unit, chars, cls, sign) {
+  const f = fit(x, unit, chars, sign);
+  return `<td class="num${cls ? " " + cls : ""}"${f.title ? ` title="${esc(f.title)}"` : ""} data-value="${x == null ? "" : x}">${esc(f.text)}</td>`;
+}
+
+// The pixels `chars` characters of digits take in the table's font, with
+// the cell's padding: numeric columns are sized to their content.
+let DIGIT = 0;
+function px(chars) {
+  if (!DIGIT) {
+    const c = document.createElement("canvas").getContext("2d");
+    const cs = getComputedStyle(document.body);
+    c.font = `${cs.fontSize} ${cs.fontFamily}`;
+    DIGIT = Math.max(c.measureText("0123456789").width / 10, c.measureText("%").width / 1.5, 6);
+  }
+  return Math.ceil(chars * DIGIT + 16);
+}
+const PCT_CHARS = 8;   // "-100.00%"
+const BAR = 44;        // the share's bar and its margin
+const SHORT = 9;       // calls and other events: "9,999,999", else abbreviated
+
+// ---- search: the filter's regex, its matches marked ----------------------
+
+let searchCache = { src: null, re: null };
+function searchRe() {
+  if (!state.filter) return null;
+  if (searchCache.src !== state.filter) {
+    let re = null;
+    try { re = new RegExp(state.filter); } catch (e) { re = null; }
+    searchCache = { src: state.filter, re };
+  }
+  return searchCache.re;
+}
+
+// `text` escaped, the search's first match in it marked.
+function marked(text) {
+  const re = searchRe();
+  const m = re && re.exec(text);
+  if (!m || !m[0]) return esc(text);
+  return esc(text.slice(0, m.index)) + `<mark>${esc(m[0])}</mark>` + esc(text.slice(m.index + m[0].length));
+}
+
 // ---- the functions table ---------------------------------------------------
 
 function columns() {
-  const h = state.head || { events: [], unit: "" };
+  const h = state.head || { events: [], unit: "", total: 0 };
+  // No self or inclusive cost exceeds the total: its width fits them all.
+  const wide = Math.max(6, fmt(h.total, h.unit).length + 1);
   const cols = [
-    { key: "name", label: state.group === "function" ? "function" : state.group, cls: "name", width: "34%" },
-    { key: "self", label: "self", width: "11%" },
-    { key: "self_percent", label: "self %", sort: "self", width: "8%" },
+    { key: "name", label: state.group === "function" ? "function" : state.group, cls: "name" },
+    { key: "self", label: "self", chars: wide },
+    { key: "self_percent", label: "self %", sort: "self", pct: true },
   ];
   if (state.group === "function") {
-    cols.push({ key: "inclusive", label: "inclusive", width: "11%" });
-    cols.push({ key: "inclusive_percent", label: "incl. %", sort: "inclusive", width: "8%" });
+    cols.push({ key: "inclusive", label: "inclusive", chars: wide });
+    cols.push({ key: "inclusive_percent", label: "incl. %", sort: "inclusive", pct: true });
   }
-  cols.push({ key: "calls", label: "calls", width: "9%" });
+  cols.push({ key: "calls", label: "calls", chars: SHORT });
   if (state.meta.diff) {
-    cols.push({ key: "base_self", label: "A self", sort: "delta", width: "10%" });
-    cols.push({ key: "delta_self", label: "Δ self (B−A)", sort: "delta", width: "10%" });
-    if (state.group === "function") cols.push({ key: "delta_inclusive", label: "Δ incl.", sort: "delta_inclusive", width: "10%" });
+    cols.push({ key: "base_self", label: "A self", sort: "delta", chars: wide });
+    cols.push({ key: "delta_self", label: "Δ self (B−A)", sort: "delta", chars: wide + 1 });
+    if (state.group === "function") cols.push({ key: "delta_inclusive", label: "Δ incl.", sort: "delta_inclusive", chars: wide + 1 });
   }
   if (h.events.length > 1) {
     h.events.forEach((e, i) => {
-      if (e !== h.event) cols.push({ key: `event:${i}`, label: e, width: "8%" });
+      if (e !== h.event) cols.push({ key: `event:${i}`, label: e, chars: Math.max(SHORT, e.length) });
     });
+  }
+  for (const c of cols) {
+    if (c.pct) c.width = px(PCT_CHARS) + BAR;
+    else if (c.chars) c.width = Math.max(px(c.chars), px(c.label.length));
   }
   return cols;
 }
@@ -143,30 +305,35 @@ function cell(r, c) {
   if (c.key === "name") {
     const t = r.is_cycle ? `${r.name}` : r.name;
     const extra = r.cycle && !r.is_cycle ? ` <cycle ${r.cycle}>` : "";
-    return `<td class="name" title="${esc(r.name + (r.file ? "  " + r.file : ""))}">${esc(t + extra)}</td>`;
+    return `<td class="name" title="${esc(r.name + extra + (r.file ? "  " + r.file : ""))}">${marked(t)}${esc(extra)}</td>`;
   }
   if (c.key === "self_percent" || c.key === "inclusive_percent") {
     const v = r[c.key];
     const w = v == null ? 0 : Math.max(0, Math.min(40, v * 0.4));
-    return `<td><span class="bar" style="width:${w}px"></span>${pct(v)}</td>`;
+    return `<td class="num pct"><span class="bar" style="width:${w}px"></span>${pct(v)}</td>`;
   }
   if (c.key.startsWith("delta")) {
     const v = r[c.key];
-    return `<td class="${v > 0 ? "pos" : v < 0 ? "neg" : ""}">${signed(v, unit)}</td>`;
+    return fitCell(v, unit, c.chars, v > 0 ? "pos" : v < 0 ? "neg" : "", true);
   }
-  if (c.key.startsWith("event:")) return `<td>${fmt(r.events[+c.key.slice(6)], "")}</td>`;
-  if (c.key === "calls") return `<td>${r.calls ? r.calls.toLocaleString("en-US") : ""}</td>`;
-  return `<td data-value="${r[c.key] == null ? "" : r[c.key]}">${fmt(r[c.key], unit)}</td>`;
+  if (c.key.startsWith("event:")) return fitCell(r.events[+c.key.slice(6)], "", c.chars);
+  if (c.key === "calls") return fitCell(r.calls || null, "", c.chars);
+  return fitCell(r[c.key], unit, c.chars);
 }
 
 function colgroup(cols) {
-  return `<colgroup>${cols.map((c) => `<col style="width:${c.width}">`).join("")}</colgroup>`;
+  return `<colgroup>${cols.map((c) => `<col${c.width ? ` style="width:${c.width}px"` : ""}>`).join("")}</colgroup>`;
+}
+
+// The tables' least width: the numbers' columns and a name of 24 characters.
+function tableWidth(cols) {
+  return cols.reduce((w, c) => w + (c.width || 0), 0) + px(24);
 }
 
 function drawHead() {
   const cols = columns();
   const sort = state.sort || (state.meta.diff ? "delta" : "self");
-  $("#table-head").innerHTML = `<table>${colgroup(cols)}<thead><tr>${cols
+  $("#table-head").innerHTML = `<table style="min-width:${tableWidth(cols)}px">${colgroup(cols)}<thead><tr>${cols
     .map((c) => {
       const s = c.sort || c.key;
       const on = s === sort ? ` sorted${state.desc ? "" : " asc"}` : "";
@@ -257,11 +424,14 @@ async function drawRows() {
   const cols = columns();
   const table = $("#functions");
   table.style.top = `${first * ROW_HEIGHT}px`;
+  table.style.minWidth = `${tableWidth(cols)}px`;
   table.innerHTML = colgroup(cols) + "<tbody>" + slice
     .map((r, i) => `<tr data-row="${first + i}" ${r.node != null ? `data-node="${r.node}"` : ""} class="${r.is_cycle ? "cycle" : ""}${r.node != null && r.node === state.node ? " selected" : ""}">${cols.map((c) => cell(r, c)).join("")}</tr>`)
     .join("") + "</tbody>";
   for (const tr of table.querySelectorAll("tr[data-node]")) {
     tr.addEventListener("click", () => select(+tr.dataset.node));
+    const r = slice[+tr.dataset.row - first];
+    if (r && !r.is_cycle) tr.addEventListener("contextmenu", (e) => openMenu(e, r.name, r.object));
   }
 }
 
@@ -309,7 +479,7 @@ function deltaCell(a, unit) {
 function arcRow(cls, a, unit, total) {
   const calls = a.total_calls != null ? `${a.count}/${a.total_calls}` : `${a.count}`;
   return `<tr class="${cls}" data-node="${a.node == null ? "" : a.node}" data-count="${a.count}" data-measured="${a.measured == null ? "" : a.measured}">
-    <td class="name">${esc(a.name)}${a.within_cycle ? " (within cycle)" : ""}${a.only_in_a ? " (only in A)" : ""}</td>
+    <td class="name" title="${esc(a.name)}">${esc(a.name)}${a.within_cycle ? " (within cycle)" : ""}${a.only_in_a ? " (only in A)" : ""}</td>
     <td>${fmt(a.self, unit)}</td><td>${fmt(a.descendants, unit)}</td>
     <td>${a.measured == null ? "" : fmt(a.measured, unit)}</td><td>${calls}</td>${deltaCell(a, unit)}</tr>`;
 }
@@ -325,22 +495,22 @@ async function showButterfly() {
   const f = await api("function", { event: state.event, part: state.part, node: state.node });
   state.name = f.name;
   const unit = f.unit;
-  $("#selected").textContent = `${f.name}${f.index != null ? `  [${f.index}]` : ""}`;
+  setSelected(f);
   const calls = f.self_calls ? `${f.called}+${f.self_calls}` : `${f.called}`;
-  let html = `<table id="butterfly"><thead><tr><th class="name">function</th><th>self</th><th>descendants</th><th>measured inclusive</th><th>called</th>${state.meta.diff ? "<th>Δ (B−A)</th>" : ""}</tr></thead><tbody>`;
+  let html = `<table id="butterfly" class="fit"><thead><tr><th class="name">function</th><th>self</th><th>descendants</th><th>measured inclusive</th><th>called</th>${state.meta.diff ? "<th>Δ (B−A)</th>" : ""}</tr></thead><tbody>`;
   const span = state.meta.diff ? 6 : 5;
   if (f.members) {
-    html += `<tr class="primary" data-node="${f.node}" data-measured="${f.measured == null ? "" : f.measured}"><td class="name">${esc(f.name)}</td><td>${fmt(f.self, unit)}</td><td>${fmt(f.descendants, unit)}</td><td>${f.measured == null ? "" : fmt(f.measured, unit)}</td><td>${calls}</td>${deltaCell(f, unit)}</tr>`;
+    html += `<tr class="primary" data-node="${f.node}" data-measured="${f.measured == null ? "" : f.measured}"><td class="name" title="${esc(f.name)}">${esc(f.name)}</td><td>${fmt(f.self, unit)}</td><td>${fmt(f.descendants, unit)}</td><td>${f.measured == null ? "" : fmt(f.measured, unit)}</td><td>${calls}</td>${deltaCell(f, unit)}</tr>`;
     html += `<tr><td class="section" colspan="${span}">members</td></tr>`;
     for (const m of f.members) {
-      html += `<tr class="member" data-node="${m.node == null ? "" : m.node}"><td class="name">${esc(m.name)}</td><td>${fmt(m.self, unit)}</td><td>${fmt(m.descendants, unit)}</td><td></td><td>${m.called}${m.self_calls ? "+" + m.self_calls : ""}</td>${deltaCell(m, unit)}</tr>`;
+      html += `<tr class="member" data-node="${m.node == null ? "" : m.node}"><td class="name" title="${esc(m.name)}">${esc(m.name)}</td><td>${fmt(m.self, unit)}</td><td>${fmt(m.descendants, unit)}</td><td></td><td>${m.called}${m.self_calls ? "+" + m.self_calls : ""}</td>${deltaCell(m, unit)}</tr>`;
     }
     if (f.members_left_out) html += leftOut(f.members_left_out, "members", span);
   } else {
     html += `<tr><td class="section" colspan="${span}">callers${f.spontaneous ? " (spontaneous)" : ""}</td></tr>`;
     for (const a of f.parents || []) html += arcRow("caller", a, unit, f.total);
     if (f.parents_left_out) html += leftOut(f.parents_left_out, "callers", span);
-    html += `<tr class="primary" data-node="${f.node}" data-called="${f.called}" data-measured="${f.measured == null ? "" : f.measured}"><td class="name">${esc(f.name)}${f.cycle ? ` &lt;cycle ${f.cycle}&gt;` : ""}</td><td>${fmt(f.self, unit)}</td><td>${fmt(f.descendants, unit)}</td><td>${f.measured == null ? "" : fmt(f.measured, unit)}</td><td>${calls}</td>${deltaCell(f, unit)}</tr>`;
+    html += `<tr class="primary" data-node="${f.node}" data-called="${f.called}" data-measured="${f.measured == null ? "" : f.measured}"><td class="name" title="${esc(f.name)}">${esc(f.name)}${f.cycle ? ` &lt;cycle ${f.cycle}&gt;` : ""}</td><td>${fmt(f.self, unit)}</td><td>${fmt(f.descendants, unit)}</td><td>${f.measured == null ? "" : fmt(f.measured, unit)}</td><td>${calls}</td>${deltaCell(f, unit)}</tr>`;
     html += `<tr><td class="section" colspan="${span}">callees</td></tr>`;
     for (const a of f.children || []) html += arcRow("callee", a, unit, f.total);
     if (f.children_left_out) html += leftOut(f.children_left_out, "callees", span);
@@ -372,50 +542,238 @@ async function showGraph() {
   }
 }
 
+// The script added to the flame graph's SVG: the frame is a document of
+// its own (cross-origin in a report opened from disk), so the page and
+// it talk by messages: the page sends the search, the frame marks the
+// matching frames (`data-hit`, filled in magenta) and answers how many;
+// a click on a frame asks the page to select its function.
+const FLAME_BRIDGE = `<script><![CDATA[
+(function () {
+  function nameOf(g) {
+    var t = g.querySelector(":scope > title");
+    if (!t) return null;
+    var s = t.textContent, c = s.lastIndexOf(" (");
+    return c > 0 ? s.slice(0, c) : s;
+  }
+  window.addEventListener("message", function (e) {
+    var d = e.data || {};
+    if (e.source !== parent || d.tally !== "search") return;
+    var re = null;
+    try { re = d.source ? new RegExp(d.source) : null; } catch (x) { re = null; }
+    var hits = 0;
+    document.querySelectorAll("g").forEach(function (g) {
+      var name = nameOf(g), rect = g.querySelector(":scope > rect");
+      if (name == null || !rect) return;
+      if (!rect.hasAttribute("data-fill")) rect.setAttribute("data-fill", rect.getAttribute("fill") || "");
+      if (re && name !== "all" && re.test(name)) {
+        hits++;
+        g.setAttribute("data-hit", "1");
+        rect.setAttribute("fill", "#e040fb");
+      } else {
+        g.removeAttribute("data-hit");
+        rect.setAttribute("fill", rect.getAttribute("data-fill"));
+      }
+    });
+    parent.postMessage({ tally: "hits", hits: hits, source: d.source }, "*");
+  });
+  document.addEventListener("click", function (ev) {
+    var g = ev.target.closest && ev.target.closest("g");
+    var name = g && nameOf(g);
+    if (name && name !== "all") parent.postMessage({ tally: "select", name: name }, "*");
+  });
+  parent.postMessage({ tally: "loaded" }, "*");
+})();
+]]><\/script>`;
+
 async function showFlame() {
   const frame = $("#flame-frame");
   const key = `${state.event}`;
   if (frame.dataset.key === key) return;
-  const svg = await api("flame", { event: state.event }, true);
+  let svg = await api("flame", { event: state.event }, true);
   frame.dataset.key = key;
-  const url = URL.createObjectURL(new Blob([svg], { type: "image/svg+xml" }));
-  frame.onload = () => {
-    let doc = null;
-    try { doc = frame.contentDocument; } catch (e) { doc = null; }
-    if (!doc) return;
-    doc.addEventListener("click", (ev) => {
-      const g = ev.target.closest && ev.target.closest("g");
-      const t = g && g.querySelector("title");
-      if (!t) return;
-      const text = t.textContent;
-      const cut = text.lastIndexOf(" (");
-      const name = cut > 0 ? text.slice(0, cut) : text;
-      if (name !== "all") selectByName(name).catch(() => {});
-    });
-  };
-  frame.src = url;
+  const end = svg.lastIndexOf("</svg>");
+  if (end >= 0) svg = svg.slice(0, end) + FLAME_BRIDGE + svg.slice(end);
+  delete document.body.dataset.flameHits;
+  frame.src = URL.createObjectURL(new Blob([svg], { type: "image/svg+xml" }));
 }
 
-async function showText(kind) {
-  const pre = $(`#tab-${kind} pre`);
-  const whole = kind === "source" && state.whole ? "1" : "";
-  const text = await api(kind, { event: state.event, part: state.part, node: state.node == null ? "" : state.node, whole }, true);
-  pre.textContent = text;
-  if (kind === "source") {
-    const b = $("#source-whole");
-    const cut = /^-- lines \d+ to \d+ only/m.test(text);
-    b.style.display = (cut || state.whole) && !DATA ? "" : "none";
-    b.textContent = state.whole ? "Show the function only" : "Show the whole file";
+// Sends the search to the flame graph, which marks its matches.
+function markFlame() {
+  const w = $("#flame-frame").contentWindow;
+  if (w) w.postMessage({ tally: "search", source: state.filter || "" }, "*");
+}
+
+function flameMessage(e) {
+  if (e.source !== $("#flame-frame").contentWindow) return;
+  const d = e.data || {};
+  if (d.tally === "loaded") markFlame();
+  else if (d.tally === "hits" && d.source === (state.filter || "")) {
+    document.body.dataset.flameHits = String(d.hits);
+    document.body.dataset.flameSearch = d.source;
   }
-  const name = state.node == null ? null : ($("#selected").textContent || "").split("  [")[0];
-  if (name) {
-    const at = text.indexOf(name);
-    if (at >= 0) {
-      pre.innerHTML = esc(text.slice(0, at)) + `<mark id="${kind}-mark">${esc(name)}</mark>` + esc(text.slice(at + name.length));
-      const m = document.getElementById(`${kind}-mark`);
-      if (m) m.scrollIntoView({ block: "center" });
+  else if (d.tally === "select" && typeof d.name === "string") selectByName(d.name).catch(() => {});
+}
+
+function setSelected(f) {
+  const text = `${f.name}${f.index != null ? `  [${f.index}]` : ""}`;
+  const el = $("#selected");
+  el.textContent = text;
+  el.title = f.name;
+}
+
+// ---- source and assembly: tables of lines or instructions ----------------
+
+function codeNumber(x) {
+  if (x == null) return "";
+  return Number.isInteger(x) ? fmt(x, "") : x.toFixed(3);
+}
+
+// The fragment that selects `name` in the current view: a callee's link.
+function linkTo(name) {
+  const saved = state.name;
+  state.name = name;
+  const f = fragment();
+  state.name = saved;
+  return `#${f}`;
+}
+
+function callText(c) {
+  const inside = c.inside ? ` [inside ${esc(c.inside)}: cost counted there]` : "";
+  return `<a class="callee" href="${esc(linkTo(c.name))}" data-fn="${esc(c.name)}" title="${esc(c.name + (c.file ? "  " + c.file : ""))}">${esc(c.name)}</a> <span class="count">(${fmt(c.count, "")}×)</span>${inside}`;
+}
+
+// Heat: a row's share of the largest cost in the table, as a background.
+function heat(x, max) {
+  if (!x || !max || x <= 0) return "";
+  const share = Math.min(1, x / max);
+  return ` style="background:rgba(232,131,58,${(0.08 + 0.6 * share).toFixed(3)})"`;
+}
+
+async function showCode(kind) {
+  const box = $(`#tab-${kind} .code`);
+  const info = $(`#tab-${kind} .code-file`);
+  const whole = $("#source-whole");
+  if (kind === "source") whole.style.display = "none";
+  if (state.node == null) {
+    info.textContent = "";
+    box.innerHTML = `<p class="note">Select a function in the table.</p>`;
+    return;
+  }
+  const t = await api(kind === "source" ? "lines" : "instructions",
+    { event: state.event, part: state.part, node: state.node, whole: kind === "source" && state.whole ? "1" : "" });
+  const events = t.events || [];
+  const ev = Math.max(0, events.indexOf(state.event));
+  const rows = t.rows || [];
+  const max = rows.reduce((m, r) => Math.max(m, (r.costs && r.costs[ev]) || 0), 0);
+  const total = rows.reduce((m, r) => m + ((r.costs && r.costs[ev]) || 0), 0);
+  const heads = events.map((e, i) => `<th class="num${i === ev ? " primary" : ""}">${esc(e)}</th>`).join("");
+  const nums = (costs) => events.map((_, i) => `<td class="num">${costs ? codeNumber(costs[i]) : ""}</td>`).join("");
+  const share = (r) => {
+    const x = r.costs && r.costs[ev];
+    return x && total ? ` title="${(100 * x / total).toFixed(2)}% of ${esc(events[ev])} in this view"` : "";
+  };
+  let html = "";
+  if (t.note) html += `<p class="note">${esc(t.note)}</p>`;
+  if (kind === "source") {
+    info.textContent = t.path ? `${t.path} · lines ${t.first}–${t.last} of ${t.lines_in_file}` : t.file || "";
+    if (rows.length) {
+      html += `<table class="code-table" id="source-table"><thead><tr><th class="num">line</th>${heads}<th class="text">source</th></tr></thead><tbody>`;
+      for (const r of rows) {
+        html += `<tr class="line" data-line="${r.line}"${heat(r.costs && r.costs[ev], max)}${share(r)}><td class="num lineno">${r.line}</td>${nums(r.costs)}<td class="text">${esc(r.text)}</td></tr>`;
+        for (const c of r.calls || []) {
+          html += `<tr class="call" data-line="${r.line}" data-callee="${esc(c.name)}"><td class="num"></td>${nums(c.costs)}<td class="text"><span class="arrow">→</span> ${callText(c)}</td></tr>`;
+        }
+      }
+      html += "</tbody></table>";
+    }
+    whole.style.display = !DATA && rows.length && (state.whole || !t.whole) ? "" : "none";
+    whole.textContent = state.whole ? "Show the function only" : "Show the whole file";
+  } else {
+    info.textContent = `${t.function}${t.symbol && t.symbol !== t.function ? ` (symbol ${t.symbol})` : ""}${t.object ? ` · ${t.object}` : ""}`;
+    if (rows.length) {
+      html += `<table class="code-table" id="asm-table"><thead><tr><th class="num">address</th>${heads}<th class="gutter"></th><th class="text">instruction</th></tr></thead><tbody>`;
+      rows.forEach((r, i) => {
+        let extra = "";
+        for (const c of r.calls || []) extra += ` <span class="arrow">→</span> ${callText(c)}`;
+        for (const j of r.jumps || []) {
+          const where = j.function ? ` in ${esc(j.function)}` : "";
+          extra += j.conditional
+            ? ` <span class="jump">jcnd ${fmt(j.taken, "")}/${fmt(j.executed, "")} taken to 0x${j.target.toString(16)}${where}</span>`
+            : ` <span class="jump">jump ${fmt(j.taken, "")}× to 0x${j.target.toString(16)}${where}</span>`;
+        }
+        html += `<tr class="ins" data-index="${i}" data-address="${r.address}"${heat(r.costs && r.costs[ev], max)}${share(r)}><td class="num">0x${r.address.toString(16)}</td>${nums(r.costs)}<td class="gutter"></td><td class="text">${esc(r.text)}${extra}</td></tr>`;
+      });
+      html += "</tbody></table>";
     }
   }
+  box.innerHTML = html;
+  for (const a of box.querySelectorAll("a.callee")) {
+    a.addEventListener("click", (e) => { e.preventDefault(); selectByName(a.dataset.fn).catch((x) => status(x.message, true)); });
+  }
+  if (kind === "asm") drawJumps(box, rows);
+  const focus = kind === "source" && t.focus != null ? box.querySelector(`tr.line[data-line="${t.focus}"]`) : null;
+  if (focus) box.parentElement.scrollTop = Math.max(0, focus.offsetTop - 40);
+  else box.parentElement.scrollTop = 0;
+}
+
+// The jumps between instructions of the function as arrows in the
+// gutter: one lane per jump, the shortest nearest the instructions;
+// backward jumps (loops) red, forward blue, the more taken the darker.
+function drawJumps(box, rows) {
+  const table = box.querySelector("#asm-table");
+  if (!table) return;
+  const at = new Map(rows.map((r, i) => [r.address, i]));
+  const jumps = [];
+  rows.forEach((r, i) => {
+    for (const j of r.jumps || []) {
+      if (j.function == null && at.has(j.target) && at.get(j.target) !== i) jumps.push({ from: i, to: at.get(j.target), j });
+    }
+  });
+  if (!jumps.length) return;
+  const LANE = 7, LANES = 10;
+  jumps.sort((a, b) => Math.abs(a.to - a.from) - Math.abs(b.to - b.from));
+  const used = [];
+  for (const x of jumps) {
+    const lo = Math.min(x.from, x.to), hi = Math.max(x.from, x.to);
+    let lane = 0;
+    while (lane < LANES - 1 && (used[lane] || []).some(([a, b]) => a <= hi && lo <= b)) lane++;
+    (used[lane] = used[lane] || []).push([lo, hi]);
+    x.lane = lane;
+  }
+  const lanes = Math.min(LANES, used.length);
+  const width = lanes * LANE + 14;
+  for (const td of table.querySelectorAll(".gutter")) td.style.width = td.style.minWidth = `${width}px`;
+  const trs = table.querySelectorAll("tr.ins");
+  const gutter = trs[0].querySelector("td.gutter");
+  const y = (i) => trs[i].offsetTop + trs[i].offsetHeight / 2;
+  const maxTaken = Math.max(1, ...jumps.map((x) => x.j.taken));
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("class", "jumps");
+  svg.setAttribute("width", width);
+  svg.setAttribute("height", table.offsetHeight);
+  svg.style.left = `${table.offsetLeft + gutter.offsetLeft}px`;
+  svg.style.top = `${table.offsetTop}px`;
+  svg.innerHTML = `<defs><marker id="head-b" viewBox="0 0 6 6" refX="5" refY="3" markerWidth="5" markerHeight="5" orient="auto"><path d="M0,0L6,3L0,6z" fill="#c0392b"/></marker><marker id="head-f" viewBox="0 0 6 6" refX="5" refY="3" markerWidth="5" markerHeight="5" orient="auto"><path d="M0,0L6,3L0,6z" fill="#2d6cdf"/></marker></defs>`;
+  for (const x of jumps) {
+    const back = x.to < x.from;
+    const lx = width - 6 - x.lane * LANE - LANE;
+    const p = document.createElementNS(ns, "path");
+    p.setAttribute("d", `M${width - 2},${y(x.from)}H${lx}V${y(x.to)}H${width - 2}`);
+    p.setAttribute("fill", "none");
+    p.setAttribute("stroke", back ? "#c0392b" : "#2d6cdf");
+    p.setAttribute("stroke-width", (1 + 1.5 * x.j.taken / maxTaken).toFixed(2));
+    p.setAttribute("stroke-opacity", (0.35 + 0.65 * x.j.taken / maxTaken).toFixed(2));
+    if (x.j.conditional) p.setAttribute("stroke-dasharray", "3,2");
+    p.setAttribute("marker-end", `url(#head-${back ? "b" : "f"})`);
+    p.setAttribute("data-from", rows[x.from].address);
+    p.setAttribute("data-to", rows[x.to].address);
+    const title = document.createElementNS(ns, "title");
+    title.textContent = `${x.j.conditional ? "jcnd" : "jump"}: taken ${fmt(x.j.taken, "")}${x.j.conditional ? ` of ${fmt(x.j.executed, "")}` : ""}`;
+    p.appendChild(title);
+    svg.appendChild(p);
+  }
+  box.appendChild(svg);
 }
 
 async function showTab(tab) {
@@ -425,13 +783,17 @@ async function showTab(tab) {
   try {
     if (state.node != null && tab !== "butterfly") {
       const f = await api("function", { event: state.event, part: state.part, node: state.node }).catch(() => null);
-      if (f) { state.name = f.name; $("#selected").textContent = `${f.name}${f.index != null ? `  [${f.index}]` : ""}`; }
+      if (f) { state.name = f.name; setSelected(f); }
     }
     if (tab === "butterfly") await showButterfly();
     else if (tab === "graph") await showGraph();
     else if (tab === "flame") await showFlame();
-    else await showText(tab);
+    else if (tab === "tree" || tab === "inverted") await showTree(tab);
+    else if (tab === "compare") await showCompare();
+    else if (tab === "timeline") await showTimeline();
+    else await showCode(tab);
     document.body.dataset.tab = tab;
+    record();
   } catch (e) {
     status(e.message, true);
   }
@@ -447,6 +809,9 @@ async function start() {
     return;
   }
   const m = state.meta;
+  initTimeline();
+  // The comparison's four lists need the server and two profiles.
+  $('#tabs button[data-tab="compare"]').hidden = !m.diff || !!DATA;
   $("#inputs").textContent = m.inputs.map((i) => i.name).join(m.diff ? " → " : " + ") +
     (m.inputs.some((i) => i.estimated) ? " (stacks estimated)" : "");
   $("#event").innerHTML = m.events.map((e) => `<option>${esc(e)}</option>`).join("");
@@ -463,18 +828,34 @@ async function start() {
   let timer = null;
   $("#filter").addEventListener("input", () => {
     clearTimeout(timer);
-    timer = setTimeout(() => { state.filter = $("#filter").value; reloadTable(); }, 200);
+    timer = setTimeout(() => {
+      state.filter = $("#filter").value;
+      reloadTable();
+      markFlame();
+      record(true);
+    }, 200);
   });
   let pending = false;
   $("#table-scroll").addEventListener("scroll", () => {
+    $("#table-head").scrollLeft = $("#table-scroll").scrollLeft;
     if (pending) return;
     pending = true;
     requestAnimationFrame(() => { pending = false; drawRows(); });
   });
   for (const b of document.querySelectorAll("#tabs button")) b.addEventListener("click", () => showTab(b.dataset.tab));
   $("#source-whole").addEventListener("click", () => { state.whole = !state.whole; showTab("source"); });
-  await reloadTable();
-  await showTab("butterfly");
+  // Back and forward (and a fragment typed or followed) show their state.
+  const follow = () => {
+    // popstate and hashchange may both come for one step.
+    if (location.hash === state.applied || sameState(location.hash, fragment())) return;
+    applyFragment().catch((e) => status(e.message, true));
+  };
+  window.addEventListener("popstate", follow);
+  window.addEventListener("message", flameMessage);
+  window.addEventListener("hashchange", follow);
+  await applyFragment();
+  if (!sameState(location.hash, fragment())) history.replaceState(null, "", `#${fragment()}`);
+  state.applied = location.hash;
 }
 
 start();

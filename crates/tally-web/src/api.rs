@@ -14,7 +14,7 @@ use tally_report::flame::{FlameOptions, Tree, write_svg};
 use tally_report::graph::{self, Graph, Prune};
 
 use crate::Error;
-use crate::session::{Answer, Input, Session, TableId, WholeStacks};
+use crate::session::{Answer, Input, Session, TableId, WholeStacks, code};
 use crate::view::{Base, CallGraph, Grouping, Row, Table, View};
 use tally_model::FunctionId;
 
@@ -98,6 +98,12 @@ fn request_key(path: &str, q: &Query) -> String {
 
 /// The reply, and whether it may be kept for the same request.
 fn reply_to(s: &Session, path: &str, q: &Query) -> Result<(Reply, bool), Error> {
+    if let Some(answer) = crate::explore::route(s, path, q, reply_to) {
+        return answer;
+    }
+    if let Some(answer) = crate::timeline::route(s, path, q, reply_to) {
+        return answer;
+    }
     let reply = match path {
         "meta" => Reply::json(&meta(s)),
         "functions" => {
@@ -111,6 +117,8 @@ fn reply_to(s: &Session, path: &str, q: &Query) -> Result<(Reply, bool), Error> 
         "flame" => flame_svg(s, q)?,
         "source" => annotated(s, q, false)?,
         "asm" => annotated(s, q, true)?,
+        "lines" => Reply::json(&code_table(s, q, false)?),
+        "instructions" => Reply::json(&code_table(s, q, true)?),
         "compare" => Reply::json(&crate::compare::compare(s, q)?),
         _ => return Err(Error::NotFound(format!("no API `{path}`"))),
     };
@@ -177,6 +185,10 @@ pub fn row_json(r: &Row, base: Option<&Base>, total: f64) -> Value {
         "is_cycle": r.is_cycle,
         "events": r.events,
     });
+    // A cycle member's inclusive cost is derived, as annotate's JSON says.
+    if r.cycle.is_some() && !r.is_cycle && r.inclusive.is_some() {
+        j["inclusive_derived"] = json!(true);
+    }
     if let Some(b) = base {
         j["base_self"] = json!(b.self_cost);
         j["delta_self"] = json!(r.self_cost - b.self_cost);
@@ -696,21 +708,48 @@ pub fn flame_svg_with(s: &Session, q: &Query, min_width: f64) -> Result<Reply, E
     Ok(svg(out))
 }
 
-/// Lines of context shown before a function and after its last line.
-const CONTEXT: u32 = 5;
-/// The most lines a window shows.
-const WINDOW: u32 = 400;
+/// The function of the profile a table's row names: its node, or for
+/// gmon input (whose nodes are gprof's symbols) the function of the same
+/// name in the converted profile. `None` for a cycle's row.
+pub fn function_of(inp: &Input, row: &Row) -> Option<usize> {
+    if row.is_cycle {
+        return None;
+    }
+    let names = &inp.profile.names;
+    if inp.gmon.is_none() {
+        return (row.node < names.function_count()).then_some(row.node);
+    }
+    (0..names.function_count())
+        .find(|&f| names.function_name(FunctionId(f as u32)) == row.name.as_bytes())
+}
 
-/// The lines of the function `node` in its own file, from the lowest to
-/// the highest line with a cost (at most `WINDOW` lines), with context.
-pub fn lines_of(inp: &Input, node: usize) -> Option<(u32, u32)> {
-    let (lo, hi) = inp.lines_of(FunctionId(u32::try_from(node).ok()?))?;
-    let lo = u32::try_from(lo).ok()?;
-    let hi = u32::try_from(hi).ok()?.min(lo.saturating_add(WINDOW));
-    Some((
-        lo.saturating_sub(CONTEXT).max(1),
-        hi.saturating_add(CONTEXT),
-    ))
+/// The source (`asm`: assembly) of the selected function (`node`) as a
+/// table of lines or instructions with their costs in every event
+/// ([`crate::session::code`]); the source cut to the function's window
+/// unless `whole=1`.
+pub fn code_table(s: &Session, q: &Query, asm: bool) -> Result<Value, Error> {
+    let v = view_of(s, q, s.main())?;
+    let node = number(q, "node")?.ok_or_else(|| Error::BadRequest("node: missing".into()))?;
+    let row = v
+        .rows
+        .iter()
+        .find(|r| r.node == node)
+        .ok_or_else(|| Error::NotFound(format!("no function {node}")))?;
+    let inp = &s.inputs[s.main()];
+    let Some(f) = function_of(inp, row) else {
+        return Ok(json!({
+            "function": row.name,
+            "events": s.events(s.main()),
+            "rows": [],
+            "note": "a cycle has no code of its own: select one of its members",
+        }));
+    };
+    let part = number(q, "part")?;
+    if asm {
+        code::asm(s, s.main(), f, part)
+    } else {
+        code::source(s, s.main(), f, part, get(q, "whole") == Some("1"))
+    }
 }
 
 /// `tally annotate`'s source section cut to lines `lo..=hi` (with the
@@ -776,38 +815,11 @@ pub fn window(text: &str, lo: u32, hi: u32) -> Option<String> {
         return None;
     }
     out.push_str(&format!(
-        "-- lines {lo} to {hi} only: the selected function with {CONTEXT} lines of context (see the whole file)\n"
+        "-- lines {lo} to {hi} only: the selected function with {} lines of context (see the whole file)\n",
+        code::CONTEXT
     ));
     out.push_str(&body);
     Some(out)
-}
-
-/// The sections of `tally annotate`'s text, one per annotated source
-/// file (its heading included, as [`window`] takes them), by the file's
-/// name as the profile gives it.
-pub fn source_sections(text: &str) -> HashMap<String, String> {
-    let lines: Vec<&str> = text.lines().collect();
-    let heads: Vec<usize> = (0..lines.len())
-        .filter(|&k| lines[k].starts_with("-- ") && !lines[k].starts_with("-- line "))
-        .collect();
-    let mut out = HashMap::new();
-    for (h, &k) in heads.iter().enumerate() {
-        let Some(file) = lines[k]
-            .strip_prefix("-- Auto-annotated source: ")
-            .or_else(|| lines[k].strip_prefix("-- User-annotated source: "))
-        else {
-            continue;
-        };
-        let mut end = heads.get(h + 1).copied().unwrap_or(lines.len());
-        // The rule above the next heading belongs to it.
-        if end > k + 1 && end < lines.len() && lines[end - 1].starts_with("----") {
-            end -= 1;
-        }
-        let mut section = lines[k..end].join("\n");
-        section.push('\n');
-        out.insert(file.to_owned(), section);
-    }
-    out
 }
 
 /// Annotated source (`tally annotate` of the function's file, cut to a
@@ -862,8 +874,9 @@ pub fn annotated(s: &Session, q: &Query, asm: bool) -> Result<Reply, Error> {
     if !asm
         && get(q, "whole") != Some("1")
         && inp.gmon.is_none()
-        && let Some((lo, hi)) = row.and_then(|r| lines_of(inp, r.node))
-        && let Some(w) = window(text, lo, hi)
+        && let Some(f) = row.and_then(|r| function_of(inp, r))
+        && let Some((lo, hi)) = inp.window(FunctionId(f as u32))
+        && let Some(w) = window(text, lo as u32, hi as u32)
     {
         cut = w;
         text = &cut;

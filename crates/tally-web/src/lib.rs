@@ -19,15 +19,18 @@
 
 mod api;
 mod compare;
+mod explore;
 mod report;
 mod server;
 mod session;
+mod timeline;
 mod view;
 
 #[cfg(test)]
 mod tests;
 
 pub use api::{Query, Reply, handle};
+pub use explore::{fragment, with_transforms};
 pub use report::{ReportOptions, Written, write as write_report};
 pub use server::{Bound, bind};
 pub use session::{Annotation, AnnotationKey, Input, LoadOptions, Session, WholeStacks};
@@ -94,11 +97,15 @@ pub fn page(title: &str, data: &str) -> String {
     const HTML: &str = include_str!("../assets/index.html");
     const CSS: &str = include_str!("../assets/app.css");
     const JS: &str = include_str!("../assets/app.js");
+    const TIMELINE_JS: &str = include_str!("../assets/timeline.js");
+    const EXPLORE_JS: &str = include_str!("../assets/explore.js");
     // `</` cannot end the script early once escaped; JSON allows `<\/`.
     let data = data.replace("</", "<\\/");
     HTML.replace("{{TITLE}}", &html_escape(title))
         .replace("/*{{CSS}}*/", CSS)
         .replace("/*{{DATA}}*/null", &data)
+        .replace("/*{{TIMELINE_JS}}*/", TIMELINE_JS)
+        .replace("/*{{EXPLORE_JS}}*/", EXPLORE_JS)
         .replace("/*{{JS}}*/", JS)
 }
 

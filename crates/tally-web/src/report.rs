@@ -12,10 +12,9 @@
 use std::path::Path;
 
 use serde_json::{Map, Value, json};
-use tally_report::annotate::Located;
 
 use crate::api::{self, Query};
-use crate::session::Session;
+use crate::session::{Session, code};
 use crate::view::Grouping;
 use crate::{Error, page};
 
@@ -85,8 +84,13 @@ pub fn data(s: &Session, opts: &ReportOptions) -> Result<Value, Error> {
                     .base
                     .as_ref()
                     .map_or(0.0, |b| r.self_cost - b[i].self_cost);
+                // A cycle member's inclusive cost is derived and near the
+                // cycle's for many members: it keeps only members with
+                // some cost of their own, so the report stays small.
+                let member = r.cycle.is_some() && !r.is_cycle;
+                let own = !member || share(r.self_cost) >= opts.threshold / 10.0;
                 share(r.self_cost) >= opts.threshold
-                    || r.inclusive.is_some_and(|v| share(v) >= opts.threshold)
+                    || (own && r.inclusive.is_some_and(|v| share(v) >= opts.threshold))
                     || share(delta) >= opts.threshold
             })
             .collect();
@@ -128,7 +132,7 @@ pub fn data(s: &Session, opts: &ReportOptions) -> Result<Value, Error> {
     // for a large program (cc1: minutes, megabytes) it is left out.
     let functions = s.table(None, None, Grouping::Function)?.rows.len();
     let asm = if functions <= ASM_FUNCTIONS {
-        api::annotated(s, &first, true).map(text).ok()
+        Some(assembly(s, &first, &nodes)?)
     } else {
         None
     };
@@ -212,98 +216,63 @@ fn share_names(f: &mut Value, names: &mut Map<String, Value>) {
     }
 }
 
-/// Each function's source window (its lines with context, as the server
-/// shows it), cut from one `tally annotate --auto` of the whole profile:
-/// functions whose file is not found (or is below annotate's threshold)
-/// have none, those whose file is outside the source directories a note
-/// saying so. Returns the windows and the files left out.
+/// Each function's source table (its window, as the server shows it):
+/// functions whose file is not found have none, those whose file is
+/// outside the source directories a note saying so. Returns the tables
+/// and the files left out.
 fn sources(
     s: &Session,
     q: &Query,
     nodes: &std::collections::BTreeSet<usize>,
 ) -> (Map<String, Value>, Vec<String>) {
     let mut out = Map::new();
-    let inp = &s.inputs[s.main()];
-    let Ok(view) = s.view(s.main(), q.get("event").map(String::as_str), None) else {
-        return (out, Vec::new());
-    };
-    let include = s.sources.search();
-    let mut left_out = std::collections::BTreeMap::new();
-    let mut files = Vec::new();
+    let mut left_out = std::collections::BTreeSet::new();
     for &n in nodes {
-        let Some(file) = view
-            .report
-            .table
-            .routines
-            .get(n)
-            .and_then(|r| r.file.as_deref())
-        else {
+        let mut q = q.clone();
+        q.insert("node".into(), n.to_string());
+        let Ok(mut t) = api::code_table(s, &q, false) else {
             continue;
         };
-        let out_of_bounds = *left_out.entry(file).or_insert_with(|| {
-            matches!(
-                s.sources.find(file, &include, &inp.files),
-                Located::LeftOut(_)
-            )
-        });
-        if out_of_bounds {
-            out.insert(
-                n.to_string(),
-                json!(format!(
-                    "-- {file}: left out of this report: the file is outside the directories \
-                     sources are read from (by default the profile's and the current one; \
-                     `tally report --source-dir DIR` names them)\n"
-                )),
-            );
-        } else {
-            files.push((n, file));
-        }
-    }
-    let left_out: Vec<String> = left_out
-        .into_iter()
-        .filter(|&(_, out)| out)
-        .map(|(f, _)| f.to_owned())
-        .collect();
-    if inp.gmon.is_some() {
-        // gmon input: no lines to cut by; the one annotation, for every
-        // function of a file found.
-        if let Ok(all) = api::annotated(s, q, false).map(text) {
-            out.insert("all".into(), json!(all));
-        }
-        return (out, left_out);
-    }
-    let Ok(all) = api::annotated(s, q, false).map(text) else {
-        return (out, left_out);
-    };
-    let sections = api::source_sections(&all);
-    for (n, file) in files {
-        let Some(section) = section_of(&sections, file) else {
+        if t["left_out"] == Value::Bool(true) {
+            let file = t["file"].as_str().unwrap_or_default().to_owned();
+            t["note"] = json!(format!(
+                "-- {file}: left out of this report: the file is outside the directories \
+                 sources are read from (by default the profile's and the current one; \
+                 `tally report --source-dir DIR` names them)"
+            ));
+            left_out.insert(file);
+        } else if t["rows"].as_array().is_none_or(Vec::is_empty) {
             continue;
-        };
-        let Some((lo, hi)) = api::lines_of(inp, n) else {
-            continue;
-        };
-        if let Some(w) = api::window(section, lo, hi) {
-            out.insert(n.to_string(), json!(w));
         }
+        out.insert(n.to_string(), t);
     }
-    (out, left_out)
+    (out, left_out.into_iter().collect())
 }
 
-/// The annotated section of `file`: headed by its name, or by its name
-/// and the path it was found at (`NAME (PATH)`, a file found under a
-/// source directory or next to the profile).
-fn section_of<'a>(
-    sections: &'a std::collections::HashMap<String, String>,
-    file: &str,
-) -> Option<&'a String> {
-    sections.get(file).or_else(|| {
-        let head = format!("{file} (");
-        sections
-            .iter()
-            .find(|(k, _)| k.starts_with(&head) && k.ends_with(')'))
-            .map(|(_, v)| v)
-    })
+/// Each function's assembly table, as the server shows it.
+fn assembly(
+    s: &Session,
+    q: &Query,
+    nodes: &std::collections::BTreeSet<usize>,
+) -> Result<Map<String, Value>, Error> {
+    let inp = &s.inputs[s.main()];
+    let view = s.view(s.main(), q.get("event").map(String::as_str), None)?;
+    let mut ids = Vec::new();
+    let mut of = Vec::new();
+    for &n in nodes {
+        if let Some(row) = view.rows.iter().find(|r| r.node == n)
+            && let Some(f) = api::function_of(inp, row)
+        {
+            ids.push(tally_model::FunctionId(f as u32));
+            of.push(n);
+        }
+    }
+    let tables = code::instructions(s, inp, &ids, None)?;
+    Ok(of
+        .into_iter()
+        .zip(tables)
+        .map(|(n, t)| (n.to_string(), t))
+        .collect())
 }
 
 /// What [`write()`] wrote.

@@ -21,6 +21,7 @@ use crate::Error;
 use crate::view::{Grouping, Provisional, Table, View};
 
 mod cache;
+pub mod code;
 
 use cache::Lru;
 
@@ -52,9 +53,8 @@ pub struct Input {
     pub files: Vec<PathBuf>,
     /// Warnings of the read, for the user.
     pub warnings: Vec<String>,
-    /// Each function's lowest and highest line with a cost in its own
-    /// file: one scan of the cost lines on the first source request,
-    /// instead of one per request.
+    /// Each function's source window: one scan of the cost lines on the
+    /// first source request, instead of one per request.
     lines: OnceLock<HashMap<FunctionId, (u64, u64)>>,
 }
 
@@ -74,9 +74,21 @@ pub struct Session {
     provisional: Mutex<HashMap<ViewKey, Arc<Provisional>>>,
     tables: Mutex<HashMap<TableKey, Arc<Table>>>,
     annotations: Mutex<HashMap<AnnotationKey, Slot<Annotation>>>,
+    /// The source and assembly tables' costs, by file or function and
+    /// part ([`code`]): a file's lines are summed once for all its
+    /// functions.
+    code: Mutex<HashMap<String, Slot<serde_json::Value>>>,
     /// The server's replies by request, so that asking again costs a
     /// lookup, not an analysis, a sort or a run of `dot`.
     replies: Mutex<Lru<String, Answer>>,
+    /// Sessions of a time range of the recorded samples, by range
+    /// ([`crate::timeline`]).
+    pub(crate) ranges: Mutex<HashMap<String, Arc<Session>>>,
+    /// Sessions of the inputs with transforms applied, by transform list
+    /// ([`crate::explore`]).
+    pub(crate) transformed: Mutex<HashMap<String, Arc<Session>>>,
+    /// The main input's call tree, made on the first tree request.
+    pub(crate) call_tree: OnceLock<Result<Arc<tally_analysis::calltree::CallTree>, String>>,
     /// Orders of tables' rows by sort and filter, so that every page of
     /// one costs a slice of it, not a new sort.
     orders: Mutex<Lru<OrderKey, Arc<[u32]>>>,
@@ -165,18 +177,63 @@ impl Session {
             .into_iter()
             .map(|g| load_input(g, opts.binary.as_deref()))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Session {
+        Ok(Session::assemble(inputs, opts.diff, sources))
+    }
+
+    /// A session of the main input with its profile and recorded stacks
+    /// replaced (a time range of them, [`crate::timeline`]), reading
+    /// sources as this one does.
+    pub(crate) fn with_recorded(&self, profile: Profile<u64>, stacks: Stacks<u64>) -> Session {
+        let main = &self.inputs[self.main()];
+        let input = Input {
+            name: main.name.clone(),
+            profile,
+            gmon: None,
+            stacks: OnceLock::from(Ok(WholeStacks::Recorded(stacks))),
+            estimated: false,
+            files: main.files.clone(),
+            warnings: main.warnings.clone(),
+            lines: OnceLock::new(),
+        };
+        Session::assemble(vec![input], false, self.sources.clone())
+    }
+
+    /// A session of the main input with its profile and stacks replaced
+    /// (transformed, [`crate::explore`]), stacks estimated or not as
+    /// before.
+    pub(crate) fn with_stacks(&self, profile: Profile<u64>, stacks: WholeStacks) -> Session {
+        let main = &self.inputs[self.main()];
+        let estimated = matches!(stacks, WholeStacks::Estimated(_));
+        let input = Input {
+            name: main.name.clone(),
+            profile,
+            gmon: None,
+            stacks: OnceLock::from(Ok(stacks)),
+            estimated,
+            files: main.files.clone(),
+            warnings: main.warnings.clone(),
+            lines: OnceLock::new(),
+        };
+        Session::assemble(vec![input], false, self.sources.clone())
+    }
+
+    fn assemble(inputs: Vec<Input>, diff: bool, sources: SourceDirs) -> Session {
+        Session {
             inputs,
-            diff: opts.diff,
+            diff,
             sources,
+            ranges: Mutex::new(HashMap::new()),
+            transformed: Mutex::new(HashMap::new()),
+            call_tree: OnceLock::new(),
             views: Mutex::new(HashMap::new()),
             aggregates: Mutex::new(HashMap::new()),
             provisional: Mutex::new(HashMap::new()),
             tables: Mutex::new(HashMap::new()),
             annotations: Mutex::new(HashMap::new()),
+            code: Mutex::new(HashMap::new()),
             replies: Mutex::new(Lru::new(REPLIES_KEPT)),
             orders: Mutex::new(Lru::new(ORDER_ROWS_KEPT)),
-        })
+        }
     }
 
     /// The input the views show: B when comparing.
@@ -344,6 +401,23 @@ impl Session {
         once(&slot, || make().map(Arc::new).map_err(|e| e.to_string()))
     }
 
+    /// The value kept under `key` for the source and assembly tables,
+    /// made by `make` on first use.
+    pub(crate) fn code(
+        &self,
+        key: String,
+        make: impl FnOnce() -> Result<serde_json::Value, Error>,
+    ) -> Result<Arc<serde_json::Value>, Error> {
+        let slot = self
+            .code
+            .lock()
+            .map_err(|_| Error::Poisoned)?
+            .entry(key)
+            .or_default()
+            .clone();
+        once(&slot, || make().map(Arc::new).map_err(|e| e.to_string()))
+    }
+
     /// The reply kept for `request` (a path and its query, see
     /// [`crate::api`]), if any.
     pub(crate) fn reply(&self, request: &str) -> Option<Answer> {
@@ -430,30 +504,12 @@ fn once<T>(slot: &Slot<T>, make: impl FnOnce() -> Result<Arc<T>, String>) -> Res
 }
 
 impl Input {
-    /// The lowest and highest line with a cost of `f` in its own file
-    /// (`None` if it has none), from an index made on the first call.
-    pub fn lines_of(&self, f: FunctionId) -> Option<(u64, u64)> {
+    /// The lines of `f`'s source window (from its costliest run of lines
+    /// in its own file to its last, with context), from an index made on
+    /// the first call; `None` when it has no lines in its own file.
+    pub fn window(&self, f: FunctionId) -> Option<(u64, u64)> {
         self.lines
-            .get_or_init(|| {
-                let mut by: HashMap<FunctionId, (u64, u64)> = HashMap::new();
-                let Some(at) = self.profile.positions.line() else {
-                    return by;
-                };
-                let names = &self.profile.names;
-                for part in &self.profile.parts {
-                    part.lines.for_each(|l| {
-                        if let Some(&n) = l.positions.get(at)
-                            && n > 0
-                            && names.key(l.function).file == l.file
-                        {
-                            let e = by.entry(l.function).or_insert((n, n));
-                            e.0 = e.0.min(n);
-                            e.1 = e.1.max(n);
-                        }
-                    });
-                }
-                by
-            })
+            .get_or_init(|| code::windows(&self.profile))
             .get(&f)
             .copied()
     }

@@ -27,7 +27,8 @@ pub struct Row {
     /// Self cost in the view's event (seconds for gmon input).
     pub self_cost: f64,
     /// Inclusive cost: measured and cycle-correct for Callgrind (as
-    /// `tally annotate --inclusive=yes`), self plus descendants for gmon.
+    /// `tally annotate --inclusive=yes`; derived for a cycle member), self
+    /// plus descendants for gmon.
     pub inclusive: Option<f64>,
     /// Calls into it, self calls excluded.
     pub calls: u64,
@@ -303,6 +304,19 @@ impl View {
             Costs::Events(e) => {
                 let columns = EventColumns::new(&input.profile.events);
                 let names = columns.names().to_vec();
+                // A cycle member has no measured cost: its derived one, as
+                // `tally annotate` shows it.
+                let derived = g
+                    .filter(|g| !g.cycles.is_empty())
+                    .map(|_| tally_analysis::Inclusive::new(agg));
+                let k = columns.find(&e.event).unwrap_or(0);
+                let derived = |i: usize| {
+                    let f = FunctionId(i as u32);
+                    derived
+                        .as_ref()
+                        .filter(|d| i < agg.function_self.len() && d.is_derived(f))
+                        .map(|d| columns.value(d.shown(f).0, k) as f64)
+                };
                 for i in 0..report.table.len() {
                     let s = e.self_cost[i];
                     if s == 0 && report.ncalls[i] == 0 {
@@ -323,7 +337,7 @@ impl View {
                         file: r.file.as_deref().unwrap_or_default().to_owned(),
                         object: report.object(i).unwrap_or_default().to_owned(),
                         self_cost: s as f64,
-                        inclusive: measured(i).map(|v| v as f64),
+                        inclusive: measured(i).map(|v| v as f64).or_else(|| derived(i)),
                         calls: report.ncalls[i],
                         cycle: g.and_then(|g| (g.cycle[i] != 0).then_some(g.cycle[i])),
                         is_cycle: false,

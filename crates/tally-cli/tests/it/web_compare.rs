@@ -158,6 +158,20 @@ fn four_lists_agree_with_tally_diff() {
             .all(|k| k.ends_with(":hot") || k.ends_with(":main")),
         "{q}"
     );
+    // The page's Compare tab shows the four lists (Chromium).
+    if tally_testutil::browser::require(&["chromium"]) {
+        let url = format!("{}#view=compare", server.url);
+        let dom =
+            tally_testutil::browser::chromium(&["--dump-dom", "--virtual-time-budget=10000"], &url);
+        for list in ["regressed", "improved", "only_in_b", "only_in_a"] {
+            assert!(
+                dom.stdout.contains(&format!("data-list=\"{list}\"")),
+                "{list}: {}",
+                dom.stdout
+            );
+        }
+        assert!(dom.stdout.contains("data-fn=\"hot\""), "{}", dom.stdout);
+    }
     let (_, incl) = server.get("compare?by=inclusive&noise=0&top=100000");
     let i: Value = serde_json::from_str(&incl).unwrap();
     assert!(
