@@ -14,9 +14,9 @@ use tally_analysis::CallKind;
 use tally_analysis::annotate::view::{Call, Func, Positions};
 use tally_analysis::annotate::{Analysis, Options, PartFilter, Threshold};
 
+use tally_input::Program;
 use tally_model::{EventColumns, FileId, FunctionId, Profile};
 use tally_report::annotate::Located;
-use tally_symbols::ObjectFile;
 
 use super::{Input, Session};
 use crate::Error;
@@ -298,7 +298,7 @@ pub fn instructions(
     let columns = EventColumns::new(&inp.profile.events);
     let opts = options(inp, part);
     let a = Analysis::new(&inp.profile, &opts)?;
-    let mut objects: HashMap<String, Result<ObjectFile, String>> = HashMap::new();
+    let mut objects: HashMap<String, Result<Program, String>> = HashMap::new();
     Ok(a.instructions(ids)
         .into_iter()
         .zip(ids)
@@ -311,7 +311,7 @@ fn disassembled(
     s: &Session,
     inp: &Input,
     columns: &EventColumns,
-    objects: &mut HashMap<String, Result<ObjectFile, String>>,
+    objects: &mut HashMap<String, Result<Program, String>>,
     id: FunctionId,
     func: Func,
     p: Positions<u64>,
@@ -347,9 +347,9 @@ fn disassembled(
             let path = Path::new(&func.object);
             s.sources
                 .admit_object(path)
-                .and_then(|()| ObjectFile::open(path).map_err(|e| e.to_string()))
+                .and_then(|()| Program::open(path).map_err(|e| e.to_string()))
         });
-        match obj {
+        match obj.as_ref().map(Program::object) {
             Err(e) => Err(e.clone()),
             Ok(obj) if !obj.is_x86_64() => Err(format!(
                 "{}: not an x86-64 object ({})",
