@@ -300,12 +300,26 @@ fn frame_pointers_agree_with_the_exact_run() {
 /// independent, so the shares still differ by sampling noise: about 2,000
 /// samples each at 4,999 Hz give a standard deviation of the difference of
 /// about 1.3 points at a 25 % share; 6 points is over four of them.
+///
+/// On a machine busy with other tests the two samplers once differed by
+/// 6.2 points where a quiet run differs by 0.1: a second recording is made
+/// when the first is out of bounds, and it must be within them.
 #[test]
 fn self_shares_agree_with_perf_report() {
     let _serial = serial();
     if !require(&["gcc", "perf"]) {
         return;
     }
+    if let Err(first) = shares_against_perf() {
+        eprintln!("first recording out of bounds, recording again: {first}");
+        if let Err(e) = shares_against_perf() {
+            panic!("{e}");
+        }
+    }
+}
+
+/// One recording of the program under perf under tally, compared.
+fn shares_against_perf() -> Result<(), String> {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let exe = compile(
@@ -367,11 +381,11 @@ fn self_shares_agree_with_perf_report() {
     eprintln!("self shares, tally {a_shares:?}, perf {b_shares:?}");
     for f in OURS {
         let (a, b) = (a_shares[f], b_shares[f]);
-        assert!(
-            (a - b).abs() <= 6.0,
-            "{f}: tally {a:.1}%, perf {b:.1}%\n{report}"
-        );
+        if (a - b).abs() > 6.0 {
+            return Err(format!("{f}: tally {a:.1}%, perf {b:.1}%\n{report}"));
+        }
     }
+    Ok(())
 }
 
 /// -O2 without frame pointers: the sampled instructions (self shares)
