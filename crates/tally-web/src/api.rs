@@ -28,7 +28,8 @@ pub struct Reply {
 }
 
 impl Reply {
-    fn json(v: &Value) -> Reply {
+    /// A JSON reply.
+    pub(crate) fn json(v: &Value) -> Reply {
         Reply {
             content_type: "application/json",
             body: serde_json::to_vec(v).unwrap_or_default(),

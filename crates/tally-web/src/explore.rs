@@ -42,16 +42,9 @@ pub(crate) fn route(
         return Some(transformed(s, tf).and_then(|sub| answer(&sub, path, &rest)));
     }
     match path {
-        "tree" => Some(top_down(s, q).map(|v| (json(&v), true))),
-        "inverted" => Some(inverted(s, q).map(|v| (json(&v), true))),
+        "tree" => Some(top_down(s, q).map(|v| (Reply::json(&v), true))),
+        "inverted" => Some(inverted(s, q).map(|v| (Reply::json(&v), true))),
         _ => None,
-    }
-}
-
-fn json(v: &Value) -> Reply {
-    Reply {
-        content_type: "application/json",
-        body: serde_json::to_vec(v).unwrap_or_default(),
     }
 }
 
@@ -185,19 +178,6 @@ fn call_tree(s: &Session) -> Result<Arc<CallTree>, Error> {
         .map_err(Error::Input)
 }
 
-/// The recorded event `q` names (the first when none).
-fn event(s: &Session, q: &Query) -> Result<usize, Error> {
-    let events = s.inputs[s.main()].profile.events.recorded();
-    match q.get("event").filter(|e| !e.is_empty()) {
-        None => Ok(0),
-        Some(e) => events.iter().position(|x| x.name == *e).ok_or_else(|| {
-            Error::NotFound(format!(
-                "no recorded event `{e}`: a call tree has recorded events only"
-            ))
-        }),
-    }
-}
-
 fn names(s: &Session, f: FunctionId) -> (String, String, String) {
     let n = &s.inputs[s.main()].profile.names;
     let l = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
@@ -233,7 +213,7 @@ fn header(s: &Session, top: &CallTree, e: usize) -> Value {
 /// One level of the top-down tree.
 pub fn top_down(s: &Session, q: &Query) -> Result<Value, Error> {
     let top = call_tree(s)?;
-    let e = event(s, q)?;
+    let e = crate::timeline::event_of(s, q)?;
     let node: u32 = match q.get("node").filter(|n| !n.is_empty()) {
         None => 0,
         Some(n) => n
@@ -265,7 +245,7 @@ pub fn top_down(s: &Session, q: &Query) -> Result<Value, Error> {
 /// One level of the inverted tree.
 pub fn inverted(s: &Session, q: &Query) -> Result<Value, Error> {
     let top = call_tree(s)?;
-    let e = event(s, q)?;
+    let e = crate::timeline::event_of(s, q)?;
     let nf = s.inputs[s.main()].profile.names.function_count();
     let path: Vec<FunctionId> = q
         .get("path")

@@ -44,21 +44,14 @@ pub(crate) fn route(
     answer: fn(&Session, &str, &Query) -> Answer,
 ) -> Option<Answer> {
     match path {
-        "timeline" => Some(threads(s, q).map(|v| (json_reply(&v), true))),
-        "stackchart" => Some(stack_chart(s, q).map(|v| (json_reply(&v), true))),
+        "timeline" => Some(threads(s, q).map(|v| (Reply::json(&v), true))),
+        "stackchart" => Some(stack_chart(s, q).map(|v| (Reply::json(&v), true))),
         _ => {
             let range = q.get("range").filter(|r| !r.is_empty())?;
             let mut rest = q.clone();
             rest.remove("range");
             Some(ranged(s, range).and_then(|sub| answer(&sub, path, &rest)))
         }
-    }
-}
-
-fn json_reply(v: &Value) -> Reply {
-    Reply {
-        content_type: "application/json",
-        body: serde_json::to_vec(v).unwrap_or_default(),
     }
 }
 
@@ -80,13 +73,13 @@ fn timed(s: &Session) -> Result<(&Stacks<u64>, &Timeline<u64>), String> {
 
 /// The index of the recorded event `q` names (`event`; the first when
 /// none), for the timeline's costs.
-fn event_of(s: &Session, q: &Query) -> Result<usize, Error> {
+pub(crate) fn event_of(s: &Session, q: &Query) -> Result<usize, Error> {
     let events = s.inputs[s.main()].profile.events.recorded();
     match q.get("event").filter(|e| !e.is_empty()) {
         None => Ok(0),
         Some(e) => events.iter().position(|x| x.name == *e).ok_or_else(|| {
             Error::NotFound(format!(
-                "no recorded event `{e}` (a timeline has costs of recorded events only)"
+                "no recorded event `{e}` (timelines and call trees have costs of recorded events only)"
             ))
         }),
     }
