@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use tally_analysis::AggregateBuilder;
 use tally_formats::Source;
 use tally_formats::callgrind::ReadOutcome;
-use tally_input::Summing;
 use tally_model::{AnyCost, Cost, Profile};
 use tally_report::annotate::{AggregateAndRecords, Summed};
 use tally_report::annotate::{Grouping, Options, PartFilter, Threshold, Tree};
+use {anyhow::Result, tally_analysis::transform::Transform as Tf, tally_input::Summing};
 
 /// Arguments of `tally annotate`. Option names follow callgrind_annotate and
 /// cg_annotate, so that existing habits and scripts carry over.
@@ -117,7 +117,7 @@ enum ColorArg {
     Never,
 }
 
-pub fn run(args: Args) -> anyhow::Result<Outcome> {
+pub fn run(args: Args) -> Result<Outcome> {
     let (mut profiles, mut sources) = tally_input::profiles_then_sources(&args.files)?;
     // With --diff the first two files are A and B even when the second
     // does not look like a profile: its reader then says what is wrong.
@@ -135,7 +135,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     if args.call_tree.call_tree.is_some() {
         return crate::explore::call_tree(&profiles, &transforms, &args.call_tree, args.json);
     }
-    let opts = options(&args, profiles.clone(), sources)?;
+    let opts = options(&args, profiles.clone(), sources, &transforms)?;
     if !transforms.is_empty() {
         let sources = tally_input::open_all(&profiles)?;
         let d = crate::explore::load("annotate", &sources, None, 0.0, &transforms)?;
@@ -150,8 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         };
         let inputs = crate::diff::inputs(a, b, options, false, true)?;
         let d = crate::diff::difference(&inputs, a, b)?;
-        // Unchanged calls are missing from the difference; both inputs'
-        // calls say where the recursion is.
+        // Both inputs' calls say where recursion is (the difference lacks some).
         let calls = match (&inputs.a, &inputs.b) {
             (AnyCost::Signed(pa), AnyCost::Signed(pb)) => {
                 tally_report::diff::calls_by_name(&d.profile.names, &[pa, pb])
@@ -185,7 +184,7 @@ fn annotate_inputs<U: Summed<u64>, S: Summed<i64>>(
     signed: impl FnOnce() -> S,
     args: &Args,
     opts: &Options,
-) -> anyhow::Result<Outcome> {
+) -> Result<Outcome> {
     let total: u64 = sources.iter().filter_map(Source::size).sum();
     let mut progress = Progress::new(Some(total));
     let mut update = |n| progress.update(n);
@@ -213,7 +212,7 @@ fn streamed<C: Cost>(
     sink: impl Summed<C>,
     args: &Args,
     opts: &Options,
-) -> anyhow::Result<Outcome> {
+) -> Result<Outcome> {
     let (profile, sums, warnings) = sink.finish_read(read);
     for line in tally_input::warning_lines(source.path(), &warnings) {
         eprintln!("{line}");
@@ -221,7 +220,7 @@ fn streamed<C: Cost>(
     report(profile, Some(sums), Vec::new(), args, opts)
 }
 
-fn options(args: &Args, inputs: Vec<PathBuf>, sources: Vec<PathBuf>) -> anyhow::Result<Options> {
+fn options(args: &Args, inputs: Vec<PathBuf>, files: Vec<PathBuf>, t: &[Tf]) -> Result<Options> {
     let mut sort = Vec::new();
     for s in &args.sort {
         match s.rsplit_once(':') {
@@ -259,7 +258,7 @@ fn options(args: &Args, inputs: Vec<PathBuf>, sources: Vec<PathBuf>) -> anyhow::
             TreeArg::Both => Tree::Both,
         },
         auto: args.auto,
-        files: sources,
+        files,
         context: args.context,
         include: args.include.clone(),
         asm: args.asm,
@@ -275,6 +274,7 @@ fn options(args: &Args, inputs: Vec<PathBuf>, sources: Vec<PathBuf>) -> anyhow::
         },
         json: args.json,
         magnitude: args.diff,
+        transforms: t.iter().map(ToString::to_string).collect(),
     })
 }
 
@@ -284,7 +284,7 @@ fn report<C: Cost>(
     calls: Vec<(tally_model::FunctionId, tally_model::FunctionId)>,
     args: &Args,
     opts: &Options,
-) -> anyhow::Result<Outcome> {
+) -> Result<Outcome> {
     crate::inputs::define_events(&mut profile.events, &args.events)?;
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());

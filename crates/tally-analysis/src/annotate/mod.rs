@@ -133,6 +133,9 @@ pub struct Options {
     /// threshold to the sum of those sizes: for differences, where a large
     /// decrease matters as much as a large increase.
     pub magnitude: bool,
+    /// The transforms applied before (as `kind=pattern`), for the reader
+    /// of the output to know what the numbers leave out.
+    pub transforms: Vec<String>,
 }
 
 impl Default for Options {
@@ -156,6 +159,7 @@ impl Default for Options {
             parts: PartFilter::All,
             json: false,
             magnitude: false,
+            transforms: Vec::new(),
         }
     }
 }

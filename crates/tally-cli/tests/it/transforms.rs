@@ -123,6 +123,17 @@ fn collapse_recursion_and_focus_subtree_on_worked_stacks() {
         rows(&f, &["--hide=^a$"]),
         expect(&[("main", 7, 25), ("b", 5, 15), ("c", 10, 10), ("d", 3, 3)])
     );
+    // The tables' JSON names what was applied, in order.
+    let v = json(&[
+        "annotate",
+        "--json",
+        "--hide=^a$",
+        "--focus=^b$",
+        path_str(&f),
+    ]);
+    assert_eq!(v["transforms"], serde_json::json!(["focus=^b$", "hide=^a$"]));
+    let v = json(&["annotate", "--json", path_str(&f)]);
+    assert_eq!(v["transforms"], serde_json::json!([]));
     // The same transform in the call tree, which names it.
     let v = json(&[
         "annotate",

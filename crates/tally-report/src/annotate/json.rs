@@ -145,6 +145,7 @@ pub(super) fn write<C: Cost>(
         ),
     );
     root.insert("inclusive".into(), json!(a.options.inclusive));
+    root.insert("transforms".into(), json!(a.options.transforms));
     let parts: Vec<Value> = h
         .parts
         .iter()

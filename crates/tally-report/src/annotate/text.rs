@@ -77,6 +77,9 @@ fn header<C: Cost>(a: &View<C>, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "Event sort order: {}", sort.join(" "))?;
     let th: Vec<String> = a.sort.iter().map(|s| format!("{}", s.1)).collect();
     writeln!(out, "Thresholds:       {}", th.join(" "))?;
+    if !o.transforms.is_empty() {
+        writeln!(out, "Transforms:       {}", o.transforms.join(" "))?;
+    }
     writeln!(
         out,
         "Inclusive:        {}",
