@@ -259,7 +259,8 @@ fn gnu_scan(
 /// and prints a report of nonsense; tally warns. Two checks: the histogram
 /// of a glibc profile ends at `etext` rounded up to 4 bytes, and on x86 each
 /// arc's callee address is the return address of the `mcount` call, so a
-/// call instruction must end there.
+/// call instruction must end there (not in a gmon.out made from sampled
+/// stacks, `tally record`'s, whose callee addresses are sampled ones).
 fn foreign_profile(obj: &ObjectFile, gmon: &Gmon) -> Vec<Notice> {
     let mut out = Vec::new();
     let program = obj.path().display();
@@ -275,7 +276,7 @@ fn foreign_profile(obj: &ObjectFile, gmon: &Gmon) -> Vec<Notice> {
             )));
         }
     }
-    if obj.is_x86_64() || obj.machine() == "x86" {
+    if (obj.is_x86_64() || obj.machine() == "x86") && !gmon.sampled {
         let returns_from_call = |pc: u64| {
             let direct = pc
                 .checked_sub(5)

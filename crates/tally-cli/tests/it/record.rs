@@ -725,6 +725,10 @@ fn tally_gprof_says_when_arcs_are_sampled() {
     let out = t.ok(&["gprof", "-b", path_str(&exe), "gmon.out"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.matches(note).count(), 2, "{text}");
+    // Sampled callee addresses are not mcount's return addresses: no
+    // warning that the profile is another program's.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("warning"), "{err}");
     let json = t.ok(&["gprof", "--json", path_str(&exe), "gmon.out"]);
     let json: Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(json["arc_counts"], "sampled stacks");
