@@ -538,15 +538,29 @@ async function showGraph() {
   for (const g of box.querySelectorAll("g.node")) {
     const t = g.querySelector("title");
     const m = t && /^f(\d+)$/.exec(t.textContent.trim());
-    if (m) g.addEventListener("click", () => select(+m[1]));
+    if (!m) continue;
+    g.addEventListener("click", () => select(+m[1]));
+    g.addEventListener("contextmenu", (e) => {
+      e.preventDefault();
+      nodeMenu(e, +m[1]).catch((x) => status(x.message, true));
+    });
   }
+}
+
+// The context menu of a call-graph node: its function's row names it.
+async function nodeMenu(e, node) {
+  const f = await api("function", { event: state.event, part: state.part, node });
+  const r = f.row || f;
+  if (r.is_cycle) { status("a cycle has no transforms: right-click one of its members", true); return; }
+  openMenu(e, r.name, r.object || "");
 }
 
 // The script added to the flame graph's SVG: the frame is a document of
 // its own (cross-origin in a report opened from disk), so the page and
 // it talk by messages: the page sends the search, the frame marks the
 // matching frames (`data-hit`, filled in magenta) and answers how many;
-// a click on a frame asks the page to select its function.
+// a click on a frame asks the page to select its function, a right-click
+// to open its context menu where the pointer is.
 const FLAME_BRIDGE = `<script><![CDATA[
 (function () {
   function nameOf(g) {
@@ -581,6 +595,13 @@ const FLAME_BRIDGE = `<script><![CDATA[
     var name = g && nameOf(g);
     if (name && name !== "all") parent.postMessage({ tally: "select", name: name }, "*");
   });
+  document.addEventListener("contextmenu", function (ev) {
+    var g = ev.target.closest && ev.target.closest("g");
+    var name = g && nameOf(g);
+    if (!name || name === "all") return;
+    ev.preventDefault();
+    parent.postMessage({ tally: "menu", name: name, x: ev.clientX, y: ev.clientY }, "*");
+  });
   parent.postMessage({ tally: "loaded" }, "*");
 })();
 ]]><\/script>`;
@@ -612,6 +633,16 @@ function flameMessage(e) {
     document.body.dataset.flameSearch = d.source;
   }
   else if (d.tally === "select" && typeof d.name === "string") selectByName(d.name).catch(() => {});
+  else if (d.tally === "menu" && typeof d.name === "string") flameMenu(d).catch((x) => status(x.message, true));
+}
+
+// A flame frame's context menu, at the pointer's place in the page; the
+// frame names its function only, the table its object file.
+async function flameMenu(d) {
+  const box = $("#flame-frame").getBoundingClientRect();
+  const t = await api("functions", { event: state.event, part: state.part, filter: quoteRe(d.name), limit: 1 }).catch(() => null);
+  const object = t && t.rows.length ? t.rows[0].object || "" : "";
+  openMenu({ preventDefault() {}, clientX: box.left + d.x, clientY: box.top + d.y }, d.name, object);
 }
 
 function setSelected(f) {
@@ -657,6 +688,7 @@ async function showCode(kind) {
   if (state.node == null) {
     info.textContent = "";
     box.innerHTML = `<p class="note">Select a function in the table.</p>`;
+    if (kind === "asm") await showCfg([]);
     return;
   }
   const t = await api(kind === "source" ? "lines" : "instructions",
@@ -710,7 +742,10 @@ async function showCode(kind) {
   for (const a of box.querySelectorAll("a.callee")) {
     a.addEventListener("click", (e) => { e.preventDefault(); selectByName(a.dataset.fn).catch((x) => status(x.message, true)); });
   }
-  if (kind === "asm") drawJumps(box, rows);
+  if (kind === "asm") {
+    drawJumps(box, rows);
+    await showCfg(rows);
+  }
   const focus = kind === "source" && t.focus != null ? box.querySelector(`tr.line[data-line="${t.focus}"]`) : null;
   if (focus) box.parentElement.scrollTop = Math.max(0, focus.offsetTop - 40);
   else box.parentElement.scrollTop = 0;
@@ -774,6 +809,89 @@ function drawJumps(box, rows) {
     svg.appendChild(p);
   }
   box.appendChild(svg);
+}
+
+// The control-flow graph of the function's basic blocks, above its
+// instructions when turned on: Graphviz's picture from the server (the
+// blocks split at jump targets and after jumps, edges with the counts of
+// Callgrind's jump records); a click on a block scrolls the table to it.
+async function showCfg(rows) {
+  const tab = $("#tab-asm");
+  let toggle = $("#cfg-toggle");
+  if (!toggle) {
+    toggle = document.createElement("button");
+    toggle.id = "cfg-toggle";
+    toggle.type = "button";
+    toggle.addEventListener("click", () => {
+      state.cfg = !state.cfg;
+      showCfg(state.asmRows || []).catch((e) => status(e.message, true));
+    });
+    tab.querySelector(".code-bar").appendChild(toggle);
+    const panel = document.createElement("div");
+    panel.id = "cfg";
+    tab.insertBefore(panel, tab.querySelector(".code"));
+  }
+  state.asmRows = rows;
+  const panel = $("#cfg");
+  toggle.textContent = state.cfg ? "Hide the control-flow graph" : "Control-flow graph";
+  toggle.setAttribute("aria-pressed", String(!!state.cfg));
+  toggle.style.display = rows.length ? "" : "none";
+  panel.hidden = !state.cfg || !rows.length;
+  if (panel.hidden) {
+    panel.innerHTML = "";
+    panel.dataset.key = "";
+    return;
+  }
+  const key = `${state.node}|${state.event}|${state.part}|${tfParam()}|${state.range || ""}`;
+  if (panel.dataset.key === key) return;
+  panel.dataset.key = key;
+  delete panel.dataset.ready;
+  panel.innerHTML = `<p class="note">laying out the basic blocks…</p>`;
+  let v;
+  try {
+    if (DATA) throw new Error("The control-flow graph needs `tally serve`: a report holds the instruction table only.");
+    v = await api("cfg", { event: state.event, part: state.part, node: state.node });
+  } catch (e) {
+    v = { blocks: [], edges: [], note: e.message };
+  }
+  if (panel.dataset.key !== key) return;
+  const back = v.edges.filter((e) => e.to != null && e.to <= e.from && (e.kind === "jump" || e.kind === "taken")).length;
+  let html = `<p class="note cfg-head">${v.blocks.length} basic blocks, ${v.edges.length} edges${back ? `, ${back} back (loops, red)` : ""}; heat by ${esc(v.event || state.event)}; dashed: conditional jumps taken and not taken. Click a block to see its instructions.</p>`;
+  if (v.note) html += `<p class="note cfg-note">${esc(v.note)}</p>`;
+  panel.innerHTML = html;
+  if (v.svg) {
+    const doc = new DOMParser().parseFromString(v.svg, "image/svg+xml");
+    for (const x of doc.querySelectorAll("script")) x.remove();
+    panel.appendChild(document.importNode(doc.documentElement, true));
+    for (const g of panel.querySelectorAll("g.node")) {
+      const t = g.querySelector("title");
+      const m = t && /^b(\d+)$/.exec(t.textContent.trim());
+      const b = m && v.blocks[+m[1]];
+      if (!b) continue;
+      g.dataset.start = b.start;
+      g.addEventListener("click", () => showBlock(g, b));
+    }
+  }
+  panel.dataset.ready = "1";
+}
+
+// Marks a block's instructions and scrolls the table to its first.
+function showBlock(g, b) {
+  for (const x of document.querySelectorAll("#cfg g.node.picked")) x.classList.remove("picked");
+  g.classList.add("picked");
+  let first = null;
+  for (const tr of document.querySelectorAll("#asm-table tr.ins")) {
+    const a = +tr.dataset.address;
+    const inside = a >= b.start && a <= b.end;
+    tr.classList.toggle("in-block", inside);
+    if (inside && !first) first = tr;
+  }
+  if (first) {
+    const code = $("#tab-asm .code");
+    const table = $("#asm-table");
+    const head = table.querySelector("thead");
+    code.scrollTop = Math.max(0, table.offsetTop + first.offsetTop - (head ? head.offsetHeight : 0) - 4);
+  }
 }
 
 async function showTab(tab) {

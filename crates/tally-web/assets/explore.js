@@ -11,6 +11,7 @@ const TRANSFORMS = [
   ["hide", "Merge function into callers"],
   ["collapse-recursion", "Collapse recursion"],
   ["collapse-object", "Collapse library into one frame"],
+  ["show", "Show only this function's frames"],
 ];
 const TRANSFORM_KEYS = ["focus", "ignore", "hide", "show", "focus-subtree", "collapse-recursion", "collapse-object"];
 
@@ -82,32 +83,45 @@ function closeMenu() {
   if (m) m.remove();
 }
 
-// The context menu of a function: its transforms.
+// The context menu of a function (a table row, a tree node, a flame
+// frame, a call-graph node): select it, or apply one of its transforms.
+// `ev` needs only `preventDefault` and the pointer's `clientX`/`clientY`
+// in the page (a frame's menu comes as a message from its document).
 function openMenu(ev, name, object) {
   ev.preventDefault();
   closeMenu();
-  if (DATA) {
-    status("transforms need `tally serve`: a report holds the complete profile only", true);
-    return;
-  }
   const m = document.createElement("div");
   m.id = "menu";
   m.setAttribute("role", "menu");
-  for (const [key, label] of TRANSFORMS) {
-    if (key === "collapse-object" && !object) continue;
+  m.dataset.fn = name;
+  const item = (label, act) => {
     const b = document.createElement("button");
     b.type = "button";
-    b.dataset.transform = key;
-    b.textContent = key === "collapse-object" ? `${label}: ${object.split("/").pop()}` : label;
-    b.addEventListener("click", () => {
-      closeMenu();
-      pushTransform(key, quoteRe(key === "collapse-object" ? object : name)).catch((e) => status(e.message, true));
-    });
+    b.textContent = label;
+    b.addEventListener("click", () => { closeMenu(); act().catch((e) => status(e.message, true)); });
     m.appendChild(b);
+    return b;
+  };
+  item("Select function", () => selectByName(name)).dataset.action = "select";
+  for (const [key, label] of TRANSFORMS) {
+    if (key === "collapse-object" && !object) continue;
+    // A report holds the complete profile only: no transforms there.
+    if (DATA) continue;
+    const text = key === "collapse-object" ? `${label}: ${object.split("/").pop()}` : label;
+    item(text, () => pushTransform(key, quoteRe(key === "collapse-object" ? object : name))).dataset.transform = key;
   }
-  m.style.left = `${ev.clientX}px`;
-  m.style.top = `${ev.clientY}px`;
+  if (DATA) {
+    const p = document.createElement("p");
+    p.className = "note";
+    p.textContent = "transforms need `tally serve`";
+    m.appendChild(p);
+  }
   document.body.appendChild(m);
+  // Kept inside the window near its edges.
+  const x = Math.max(0, Math.min(ev.clientX, window.innerWidth - m.offsetWidth - 2));
+  const y = Math.max(0, Math.min(ev.clientY, window.innerHeight - m.offsetHeight - 2));
+  m.style.left = `${x}px`;
+  m.style.top = `${y}px`;
 }
 
 document.addEventListener("click", (e) => { if (!e.target.closest("#menu")) closeMenu(); });

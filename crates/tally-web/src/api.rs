@@ -14,7 +14,7 @@ use tally_report::flame::{FlameOptions, Tree, write_svg};
 use tally_report::graph::{self, Graph, Prune};
 
 use crate::Error;
-use crate::session::{Answer, Input, Session, TableId, WholeStacks, code};
+use crate::session::{Answer, Input, Session, TableId, WholeStacks, cfg, code};
 use crate::view::{Base, CallGraph, Grouping, Row, Table, View};
 use tally_model::FunctionId;
 
@@ -120,6 +120,7 @@ fn reply_to(s: &Session, path: &str, q: &Query) -> Result<(Reply, bool), Error> 
         "asm" => annotated(s, q, true)?,
         "lines" => Reply::json(&code_table(s, q, false)?),
         "instructions" => Reply::json(&code_table(s, q, true)?),
+        "cfg" => Reply::json(&cfg::reply(s, &code_table(s, q, true)?, get(q, "event"))?),
         "compare" => Reply::json(&crate::compare::compare(s, q)?),
         _ => return Err(Error::NotFound(format!("no API `{path}`"))),
     };

@@ -21,6 +21,7 @@ use crate::Error;
 use crate::view::{Grouping, Provisional, Table, View};
 
 mod cache;
+pub mod cfg;
 pub mod code;
 
 use cache::Lru;

@@ -38,6 +38,7 @@ mod timeline;
 mod transforms;
 mod truncation;
 mod web;
+mod web_cfg;
 mod web_compare;
 mod web_explore;
 mod web_sources;
