@@ -10,6 +10,8 @@
 # CPU by default; TALLY_BENCH_CPU= to let it move), and the recorder on
 # the others: the overhead measured is what the program loses, not the
 # scheduler moving it onto the CPU where the recorder reads its samples.
+# The `--off-cpu` rows add the context-switch event (a stack sampled at
+# every switch out of the program's thread, and the switch records).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --profile profiling -p tally-cli >&2
@@ -35,9 +37,11 @@ rows=(
     "native, fp|$pin $tmp/fp $n"
     "tally record --call-graph fp|$rest $tally record -F 999 --call-graph fp -o $tmp/t.out -- $pin $tmp/fp $n"
     "perf record -g|$rest perf record -q -F 999 -g -o $tmp/p.data -- $pin $tmp/fp $n"
+    "tally record --call-graph fp --off-cpu|$rest $tally record -F 999 --call-graph fp --off-cpu -o $tmp/t.out -- $pin $tmp/fp $n"
     "native, no fp|$pin $tmp/nofp $n"
     "tally record --call-graph dwarf|$rest $tally record -F 999 --call-graph dwarf -o $tmp/t.out -- $pin $tmp/nofp $n"
     "perf record --call-graph dwarf,16384|$rest perf record -q -F 999 --call-graph dwarf,16384 -o $tmp/p.data -- $pin $tmp/nofp $n"
+    "tally record --call-graph dwarf --off-cpu|$rest $tally record -F 999 --call-graph dwarf --off-cpu -o $tmp/t.out -- $pin $tmp/nofp $n"
 )
 for _ in $(seq "$rounds"); do
     for r in "${rows[@]}"; do

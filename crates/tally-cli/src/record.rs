@@ -97,6 +97,12 @@ pub struct Args {
     /// exec) too, not only its threads.
     #[arg(long)]
     follow_children: bool,
+    /// Also record where threads wait (blocked in the kernel: sleep, I/O,
+    /// locks) and for how long, as a second event, `off-cpu`, in ns (needs
+    /// kernel sampling: root, CAP_PERFMON or kernel.perf_event_paranoid at
+    /// most 1).
+    #[arg(long, conflicts_with = "system")]
+    off_cpu: bool,
     /// The program and its arguments.
     #[arg(
         trailing_var_arg = true,
@@ -182,6 +188,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         pages: args.mmap_pages.unwrap_or(0),
         call_graph,
         follow_children: args.follow_children,
+        off_cpu: args.off_cpu,
     };
     let recording = tally_record::record(&target, &options)?;
     for note in &recording.notes {

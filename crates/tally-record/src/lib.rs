@@ -18,6 +18,7 @@
 //! [`record_system`] is `tally record --system`, DCPI's daemon mode.
 #![deny(missing_docs)]
 
+mod offcpu;
 mod outputs;
 mod preload;
 mod records;
@@ -217,6 +218,9 @@ pub struct Options {
     /// Sample the processes the program forks (and what they `exec`),
     /// not only its threads.
     pub follow_children: bool,
+    /// Also record where threads block and for how long: a second event,
+    /// `off-cpu` in ns (see the `offcpu` module).
+    pub off_cpu: bool,
 }
 
 impl Default for Options {
@@ -227,6 +231,7 @@ impl Default for Options {
             pages: 0,
             call_graph: CallGraph::Auto,
             follow_children: false,
+            off_cpu: false,
         }
     }
 }
@@ -254,6 +259,17 @@ pub enum RecordError {
     SystemNotPermitted {
         /// The system error.
         source: std::io::Error,
+        /// The paranoia level, or `unknown`.
+        paranoid: String,
+    },
+    /// The kernel refused the context-switch event of `--off-cpu`, or
+    /// kernel sampling, without which it samples nothing.
+    #[error(
+        "--off-cpu samples threads as the kernel switches them out, and perf_event_open refused {what} (kernel.perf_event_paranoid is {paranoid}; run as root or with CAP_PERFMON, or allow it with `sysctl kernel.perf_event_paranoid=1`)"
+    )]
+    OffCpuNotPermitted {
+        /// What was refused.
+        what: String,
         /// The paranoia level, or `unknown`.
         paranoid: String,
     },
@@ -323,6 +339,10 @@ pub struct Recording {
     pub started: std::time::SystemTime,
     /// The object files and kernel symbols read while it ran.
     pub symbols: tally_formats::perf::samples::Symbols,
+    /// With `--off-cpu`: when the recording stopped (`CLOCK_MONOTONIC`,
+    /// the records' clock then), the end of the time of a thread still
+    /// off the CPU.
+    pub off_cpu_until: Option<u64>,
 }
 
 fn paranoid() -> String {
@@ -358,6 +378,12 @@ fn attr(options: &Options, event: Event, exclude_kernel: bool, command: bool) ->
         wakeup: 64,
         ..Default::default()
     };
+    if options.off_cpu {
+        // One clock for both events, which the end of the recording is
+        // read on too.
+        a.flags |= USE_CLOCKID;
+        a.clockid = libc::CLOCK_MONOTONIC;
+    }
     if let CallGraph::Dwarf(size) = options.call_graph {
         a.sample_type = DWARF_SAMPLE_TYPE;
         a.flags |= EXCLUDE_CALLCHAIN_USER;
@@ -374,6 +400,8 @@ fn attr(options: &Options, event: Event, exclude_kernel: bool, command: bool) ->
 struct Events {
     fds: Vec<OwnedFd>,
     rings: Vec<sys::Ring>,
+    /// The context-switch event's buffers (`--off-cpu`).
+    switch_rings: Vec<sys::Ring>,
 }
 
 /// Reads the ring buffers: records are parsed, and with DWARF unwinding
@@ -403,6 +431,11 @@ impl Reader {
                 ring.drain(&mut self.bytes);
                 records::parse(&self.bytes, out);
             }
+            for ring in &mut events.switch_rings {
+                self.bytes.clear();
+                ring.drain(&mut self.bytes);
+                records::parse_switches(&self.bytes, false, out);
+            }
             return;
         }
         self.batch.clear();
@@ -410,6 +443,11 @@ impl Reader {
             self.bytes.clear();
             ring.drain(&mut self.bytes);
             records::parse_with(&self.bytes, true, &mut self.batch);
+        }
+        for ring in &mut events.switch_rings {
+            self.bytes.clear();
+            ring.drain(&mut self.bytes);
+            records::parse_switches(&self.bytes, true, &mut self.batch);
         }
         self.batch.sort_by_key(|t| t.time);
         let mut batch = std::mem::take(&mut self.batch);
@@ -437,6 +475,9 @@ impl Reader {
                     pid, exec: true, ..
                 } => self.unwinders.exec(*pid),
                 Record::Sample {
+                    pid, chain, stack, ..
+                }
+                | Record::SwitchStack {
                     pid, chain, stack, ..
                 } => {
                     if let Some(stack) = stack.take() {
@@ -467,7 +508,20 @@ fn open(
     let mut exclude_kernel = false;
     loop {
         match open_with(options, event, exclude_kernel, tids, &cpus, command) {
-            Ok(ev) => return Ok((ev, event, exclude_kernel)),
+            Ok(mut ev) => {
+                if options.off_cpu {
+                    offcpu::open(
+                        options,
+                        event,
+                        exclude_kernel,
+                        tids,
+                        &cpus,
+                        command,
+                        &mut ev,
+                    )?;
+                }
+                return Ok((ev, event, exclude_kernel));
+            }
             Err(e) => {
                 let code = e.raw_os_error();
                 if !exclude_kernel && matches!(code, Some(libc::EACCES) | Some(libc::EPERM)) {
@@ -521,6 +575,7 @@ fn open_with(
     let mut ev = Events {
         fds: Vec::new(),
         rings: Vec::new(),
+        switch_rings: Vec::new(),
     };
     for &cpu in cpus {
         let mut first: Option<usize> = None;
@@ -687,6 +742,7 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
     };
     reader.drain(&mut events, &mut out);
     drop(events);
+    let off_cpu_until = options.off_cpu.then(sys::monotonic_ns);
     queue_objects(&preload, &out, &mut queued);
     let symbols = preload.finish();
     // Stable: records of one CPU keep their order at equal times.
@@ -713,6 +769,7 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
         program,
         started,
         symbols,
+        off_cpu_until,
     })
 }
 
@@ -914,8 +971,27 @@ impl Recording {
             self.symbols.clone(),
         );
         stacks.set_cmd(self.cmd.clone().into_bytes());
-        for t in &self.records {
+        // Sample counts are of the on-CPU event only.
+        let off_cpu = match self.off_cpu_until {
+            Some(until) if !count => Some(offcpu::blocked(&self.records, until)),
+            _ => None,
+        };
+        let (mut blocked, mut off_ns) = (0usize, 0u64);
+        for (i, t) in self.records.iter().enumerate() {
             match &t.record {
+                Record::SwitchStack {
+                    pid,
+                    tid,
+                    chain,
+                    kernel,
+                    ..
+                } => {
+                    if let Some(&ns) = off_cpu.as_ref().and_then(|b| b.get(&i)) {
+                        stacks.sample_at(*pid, *tid, t.time, *kernel, chain, 1, ns)?;
+                        blocked += 1;
+                        off_ns = off_ns.saturating_add(ns);
+                    }
+                }
                 Record::Sample {
                     pid,
                     tid,
@@ -954,7 +1030,11 @@ impl Recording {
                 _ => {}
             }
         }
-        let mut profile = stacks.finish(vec![self.event.name.to_string()])?;
+        let mut names = vec![self.event.name.to_string()];
+        if off_cpu.is_some() {
+            names.push(offcpu::EVENT.to_string());
+        }
+        let mut profile = stacks.finish(names)?;
         let part = &mut profile.parts[0];
         part.info.pid = u64::try_from(self.pid).ok();
         let desc = &mut part.info.desc;
@@ -978,6 +1058,15 @@ impl Recording {
             )
             .into_bytes(),
         ));
+        if off_cpu.is_some() {
+            desc.push((
+                b"Off-CPU".to_vec(),
+                format!(
+                    " {blocked} blocking switches, {off_ns} ns: each costs the time until its thread ran again, in ns, under the stack it blocked in; preemptions are not counted"
+                )
+                .into_bytes(),
+            ));
+        }
         desc.push((
             b"Lost samples".to_vec(),
             format!(" {}", self.lost).into_bytes(),
@@ -1035,6 +1124,7 @@ mod tests {
             pages: 0,
             call_graph,
             follow_children,
+            off_cpu: false,
         }
     }
 
@@ -1232,6 +1322,7 @@ mod tests {
             program: Some(PathBuf::from("/nonexistent/prog")),
             started: std::time::UNIX_EPOCH,
             symbols: Default::default(),
+            off_cpu_until: None,
         }
     }
 
@@ -1324,6 +1415,42 @@ mod tests {
         );
         assert!(sampling.ends_with("stacks by frame pointers"), "{sampling}");
         // Counted: each sample is 1.
+        assert_eq!(r.sample_counts().unwrap().totals(), Some(vec![3]));
+    }
+
+    #[test]
+    fn off_cpu_time_is_a_second_event_under_the_blocking_stack() {
+        let mut records = records();
+        let at = |time, record| Timed { time, record };
+        let switch = |out| Record::Switch {
+            pid: 10,
+            tid: 11,
+            out,
+            preempt: false,
+        };
+        records.extend([
+            at(
+                10,
+                Record::SwitchStack {
+                    pid: 10,
+                    tid: 11,
+                    chain: vec![0x40_0040, 0x40_0020],
+                    kernel: false,
+                    stack: None,
+                },
+            ),
+            at(11, switch(true)),
+            at(7_011, switch(false)),
+        ]);
+        let mut r = recording(event("cpu-clock"), Rate::Frequency(1000), records);
+        r.off_cpu_until = Some(10_000);
+        let p = r.profile().unwrap();
+        let names: Vec<&str> = p.events.recorded().iter().map(|e| &*e.name).collect();
+        assert_eq!(names, ["cpu-clock", "off-cpu"]);
+        assert_eq!(p.totals(), Some(vec![12_000, 7_000]));
+        let off = desc(&p, "Off-CPU").unwrap();
+        assert!(off.starts_with(" 1 blocking switches, 7000 ns"), "{off}");
+        // Sample counts are of the on-CPU event alone.
         assert_eq!(r.sample_counts().unwrap().totals(), Some(vec![3]));
     }
 

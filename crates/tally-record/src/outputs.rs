@@ -632,6 +632,7 @@ mod tests {
             program: Some(PathBuf::from("/nonexistent/prog")),
             started: UNIX_EPOCH,
             symbols: Default::default(),
+            off_cpu_until: None,
         };
         r.profile().unwrap()
     }

@@ -20,6 +20,14 @@ const FORK: u32 = 7;
 const SAMPLE: u32 = 9;
 /// `PERF_RECORD_MMAP2`.
 const MMAP2: u32 = 10;
+/// `PERF_RECORD_SWITCH`: the thread of a per-thread event was switched in
+/// or out.
+const SWITCH: u32 = 14;
+/// `PERF_RECORD_MISC_SWITCH_OUT`: a `SWITCH` record of a switch out.
+const MISC_SWITCH_OUT: u16 = 1 << 13;
+/// `PERF_RECORD_MISC_SWITCH_OUT_PREEMPT`: switched out while runnable
+/// (preempted or yielding), not blocked.
+const MISC_SWITCH_OUT_PREEMPT: u16 = 1 << 14;
 /// `PERF_RECORD_MISC_COMM_EXEC`: a `comm` record made by `exec`.
 const MISC_COMM_EXEC: u16 = 1 << 13;
 /// `PERF_RECORD_MISC_CPUMODE_MASK` and its kernel value.
@@ -88,6 +96,32 @@ pub enum Record {
     },
     /// Samples the kernel dropped because the buffer was full.
     Lost(u64),
+    /// The stack of a thread being switched out (`--off-cpu`'s
+    /// context-switch event): where it blocks, if the switch that follows
+    /// is not a preemption.
+    SwitchStack {
+        /// Process id.
+        pid: i32,
+        /// Thread id.
+        tid: i32,
+        /// Leaf first, with perf's context markers.
+        chain: Vec<u64>,
+        /// The first addresses are kernel ones.
+        kernel: bool,
+        /// The user registers and stack, to unwind (then dropped).
+        stack: Option<Box<UserStack>>,
+    },
+    /// A thread was switched out or in.
+    Switch {
+        /// Process id.
+        pid: i32,
+        /// Thread id.
+        tid: i32,
+        /// Switched out (else in).
+        out: bool,
+        /// Switched out while still runnable (preempted, or yielding).
+        preempt: bool,
+    },
 }
 
 /// A record with its time stamp.
@@ -134,6 +168,16 @@ pub fn parse(bytes: &[u8], out: &mut Vec<Timed>) {
 /// [`parse`], for samples that carry the user registers and stack
 /// (`dwarf`) or not.
 pub fn parse_with(bytes: &[u8], dwarf: bool, out: &mut Vec<Timed>) {
+    parse_all(bytes, dwarf, false, out)
+}
+
+/// [`parse_with`] for the buffers of the context-switch event: its samples
+/// are the stacks of threads switched out ([`Record::SwitchStack`]).
+pub fn parse_switches(bytes: &[u8], dwarf: bool, out: &mut Vec<Timed>) {
+    parse_all(bytes, dwarf, true, out)
+}
+
+fn parse_all(bytes: &[u8], dwarf: bool, switches: bool, out: &mut Vec<Timed>) {
     let mut at = 0;
     while at + 8 <= bytes.len() {
         let kind = u32_at(bytes, at).unwrap_or(0);
@@ -142,7 +186,25 @@ pub fn parse_with(bytes: &[u8], dwarf: bool, out: &mut Vec<Timed>) {
         if size < 8 || at + size > bytes.len() {
             return;
         }
-        if let Some(t) = one(kind, misc, &bytes[at + 8..at + size], dwarf) {
+        if let Some(mut t) = one(kind, misc, &bytes[at + 8..at + size], dwarf) {
+            if switches
+                && let Record::Sample {
+                    pid,
+                    tid,
+                    chain,
+                    kernel,
+                    stack,
+                    ..
+                } = t.record
+            {
+                t.record = Record::SwitchStack {
+                    pid,
+                    tid,
+                    chain,
+                    kernel,
+                    stack,
+                };
+            }
             out.push(t);
         }
         at += size;
@@ -257,6 +319,16 @@ fn one(kind: u32, misc: u16, b: &[u8], dwarf: bool) -> Option<Timed> {
             return Some(Timed { time, record });
         }
         LOST => Record::Lost(u64_at(b, 8)?),
+        SWITCH => {
+            // Only the sample id fields: pid tid, time.
+            let (pid, tid) = pid_tid(b.len().checked_sub(16)?)?;
+            Record::Switch {
+                pid,
+                tid,
+                out: misc & MISC_SWITCH_OUT != 0,
+                preempt: misc & MISC_SWITCH_OUT_PREEMPT != 0,
+            }
+        }
         _ => return None,
     };
     Some(Timed { time, record })
@@ -442,6 +514,54 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn switch_records_and_the_stacks_of_switched_out_threads() {
+        let out_blocked = record(SWITCH, MISC_SWITCH_OUT, &id(5, 6, 100));
+        let out_preempted = record(
+            SWITCH,
+            MISC_SWITCH_OUT | MISC_SWITCH_OUT_PREEMPT,
+            &id(5, 6, 200),
+        );
+        let back_in = record(SWITCH, 0, &id(5, 6, 300));
+        let mut body = Vec::new();
+        for w in [0x401000u64, (6u64 << 32) | 5, 90, 1, 1, 0x401000] {
+            body.extend(w.to_ne_bytes());
+        }
+        let sample = record(SAMPLE, 2, &body);
+        let bytes = [sample, out_blocked, out_preempted, back_in].concat();
+        let switch = |time, out, preempt| Timed {
+            time,
+            record: Record::Switch {
+                pid: 5,
+                tid: 6,
+                out,
+                preempt,
+            },
+        };
+        let mut all = Vec::new();
+        parse_switches(&bytes, false, &mut all);
+        assert_eq!(
+            all,
+            vec![
+                Timed {
+                    time: 90,
+                    record: Record::SwitchStack {
+                        pid: 5,
+                        tid: 6,
+                        chain: vec![0x401000],
+                        kernel: false,
+                        stack: None,
+                    }
+                },
+                switch(100, true, false),
+                switch(200, true, true),
+                switch(300, false, false),
+            ]
+        );
+        // The same bytes from the on-CPU buffers: an ordinary sample.
+        assert!(matches!(parsed(&bytes)[0].record, Record::Sample { .. }));
     }
 
     #[test]

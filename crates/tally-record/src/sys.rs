@@ -90,6 +90,10 @@ pub mod flag {
     pub const INHERIT_THREAD: u64 = 1 << 35;
     /// Mark the `comm` records of `exec`.
     pub const COMM_EXEC: u64 = 1 << 24;
+    /// Time stamps from the clock `clockid` names.
+    pub const USE_CLOCKID: u64 = 1 << 25;
+    /// Record each switch of the thread in and out (`PERF_RECORD_SWITCH`).
+    pub const CONTEXT_SWITCH: u64 = 1 << 26;
 }
 
 /// `PERF_FLAG_FD_CLOEXEC`: the descriptor is closed on `exec`.
@@ -254,6 +258,18 @@ pub fn poll(fds: &[OwnedFd], timeout_ms: i32) {
         .collect();
     // SAFETY: `p` is a valid array of pollfd of the length given.
     unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, timeout_ms) };
+}
+
+/// `CLOCK_MONOTONIC` now, in nanoseconds: the clock of the time stamps
+/// of events opened with [`flag::USE_CLOCKID`] and it.
+pub fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec for the call to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    (t.tv_sec as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
 }
 
 /// Whether process `pid` exists (signal 0).

@@ -428,6 +428,7 @@ fn open(o: &SystemOptions, notes: &mut Vec<String>) -> Result<(Events, Event), R
         let mut ev = Events {
             fds: Vec::new(),
             rings: Vec::new(),
+            switch_rings: Vec::new(),
         };
         let opened = cpus.iter().try_for_each(|&cpu| {
             let fd = sys::perf_event_open(&a, -1, cpu)?;

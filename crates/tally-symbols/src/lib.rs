@@ -56,6 +56,7 @@ mod dwarf;
 mod error;
 mod symbols;
 mod symtab;
+pub mod unwind;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -20,8 +20,10 @@ mod interop;
 mod memory_ceiling;
 mod merge_diff;
 mod names;
+mod perf_dwarf;
 mod pprof;
 mod record;
+mod record_offcpu;
 mod reliability_input;
 #[cfg(unix)]
 mod reliability_io;

@@ -12,6 +12,16 @@
 //! period, as `perf report` counts overhead. Samples with a time
 //! (`perf record` takes them by default) make the profile's timeline, their
 //! threads named by the `comm` records.
+//!
+//! Samples of `perf record --call-graph dwarf` carry the user registers and
+//! a copy of the top of the user stack instead of the user call chain;
+//! they are unwound with tally-symbols' unwinder (the one `tally record
+//! --call-graph dwarf` uses) through the call frame information of the
+//! object files the `mmap` records name, read from this machine, as
+//! `perf report` reads them. An object file that cannot be read ends the
+//! stacks that pass through it, as in `perf report`. The unwinder knows
+//! x86-64's registers only: such samples of another architecture are
+//! refused.
 
 use super::samples::SampledStacks;
 use crate::error::Error;
@@ -24,6 +34,26 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::rc::Rc;
 use tally_model::{Positions, Profile};
+use tally_symbols::unwind::{CONTEXT_USER, Unwinders, UserStack};
+
+/// `PERF_REG_X86_BP`, `SP` and `IP`: the registers an unwinder starts from.
+const REG_BP: u64 = 6;
+const REG_SP: u64 = 7;
+const REG_IP: u64 = 8;
+
+/// The user registers and stack of a DWARF sample, if it has them.
+fn user_stack(s: &linux_perf_data::linux_perf_event_reader::SampleRecord<'_>) -> Option<UserStack> {
+    let regs = s.user_regs.as_ref()?;
+    let (data, dyn_size) = s.user_stack.as_ref()?;
+    let bytes = data.as_slice();
+    let n = usize::try_from(*dyn_size).map_or(bytes.len(), |d| d.min(bytes.len()));
+    Some(UserStack {
+        bp: regs.get(REG_BP)?,
+        sp: regs.get(REG_SP)?,
+        ip: regs.get(REG_IP)?,
+        bytes: bytes[..n].to_vec(),
+    })
+}
 
 /// A cursor that tells how far the reader got, for the byte offset of an
 /// error (the reader owns the cursor).
@@ -289,6 +319,8 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
         stacks.set_cmd(cmd.join(" ").into_bytes());
     }
     let mut chain: Vec<u64> = Vec::new();
+    let mut unwinders = Lazy::default();
+    let arch = perf_file.arch().ok().flatten().map(str::to_string);
     loop {
         let record = match record_iter.next_record(&mut perf_file) {
             Ok(Some(r)) => r,
@@ -312,15 +344,21 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
             EventRecord::Mmap(m) => {
                 let p = m.path.as_slice();
                 stacks.mmap(m.pid, m.address, m.length, m.page_offset, &p);
+                unwinders.mmap(m.pid, m.address, m.length, m.page_offset, &p);
             }
             EventRecord::Mmap2(m) => {
                 let p = m.path.as_slice();
                 stacks.mmap(m.pid, m.address, m.length, m.page_offset, &p);
+                unwinders.mmap(m.pid, m.address, m.length, m.page_offset, &p);
             }
-            EventRecord::Fork(f) => stacks.fork(f.pid, f.ppid),
+            EventRecord::Fork(f) => {
+                stacks.fork(f.pid, f.ppid);
+                unwinders.fork(f.pid, f.ppid);
+            }
             EventRecord::Comm(c) => {
                 if c.is_execve {
                     stacks.exec(c.pid);
+                    unwinders.exec(c.pid);
                 }
                 stacks.comm(c.tid, &c.name.as_slice());
             }
@@ -336,6 +374,25 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
                     _ => chain.extend(s.ip),
                 }
                 let pid = s.pid.unwrap_or(-1);
+                if let Some(stack) = user_stack(&s) {
+                    if arch.as_deref().is_some_and(|a| a != "x86_64") {
+                        return Err(fail(
+                            format!(
+                                "its samples carry user stacks to unwind (`perf record --call-graph dwarf`), and tally unwinds x86-64 stacks only, not {}",
+                                arch.as_deref().unwrap_or_default()
+                            ),
+                            furthest.get(),
+                        ));
+                    }
+                    let u = unwinders.get();
+                    // The kernel's part, then the unwound user part.
+                    if let Some(user) = chain.iter().position(|&a| a == CONTEXT_USER) {
+                        chain.truncate(user);
+                    } else if !kernel {
+                        chain.clear();
+                    }
+                    u.unwind(pid, &stack, &mut chain);
+                }
                 let (period, at) = (s.period.unwrap_or(1), furthest.get());
                 match s.timestamp {
                     Some(time) => stacks.sample_at(
@@ -355,6 +412,66 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
         }
     }
     stacks.finish(names).map_err(|e| fail(e.to_string(), 0))
+}
+
+/// The unwinders of the processes, made at the first sample with a user
+/// stack from the mappings and forks seen so far: most perf.data files
+/// have none, and reading the call frame information of every object they
+/// map would be wasted.
+#[derive(Default)]
+struct Lazy {
+    made: Option<Unwinders>,
+    /// Until then: mappings (pid, start, length, offset, path) and forks
+    /// (pid, parent), in order.
+    changes: Vec<Change>,
+}
+
+enum Change {
+    Mmap(i32, u64, u64, u64, Vec<u8>),
+    Fork(i32, i32),
+}
+
+impl Lazy {
+    fn mmap(&mut self, pid: i32, start: u64, len: u64, offset: u64, path: &[u8]) {
+        match &mut self.made {
+            Some(u) => u.mmap(pid, start, len, offset, path),
+            None => self
+                .changes
+                .push(Change::Mmap(pid, start, len, offset, path.to_vec())),
+        }
+    }
+
+    fn fork(&mut self, pid: i32, ppid: i32) {
+        match &mut self.made {
+            Some(u) => u.fork(pid, ppid),
+            None => self.changes.push(Change::Fork(pid, ppid)),
+        }
+    }
+
+    fn exec(&mut self, pid: i32) {
+        match &mut self.made {
+            Some(u) => u.exec(pid),
+            None => self.changes.retain(|c| match c {
+                Change::Mmap(p, ..) | Change::Fork(p, _) => *p != pid,
+            }),
+        }
+    }
+
+    fn get(&mut self) -> &mut Unwinders {
+        let changes = &mut self.changes;
+        self.made.get_or_insert_with(|| {
+            let mut u = Unwinders::default();
+            for c in changes.drain(..) {
+                match c {
+                    Change::Mmap(pid, start, len, offset, path) => {
+                        u.mmap(pid, start, len, offset, &path)
+                    }
+                    Change::Fork(pid, ppid) => u.fork(pid, ppid),
+                }
+            }
+            u
+        })
+    }
 }
 
 /// perf.data, as a reader of the one shape
