@@ -941,8 +941,10 @@ fn system_mode_samples_every_process() {
         assert!(err.contains("kernel.perf_event_paranoid"), "{err}");
         return;
     }
-    let before = compile(d, "before", PROGRAM, &["-O0"]);
-    let late = compile(d, "late", PROGRAM, &["-O0"]);
+    // Names no other test gives a program: every process on the machine
+    // is sampled, and the profiles are found by their image's name.
+    let before = compile(d, "sysmode_first", PROGRAM, &["-O0"]);
+    let late = compile(d, "sysmode_late", PROGRAM, &["-O0"]);
     let spawn = |exe: &Path| {
         Command::new(exe)
             .arg("1000000")
@@ -985,7 +987,7 @@ fn system_mode_samples_every_process() {
             "{e}: not an epoch (YYYYMMDDHHMMSS)"
         );
     }
-    for (exe, name) in [(&before, "before"), (&late, "late")] {
+    for (exe, name) in [(&before, "sysmode_first"), (&late, "sysmode_late")] {
         let profiles = epoch_profiles(&d.join("db"), name);
         assert!(
             !profiles.is_empty(),
@@ -1014,7 +1016,7 @@ fn system_mode_samples_every_process() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     assert_eq!(entries.len(), 1, "one epoch, nothing partial: {entries:?}");
-    let profiles = epoch_profiles(&d.join("db2"), "before");
+    let profiles = epoch_profiles(&d.join("db2"), "sysmode_first");
     assert_eq!(profiles.len(), 1, "{entries:?}");
     assert_eq!(hottest(&t, &before, &profiles), "spin");
 
