@@ -307,6 +307,17 @@ impl ObjectFile {
         }
     }
 
+    /// The last function starting at or before `addr`, whether or not it
+    /// reaches `addr`. In a stripped file (no `.symtab`, no debug file)
+    /// the functions are the exported ones of `.dynsym`, and most code
+    /// lies between them: a profiler names such code relative to the
+    /// nearest one before it, so that hot places stay apart.
+    pub fn symbol_before(&self, addr: u64) -> Option<&Symbol> {
+        let symbols = self.symbols.symbols();
+        let i = symbols.partition_point(|s| s.address <= addr);
+        symbols.get(i.checked_sub(1)?)
+    }
+
     /// Finds a function by the name Valgrind prints for it: demangled C++
     /// or Rust (`ns::f(int)`, `std::rt::lang_start`), a plain C name, or
     /// the raw mangled name. A version suffix (`__libc_start_main@@GLIBC_2.34`)

@@ -23,6 +23,7 @@ mod names;
 mod perf_dwarf;
 mod pprof;
 mod record;
+mod record_jit;
 mod record_offcpu;
 mod reliability_input;
 #[cfg(unix)]

@@ -9,17 +9,38 @@
 //! symbol) and, where the object has DWARF, the line. Kernel addresses are
 //! named from `/proc/kallsyms` when the samples were taken on the running
 //! kernel and the addresses are readable (`kptr_restrict`), with the object
-//! `[kernel.kallsyms]`. An address no symbol covers is the function
-//! `[unknown]` of its object, unless a code label (as perf takes them)
-//! names it.
+//! `[kernel.kallsyms]`.
+//!
+//! An address no symbol covers (stripped code: Debian's libraries keep
+//! only their exported `.dynsym` functions) is named by its 4 KiB page
+//! of the object, `[0x16000] lzma_mf_is_supported+0x690`: the page's
+//! ELF address (its file offset where the file cannot be read), then the
+//! nearest function before the page, if any. perf
+//! shows each such address on its own row; a page keeps a hot loop's
+//! instructions in one row and different hot places apart, and its
+//! frames keep their exact addresses. A code label (as perf takes them)
+//! names such an address first.
+//!
+//! Code a JIT compiled (in anonymous memory, or in no mapping the
+//! recording saw) is named from the process's perf map and jitdump files
+//! ([`super::jit`]), read when the profile is finished, so that code
+//! compiled after its first sample is still named: perf maps are
+//! `/tmp/perf-PID.map` ([`SampledStacks::set_perf_map_dir`]), jitdump
+//! files are found by the mappings the JIT makes of them. Their functions
+//! belong to the object `[JIT] tid PID`, as `perf report` names it; an
+//! address neither names stays `[unknown]`. A bad line or record of
+//! these files is skipped, with a `Warning` line in the profile's
+//! description naming the file and the line or byte offset.
 //!
 //! Samples given with their time and thread ([`SampledStacks::sample_at`])
 //! also make the profile's [`tally_model::Timeline`]; a thread is named
 //! by the last `comm` record of its thread id, or else of its process.
 
+use super::jit::JitSymbols;
 use crate::Error;
 use crate::stacked::StackProfile;
 use rustc_hash::FxHashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use tally_model::{Events, FrameId, FunctionId, Positions, Profile, Thread};
 use tally_symbols::{AddressSpace, ObjectFile};
@@ -33,6 +54,33 @@ const CONTEXT_KERNEL: u64 = -128i64 as u64;
 const KERNEL: &[u8] = b"[kernel.kallsyms]";
 /// The function of an address no symbol covers.
 const UNKNOWN: &[u8] = b"[unknown]";
+/// The size of the pages that code without symbols is named by.
+const PAGE: u64 = 4096;
+/// Where JIT compilers write perf map files.
+const PERF_MAP_DIR: &str = "/tmp";
+
+/// Whether a mapping's path is anonymous memory, where JIT compilers put
+/// their code (the names perf treats as anonymous).
+fn is_anonymous(path: &[u8]) -> bool {
+    path.is_empty()
+        || [
+            &b"//anon"[..],
+            b"[anon",
+            b"/anon_hugepage",
+            b"/dev/zero",
+            b"/memfd:",
+            b"[heap]",
+        ]
+        .iter()
+        .any(|p| path.starts_with(p))
+}
+
+/// The pid of a jitdump file's path (`…/jit-PID.dump`), if it is one.
+fn jitdump_pid(path: &[u8]) -> Option<i32> {
+    let name = path.rsplit(|&b| b == b'/').next()?;
+    let pid = name.strip_prefix(b"jit-")?.strip_suffix(b".dump")?;
+    std::str::from_utf8(pid).ok()?.parse().ok()
+}
 
 /// The running kernel's function symbols, by address (`/proc/kallsyms`).
 /// Reading them costs tens of milliseconds of kernel time, so they are
@@ -143,24 +191,32 @@ struct Symbolizer {
     kernel_frames: FxHashMap<u64, FrameId>,
     /// (object, symbol start) → function.
     functions: FxHashMap<(usize, u64), FunctionId>,
+    /// (object, page) → function, for code without symbols.
+    pages: FxHashMap<(usize, u64), FunctionId>,
 }
+
+/// A symbolised user address: its frame, and whether a JIT may have
+/// written its code (it is in anonymous memory or in no known mapping),
+/// so that the JIT's maps, read at the end, may name it.
+type UserFrame = (FrameId, bool);
 
 impl Symbolizer {
     /// The frame of user address `addr` in process `pid`; `leaf` for the
     /// sampled instruction itself (a caller's address is a return address,
     /// whose line is looked up one byte back, on the call).
-    fn user(&mut self, b: &mut StackProfile, pid: i32, addr: u64, leaf: bool) -> Option<FrameId> {
+    fn user(&mut self, b: &mut StackProfile, pid: i32, addr: u64, leaf: bool) -> Option<UserFrame> {
         let Some(loc) = self.space.lookup(pid, addr) else {
             let f = b.function(UNKNOWN, b"", UNKNOWN)?;
-            return Some(b.frame(f, 0, addr));
+            return Some((b.frame(f, 0, addr), true));
         };
         let object = loc.image;
         let elf = loc.address;
         let elf_addr = elf.unwrap_or(loc.offset);
-        if let Some(&f) = self.frames.get(&(object, elf_addr, leaf)) {
-            return Some(f);
-        }
         let image = self.space.image(object);
+        let anonymous = image.file.is_none() && is_anonymous(&image.path);
+        if let Some(&f) = self.frames.get(&(object, elf_addr, leaf)) {
+            return Some((f, anonymous));
+        }
         let (path, file) = (image.path.clone(), image.file.clone());
         let symbol = elf.and_then(|a| {
             let o = file.as_ref()?;
@@ -193,11 +249,47 @@ impl Symbolizer {
                 };
                 (f, line)
             }
-            None => (b.function(&path, b"", UNKNOWN)?, 0),
+            None if anonymous => (b.function(&path, b"", UNKNOWN)?, 0),
+            None => {
+                let page = elf_addr & !(PAGE - 1);
+                let f = match self.pages.get(&(object, page)) {
+                    Some(&f) => f,
+                    None => {
+                        let before = elf.and(file.as_ref()).and_then(|o| o.symbol_before(page));
+                        let name = match before {
+                            Some(s) => {
+                                format!("[{page:#x}] {}+{:#x}", s.perf_name(), page - s.address)
+                            }
+                            None => format!("[{page:#x}]"),
+                        };
+                        let f = b.function(&path, b"", name.as_bytes())?;
+                        self.pages.insert((object, page), f);
+                        f
+                    }
+                };
+                (f, 0)
+            }
         };
         let frame = b.frame(function, line, elf_addr);
         self.frames.insert((object, elf_addr, leaf), frame);
-        Some(frame)
+        Some((frame, anonymous))
+    }
+
+    /// The frame of JIT code at `addr` of process `pid`, named by
+    /// `jit`, the process's JIT functions.
+    fn jit(
+        b: &mut StackProfile,
+        jit: &JitSymbols,
+        pid: i32,
+        addr: u64,
+    ) -> Option<Result<FrameId, Error>> {
+        let (_, name) = jit.lookup(addr)?;
+        let object = format!("[JIT] tid {pid}");
+        Some(
+            b.function(object.as_bytes(), b"", name.as_bytes())
+                .map(|f| b.frame(f, 0, addr))
+                .ok_or(Error::StacksFull),
+        )
     }
 
     fn kernel(&mut self, b: &mut StackProfile, addr: u64) -> Option<FrameId> {
@@ -221,12 +313,30 @@ impl Symbolizer {
 /// thread (an index into [`SampledStacks::threads`]) when it has them.
 type Taken = (Vec<FrameId>, usize, u64, Option<(u64, u32)>);
 
+/// User addresses a JIT may have compiled, to be named when the profile
+/// is finished.
+#[derive(Default)]
+struct JitPending {
+    /// Each distinct (pid, address) once, by index.
+    keys: FxHashMap<(i32, u64), u32>,
+    addresses: Vec<(i32, u64)>,
+    /// (sample, frame position in it root first, address index).
+    uses: Vec<(u32, u32, u32)>,
+    /// The jitdump files each process mapped.
+    dumps: FxHashMap<i32, Vec<PathBuf>>,
+    /// Where perf map files are.
+    map_dir: PathBuf,
+}
+
 /// Samples being symbolised into a profile of whole stacks.
 pub struct SampledStacks {
     sym: Symbolizer,
     b: StackProfile,
     samples: Vec<Taken>,
     leaf_first: Vec<FrameId>,
+    /// Positions in `leaf_first` of frames a JIT may name.
+    jit_first: Vec<(u32, u64)>,
+    jit: JitPending,
     /// The sampled threads, (pid, tid), in first-seen order, and their
     /// index.
     threads: Vec<(i32, i32)>,
@@ -262,10 +372,16 @@ impl SampledStacks {
                 frames: FxHashMap::default(),
                 kernel_frames: FxHashMap::default(),
                 functions: FxHashMap::default(),
+                pages: FxHashMap::default(),
             },
             b: StackProfile::new(positions, creator),
             samples: Vec::new(),
             leaf_first: Vec::new(),
+            jit_first: Vec::new(),
+            jit: JitPending {
+                map_dir: PathBuf::from(PERF_MAP_DIR),
+                ..JitPending::default()
+            },
             threads: Vec::new(),
             thread_index: FxHashMap::default(),
             comms: FxHashMap::default(),
@@ -277,9 +393,27 @@ impl SampledStacks {
         self.b.set_cmd(cmd);
     }
 
+    /// Sets the directory holding the perf map files (`perf-PID.map`)
+    /// of the recorded processes: `/tmp` unless set, where JIT compilers
+    /// write them; another for a recording whose maps were copied with
+    /// it.
+    pub fn set_perf_map_dir(&mut self, dir: impl Into<PathBuf>) {
+        self.jit.map_dir = dir.into();
+    }
+
     /// `path` mapped at `start..start + len` of process `pid`, from
-    /// `offset` in the file; it replaces whatever it overlaps.
+    /// `offset` in the file; it replaces whatever it overlaps. A jitdump
+    /// file (`…/jit-PID.dump`) holds no code: it is kept, to be read
+    /// when the profile is finished.
     pub fn mmap(&mut self, pid: i32, start: u64, len: u64, offset: u64, path: &[u8]) {
+        if jitdump_pid(path).is_some() {
+            let path = PathBuf::from(String::from_utf8_lossy(path).into_owned());
+            let dumps = self.jit.dumps.entry(pid).or_default();
+            if !dumps.contains(&path) {
+                dumps.push(path);
+            }
+            return;
+        }
         self.sym.space.add_mmap(pid, start, len, offset, path);
     }
 
@@ -343,22 +477,36 @@ impl SampledStacks {
         let mut kernel = kernel;
         let mut first = true;
         self.leaf_first.clear();
+        self.jit_first.clear();
         for &addr in chain {
             if addr >= CONTEXT_MAX {
                 kernel = addr == CONTEXT_KERNEL;
                 continue;
             }
-            let frame = if kernel {
-                self.sym.kernel(&mut self.b, addr)
+            let (frame, jit) = if kernel {
+                self.sym.kernel(&mut self.b, addr).map(|f| (f, false))
             } else {
                 self.sym.user(&mut self.b, pid, addr, first)
             }
             .ok_or(Error::StacksFull)?;
+            if jit {
+                self.jit_first.push((self.leaf_first.len() as u32, addr));
+            }
             first = false;
             self.leaf_first.push(frame);
         }
         if self.leaf_first.is_empty() {
             return Ok(());
+        }
+        let sample = u32::try_from(self.samples.len()).map_err(|_| Error::StacksFull)?;
+        let last = self.leaf_first.len() as u32 - 1;
+        for &(at, addr) in &self.jit_first {
+            let next = self.jit.addresses.len() as u32;
+            let key = *self.jit.keys.entry((pid, addr)).or_insert(next);
+            if key == next {
+                self.jit.addresses.push((pid, addr));
+            }
+            self.jit.uses.push((sample, last - at, key));
         }
         let mut frames = self.leaf_first.clone();
         frames.reverse();
@@ -381,11 +529,13 @@ impl SampledStacks {
     pub fn finish(self, names: Vec<String>) -> Result<Profile<u64>, Error> {
         let SampledStacks {
             mut b,
-            samples,
+            mut samples,
             threads,
             comms,
+            jit,
             ..
         } = self;
+        let warnings = name_jit_frames(&mut b, &mut samples, jit)?;
         let n = names.len().max(1);
         // Events named twice (`-e cycles -e cycles`) are told apart by number.
         let mut unique: Vec<String> = Vec::with_capacity(n);
@@ -428,6 +578,187 @@ impl SampledStacks {
                 })
                 .collect();
         }
-        b.finish(events).ok_or(Error::StacksOverflow)
+        let mut profile = b.finish(events).ok_or(Error::StacksOverflow)?;
+        if let Some(part) = profile.parts.first_mut() {
+            for w in warnings {
+                part.info
+                    .desc
+                    .push((b"Warning".to_vec(), format!(" {w}").into_bytes()));
+            }
+        }
+        Ok(profile)
+    }
+}
+
+/// Reads the perf maps and jitdump files of the processes with frames a
+/// JIT may have compiled, and puts the frames they name in `samples`;
+/// returns the warnings about bad lines and records of those files.
+fn name_jit_frames(
+    b: &mut StackProfile,
+    samples: &mut [Taken],
+    jit: JitPending,
+) -> Result<Vec<String>, Error> {
+    let mut warnings = Vec::new();
+    if jit.addresses.is_empty() {
+        return Ok(warnings);
+    }
+    let mut maps: FxHashMap<i32, JitSymbols> = FxHashMap::default();
+    let mut pids: Vec<i32> = jit.addresses.iter().map(|&(pid, _)| pid).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    for pid in pids.into_iter().filter(|&p| p > 0) {
+        let mut symbols = JitSymbols::new();
+        let map = jit.map_dir.join(format!("perf-{pid}.map"));
+        if let Ok(text) = std::fs::read(&map) {
+            symbols.read_perf_map(&map, &text, &mut warnings);
+        }
+        // Read after the map, so that its functions win where both name
+        // an address: a jitdump also follows code the JIT moves.
+        for dump in jit.dumps.get(&pid).into_iter().flatten() {
+            if let Ok(bytes) = std::fs::read(dump) {
+                symbols.read_jitdump(dump, &bytes, &mut warnings);
+            }
+        }
+        if !symbols.is_empty() {
+            maps.insert(pid, symbols);
+        }
+    }
+    if maps.is_empty() {
+        return Ok(warnings);
+    }
+    let mut named: Vec<Option<FrameId>> = Vec::with_capacity(jit.addresses.len());
+    for &(pid, addr) in &jit.addresses {
+        let frame = match maps.get(&pid) {
+            Some(symbols) => Symbolizer::jit(b, symbols, pid, addr).transpose()?,
+            None => None,
+        };
+        named.push(frame);
+    }
+    for (sample, at, key) in jit.uses {
+        if let Some(frame) = named[key as usize] {
+            samples[sample as usize].0[at as usize] = frame;
+        }
+    }
+    Ok(warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(p: &Profile<u64>) -> Vec<(String, String, u64)> {
+        let stacks = p.stacks.as_ref().unwrap();
+        let mut out: Vec<(String, String, u64)> = stacks
+            .samples
+            .iter()
+            .map(|s| {
+                let f = stacks.frames[s.frames.last().unwrap().index()].function;
+                (
+                    String::from_utf8_lossy(p.names.function_object(f)).into_owned(),
+                    String::from_utf8_lossy(p.names.function_name(f)).into_owned(),
+                    s.costs[0],
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn jit_maps_written_after_the_samples_name_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = SampledStacks::new(Positions::INSTR_LINE, b"test", None);
+        s.set_perf_map_dir(dir.path());
+        s.mmap(4242, 0x7000_0000, 0x10_0000, 0x7000_0000, b"//anon");
+        // The jitdump's own mapping holds no code: it only says where the
+        // file is.
+        let dump = dir.path().join("jit-4242.dump");
+        s.mmap(
+            4242,
+            0x6000_0000,
+            0x1000,
+            0,
+            dump.to_str().unwrap().as_bytes(),
+        );
+        // In anonymous memory, in no mapping at all, and in another
+        // process without maps.
+        s.sample(4242, false, &[0x7000_0010], 0, 5).unwrap();
+        s.sample(4242, false, &[0x9000_0004, 0x7000_0010], 0, 3)
+            .unwrap();
+        s.sample(4242, false, &[0x7000_0100], 0, 2).unwrap();
+        s.sample(77, false, &[0x7000_0010], 0, 1).unwrap();
+        // Written after the samples were taken; one bad line.
+        std::fs::write(
+            dir.path().join("perf-4242.map"),
+            "70000000 40 JS:*hot\n90000000 8 stub\nbad line\n",
+        )
+        .unwrap();
+        // A jitdump naming 0x70000100: its header, then one load.
+        let mut d = Vec::new();
+        for w in [0x4A69_5444u32, 1, 40, 62, 0, 4242] {
+            d.extend(w.to_le_bytes());
+        }
+        d.extend([0u8; 16]);
+        let name = b"Lcom/X;::run\0";
+        d.extend(0u32.to_le_bytes());
+        d.extend(((16 + 40 + name.len()) as u32).to_le_bytes());
+        d.extend([0u8; 8]);
+        d.extend([0u8; 8]);
+        for w in [0x7000_0100u64, 0x7000_0100, 0x20, 1] {
+            d.extend(w.to_le_bytes());
+        }
+        d.extend(name);
+        std::fs::write(&dump, d).unwrap();
+        let p = s.finish(vec!["cycles".into()]).unwrap();
+        let jit = "[JIT] tid 4242".to_string();
+        assert_eq!(
+            names(&p),
+            vec![
+                (jit.clone(), "JS:*hot".into(), 5),
+                (jit.clone(), "Lcom/X;::run".into(), 2),
+                (jit.clone(), "stub".into(), 3),
+                // Process 77 wrote no map.
+                ("[unknown]".into(), "[unknown]".into(), 1),
+            ]
+        );
+        // The caller of the stub is named too.
+        let stacks = p.stacks.as_ref().unwrap();
+        let two = stacks.samples.iter().find(|s| s.frames.len() == 2).unwrap();
+        let caller = stacks.frames[two.frames[0].index()];
+        assert_eq!(p.names.function_name(caller.function), b"JS:*hot");
+        assert_eq!(caller.address, 0x7000_0010);
+        let desc = &p.parts[0].info.desc;
+        assert_eq!(desc.len(), 1, "{desc:?}");
+        let warning = String::from_utf8_lossy(&desc[0].1).into_owned();
+        assert!(
+            warning.contains("perf-4242.map: line 3: not `START SIZE NAME`"),
+            "{warning}"
+        );
+    }
+
+    #[test]
+    fn code_without_symbols_is_named_by_page() {
+        // The test binary itself: its code ranges are real, and an
+        // the padding after a function is covered by no symbol.
+        let exe = std::env::current_exe().unwrap();
+        let file = tally_symbols::ObjectFile::open(&exe).unwrap();
+        let (start, end, offset) = file.code_ranges().max_by_key(|&(s, e, _)| e - s).unwrap();
+        let addr = (start..end)
+            .rev()
+            .find(|&a| file.symbol_at(a).is_none() && file.code_label_at(a).is_none())
+            .expect("padding after some function");
+        let mut s = SampledStacks::new(Positions::INSTR_LINE, b"test", None);
+        let path = exe.to_str().unwrap().as_bytes();
+        s.mmap(1, 0x40_0000, end - start, offset, path);
+        s.sample(1, false, &[0x40_0000 + (addr - start)], 0, 1)
+            .unwrap();
+        let p = s.finish(Vec::new()).unwrap();
+        let page = addr & !0xfff;
+        let before = file.symbol_before(page).map(|b| {
+            assert!(b.address <= page);
+            format!(" {}+{:#x}", b.perf_name(), page - b.address)
+        });
+        let (_, name, _) = &names(&p)[0];
+        assert_eq!(*name, format!("[{page:#x}]{}", before.unwrap_or_default()));
     }
 }

@@ -6,6 +6,7 @@ mod detect;
 mod firefox;
 mod gmon;
 mod names;
+mod perf_jit;
 mod robustness;
 mod semantics;
 mod split;
