@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use tally_input::{StackSource, WithStacks};
 use tally_model::{EventColumns, EventValue, Profile};
-use tally_report::flame::{FlameOptions, Tree, write_svg};
+use tally_report::flame::{FlameOptions, Tree, diff, write_svg};
 
 /// Arguments of `tally flame`.
 #[derive(clap::Args)]
@@ -19,10 +19,15 @@ pub struct Args {
     /// The SVG to write (`-` for standard output).
     #[arg(short, long, value_name = "OUT.svg")]
     output: PathBuf,
-    /// A differential flame graph of `A B`: B's shape, frames red where
-    /// their self cost grew against A, blue where it shrank.
+    /// A differential flame graph of `A B`: B's widths, frames red where
+    /// their inclusive cost grew against A, blue where it shrank, grey
+    /// within the noise; stacks only in A listed under the graph.
     #[arg(long)]
     diff: bool,
+    /// With --diff: changes up to this percentage of A's total are drawn
+    /// grey.
+    #[arg(long, default_value_t = 0.1, value_name = "PERCENT")]
+    noise: f64,
     /// The event the widths show, recorded or derived (default: the
     /// first).
     #[arg(long, value_name = "EVENT")]
@@ -57,6 +62,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             "--diff takes exactly two files, A (before) and B (after); {} given",
             args.files.len()
         );
+    }
+    if !(args.noise >= 0.0 && args.noise.is_finite()) {
+        crate::usage_bail!("--noise: {} is not a percentage", args.noise);
     }
     if !(args.minwidth >= 0.0 && args.minwidth.is_finite()) {
         crate::usage_bail!("--minwidth: {} is not a width in pixels", args.minwidth);
@@ -104,7 +112,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     });
     let mut legend = Vec::new();
     if args.diff {
-        legend.push("Shape of B; red: self cost grew against A, blue: shrank".to_string());
+        legend.push(tally_report::flame::diff::legend(args.noise / 100.0));
     }
     if estimated {
         legend.push(
@@ -175,18 +183,39 @@ fn through_model(args: &Args, min_share: f64) -> anyhow::Result<(Tree, String, b
             .cloned()
             .ok_or_else(|| anyhow!("{}: the profile has no event", args.files[0].display()))?,
     };
+    let estimated = drawn.iter().any(WithStacks::estimated);
+    if let [a, b] = &drawn[..]
+        && args.diff
+    {
+        let (ea, eb) = (
+            event_of(&a.profile, &name, &args.files[0])?,
+            event_of(&b.profile, &name, &args.files[1])?,
+        );
+        let tree = diff::DiffTree::new(&side(a, &ea), &side(b, &eb)).flame(args.noise / 100.0);
+        return Ok((tree, name, estimated));
+    }
     let mut tree = Tree::new();
     for (i, d) in drawn.iter().enumerate().rev() {
         let event = event_of(&d.profile, &name, &args.files[i.min(args.files.len() - 1)])?;
-        let base = args.diff && i == 0;
         match &d.stacks {
-            StackSource::Recorded(s) => tree.add_stacks(&d.profile, s, &event, false, base),
-            StackSource::Estimated(s) => tree.add_stack_tree(&d.profile, s, &event, true, base),
+            StackSource::Recorded(s) => tree.add_stacks(&d.profile, s, &event, false, false),
+            StackSource::Estimated(s) => tree.add_stack_tree(&d.profile, s, &event, true, false),
         }
     }
     tree.finish();
-    let estimated = drawn.iter().any(WithStacks::estimated);
     Ok((tree, name, estimated))
+}
+
+/// One side of a differential graph.
+fn side<'a>(d: &'a WithStacks, event: &'a EventValue) -> diff::Side<'a> {
+    diff::Side {
+        profile: &d.profile,
+        stacks: match &d.stacks {
+            StackSource::Recorded(s) => diff::SideStacks::Recorded(s),
+            StackSource::Estimated(s) => diff::SideStacks::Estimated(s),
+        },
+        event,
+    }
 }
 
 /// The event `name` of `profile`, a count (not a ratio).

@@ -151,6 +151,10 @@ pub fn report(args: ReportArgs) -> Result<Outcome> {
     }
     let opts = ReportOptions {
         threshold: args.threshold / 100.0,
+        transforms: list
+            .iter()
+            .map(|t| (t.kind().key().to_owned(), t.pattern().to_owned()))
+            .collect(),
     };
     let written = tally_web::write_report(&session, &opts, &args.html).map_err(wrap)?;
     let n = written.sources_left_out.len();

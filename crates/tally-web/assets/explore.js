@@ -39,6 +39,7 @@ function transformsOf(hash) {
 function drawCrumbs() {
   const box = document.querySelector("#crumbs");
   if (!box) return;
+  if (DATA) return drawReportCrumbs(box);
   const t = state.transforms || [];
   box.innerHTML = "";
   if (!t.length) return;
@@ -147,7 +148,7 @@ function treeItem(kind, c, grand, depth, path) {
   const row = document.createElement("div");
   row.className = "tree-row";
   row.style.paddingLeft = `${depth * 14}px`;
-  row.innerHTML = `<span class="twist">${c.more ? "▸" : "·"}</span>` +
+  row.innerHTML = c.a != null ? diffTreeCells(c, row) : `<span class="twist">${c.more ? "▸" : "·"}</span>` +
     `<span class="num" title="${c.total.toLocaleString()}">${share(c.total)}</span>` +
     `<span class="num self" title="${c.self.toLocaleString()}">${c.self ? share(c.self) : ""}</span>` +
     `<span class="tree-name" title="${esc(c.function)}${c.file ? " · " + esc(c.file) : ""}">${esc(c.function)}</span>`;
@@ -162,7 +163,7 @@ function treeItem(kind, c, grand, depth, path) {
 }
 
 async function fillLevel(kind, ul, at, depth, path) {
-  const v = await api(kind, treeParams(kind, at));
+  const v = await treeLevel(kind, treeParams(kind, at));
   ul.innerHTML = "";
   for (const c of v.children) ul.appendChild(treeItem(kind, c, v.grand_total, depth, path));
   return v;
@@ -223,7 +224,7 @@ async function treeKey(kind, box, e) {
 // The tab of a tree: its first level, then levels as they are opened.
 async function showTree(kind) {
   const box = $(`#tab-${kind}`);
-  const key = `${state.event}|${tfParam()}|${state.range || ""}`;
+  const key = `${state.event}|${tfParam()}|${state.range || ""}|${compareNoise()}`;
   if (box.dataset.key === key && box.querySelector("ul")) return;
   box.dataset.key = key;
   box.innerHTML = `<p class="note">${kind === "tree" ? "Top-down: each node a stack, its total the cost of the samples through it." : "Inverted: functions by self cost, each expanded into the callers of that cost."} Arrows move, open and close; Enter selects; right-click transforms.</p>`;
@@ -235,6 +236,7 @@ async function showTree(kind) {
   try {
     const v = await fillLevel(kind, ul, kind === "tree" ? 0 : "", 0, []);
     if (v.estimated) box.firstChild.textContent += " Stacks estimated from call arcs.";
+    diffTreeHead(box, v);
   } catch (e) {
     box.innerHTML = `<p class="note">${esc(e.message)}</p>`;
     return;
@@ -259,7 +261,7 @@ async function showCompare() {
   };
   box.querySelector("#cmp-by").addEventListener("change", again);
   box.querySelector("#cmp-noise").addEventListener("change", again);
-  const v = await api("compare", { event: state.event, part: state.part, by, noise });
+  const v = await compareLists({ event: state.event, part: state.part, by, noise });
   const lists = [["regressed", "Regressed"], ["improved", "Improved"], ["only_in_b", "Only in B"], ["only_in_a", "Only in A"]];
   for (const [key, title] of lists) {
     const l = v[key];

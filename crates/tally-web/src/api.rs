@@ -638,20 +638,23 @@ fn neighbourhood(calls: &CallGraph, start: &[usize]) -> graph::Kept {
 pub const FLAME_WIDTH: u32 = 1200;
 
 /// The flame graph (`tally flame`) in `event`; differential (B against
-/// A) when comparing.
+/// A, [`crate::compare::flame_svg`]) when comparing.
 pub fn flame_svg(s: &Session, q: &Query) -> Result<Reply, Error> {
     flame_svg_with(s, q, 0.1)
 }
 
 /// The flame graph, frames narrower than `min_width` pixels left out.
 pub fn flame_svg_with(s: &Session, q: &Query, min_width: f64) -> Result<Reply, Error> {
+    if s.diff {
+        return crate::compare::flame_svg(s, q, min_width);
+    }
     let events = s.events(s.main());
     let name = get(q, "event")
         .map(str::to_owned)
         .or_else(|| events.first().cloned())
         .ok_or_else(|| Error::Input("no event".into()))?;
     let mut tree = Tree::new();
-    for (i, inp) in s.inputs.iter().enumerate().rev() {
+    for inp in &s.inputs {
         let columns = tally_model::EventColumns::new(&inp.profile.events);
         // A gmon input's one event is the histogram's dimension on the
         // page ("time") and the converted profile's own name in the model.
@@ -676,30 +679,21 @@ pub fn flame_svg_with(s: &Session, q: &Query, min_width: f64) -> Result<Reply, E
         let Some(ev) = columns.column(e).cloned() else {
             return Err(Error::NotFound(format!("no event {name}")));
         };
-        let base = s.diff && i == 0;
         match inp.stacks()? {
-            WholeStacks::Recorded(st) => tree.add_stacks(&inp.profile, st, &ev, false, base),
-            WholeStacks::Estimated(st) => tree.add_stack_tree(&inp.profile, st, &ev, true, base),
+            WholeStacks::Recorded(st) => tree.add_stacks(&inp.profile, st, &ev, false, false),
+            WholeStacks::Estimated(st) => tree.add_stack_tree(&inp.profile, st, &ev, true, false),
         }
     }
     tree.finish();
     let estimated = s.inputs.iter().any(|i| i.estimated);
-    let mut title = if s.diff {
-        "Differential Flame Graph".to_string()
-    } else {
-        "Flame Graph".to_string()
-    };
+    let mut title = "Flame Graph".to_string();
     if estimated {
         title.push_str(" (stacks estimated from call arcs)");
-    }
-    let mut legend = Vec::new();
-    if s.diff {
-        legend.push("Shape of B; red: self cost grew against A, blue: shrank".to_string());
     }
     let opts = FlameOptions {
         title,
         subtitle: Some(format!("{name}: {}", s.inputs[s.main()].name)),
-        legend: (!legend.is_empty()).then(|| legend.join(". ")),
+        legend: None,
         event: name,
         width: FLAME_WIDTH,
         min_width,

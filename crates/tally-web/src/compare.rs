@@ -7,14 +7,25 @@
 //! as present in a profile when it has a cost or a call there; one present
 //! in both is regressed or improved only if its change passes the noise
 //! threshold, a share of A's total.
+//!
+//! The same route gives the comparison's call trees
+//! (`compare?view=tree&node=N`, `compare?view=inverted&path=K,…`), and
+//! [`flame_svg`] its differential flame graph: both from the stacks of
+//! each side (recorded or estimated) merged by function key path
+//! ([`tally_report::flame::diff`]), each node with A's total, B's and
+//! their difference.
 
 use std::collections::HashMap;
 
 use serde_json::{Value, json};
+use tally_model::{EventColumns, EventValue};
+use tally_report::flame::diff::{DiffTree, Side, SideStacks};
+use tally_report::flame::{FlameOptions, write_svg};
 
-use crate::Error;
-use crate::session::Session;
+use crate::api::Reply;
+use crate::session::{Input, Session, WholeStacks};
 use crate::view::{Row, View};
+use crate::{Error, api};
 
 /// Which cost the lists are ranked by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,12 +164,23 @@ fn entry_json(e: &Entry) -> Value {
 }
 
 /// `compare?event=&part=&by=self|inclusive&noise=PERCENT`: the four lists
-/// of a `--diff` session, at most `top` entries each (default 100).
+/// of a `--diff` session, at most `top` entries each (default 100);
+/// with `view=tree` or `view=inverted`, a level of a call tree
+/// ([`tree_level`]).
 pub fn compare(s: &Session, q: &HashMap<String, String>) -> Result<Value, Error> {
     if !s.diff {
         return Err(Error::BadRequest(
             "compare: serve two profiles with --diff".into(),
         ));
+    }
+    match q.get("view").map(String::as_str) {
+        None | Some("" | "lists") => {}
+        Some(kind @ ("tree" | "inverted")) => return tree_level(s, q, kind),
+        Some(o) => {
+            return Err(Error::BadRequest(format!(
+                "view: `{o}` is not lists, tree or inverted"
+            )));
+        }
     }
     let part = match q.get("part") {
         Some(p) => Some(
@@ -187,7 +209,7 @@ pub fn compare(s: &Session, q: &HashMap<String, String>) -> Result<Value, Error>
                 .ok_or_else(|| Error::BadRequest(format!("{k}: `{v}` is not a number"))),
         }
     };
-    let noise = number("noise", 0.1)? / 100.0;
+    let noise = noise(q)?;
     let top = number("top", 100.0)? as usize;
     let a = s.view(0, event, part)?;
     let b = s.view(1, event, part)?;
@@ -209,6 +231,218 @@ pub fn compare(s: &Session, q: &HashMap<String, String>) -> Result<Value, Error>
         "only_in_b": list(&l.only_b),
         "only_in_a": list(&l.only_a),
     }))
+}
+
+/// The `noise` parameter (a percentage, default 0.1) as a fraction.
+fn noise(q: &HashMap<String, String>) -> Result<f64, Error> {
+    match q.get("noise").filter(|v| !v.is_empty()) {
+        None => Ok(0.001),
+        Some(v) => v
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+            .map(|x| x / 100.0)
+            .ok_or_else(|| Error::BadRequest(format!("noise: `{v}` is not a number"))),
+    }
+}
+
+/// The event `name` of an input as a width: a count, not a ratio. A gmon
+/// input's one event is the histogram's ("time" on the page).
+fn event_value(inp: &Input, name: &str) -> Result<EventValue, Error> {
+    let columns = EventColumns::new(&inp.profile.events);
+    let own = match &inp.gmon {
+        Some(_) => inp
+            .profile
+            .events
+            .recorded()
+            .first()
+            .map(|e| e.name.clone())
+            .unwrap_or_default(),
+        None => name.to_owned(),
+    };
+    let e = columns.find(&own).map_err(|e| {
+        Error::NotFound(format!("{}: {}", inp.name, tally_analysis::Error::from(e)))
+    })?;
+    if columns.is_ratio(e) {
+        return Err(Error::BadRequest(format!(
+            "event {name}: a ratio cannot be a width; choose a count"
+        )));
+    }
+    columns
+        .column(e)
+        .cloned()
+        .ok_or_else(|| Error::NotFound(format!("no event {name}")))
+}
+
+/// The event asked for (default: the first) and the merged tree of A's
+/// and B's stacks in it.
+pub(crate) fn diff_tree(
+    s: &Session,
+    q: &HashMap<String, String>,
+) -> Result<(String, DiffTree), Error> {
+    let name = match q.get("event").filter(|e| !e.is_empty()) {
+        Some(e) => e.clone(),
+        None => s
+            .events(s.main())
+            .first()
+            .cloned()
+            .ok_or_else(|| Error::Input("no event".into()))?,
+    };
+    let (ia, ib) = (&s.inputs[0], &s.inputs[s.main()]);
+    let (ea, eb) = (event_value(ia, &name)?, event_value(ib, &name)?);
+    let a = Side {
+        profile: &ia.profile,
+        stacks: stacks_of(ia)?,
+        event: &ea,
+    };
+    let b = Side {
+        profile: &ib.profile,
+        stacks: stacks_of(ib)?,
+        event: &eb,
+    };
+    Ok((name, DiffTree::new(&a, &b)))
+}
+
+fn stacks_of(inp: &Input) -> Result<SideStacks<'_>, Error> {
+    Ok(match inp.stacks()? {
+        WholeStacks::Recorded(st) => SideStacks::Recorded(st),
+        WholeStacks::Estimated(t) => SideStacks::Estimated(t),
+    })
+}
+
+/// Which way a node's total moved: past `floor` (the noise in cost
+/// units) up or down, or the same.
+fn change(a: u64, b: u64, floor: f64) -> &'static str {
+    let d = b as f64 - a as f64;
+    if d.abs() <= floor || d == 0.0 {
+        "same"
+    } else if d > 0.0 {
+        "regressed"
+    } else {
+        "improved"
+    }
+}
+
+/// One level of the comparison's top-down (`node=N`, 0 the root) or
+/// inverted (`path=K,…`, function keys from the one with self cost up)
+/// call tree: each child with A's and B's totals and self costs, their
+/// difference and which way it moved past the noise. `total` and `self`
+/// are B's, as in a single profile's tree.
+pub fn tree_level(s: &Session, q: &HashMap<String, String>, kind: &str) -> Result<Value, Error> {
+    let (event, t) = diff_tree(s, q)?;
+    level_of(s, &event, &t, q, kind)
+}
+
+/// A level of `t`, the merged tree of `event` ([`diff_tree`]), as
+/// [`tree_level`] gives it: a caller asking for many levels merges the
+/// stacks once.
+pub(crate) fn level_of(
+    s: &Session,
+    event: &str,
+    t: &DiffTree,
+    q: &HashMap<String, String>,
+    kind: &str,
+) -> Result<Value, Error> {
+    let noise = noise(q)?;
+    let root = t.nodes[0].total;
+    let floor = noise * root[0] as f64;
+    let names = t.display_names();
+    let entry = |key: u32, total: [u64; 2], self_cost: [u64; 2], more: bool| {
+        let k = &t.keys[key as usize];
+        json!({
+            "id": key,
+            "function": names[key as usize],
+            "file": k.file,
+            "object": k.object,
+            "a": total[0],
+            "b": total[1],
+            "delta": total[1] as i128 - total[0] as i128,
+            "self_a": self_cost[0],
+            "self_b": self_cost[1],
+            "total": total[1],
+            "self": self_cost[1],
+            "change": change(total[0], total[1], floor),
+            "more": more,
+        })
+    };
+    let children: Vec<Value> = if kind == "tree" {
+        let node: u32 = match q.get("node").filter(|n| !n.is_empty()) {
+            None => 0,
+            Some(n) => n
+                .parse()
+                .ok()
+                .filter(|&n: &u32| (n as usize) < t.nodes.len())
+                .ok_or_else(|| Error::NotFound(format!("no tree node {n}")))?,
+        };
+        t.children(node)
+            .into_iter()
+            .map(|c| {
+                let n = &t.nodes[c as usize];
+                let mut v = entry(n.key, n.total, n.self_cost, !n.children.is_empty());
+                v["node"] = json!(c);
+                v
+            })
+            .collect()
+    } else {
+        let path: Vec<u32> = q
+            .get("path")
+            .map(String::as_str)
+            .unwrap_or("")
+            .split(',')
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                p.parse::<u32>()
+                    .ok()
+                    .filter(|&k| (k as usize) < t.keys.len())
+                    .ok_or_else(|| Error::BadRequest(format!("path: `{p}` is not a function")))
+            })
+            .collect::<Result<_, _>>()?;
+        t.inverted_children(&path)
+            .into_iter()
+            .map(|c| entry(c.key, c.total, c.self_cost, c.has_children))
+            .collect()
+    };
+    Ok(json!({
+        "event": event,
+        "grand_total": root[1],
+        "totals": {"a": root[0], "b": root[1], "delta": root[1] as i128 - root[0] as i128},
+        "noise_percent": noise * 100.0,
+        "estimated": s.inputs.iter().any(|i| i.estimated),
+        "children": children,
+    }))
+}
+
+/// The differential flame graph of a `--diff` session in `event`: B's
+/// widths, colours by the change of each frame's inclusive cost past the
+/// noise (`noise`, a percentage of A's total), the stacks only in A
+/// listed; frames narrower than `min_width` pixels left out.
+pub fn flame_svg(s: &Session, q: &HashMap<String, String>, min_width: f64) -> Result<Reply, Error> {
+    let (event, t) = diff_tree(s, q)?;
+    let noise = noise(q)?;
+    let tree = t.flame(noise);
+    let mut title = "Differential Flame Graph".to_string();
+    if s.inputs.iter().any(|i| i.estimated) {
+        title.push_str(" (stacks estimated from call arcs)");
+    }
+    let opts = FlameOptions {
+        title,
+        subtitle: Some(format!(
+            "{event}: {} against {}",
+            s.inputs[s.main()].name,
+            s.inputs[0].name
+        )),
+        legend: Some(tally_report::flame::diff::legend(noise)),
+        event,
+        width: api::FLAME_WIDTH,
+        min_width,
+        icicle: false,
+    };
+    let mut out = Vec::new();
+    write_svg(&tree, &opts, &mut out).map_err(|e| Error::Input(e.to_string()))?;
+    Ok(Reply {
+        content_type: "image/svg+xml",
+        body: out,
+    })
 }
 
 #[cfg(test)]

@@ -99,6 +99,7 @@ pub fn page(title: &str, data: &str) -> String {
     const JS: &str = include_str!("../assets/app.js");
     const TIMELINE_JS: &str = include_str!("../assets/timeline.js");
     const EXPLORE_JS: &str = include_str!("../assets/explore.js");
+    const COMPARE_JS: &str = include_str!("../assets/compare.js");
     // `</` cannot end the script early once escaped; JSON allows `<\/`.
     let data = data.replace("</", "<\\/");
     HTML.replace("{{TITLE}}", &html_escape(title))
@@ -106,6 +107,7 @@ pub fn page(title: &str, data: &str) -> String {
         .replace("/*{{DATA}}*/null", &data)
         .replace("/*{{TIMELINE_JS}}*/", TIMELINE_JS)
         .replace("/*{{EXPLORE_JS}}*/", EXPLORE_JS)
+        .replace("/*{{COMPARE_JS}}*/", COMPARE_JS)
         .replace("/*{{JS}}*/", JS)
 }
 

@@ -8,6 +8,14 @@
 //! assembly as `tally annotate --asm` gives it (small programs only).
 //! Sources come only from the session's source directories: the report is
 //! made to be published, and a profile may name any file.
+//!
+//! The call trees of the first event are embedded a few levels deep
+//! ([`TREE_DEPTH`]), only under nodes at or above the threshold; the
+//! transforms the profile went through are named for the page's
+//! breadcrumb. With `--diff`, the comparison's four lists (by self and
+//! by inclusive cost, every change at or above the threshold, the page
+//! applying the noise threshold), its trees and its differential flame
+//! graph are embedded instead of a single profile's.
 
 use std::path::Path;
 
@@ -16,7 +24,7 @@ use serde_json::{Map, Value, json};
 use crate::api::{self, Query};
 use crate::session::{Session, code};
 use crate::view::Grouping;
-use crate::{Error, page};
+use crate::{Error, compare, explore, page};
 
 /// The most functions a profile may have for the report to embed its
 /// assembly view.
@@ -28,13 +36,28 @@ pub struct ReportOptions {
     /// Keep functions whose self or inclusive cost is at least this share
     /// (a fraction) of the total, in some event.
     pub threshold: f64,
+    /// The transforms the session's profile went through, in order, as
+    /// `(key, pattern)`: the page shows them as its breadcrumb.
+    pub transforms: Vec<(String, String)>,
 }
 
 impl Default for ReportOptions {
     fn default() -> Self {
-        ReportOptions { threshold: 0.001 }
+        ReportOptions {
+            threshold: 0.001,
+            transforms: Vec::new(),
+        }
     }
 }
+
+/// Levels of each call tree embedded (the roots' level the first).
+pub const TREE_DEPTH: usize = 10;
+
+/// The most tree levels (one per expanded node) embedded per tree.
+const TREE_LEVELS: usize = 400;
+
+/// The most entries of each of the comparison's lists embedded.
+const COMPARE_TOP: usize = 1000;
 
 fn query(pairs: &[(&str, String)]) -> Query {
     pairs
@@ -126,6 +149,33 @@ pub fn data(s: &Session, opts: &ReportOptions) -> Result<Value, Error> {
     // Frames narrower than the threshold's share of the width are left out.
     let min_width = (opts.threshold * f64::from(api::FLAME_WIDTH)).max(0.1);
     let flame = api::flame_svg_with(s, &first, min_width).map(text).ok();
+    let trees = json!({
+        "event": first.get("event"),
+        "tree": tree(s, &first, "tree", opts.threshold),
+        "inverted": tree(s, &first, "inverted", opts.threshold),
+    });
+    let comparison = if s.diff {
+        let mut by = Map::new();
+        for m in ["self", "inclusive"] {
+            let mut q = first.clone();
+            q.insert("by".into(), m.into());
+            q.insert("noise".into(), "0".into());
+            q.insert("top".into(), COMPARE_TOP.to_string());
+            let mut lists = compare::compare(s, &q)?;
+            // Changes under the threshold are left out, as rows are.
+            let floor = opts.threshold * lists["totals"]["a"].as_f64().unwrap_or(0.0).abs();
+            for list in ["regressed", "improved", "only_in_b", "only_in_a"] {
+                if let Some(e) = lists[list]["entries"].as_array_mut() {
+                    e.retain(|e| e[m]["delta"].as_f64().is_some_and(|d| d.abs() >= floor));
+                }
+            }
+            lists["floor_percent"] = json!(opts.threshold * 100.0);
+            by.insert(m.into(), lists);
+        }
+        Value::Object(by)
+    } else {
+        Value::Null
+    };
     let graph = api::graph_svg(s, &first).map(text).ok();
     let (sources, sources_left_out) = sources(s, &first, &nodes);
     // The assembly view disassembles every object above the threshold:
@@ -146,12 +196,93 @@ pub fn data(s: &Session, opts: &ReportOptions) -> Result<Value, Error> {
             "asm": asm.is_none(),
         },
         "views": views,
+        "transforms": opts.transforms,
+        "trees": trees,
+        "compare": comparison,
         "flame": flame,
         "graph": graph,
         "sources": sources,
         "sources_left_out": sources_left_out,
         "asm": asm,
     }))
+}
+
+/// The levels of a call tree (`kind`: `tree` or `inverted`) the page
+/// opens first, by where they hang (a node's number, or the inverted
+/// tree's path of function ids; the roots' level under `0` and `""`):
+/// [`TREE_DEPTH`] levels, each holding and opening the nodes whose total,
+/// or with `--diff` whose change, is at least `threshold` of the total
+/// (how many were left out in `left_out`). A tree that
+/// cannot be made (no stacks) is `null`, the page says why.
+fn tree(s: &Session, first: &Query, kind: &str, threshold: f64) -> Value {
+    // The comparison's stacks are merged once for every level.
+    let merged = if s.diff {
+        match compare::diff_tree(s, first) {
+            Ok(m) => Some(m),
+            Err(_) => return Value::Null,
+        }
+    } else {
+        None
+    };
+    let level = |at: &str| -> Result<Value, Error> {
+        let mut q = first.clone();
+        q.insert(
+            (if kind == "tree" { "node" } else { "path" }).into(),
+            at.into(),
+        );
+        if let Some((event, t)) = &merged {
+            compare::level_of(s, event, t, &q, kind)
+        } else if kind == "tree" {
+            explore::top_down(s, &q)
+        } else {
+            explore::inverted(s, &q)
+        }
+    };
+    let root = if kind == "tree" { "0" } else { "" };
+    let mut out = Map::new();
+    let mut work = std::collections::VecDeque::from([(root.to_owned(), 0usize)]);
+    while let Some((at, depth)) = work.pop_front() {
+        if out.len() >= TREE_LEVELS {
+            break;
+        }
+        let Ok(mut v) = level(&at) else {
+            if out.is_empty() {
+                return Value::Null;
+            }
+            continue;
+        };
+        let grand = v["grand_total"].as_f64().unwrap_or(0.0).max(1.0);
+        let big = |c: &Value| {
+            ["total", "a", "b"]
+                .iter()
+                .filter_map(|k| c[k].as_f64())
+                .chain(c["delta"].as_f64().map(f64::abs))
+                .fold(0.0, f64::max)
+        };
+        // Children under the threshold are left out, and counted.
+        if let Some(children) = v["children"].as_array_mut() {
+            let before = children.len();
+            children.retain(|c| big(c) / grand >= threshold);
+            v["left_out"] = json!(before - children.len());
+        }
+        if depth + 1 < TREE_DEPTH {
+            for c in v["children"].as_array().into_iter().flatten() {
+                if c["more"] != Value::Bool(true) {
+                    continue;
+                }
+                let next = if kind == "tree" {
+                    c["node"].to_string()
+                } else if at.is_empty() {
+                    c["id"].to_string()
+                } else {
+                    format!("{at},{}", c["id"])
+                };
+                work.push_back((next, depth + 1));
+            }
+        }
+        out.insert(at, v);
+    }
+    Value::Object(out)
 }
 
 /// Keeps the [`ARCS`] heaviest callers, callees and members of an entry

@@ -43,6 +43,7 @@ mod truncation;
 mod web;
 mod web_cfg;
 mod web_compare;
+mod web_compare_trees;
 mod web_explore;
 mod web_sources;
 mod web_transforms;

@@ -45,7 +45,7 @@ int main(void) {
 
 /// The program built with `defines` and profiled by Callgrind; both
 /// builds are one path, as a program rebuilt after a change is.
-fn profile(dir: &Path, name: &str, defines: &[&str]) -> PathBuf {
+pub(crate) fn profile(dir: &Path, name: &str, defines: &[&str]) -> PathBuf {
     let src = dir.join("prog.c");
     std::fs::write(&src, PROGRAM).unwrap();
     let bin = dir.join("prog");

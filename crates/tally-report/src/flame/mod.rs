@@ -9,11 +9,12 @@
 //!   above them (flamegraph.pl's `--minwidth`, 0.1 by default).
 //! - Colours: the "hot" palette, the shade chosen by a hash of the name, so
 //!   a function has the same colour in every graph.
-//! - Differential graphs take the shape of the second profile (B); a frame
-//!   is red where its self cost grew against the first (A), blue where it
-//!   shrank, white where it did not change, the shade scaled by the largest
-//!   change, as flamegraph.pl colours difffolded.pl's two-column input.
-//!   Stacks only in A are not drawn (they have no width in B).
+//! - Differential graphs ([`diff`]) take the shape of the second profile
+//!   (B); a frame is red where its inclusive cost grew against the first
+//!   (A) by more than the noise threshold (a share of A's total), blue
+//!   where it shrank, grey within the noise, the shade scaled by the
+//!   largest change. Stacks only in A have no width in B: the heaviest are
+//!   listed under the graph.
 //!
 //! The SVG is one file: its script (`flame.js`) is embedded, so hovering
 //! shows a frame's name, cost and share, a click zooms into it, "Search"
@@ -21,6 +22,7 @@
 //! how many matched, and "Reset Zoom" goes back. The URL parameter `s`
 //! searches on load (`graph.svg?s=regex`).
 
+pub mod diff;
 mod svg;
 
 use rustc_hash::FxHashMap;
@@ -28,6 +30,10 @@ use tally_analysis::StackTree;
 use tally_model::{EventValue, Profile, Stacks};
 
 pub use svg::write_svg;
+
+/// The noise threshold of differential graphs, a share of A's total
+/// (0.1 %, the comparison view's default).
+pub const DEFAULT_NOISE: f64 = 0.001;
 
 /// One frame of the merged tree.
 #[derive(Clone, Debug)]
@@ -51,6 +57,12 @@ pub struct Tree {
     pub nodes: Vec<Node>,
     /// Whether A's costs were added ([`Tree::add_base`]).
     pub differential: bool,
+    /// Differential graphs: changes of inclusive cost up to this share of
+    /// A's total are drawn grey.
+    pub noise: f64,
+    /// Differential graphs: stacks only in A (names joined by `;`) and
+    /// their cost, listed under the graph.
+    pub only_in_a: Vec<(String, u64)>,
     name_index: FxHashMap<String, u32>,
     child_index: FxHashMap<(u32, u32), u32>,
 }
@@ -68,6 +80,8 @@ impl Tree {
             names: Vec::new(),
             nodes: Vec::new(),
             differential: false,
+            noise: DEFAULT_NOISE,
+            only_in_a: Vec::new(),
             name_index: FxHashMap::default(),
             child_index: FxHashMap::default(),
         };

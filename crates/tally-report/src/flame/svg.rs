@@ -103,18 +103,22 @@ fn hot(name: &str) -> String {
     format!("rgb({r},{g},{b})")
 }
 
-/// Red for growth, blue for shrinkage, white for none.
-fn diff_colour(delta: i128, max: i128) -> String {
-    if delta == 0 || max == 0 {
-        return "rgb(250,250,250)".into();
+/// Red for growth, blue for shrinkage, grey within the noise: `change`
+/// is a share of A's total, the shade scaled by the largest one drawn.
+fn diff_colour(change: f64, max: f64, noise: f64) -> String {
+    if change.abs() <= noise || max == 0.0 {
+        return "rgb(245,245,245)".into();
     }
-    let fade = (210.0 * (1.0 - delta.unsigned_abs() as f64 / max as f64)) as u32;
-    if delta > 0 {
+    let fade = (200.0 * (1.0 - change.abs() / max)).clamp(0.0, 200.0) as u32;
+    if change > 0.0 {
         format!("rgb(255,{fade},{fade})")
     } else {
         format!("rgb({fade},{fade},255)")
     }
 }
+
+/// Height of one line of the list of stacks only in A.
+const LIST_LINE: f64 = FONT_SIZE + 4.0;
 
 /// The name cut to what fits `width` pixels, as the script does on zoom.
 fn fit(name: &str, width: f64) -> String {
@@ -157,25 +161,43 @@ pub fn write_svg(tree: &Tree, o: &FlameOptions, out: &mut impl Write) -> io::Res
             0.0
         };
     let height = (ypad1 + depth * FRAME_HEIGHT + ypad2).ceil();
-    let max_delta = if tree.differential {
+    // A differential frame's change of inclusive cost, as a share of A's
+    // total (of B's when A has none).
+    let base_total = match tree.nodes[0].base {
+        0 => total.max(1),
+        b => b,
+    } as f64;
+    let change = |node: u32| {
+        let n = &tree.nodes[node as usize];
+        (n.value as f64 - n.base as f64) / base_total
+    };
+    let max_change = if tree.differential {
         placed
             .iter()
-            .map(|p| {
-                let (b, a) = tree.self_costs(p.node as usize);
-                (b as i128 - a as i128).abs()
-            })
-            .max()
-            .unwrap_or(0)
+            .map(|p| change(p.node).abs())
+            .fold(0.0, f64::max)
+    } else {
+        0.0
+    };
+    let listed = if tree.differential {
+        tree.only_in_a.len()
     } else {
         0
     };
+    let list_height = if listed > 0 {
+        (listed + 1) as f64 * LIST_LINE
+    } else {
+        0.0
+    };
+    let ypad2 = ypad2 + list_height;
+    let height = height + list_height;
 
     let mut s = String::with_capacity(placed.len() * 200 + SCRIPT.len() + 4096);
     let _ = write!(
         s,
         r##"<?xml version="1.0" standalone="no"?>
 <svg version="1.1" width="{w}" height="{h}" viewBox="0 0 {w} {h}" xmlns="http://www.w3.org/2000/svg" onload="init(evt)" data-total="{total}" data-xpad="{XPAD}" data-fontsize="{FONT_SIZE}" data-fontwidth="{FONT_WIDTH}" data-event="{ev}">
-<defs><linearGradient id="background" y1="0" y2="1" x1="0" x2="0"><stop stop-color="#eeeeee" offset="5%"/><stop stop-color="{bg2}" offset="95%"/></linearGradient></defs>
+<defs><linearGradient id="background" y1="0" y2="1" x1="0" x2="0"><stop stop-color="#eeeeee" offset="5%"/><stop stop-color="{bg2}" offset="95%"/></linearGradient><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="rgb(235,235,255)"/><line x1="0" y1="0" x2="0" y2="6" stroke="rgb(70,70,200)" stroke-width="2"/></pattern></defs>
 <style type="text/css">
 text {{ font-family: monospace; font-size: {FONT_SIZE}px; fill: rgb(0,0,0); }}
 #title {{ text-anchor: middle; font-size: 17px; }}
@@ -265,19 +287,26 @@ text {{ font-family: monospace; font-size: {FONT_SIZE}px; fill: rgb(0,0,0); }}
             100.0 * n.value as f64 / total as f64
         };
         let mut tip = format!("{name} ({} {}, {share:.2}%", thousands(n.value), o.event);
+        let mut marks = String::new();
         let fill = if tree.differential {
-            let (b, a) = tree.self_costs(p.node as usize);
-            let delta = b as i128 - a as i128;
+            let delta = n.value as i128 - n.base as i128;
+            let c = change(p.node);
             let _ = write!(
                 tip,
-                "; A {}, self {}",
+                "; A {}; {} = {:+.2}% of A's total",
                 thousands(n.base),
-                signed_thousands(delta)
+                signed_thousands(delta),
+                100.0 * c
             );
-            if a > 0 {
-                let _ = write!(tip, " ({:+.2}%)", 100.0 * delta as f64 / a as f64);
-            }
-            diff_colour(delta, max_delta)
+            let way = if c.abs() <= tree.noise {
+                "same"
+            } else if c > 0.0 {
+                "up"
+            } else {
+                "down"
+            };
+            let _ = write!(marks, " data-a=\"{}\" data-change=\"{way}\"", n.base);
+            diff_colour(c, max_change, tree.noise)
         } else if p.node == 0 {
             "rgb(230,230,230)".to_string()
         } else {
@@ -287,7 +316,7 @@ text {{ font-family: monospace; font-size: {FONT_SIZE}px; fill: rgb(0,0,0); }}
         s.push_str("<g data-v=\"");
         let _ = write!(
             s,
-            "{}\" data-w=\"{}\" data-d=\"{}\" data-n=\"",
+            "{}\" data-w=\"{}\" data-d=\"{}\"{marks} data-n=\"",
             p.start, n.value, p.depth
         );
         escape(name, &mut s);
@@ -307,8 +336,52 @@ text {{ font-family: monospace; font-size: {FONT_SIZE}px; fill: rgb(0,0,0); }}
             s.clear();
         }
     }
-    s.push_str("</g>\n</svg>\n");
+    s.push_str("</g>\n");
+    if listed > 0 {
+        only_in_a(tree, o, details_y + LIST_LINE, base_total, &mut s);
+    }
+    s.push_str("</svg>\n");
     out.write_all(s.as_bytes())
+}
+
+/// The stacks only in A, one line each under the graph from `y`, a
+/// hatched swatch before each.
+fn only_in_a(tree: &Tree, o: &FlameOptions, y: f64, base_total: f64, s: &mut String) {
+    let _ = writeln!(
+        s,
+        r#"<g id="only-a"><text x="{XPAD}" y="{y}">Only in A (no width in B):</text>"#
+    );
+    for (i, (path, cost)) in tree.only_in_a.iter().enumerate() {
+        let y = y + (i + 1) as f64 * LIST_LINE;
+        let leaf = path.rsplit(';').next().unwrap_or(path);
+        let frames: Vec<&str> = path.split(';').collect();
+        let shown = if frames.len() > 4 {
+            format!("…;{}", frames[frames.len() - 3..].join(";"))
+        } else {
+            path.clone()
+        };
+        let costs = format!(
+            "  {} {} ({:.2}% of A)",
+            thousands(*cost),
+            o.event,
+            100.0 * *cost as f64 / base_total
+        );
+        let line = format!("{path}{costs}");
+        s.push_str("<g class=\"only-a\" data-n=\"");
+        escape(leaf, s);
+        let _ = write!(s, "\" data-a=\"{cost}\"><title>");
+        escape(&line, s);
+        let _ = write!(
+            s,
+            "</title><rect x=\"{XPAD}\" y=\"{:.1}\" width=\"24\" height=\"{:.1}\" fill=\"url(#hatch)\"/><text x=\"{:.1}\" y=\"{y:.1}\">",
+            y - FONT_SIZE + 1.0,
+            FONT_SIZE,
+            XPAD + 30.0
+        );
+        escape(&format!("{shown}{costs}"), s);
+        s.push_str("</text></g>\n");
+    }
+    s.push_str("</g>\n");
 }
 
 #[cfg(test)]
