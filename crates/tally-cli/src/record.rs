@@ -37,7 +37,8 @@ pub enum To {
 pub struct Args {
     /// Output file; its name picks the format (`callgrind.out*`, `*.pb.gz`,
     /// `*.folded`, `*.json`, `*.speedscope.json`) unless `--format` says
-    /// [default: callgrind.out.PID].
+    /// [default: tally.PID.json, tally's JSON with the recorded stacks,
+    /// times and threads, which every command reads].
     #[arg(short, long)]
     pub(crate) output: Option<PathBuf>,
     /// Output format (`gmon` for an output named `gmon.out`, `dcpi` with
@@ -220,7 +221,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let output = args
         .output
         .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("callgrind.out.{}", recording.pid)));
+        .unwrap_or_else(|| crate::record_out::default_output(args.format, recording.pid));
     let format = args
         .format
         .map(crate::inputs::output_format)

@@ -39,10 +39,25 @@ pub fn check_output(args: &Args) -> anyhow::Result<()> {
     } else {
         args.output
             .clone()
-            .unwrap_or_else(|| PathBuf::from("callgrind.out"))
+            .unwrap_or_else(|| default_output(args.format, 0))
     };
     tally_formats::check_writable(&probe)?;
     Ok(())
+}
+
+/// The output without `-o`: tally's JSON (`tally.PID.json`), which keeps
+/// the recorded stacks, times and threads and which every command reads;
+/// with `--format`, a name of that format (`callgrind.out.PID`,
+/// `tally.PID.pb.gz`…).
+pub fn default_output(format: Option<To>, pid: impl std::fmt::Display) -> PathBuf {
+    PathBuf::from(match format {
+        Some(To::Callgrind) => format!("callgrind.out.{pid}"),
+        Some(To::Pprof) => format!("tally.{pid}.pb.gz"),
+        Some(To::Speedscope) => format!("tally.{pid}.speedscope.json"),
+        Some(To::Folded) => format!("tally.{pid}.folded"),
+        Some(To::Gmon) => "gmon.out".to_string(),
+        Some(To::Json | To::Dcpi) | None => format!("tally.{pid}.json"),
+    })
 }
 
 /// Writes the sample counts as gmon.out (`-o`, default `gmon.out`) or as

@@ -78,13 +78,13 @@ impl Detected {
         )
     }
 
-    /// Whether the head starts like a Callgrind, Cachegrind or pprof
-    /// profile, or is gzip'd and not recognised as anything else (`tally annotate`
-    /// tells profiles from source files by this).
+    /// Whether the head starts like a Callgrind, Cachegrind, pprof or
+    /// tally JSON profile, or is gzip'd and not recognised as anything else
+    /// (`tally annotate` tells profiles from source files by this).
     pub fn looks_like_profile(&self) -> bool {
         matches!(
             self.format,
-            Format::Callgrind | Format::Cachegrind | Format::Pprof
+            Format::Callgrind | Format::Cachegrind | Format::Pprof | Format::TallyJson
         ) || (self.gzip && self.format == Format::Unknown)
     }
 
@@ -132,16 +132,16 @@ impl Format {
                 "use `tally dcpi prof IMAGE FILE` (or `tally convert FILE --binary IMAGE -o OUT` \
                  for a Callgrind profile)"
             }
-            Format::TallyJson => {
-                "tally writes this JSON for other programs and does not read it back: \
-                 give the profile it was converted from"
-            }
             Format::FirefoxProfile => {
                 "tally writes this format for profiler.firefox.com and does not read it back: \
                  give the profile it was converted from"
             }
             Format::Json => "tally reads Callgrind and Cachegrind profiles, not JSON",
-            Format::PerfData | Format::PerfScript | Format::Folded | Format::Pprof => {
+            Format::PerfData
+            | Format::PerfScript
+            | Format::Folded
+            | Format::Pprof
+            | Format::TallyJson => {
                 "read it with `tally annotate`, `tally convert` or `tally check`"
             }
             Format::Elf => "give the profile the program wrote",

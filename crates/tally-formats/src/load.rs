@@ -1,11 +1,11 @@
-//! The one way into a Callgrind, Cachegrind or pprof profile: one file,
+//! The one way into a Callgrind, Cachegrind, pprof or tally JSON profile: one file,
 //! several files as one profile (a dump series or a thread set), a
 //! streaming scan, or any sink of the caller's. A pprof profile is read
 //! whole (it is small and holds stacks) and its records are then given to
 //! the sink.
 //!
 //! Profiles of whole stacks (folded stacks, `perf script` text, perf.data)
-//! come in through the same entries: they are read whole, with their
+//! and tally's JSON form come in through the same entries: they are read whole, with their
 //! stacks, and their derived records are replayed into a sink as the
 //! Callgrind reader would push them. Their counts are never negative.
 //!
@@ -252,11 +252,13 @@ fn read_sources_into<C: Cost, K: Store<C>>(
     let mut done = 0u64;
     let mut sums = None;
     for source in sources {
-        // pprof counts become `C` as they are built; the other formats
-        // read whole are measured profiles.
+        // pprof and JSON counts become `C` as they are built; the other
+        // formats read whole are measured profiles.
         let place = crate::limits::reading(source.name());
         let stacked = if source.format() == Format::Pprof {
             Some(crate::pprof::read_as::<C>(source.name(), &source.bytes()?)?)
+        } else if source.format() == Format::TallyJson {
+            Some(crate::json::read_as::<C>(source.name(), &source.bytes()?)?)
         } else {
             match crate::shape::reader(source.format()) {
                 Some(reader) => Some(any_as::<C>(
@@ -411,7 +413,11 @@ pub fn sum_bound<C: Cost>(sources: &[&Source], events: &[String]) -> Result<(), 
     for source in sources {
         if matches!(
             source.format(),
-            Format::Folded | Format::PerfScript | Format::PerfData | Format::Pprof
+            Format::Folded
+                | Format::PerfScript
+                | Format::PerfData
+                | Format::Pprof
+                | Format::TallyJson
         ) {
             stack_sums::<C>(source, events, &mut running)?;
             continue;

@@ -30,13 +30,14 @@ pub trait WriteProfile<C: Cost> {
 }
 
 /// The reader of a format read whole (pprof, folded stacks, `perf script`,
-/// perf.data); `None` for the streamed and converted ones.
+/// perf.data, tally's JSON); `None` for the streamed and converted ones.
 pub fn reader(format: Format) -> Option<&'static dyn ReadProfile> {
     match format {
         Format::Pprof => Some(&crate::pprof::Pprof),
         Format::Folded => Some(&crate::folded::Folded { event: 0 }),
         Format::PerfScript => Some(&crate::perf::script::PerfScript),
         Format::PerfData => Some(&crate::perf::data::PerfData),
+        Format::TallyJson => Some(&crate::json::Json),
         _ => None,
     }
 }

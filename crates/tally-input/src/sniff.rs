@@ -10,8 +10,8 @@ use crate::Error;
 
 /// A path told apart by its first bytes.
 pub enum Sniffed {
-    /// A Callgrind, Cachegrind or pprof profile (or gzip'd and not
-    /// recognised as anything else), opened.
+    /// A Callgrind, Cachegrind, pprof or tally JSON profile (or gzip'd
+    /// and not recognised as anything else), opened.
     Profile(Source),
     /// Another kind of file, opened (a source file, a program, gmon.out).
     Other(Source),

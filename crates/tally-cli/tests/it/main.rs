@@ -16,6 +16,7 @@ mod gprof_callgrind;
 mod graph;
 mod input;
 mod interop;
+mod json_input;
 #[cfg(target_os = "linux")]
 mod memory_ceiling;
 mod merge_diff;

@@ -481,10 +481,30 @@ fn build<C: Cost>(raw: &Raw<'_>) -> Result<Profile<C>, WireError> {
             };
             labels.push(Label { key, value });
         }
+        // A sample tally wrote from a timeline: its thread and time back
+        // in the timeline, not in the stack's labels.
+        let timed = crate::pprof::write::timed_sample(&mut labels);
         let labels = stacks.label_set(labels);
-        if stacks.add_labelled(&frames, labels, &costs).is_none() {
+        let Some(i) = stacks.add_labelled_at(&frames, labels, &costs) else {
             return fail(s.at, "the samples of one stack add up past 64 bits");
+        };
+        if let Some((time, thread)) = timed {
+            let t = stacks
+                .timeline
+                .get_or_insert_with(|| Box::new(tally_model::Timeline::new(costs.len())));
+            t.start = Some(0);
+            let at = match t.threads.iter().position(|x| *x == thread) {
+                Some(k) => k,
+                None => {
+                    t.threads.push(thread);
+                    t.threads.len() - 1
+                }
+            };
+            t.push(time, at as u32, i as u32, &costs);
         }
+    }
+    if let Some(t) = stacks.timeline.as_mut() {
+        t.sort();
     }
 
     let mut part = Part::new(profile.positions, profile.events.len());

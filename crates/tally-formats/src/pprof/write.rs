@@ -5,7 +5,9 @@ use super::stacks::stacks_to_write;
 use super::wire::Writer;
 use rustc_hash::FxHashMap;
 use std::io::{self, Write};
-use tally_model::{Cost, FrameId, FunctionId, LabelValue, ObjectId, Profile};
+use tally_model::{
+    Cost, FrameId, FunctionId, LabelValue, ObjectId, Profile, Stacks, Thread, Timeline,
+};
 
 /// The string table being built: index 0 is the empty string.
 struct Strings {
@@ -34,10 +36,14 @@ impl Strings {
     }
 }
 
+/// A label as written: key, text (or a number's unit), number.
+type RawLabel = (u64, u64, Option<i64>);
+
 /// Writes `profile` as an uncompressed profile.proto message (the caller
 /// compresses it): every recorded event a sample type (unit from the long
 /// name the reader gave it, else `count`), the stacks as samples, and the
-/// pprof facts kept in `desc:` lines.
+/// pprof facts kept in `desc:` lines. Timed samples are written one by
+/// one with their thread and time as labels.
 pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<()> {
     let (stacks, note) = stacks_to_write(profile)?;
     let names = &profile.names;
@@ -62,6 +68,10 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
     let mut mappings: FxHashMap<ObjectId, (u64, u64, u64)> = FxHashMap::default();
     let mut samples = Writer::default();
     let mut ids = Vec::new();
+    // Each stack's location ids, leaf first as pprof lists them, and its
+    // labels.
+    let mut locations_of: Vec<Vec<u64>> = Vec::with_capacity(stacks.samples.len());
+    let mut labels_of: Vec<Vec<RawLabel>> = Vec::with_capacity(stacks.samples.len());
     for (si, s) in stacks.samples.iter().enumerate() {
         ids.clear();
         let mut i = 0;
@@ -103,17 +113,7 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
             ids.push(id);
             i = j;
         }
-        let mut values = Vec::with_capacity(s.costs.len());
-        for (c, e) in s.costs.iter().zip(profile.events.recorded()) {
-            let v = i64::try_from(c.to_i128()).map_err(|_| {
-                io::Error::other(format!(
-                    "a cost of event `{}` does not fit pprof's 64-bit signed values",
-                    e.name
-                ))
-            })?;
-            values.push(v as u64);
-        }
-        let labels: Vec<(u64, u64, Option<i64>)> = stacks
+        let labels: Vec<RawLabel> = stacks
             .labels_of(si)
             .iter()
             .map(|l| {
@@ -124,22 +124,25 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
                 }
             })
             .collect();
-        samples.message(2, |m| {
-            m.packed(1, ids.iter().rev().copied());
-            m.packed(2, values);
-            for &(key, text_or_unit, number) in &labels {
-                m.message(3, |l| {
-                    l.varint(1, key);
-                    match number {
-                        None => l.varint(2, text_or_unit),
-                        Some(n) => {
-                            l.int64(3, n);
-                            l.varint(4, text_or_unit);
-                        }
-                    }
-                });
+        locations_of.push(ids.iter().rev().copied().collect());
+        labels_of.push(labels);
+    }
+    match stacks.timeline.as_deref() {
+        Some(t) => write_timed(
+            t,
+            &stacks,
+            profile,
+            &locations_of,
+            &labels_of,
+            &mut strings,
+            &mut samples,
+        )?,
+        None => {
+            for (si, s) in stacks.samples.iter().enumerate() {
+                let values = values_of(&s.costs, profile)?;
+                sample(&mut samples, &locations_of[si], values, &labels_of[si]);
             }
-        });
+        }
     }
     w.bytes.extend_from_slice(&samples.bytes);
 
@@ -233,4 +236,145 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
         w.bytes(6, s);
     }
     out.write_all(&w.bytes)
+}
+
+/// Label keys of a timed sample: what `pprof -tags` lists and
+/// `-tagfocus` selects by.
+const THREAD: &[u8] = b"thread";
+const TID: &[u8] = b"tid";
+const PID: &[u8] = b"pid";
+const TIME: &[u8] = b"time";
+
+/// The timed samples, each a pprof sample of its stack with the stack's
+/// labels and its thread's name (`thread`), `tid` and `pid`, and its time
+/// (`time`, in nanoseconds since the recording's start, so that
+/// `-tagfocus time=100ms:300ms` picks a range), as pprof has no field for them; what the timeline leaves of a stack's cost (samples not
+/// timed) follows as one sample without them, so that totals stay whole.
+fn write_timed<C: Cost>(
+    t: &Timeline<C>,
+    stacks: &Stacks<C>,
+    profile: &Profile<C>,
+    locations_of: &[Vec<u64>],
+    labels_of: &[Vec<RawLabel>],
+    strings: &mut Strings,
+    samples: &mut Writer,
+) -> io::Result<()> {
+    let (thread, tid, pid, time_key) = (
+        strings.get(THREAD),
+        strings.get(TID),
+        strings.get(PID),
+        strings.get(TIME),
+    );
+    let nanoseconds = strings.get(b"nanoseconds");
+    let threads: Vec<Vec<RawLabel>> = t
+        .threads
+        .iter()
+        .map(|th| {
+            let mut l = vec![
+                (tid, 0, Some(i64::from(th.tid))),
+                (pid, 0, Some(i64::from(th.pid))),
+            ];
+            if !th.name.is_empty() {
+                l.push((thread, strings.get(&th.name), None));
+            }
+            l
+        })
+        .collect();
+    let origin = t.origin();
+    let mut left: Vec<Vec<C>> = stacks.samples.iter().map(|s| s.costs.clone()).collect();
+    let mut labels = Vec::new();
+    for i in 0..t.len() {
+        let stack = t.stack[i] as usize;
+        let (Some(locations), Some(rest)) = (locations_of.get(stack), left.get_mut(stack)) else {
+            return Err(io::Error::other(format!("timed sample {i} names no stack")));
+        };
+        let costs = t.costs_of(i);
+        for (r, c) in rest.iter_mut().zip(costs) {
+            *r = r.checked_sub(*c).unwrap_or(C::ZERO);
+        }
+        labels.clear();
+        labels.extend_from_slice(&labels_of[stack]);
+        if let Some(th) = threads.get(t.thread[i] as usize) {
+            labels.extend_from_slice(th);
+        }
+        let time = i64::try_from(t.times[i].saturating_sub(origin)).unwrap_or(i64::MAX);
+        labels.push((time_key, nanoseconds, Some(time)));
+        sample(samples, locations, values_of(costs, profile)?, &labels);
+    }
+    for (si, rest) in left.iter().enumerate() {
+        if rest.iter().any(|c| *c != C::ZERO) {
+            sample(
+                samples,
+                &locations_of[si],
+                values_of(rest, profile)?,
+                &labels_of[si],
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Costs as pprof's values (64-bit signed).
+fn values_of<C: Cost>(costs: &[C], profile: &Profile<C>) -> io::Result<Vec<u64>> {
+    costs
+        .iter()
+        .zip(profile.events.recorded())
+        .map(|(c, e)| {
+            i64::try_from(c.to_i128()).map(|v| v as u64).map_err(|_| {
+                io::Error::other(format!(
+                    "a cost of event `{}` does not fit pprof's 64-bit signed values",
+                    e.name
+                ))
+            })
+        })
+        .collect()
+}
+
+/// One pprof sample: its locations (leaf first), values and labels.
+fn sample(out: &mut Writer, locations: &[u64], values: Vec<u64>, labels: &[RawLabel]) {
+    out.message(2, |m| {
+        m.packed(1, locations.iter().copied());
+        m.packed(2, values);
+        for &(key, text_or_unit, number) in labels {
+            m.message(3, |l| {
+                l.varint(1, key);
+                match number {
+                    None => l.varint(2, text_or_unit),
+                    Some(n) => {
+                        l.int64(3, n);
+                        l.varint(4, text_or_unit);
+                    }
+                }
+            });
+        }
+    });
+}
+
+/// Takes the labels [`write_timed`] gives a timed sample out of `labels`:
+/// its time and its thread, when all of `time` (in nanoseconds), `tid` and
+/// `pid` are there, so that the pprof reader puts the sample back in a
+/// timeline.
+pub(crate) fn timed_sample(labels: &mut Vec<tally_model::Label>) -> Option<(u64, Thread)> {
+    let number = |key: &[u8], unit: &[u8]| {
+        labels.iter().find_map(|l| match &l.value {
+            LabelValue::Number(n, u) if l.key == key && u == unit => Some(*n),
+            _ => None,
+        })
+    };
+    let time = u64::try_from(number(TIME, b"nanoseconds")?).ok()?;
+    let tid = i32::try_from(number(TID, b"")?).ok()?;
+    let pid = i32::try_from(number(PID, b"")?).ok()?;
+    let name = labels.iter().find_map(|l| match &l.value {
+        LabelValue::Text(t) if l.key == THREAD => Some(t.clone()),
+        _ => None,
+    });
+    labels.retain(|l| ![TIME, TID, PID, THREAD].contains(&l.key.as_slice()));
+    Some((
+        time,
+        Thread {
+            pid,
+            tid,
+            name: name.unwrap_or_default(),
+        },
+    ))
 }

@@ -5,6 +5,7 @@ mod dcpi;
 mod detect;
 mod firefox;
 mod gmon;
+mod json_input;
 mod names;
 mod perf_jit;
 mod robustness;
