@@ -608,9 +608,11 @@ const FLAME_BRIDGE = `<script><![CDATA[
 
 async function showFlame() {
   const frame = $("#flame-frame");
-  const key = `${state.event}`;
+  // As wide as its pane, so that no frame is cut off at the right.
+  const width = Math.max(320, Math.floor(frame.clientWidth || 1200));
+  const key = `${state.event}|${width}`;
   if (frame.dataset.key === key) return;
-  let svg = await api("flame", { event: state.event }, true);
+  let svg = await api("flame", { event: state.event, width }, true);
   frame.dataset.key = key;
   const end = svg.lastIndexOf("</svg>");
   if (end >= 0) svg = svg.slice(0, end) + FLAME_BRIDGE + svg.slice(end);

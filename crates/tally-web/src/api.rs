@@ -634,8 +634,13 @@ fn neighbourhood(calls: &CallGraph, start: &[usize]) -> graph::Kept {
     graph::Kept { nodes, edges }
 }
 
-/// The flame graph's width in pixels.
+/// The flame graph's width in pixels, unless the page asks for its pane's.
 pub const FLAME_WIDTH: u32 = 1200;
+
+/// The width a request asks for (`width=`, the page's pane), bounded.
+pub fn flame_width(q: &Query) -> Result<u32, Error> {
+    Ok(number(q, "width")?.map_or(FLAME_WIDTH, |w| w.clamp(320, 4096) as u32))
+}
 
 /// The flame graph (`tally flame`) in `event`; differential (B against
 /// A, [`crate::compare::flame_svg`]) when comparing.
@@ -695,7 +700,7 @@ pub fn flame_svg_with(s: &Session, q: &Query, min_width: f64) -> Result<Reply, E
         subtitle: Some(format!("{name}: {}", s.inputs[s.main()].name)),
         legend: None,
         event: name,
-        width: FLAME_WIDTH,
+        width: flame_width(q)?,
         min_width,
         icicle: false,
     };

@@ -433,7 +433,7 @@ pub fn flame_svg(s: &Session, q: &HashMap<String, String>, min_width: f64) -> Re
         )),
         legend: Some(tally_report::flame::diff::legend(noise)),
         event,
-        width: api::FLAME_WIDTH,
+        width: api::flame_width(q)?,
         min_width,
         icicle: false,
     };
