@@ -131,7 +131,10 @@ fn collapse_recursion_and_focus_subtree_on_worked_stacks() {
         "--focus=^b$",
         path_str(&f),
     ]);
-    assert_eq!(v["transforms"], serde_json::json!(["focus=^b$", "hide=^a$"]));
+    assert_eq!(
+        v["transforms"],
+        serde_json::json!(["focus=^b$", "hide=^a$"])
+    );
     let v = json(&["annotate", "--json", path_str(&f)]);
     assert_eq!(v["transforms"], serde_json::json!([]));
     // The same transform in the call tree, which names it.
