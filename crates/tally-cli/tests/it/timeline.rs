@@ -1,6 +1,7 @@
 //! Sample times and threads, on a two-thread program compiled here:
 //! `tally record`'s JSON keeps each sample's time and its thread's name;
-//! `tally serve` of a `perf record` of the program draws a track per
+//! `tally serve` of a `perf record` of the program (and, in the browser,
+//! of `tally record`'s default output) draws a track per
 //! thread and a stack chart, and a time range (`range=START-END`) cuts
 //! every view to the samples in it, checked sample by sample against
 //! `perf script`; in Chromium (`tests/web/timeline.mjs`) dragging on a
@@ -340,6 +341,8 @@ fn a_profile_without_times_says_so() {
     assert!(body.contains("no times"), "{body}");
 }
 
+/// In Chromium, on `perf record`'s perf.data and on `tally record`'s
+/// default output of the same program.
 #[test]
 fn dragging_on_a_track_cuts_the_table_to_the_range() {
     let _serial = serial();
@@ -348,13 +351,29 @@ fn dragging_on_a_track_cuts_the_table_to_the_range() {
     }
     let dir = temp_dir();
     let perf_data = perf_recorded(dir.path());
+    drag_on(&perf_data, "web-timeline");
+    let exe = dir.path().join("two");
+    let o = tally!()
+        .in_dir(dir.path())
+        .ok(&["record", "--", path_str(&exe)]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let recorded = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("tally.") && name.ends_with(".json")
+        })
+        .unwrap_or_else(|| panic!("no tally.PID.json: {err}"));
+    drag_on(&recorded, "web-timeline-record");
+}
+
+/// Serves `input`, drags on its first track and checks every view.
+fn drag_on(input: &Path, artefacts: &str) {
     let mut command = tally!().command();
-    command
-        .arg("serve")
-        .arg(&perf_data)
-        .stderr(Stdio::inherit());
+    command.arg("serve").arg(input).stderr(Stdio::inherit());
     let server = Server::start(command);
-    let shots = browser::artefacts("web-timeline");
+    let shots = browser::artefacts(artefacts);
     let o = Command::new("node")
         .current_dir(browser::driver_dir())
         .arg("timeline.mjs")
