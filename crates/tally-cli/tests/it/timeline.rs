@@ -207,6 +207,60 @@ fn recorded_json_has_each_samples_time_and_named_thread() {
         .collect();
     let in_b = of_worker.iter().filter(|n| *n == "spin_b").count();
     assert!(in_b * 10 >= of_worker.len() * 8, "{of_worker:?}");
+
+    // The Firefox Profiler export: a thread each, its samples at their
+    // times, as many as the recording has. The viewer names a process's
+    // main thread after the process (the program), the others by name.
+    tally!().in_dir(d).ok(&[
+        "convert",
+        "rec.json",
+        "--to",
+        "firefox",
+        "-o",
+        "rec.fx.json",
+    ]);
+    let fx: Value = serde_json::from_slice(&std::fs::read(d.join("rec.fx.json")).unwrap()).unwrap();
+    let fx_threads: Vec<(String, bool, u64)> = fx["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_string(),
+                t["isMainThread"].as_bool().unwrap(),
+                t["samples"]["length"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(fx_threads.len(), 2, "{fx_threads:?}");
+    assert!(
+        fx_threads.iter().any(|t| t.1 && t.0.contains("two")),
+        "{fx_threads:?}"
+    );
+    assert!(
+        fx_threads.iter().any(|t| !t.1 && t.0 == "tl-worker"),
+        "{fx_threads:?}"
+    );
+    let n: u64 = fx_threads.iter().map(|t| t.2).sum();
+    assert_eq!(n, times.len() as u64, "{fx_threads:?}");
+    let worker = fx["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "tl-worker")
+        .unwrap();
+    let span: f64 = worker["samples"]["timeDeltas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .sum();
+    let (first, last) = (times[0] as f64, times[times.len() - 1] as f64);
+    assert!(
+        span > 0.0 && span <= (last - first) / 1e6 + 1.0,
+        "the worker's samples span {span} ms of a {} ms recording",
+        (last - first) / 1e6
+    );
 }
 
 #[test]
