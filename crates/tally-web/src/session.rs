@@ -23,6 +23,7 @@ use crate::view::{Grouping, Provisional, Table, View};
 mod cache;
 pub mod cfg;
 pub mod code;
+pub(crate) mod sums;
 
 use cache::Lru;
 
@@ -57,6 +58,10 @@ pub struct Input {
     /// Each function's source window: one scan of the cost lines on the
     /// first source request, instead of one per request.
     lines: OnceLock<HashMap<FunctionId, (u64, u64)>>,
+    /// Each part's sum of its cost lines (`None` on overflow), made once:
+    /// program totals and every event's analysis start from them, and
+    /// each sum decodes every line.
+    sums: OnceLock<Vec<Option<Vec<u64>>>>,
 }
 
 /// Everything served: one input, or two (A and B) for a comparison.
@@ -195,6 +200,7 @@ impl Session {
             files: main.files.clone(),
             warnings: main.warnings.clone(),
             lines: OnceLock::new(),
+            sums: OnceLock::new(),
         };
         Session::assemble(vec![input], false, self.sources.clone())
     }
@@ -214,6 +220,7 @@ impl Session {
             files: main.files.clone(),
             warnings: main.warnings.clone(),
             lines: OnceLock::new(),
+            sums: OnceLock::new(),
         };
         Session::assemble(vec![input], false, self.sources.clone())
     }
@@ -261,19 +268,24 @@ impl Session {
         part: Option<usize>,
     ) -> Result<Arc<View>, Error> {
         let key = self.key(input, event, part)?;
-        let event = key.1.clone();
         let slot = self
             .views
             .lock()
             .map_err(|_| Error::Poisoned)?
-            .entry(key)
+            .entry(key.clone())
             .or_default()
             .clone();
-        once(&slot, || {
-            self.analyse(input, &event, part)
+        let view = once(&slot, || {
+            self.analyse(input, &key.1, part)
                 .map(Arc::new)
                 .map_err(|e| e.to_string())
-        })
+        });
+        // The provisional table is no longer shown: its rows go.
+        self.provisional
+            .lock()
+            .map_err(|_| Error::Poisoned)?
+            .remove(&key);
+        view
     }
 
     /// The key of a view: the event named (or the first) checked, and the
@@ -337,18 +349,23 @@ impl Session {
         {
             return Ok(Some(p.clone()));
         }
-        let agg = self.aggregate(input, part)?;
         let inp = &self.inputs[input];
+        let sums = sums::SelfSums::new(&inp.profile, |i| part.is_none_or(|p| p == i));
+        if let Some(s) = sums.part_sums.clone() {
+            let _ = inp.sums.set(s);
+        }
         let p = Arc::new(Provisional::new(
             inp,
-            &agg,
+            &sums,
             &key.1,
             self.totals(input, part),
         ));
-        self.provisional
-            .lock()
-            .map_err(|_| Error::Poisoned)?
-            .insert(key, p.clone());
+        let mut kept = self.provisional.lock().map_err(|_| Error::Poisoned)?;
+        // Kept only while the view is being analysed (its end removes it).
+        if !self.ready(input, event, part)? {
+            kept.insert(key, p.clone());
+        }
+        drop(kept);
         Ok(Some(p))
     }
 
@@ -378,7 +395,7 @@ impl Session {
         let columns = EventColumns::new(&inp.profile.events);
         let t =
             tally_model::program_total(&inp.profile.parts, inp.profile.events.len(), chosen, |i| {
-                inp.profile.parts[i].lines.totals()
+                inp.part_sums()[i].clone()
             });
         (0..columns.names().len())
             .map(|e| columns.value(&t, e))
@@ -486,10 +503,9 @@ impl Session {
             Some(g) => gprof::analyse(g.program.object(), &g.gmon, &opts)?,
             None => {
                 let sums: Vec<Vec<u64>> = inp
-                    .profile
-                    .parts
+                    .part_sums()
                     .iter()
-                    .map(|p| p.lines.totals().unwrap_or_else(|| vec![0; agg.events]))
+                    .map(|t| t.clone().unwrap_or_else(|| vec![0; agg.events]))
                     .collect();
                 gprof::callgrind::analyse(&inp.profile, &agg, &sums, Some(event), &opts, &inp.name)?
             }
@@ -505,6 +521,18 @@ fn once<T>(slot: &Slot<T>, make: impl FnOnce() -> Result<Arc<T>, String>) -> Res
 }
 
 impl Input {
+    /// Each part's sum of its cost lines, `None` where it overflows; made
+    /// on the first call.
+    fn part_sums(&self) -> &[Option<Vec<u64>>] {
+        self.sums.get_or_init(|| {
+            self.profile
+                .parts
+                .iter()
+                .map(|p| p.lines.totals())
+                .collect()
+        })
+    }
+
     /// The lines of `f`'s source window (from its costliest run of lines
     /// in its own file to its last, with context), from an index made on
     /// the first call; `None` when it has no lines in its own file.
@@ -575,5 +603,6 @@ fn load_input(files: &[PathBuf], binary: Option<&Path>) -> Result<Input, Error> 
         files: files.to_vec(),
         warnings,
         lines: OnceLock::new(),
+        sums: OnceLock::new(),
     })
 }

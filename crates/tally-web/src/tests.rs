@@ -521,7 +521,7 @@ fn order_filters_by_name_or_file_and_sorts() {
         events: vec![own],
     };
     let t = Table {
-        rows: vec![r("b", "x.c", 5.0), r("a", "y.c", 9.0), r("c", "y.c", 1.0)],
+        rows: vec![r("b", "x.c", 5.0), r("a", "y.c", 9.0), r("c", "y.c", 1.0)].into(),
         base: None,
     };
     assert_eq!(api::order(&t, None, "self", true).unwrap(), [1, 0, 2]);

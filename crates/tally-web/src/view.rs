@@ -3,7 +3,7 @@
 //! the rows of the functions table drawn from it.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
 use tally_analysis::Aggregate;
@@ -12,6 +12,7 @@ use tally_model::{EventColumns, FunctionId};
 use tally_report::graph::Graph;
 
 use crate::session::Input;
+use crate::session::sums::SelfSums;
 
 /// One row of the functions table: a function, or a cycle.
 #[derive(Clone, Debug)]
@@ -50,8 +51,9 @@ pub struct View {
     pub unit: String,
     /// The 100 % of the percentages, per event of [`View::events`].
     pub totals: Vec<f64>,
-    /// Functions with a cost or a call, then cycles.
-    pub rows: Vec<Row>,
+    /// Functions with a cost or a call, then cycles; shared with the
+    /// view's table by function, which would otherwise copy every row.
+    pub rows: Arc<[Row]>,
     /// gprof's report.
     pub report: Report,
     /// The node of each gprof index (`[index]`), for the arcs of an entry.
@@ -153,8 +155,8 @@ pub struct Base {
 /// The rows of one view's table, grouped, with A's costs when comparing;
 /// the sort and filter of a request work on indices into it.
 pub struct Table {
-    /// The rows.
-    pub rows: Vec<Row>,
+    /// The rows (by function: the view's own, shared).
+    pub rows: Arc<[Row]>,
     /// Per row, A's costs (matched by name and object, or by file or
     /// object when grouped); `None` unless comparing.
     pub base: Option<Vec<Base>>,
@@ -166,7 +168,7 @@ impl Table {
     pub fn new(v: &View, base: Option<&View>, group: Grouping) -> Table {
         let rows = match group {
             Grouping::Function => v.rows.clone(),
-            Grouping::File | Grouping::Object => grouped(&v.rows, group),
+            Grouping::File | Grouping::Object => grouped(&v.rows, group).into(),
         };
         let base = base.map(|a| {
             let key = |r: &Row| match group {
@@ -175,7 +177,7 @@ impl Table {
             };
             let a_rows = match group {
                 Grouping::Function => a.rows.clone(),
-                _ => grouped(&a.rows, group),
+                _ => grouped(&a.rows, group).into(),
             };
             let mut by: HashMap<(String, String), Base> = HashMap::new();
             for r in a_rows.iter().filter(|r| !r.is_cycle) {
@@ -385,7 +387,7 @@ impl View {
             events,
             unit,
             totals,
-            rows,
+            rows: rows.into(),
             report,
             nodes_of_index,
             call_graph: OnceLock::new(),
@@ -473,31 +475,23 @@ pub struct Provisional {
 }
 
 impl Provisional {
-    /// The rows of `input`'s functions in `event` from `agg`: the functions
-    /// gprof's view lists (a self cost in `event`, or calls from another
-    /// function), numbered as it numbers them. `totals`: per event.
-    pub fn new(input: &Input, agg: &Aggregate<u64>, event: &str, totals: Vec<i128>) -> Provisional {
+    /// The rows of `input`'s functions in `event` from `sums`: the
+    /// functions gprof's view lists (a self cost in `event`, or calls from
+    /// another function), numbered as it numbers them. `totals`: per event.
+    pub(crate) fn new(
+        input: &Input,
+        sums: &SelfSums,
+        event: &str,
+        totals: Vec<i128>,
+    ) -> Provisional {
         let columns = EventColumns::new(&input.profile.events);
         let names = columns.names().to_vec();
         let e = names.iter().position(|n| n == event).unwrap_or(0);
         let pnames = &input.profile.names;
-        let n = pnames.function_count();
-        let zero = vec![0u64; agg.events];
-        let mut called = vec![false; n];
-        for a in &agg.arcs {
-            let (p, c) = (a.caller.index(), a.callee.index());
-            if p != c && c < n && a.count != 0 {
-                called[c] = true;
-            }
-        }
         let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         let mut rows = Vec::new();
-        for (i, &was_called) in called.iter().enumerate() {
-            let costs = if i < agg.function_self.len() {
-                agg.function_self.get(i)
-            } else {
-                &zero
-            };
+        for (i, &was_called) in sums.called.iter().enumerate() {
+            let costs = sums.get(i);
             let own = columns.value(costs, e);
             if own == 0 && !was_called {
                 continue;
@@ -522,7 +516,10 @@ impl Provisional {
             event: names[e].clone(),
             total: totals.get(e).copied().unwrap_or(0) as f64,
             events: names,
-            table: Table { rows, base: None },
+            table: Table {
+                rows: rows.into(),
+                base: None,
+            },
         }
     }
 }
