@@ -12,8 +12,9 @@
 //! lookups only where an instruction leaves the line of the one before
 //! ([`Slot::next`]). Block and access records are decoded straight from
 //! the read buffer ([`Feeder::feed_bytes`]); with one machine and no call
-//! tracking that is the lean loop (`lean`), and this module's general path
-//! takes what it leaves.
+//! tracking that is the lean loop (`lean`), with calls tracked and no
+//! access in the stream `Feeder::feed_calls` (`lean` too), and this
+//! module's general path takes what it leaves.
 //!
 //! QEMU 7.2's two ways of cutting blocks (an instruction crossing a page,
 //! shown to the plugin but moved to the next block; a restart at a
@@ -318,6 +319,9 @@ impl Feeder {
     #[inline]
     pub fn feed_bytes(&mut self, e: &mut Engine, bytes: &[u8]) -> Result<usize, (usize, u32)> {
         let opts = e.options();
+        if opts.calls && !self.accesses_seen {
+            return self.feed_bytes_calls(e, bytes);
+        }
         if !(e.lean() && opts.merge_modify) {
             return self.feed_bytes_as(e, bytes);
         }
@@ -356,6 +360,33 @@ impl Feeder {
                 Ok(n) => return Ok(p + n),
                 Err((n, id)) => return Err((p + n, id)),
             }
+        }
+    }
+
+    /// [`Feeder::feed_bytes`] with calls tracked, until the stream shows an
+    /// access: blocks through [`Feeder::feed_calls`], a record it does not
+    /// take through the general path alone.
+    #[inline(never)]
+    fn feed_bytes_calls(&mut self, e: &mut Engine, bytes: &[u8]) -> Result<usize, (usize, u32)> {
+        let mut p = 0;
+        while !self.accesses_seen {
+            p += self.feed_calls(e, bytes.get(p..).unwrap_or_default());
+            let len = match bytes.get(p) {
+                Some(&trace::T_BLOCK) => 6,
+                _ => break,
+            };
+            let Some(one) = bytes.get(p..p + len) else {
+                return Ok(p);
+            };
+            match self.feed_bytes_as(e, one) {
+                Ok(n) if n == len => p += n,
+                Ok(n) => return Ok(p + n),
+                Err((n, id)) => return Err((p + n, id)),
+            }
+        }
+        match self.feed_bytes_as(e, bytes.get(p..).unwrap_or_default()) {
+            Ok(n) => Ok(p + n),
+            Err((n, id)) => Err((p + n, id)),
         }
     }
 

@@ -22,7 +22,8 @@
 //!
 //! Counting executions only, a stream without accesses (the plugin's
 //! `mem=off`) goes through [`Feeder::feed_counts`], where a block record is
-//! two entries of the difference array.
+//! two entries of the difference array; with calls tracked, through
+//! [`Feeder::feed_calls`], where it runs the last block in one step.
 
 use super::feeder::{BRANCH_LAST, Block, LEAN, ONE_LINE, PAGE_END, block_flags, count_runs};
 use super::{Engine, Feeder, Held, Merge, Position, Slot, branch_events};
@@ -91,6 +92,67 @@ impl Feeder {
                 pending: None,
                 accessed: false,
             });
+        }
+        self.block = b;
+        p
+    }
+
+    /// [`Feeder::feed_bytes`] when calls are tracked and the stream has
+    /// shown no access (`tally sim --callgrind --cache-sim=no`, the
+    /// plugin's `mem=off`): every block then runs whole, so a block record
+    /// runs the last block in one step ([`Engine::exec_plain`]: its
+    /// branch, the call stack, the running totals) without the general
+    /// path's tests of where it stopped; a block cut at a page end is told
+    /// by its flags, not by looking at its ids. It stops, having changed
+    /// nothing for it, at any other record, a block not checked lean or
+    /// one that the general path must cut, which the general path then
+    /// takes.
+    #[inline(never)]
+    pub(super) fn feed_calls(&mut self, e: &mut Engine, bytes: &[u8]) -> usize {
+        let mut b = self.block;
+        let mut b_flags = 0;
+        if b.done < b.count {
+            if b.done != 0 {
+                return 0;
+            }
+            match block_flags(&mut self.slots, e.instrs(), b.first, b.count) {
+                Some(f) if f & LEAN != 0 => b_flags = f,
+                _ => return 0,
+            }
+        }
+        let mut p = 0;
+        while let Some(r) = bytes.get(p..p + 6) {
+            if r[0] != trace::T_BLOCK {
+                break;
+            }
+            let first = u32::from_le_bytes([r[1], r[2], r[3], r[4]]);
+            let count = u32::from(r[5]);
+            let Some(f) = block_flags(&mut self.slots, e.instrs(), first, count) else {
+                break;
+            };
+            if f & LEAN == 0 {
+                break;
+            }
+            if b.done < b.count {
+                let (from, to) = (b.first as usize, b.first.wrapping_add(b.count) as usize);
+                let Some(run) = self.slots.get(from..to) else {
+                    break;
+                };
+                if b_flags & PAGE_END != 0
+                    && run.last().map(|s| s.addr) == self.slots.get(first as usize).map(|s| s.addr)
+                {
+                    break;
+                }
+                e.exec_plain(run);
+                count_runs(&mut self.runs, from as u32, to as u32);
+            }
+            b = Block {
+                first,
+                count,
+                done: 0,
+            };
+            b_flags = f;
+            p += 6;
         }
         self.block = b;
         p

@@ -219,6 +219,7 @@ proptest::proptest! {
         lean in proptest::bool::ANY,
         no_icache in proptest::bool::ANY,
         counting in proptest::bool::ANY,
+        counting_calls in proptest::bool::ANY,
         chunk in 1usize..80,
         policy in 0u8..4,
     ) {
@@ -255,8 +256,10 @@ proptest::proptest! {
         };
         // `counting`: executions alone, as `tally sim --cache-sim=no`
         // counts them from a stream without accesses (the lean loop's
-        // `Feeder::feed_counts`).
-        let lean = lean || counting;
+        // `Feeder::feed_counts`), or with `counting_calls` with the calls
+        // tracked, as `tally sim --callgrind --cache-sim=no` does
+        // (`Feeder::feed_calls`).
+        let lean = if counting { !counting_calls } else { lean };
         let opts = EngineOptions {
             branch_sim: !counting,
             calls: !lean,
