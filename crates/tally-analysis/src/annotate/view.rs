@@ -299,9 +299,9 @@ impl<C: Cost> Analysis<'_, C> {
         let n = &self.profile.names;
         Func {
             id: f,
-            function: String::from_utf8_lossy(n.function_name(f)).into_owned(),
-            file: String::from_utf8_lossy(n.file_name(file)).into_owned(),
-            object: String::from_utf8_lossy(n.function_object(f)).into_owned(),
+            function: text(n.function_name(f)),
+            file: text(n.file_name(file)),
+            object: text(n.function_object(f)),
             cycle: self.cycle_of(f),
         }
     }
@@ -642,5 +642,15 @@ impl<C> View<C> {
     /// The first sort event: what orders the lists a writer sorts.
     pub fn primary(&self) -> usize {
         self.sort.first().map(|s| s.0).unwrap_or(0)
+    }
+}
+
+/// A name as shown (`String::from_utf8_lossy`): names are checked as
+/// UTF-8 first, which reads ASCII a word at a time, since a report of a
+/// large profile makes tens of thousands of them.
+fn text(b: &[u8]) -> String {
+    match std::str::from_utf8(b) {
+        Ok(s) => s.to_owned(),
+        Err(_) => String::from_utf8_lossy(b).into_owned(),
     }
 }

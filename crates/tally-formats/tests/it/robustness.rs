@@ -448,14 +448,19 @@ impl<const EACH: bool> tally_model::Sink<u64> for RowSums<EACH> {
 }
 
 /// A sink that takes runs of lines as one line keeps the sums, rows and
-/// records that one taking every line keeps, on two threads at any chunk
-/// size (where runs of decoded lines are summed before the sink sees
-/// them), or the read fails at the same line.
+/// records that one taking every line keeps, on one thread and on two at
+/// any chunk size (where runs of decoded lines, and of one event's lines
+/// read from the text, are summed before the sink sees them), or the read
+/// fails at the same line.
 fn run_sums_agree(bytes: &[u8], chunk: usize) {
-    fn read<const EACH: bool>(bytes: &[u8], chunk: usize) -> Result<RowSums<EACH>, String> {
+    fn read<const EACH: bool>(
+        bytes: &[u8],
+        two: bool,
+        chunk: usize,
+    ) -> Result<RowSums<EACH>, String> {
         let mut sink = RowSums::<EACH>::default();
         let options = callgrind::ReadOptions {
-            two_threads: Some(true),
+            two_threads: Some(two),
             chunk_size: Some(chunk),
             ..Default::default()
         };
@@ -464,9 +469,14 @@ fn run_sums_agree(bytes: &[u8], chunk: usize) {
             .map(|_| sink)
             .map_err(|e| e.to_string())
     }
-    let each = read::<true>(bytes, chunk).map(|s| (s.rows, s.others));
-    let runs = read::<false>(bytes, chunk).map(|s| (s.rows, s.others));
-    assert_eq!(each, runs, "a run summed differs from its lines");
+    let each = read::<true>(bytes, true, chunk).map(|s| (s.rows, s.others));
+    for two in [true, false] {
+        let runs = read::<false>(bytes, two, chunk).map(|s| (s.rows, s.others));
+        assert_eq!(
+            each, runs,
+            "a run summed differs from its lines (two threads: {two})"
+        );
+    }
 }
 
 /// Every file name a profile defines reaches the sink's `file_named`, on

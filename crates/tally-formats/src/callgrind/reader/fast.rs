@@ -16,10 +16,118 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
     /// anything else or unusual (see [`scan_cost_line`]) and returns where.
     #[inline(never)]
     pub(super) fn fast_run(&mut self, data: &[u8], p: usize, len: usize) -> usize {
+        // One event, the shape of instruction-level profiles: lines read
+        // with the positions and the count in registers; a line it stops
+        // at is read again below.
+        let p =
+            match (self.ne, self.np) {
+                (1, 1) => self
+                    .one_event_run::<1>(p, len, |p, last| one_count_line::<1>(data, p, len, last)),
+                (1, 2) => self
+                    .one_event_run::<2>(p, len, |p, last| one_count_line::<2>(data, p, len, last)),
+                (1, 3) => self
+                    .one_event_run::<3>(p, len, |p, last| one_count_line::<3>(data, p, len, last)),
+                _ => p,
+            };
         let np = self.np;
         self.cost_run(p, len, |p, last, costs| {
             scan_cost_line(data, p, len, np, last, costs)
         })
+    }
+
+    /// A run of cost lines for one event and `NP` positions, the common
+    /// shape of instruction-level profiles: `next(p, last)` reads the line
+    /// at `p` against the positions `last`, giving its positions, its
+    /// count if any and its end, or `None` to stop there. The same lines
+    /// are taken and the same records made as by [`Parser::cost_run`],
+    /// with the sums checked against what room is left at the run's start.
+    /// The counts are never negative, so the sums only grow along a run: a
+    /// line fits both the running magnitudes
+    /// ([`add_magnitudes`](super::sums::add_magnitudes)) and the part's
+    /// total ([`add_totals`]) exactly when the run's sum up to it fits the
+    /// smaller room, one comparison instead of two checked sums a line; the
+    /// run stops at a line that does not, for the checked path.
+    #[inline(always)]
+    pub(super) fn one_event_run<const NP: usize>(
+        &mut self,
+        mut p: usize,
+        len: usize,
+        mut next: impl FnMut(usize, [u64; 3]) -> Option<([u64; 3], Option<u64>, usize)>,
+    ) -> usize {
+        let Some(function) = self.run_function() else {
+            return p;
+        };
+        let fi = self.fi;
+        let mut last = self.last;
+        let Parser {
+            stats,
+            costs,
+            sink,
+            sums,
+            ..
+        } = self;
+        let stats = stats.last_mut().expect("part");
+        let (Some(total), Some(sum), Some(cost)) = (
+            stats.totals.first_mut(),
+            sums.costs.first_mut(),
+            costs.first_mut(),
+        ) else {
+            return p;
+        };
+        // Carried sums past this cost type's room: the general path reads
+        // the lines (and declines them).
+        let Some(room) = room_left(std::slice::from_ref(sum), std::slice::from_ref(total)) else {
+            return p;
+        };
+        let mut run = 0u64;
+        let mut lines = 0u64;
+        // Whether a line of the run has a count (for a sink that takes the
+        // run as one line, see `Sink::EACH_LINE`).
+        let mut counted = false;
+        while p < len {
+            let Some((pos, c, end)) = next(p, last) else {
+                break;
+            };
+            let one = match c {
+                Some(c) => {
+                    let Some(x) = run.checked_add(c).filter(|&x| x <= room) else {
+                        break;
+                    };
+                    let Some(c) = C::from_u64(c) else {
+                        break;
+                    };
+                    run = x;
+                    *cost = c;
+                    true
+                }
+                None => false,
+            };
+            if S::EACH_LINE {
+                let taken: &[C] = if one { std::slice::from_ref(cost) } else { &[] };
+                sink.line(function, fi, &pos[..NP], taken);
+            }
+            counted |= one;
+            last = pos;
+            lines += 1;
+            p = end + 1;
+        }
+        if lines > 0 {
+            // Within the room computed above, so it fits.
+            let r = C::from_u64(run).expect("within the room left");
+            if !S::EACH_LINE {
+                *cost = r;
+                let taken: &[C] = if counted {
+                    std::slice::from_ref(cost)
+                } else {
+                    &[]
+                };
+                sink.line(function, fi, &last[..NP], taken);
+            }
+            *sum += run;
+            *total = total.checked_add(r).expect("within the room left");
+        }
+        self.end_run(lines, last);
+        p
     }
 
     /// The loop of [`Parser::fast_run`] and of the two-thread reader's
@@ -289,6 +397,59 @@ pub(super) fn scan_cost_line<C: Cost>(
         return None;
     }
     Some((pos, n, i))
+}
+
+/// [`scan_cost_line`] for `NP` positions and at most one count: the
+/// positions, the count if any and the index of the line's end; `None`
+/// wherever [`scan_cost_line`] with room for one count declines the line.
+#[inline(always)]
+fn one_count_line<const NP: usize>(
+    data: &[u8],
+    p: usize,
+    len: usize,
+    last: [u64; 3],
+) -> Option<([u64; 3], Option<u64>, usize)> {
+    if !matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*') {
+        return None;
+    }
+    let (p0, mut i) = subposition_at(data, p, last[0])?;
+    let mut pos = [p0, last[1], last[2]];
+    if NP > 1 {
+        if data[i] != b' ' {
+            return None;
+        }
+        let (p1, j) = subposition_at(data, i + 1, last[1])?;
+        pos[1] = p1;
+        i = j;
+    }
+    if NP > 2 {
+        if data[i] != b' ' {
+            return None;
+        }
+        let (p2, j) = subposition_at(data, i + 1, last[2])?;
+        pos[2] = p2;
+        i = j;
+    }
+    let mut count = None;
+    if data[i] == b' ' && data[i + 1] != b'\n' {
+        let (v, j) = number(data, i + 1)?;
+        count = Some(v);
+        i = j;
+        // One space may end the line; anything after it is a second
+        // count, which one event has no room for.
+        if data[i] == b' ' {
+            i += 1;
+            if data[i] != b'\n' {
+                return None;
+            }
+        }
+    } else if data[i] == b' ' {
+        i += 1;
+    }
+    if i < len && data[i] != b'\n' {
+        return None;
+    }
+    Some((pos, count, i))
 }
 
 /// One subposition (`*`, `+n`, `-n`, `n`, `0xn`) at `data[i..]` relative to

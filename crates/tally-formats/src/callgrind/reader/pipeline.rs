@@ -19,7 +19,7 @@
 //! the other.
 
 use super::Parser;
-use super::fast::{number, room_left};
+use super::fast::number;
 use super::keyed::{Key, NameKey, digits, key, name_def};
 use crate::error::Error;
 use crate::input::Lines;
@@ -614,98 +614,20 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
         self.cost_run(p, len, |p, last, costs| dec.cost_line(p, np, last, costs))
     }
 
-    /// [`Parser::decoded_run`] for one event and `NP` positions, the
-    /// common shape of instruction-level profiles: the same lines taken and
-    /// the same records, with the sums checked against what room is left
-    /// at the run's start. Decoded counts are never negative, so the sums
-    /// only grow along a run: a line fits both the running magnitudes
-    /// ([`add_magnitudes`](super::sums::add_magnitudes)) and the part's
-    /// total (`add_totals`) exactly when the run's sum up to it fits the
-    /// smaller room, one comparison instead of two checked sums a line.
+    /// [`Parser::decoded_run`] for one event and `NP` positions (see
+    /// [`Parser::one_event_run`]).
     #[inline(always)]
     fn decoded_run_one<const NP: usize>(
         &mut self,
         dec: &mut Decoded<'_>,
-        mut p: usize,
+        p: usize,
         len: usize,
     ) -> usize {
-        let Some(function) = self.run_function() else {
-            return p;
-        };
-        let fi = self.fi;
-        let mut last = self.last;
-        let Parser {
-            stats,
-            costs,
-            sink,
-            sums,
-            ..
-        } = self;
-        let stats = stats.last_mut().expect("part");
-        let (Some(total), Some(sum), Some(cost)) = (
-            stats.totals.first_mut(),
-            sums.costs.first_mut(),
-            costs.first_mut(),
-        ) else {
-            return p;
-        };
-        // Carried sums past this cost type's room: the text's fast path
-        // reads them (and declines), as before.
-        let Some(room) = room_left(std::slice::from_ref(sum), std::slice::from_ref(total)) else {
-            return p;
-        };
-        let mut run = 0u64;
-        let mut lines = 0u64;
-        // Whether a line of the run has a count (for a sink that takes the
-        // run as one line, see `Sink::EACH_LINE`).
-        let mut counted = false;
-        while p < len {
-            let Some((line, v)) = dec.at(p) else {
-                break;
-            };
-            let Some((pos, c)) = apply_one::<NP>(line, v, last) else {
-                break;
-            };
-            let one = match c {
-                Some(c) => {
-                    let Some(x) = run.checked_add(u64::from(c)).filter(|&x| x <= room) else {
-                        break;
-                    };
-                    let Some(c) = C::from_u64(u64::from(c)) else {
-                        break;
-                    };
-                    run = x;
-                    *cost = c;
-                    true
-                }
-                None => false,
-            };
-            if S::EACH_LINE {
-                let taken: &[C] = if one { std::slice::from_ref(cost) } else { &[] };
-                sink.line(function, fi, &pos[..NP], taken);
-            }
-            counted |= one;
-            last = pos;
-            lines += 1;
-            p += usize::from(line.len) + 1;
-        }
-        if lines > 0 {
-            // Within the room computed above, so it fits.
-            let r = C::from_u64(run).expect("within the room left");
-            if !S::EACH_LINE {
-                *cost = r;
-                let taken: &[C] = if counted {
-                    std::slice::from_ref(cost)
-                } else {
-                    &[]
-                };
-                sink.line(function, fi, &last[..NP], taken);
-            }
-            *sum += run;
-            *total = total.checked_add(r).expect("within the room left");
-        }
-        self.end_run(lines, last);
-        p
+        self.one_event_run::<NP>(p, len, |p, last| {
+            let (line, v) = dec.at(p)?;
+            let (pos, c) = apply_one::<NP>(line, v, last)?;
+            Some((pos, c.map(u64::from), p + usize::from(line.len)))
+        })
     }
 }
 
