@@ -1,94 +1,143 @@
 #!/usr/bin/env bash
-# Times `tally merge` against cg_merge and `tally diff` against cg_diff on
-# Cachegrind files (a typical one, ~2.5 MB, and one of
-# ~80 MB), and `tally merge` of 100 Callgrind profiles of a test program.
-# Prints a Markdown report on standard output; progress on standard error.
+# `tally merge -o X A B` against `cg_merge -o Y A B` and `tally diff A B`
+# against `cg_diff A B`, in the same run, taking turns (bench/alternate.py:
+# one untimed run of each, then round i of each command in turn), on:
 #
-# The Cachegrind files are made by tally-gen (a Callgrind profile shaped
-# like CPython's, with Cachegrind's thirteen cache and branch events)
-# converted with `tally convert --to cachegrind`: line level, as
-# Cachegrind writes. The second input of each pair is the first
-# merged with itself (same functions and lines, other counts), as two runs
-# of one program are. The Callgrind profiles are real: Valgrind runs of
-# tests/data/dcpi/real/workload (committed; tests/data/bin is built by
-# tests/data/generate.sh) with 100 different seeds.
+#   - a generated pair of about 100 MB each: `tally-gen --like python
+#     --events branch` (a Callgrind profile shaped like CPython's, with
+#     Cachegrind's thirteen cache and branch events) at seeds 1 and 2,
+#     converted with `tally convert --to cachegrind` (line level, as
+#     Cachegrind writes);
+#   - the real CPython pair when present: python.a.cachegrind.out and
+#     python.b.cachegrind.out from bench/corpus.sh (Cachegrind of CPython
+#     running bench/workloads/workload.py a and b), looked for in
+#     CORPUS, /tmp/corpus, bench/corpus and /work/corpus.
+#
+# tally's outputs are durable (temporary file, fsync, rename, folder
+# fsync), cg_merge's are not; tally diff writes to a file (-o), cg_diff to
+# standard output (to /dev/null here). Prints a Markdown table on standard
+# output: medians, the ratio, peak RSS (/usr/bin/time -f %M, one run
+# each), the exact commands; then the writer's throughput: `tally convert
+# --to cachegrind` of the generated A (parse and write) and `tally merge
+# -o X A` of it alone (read, copy, durable write), in MB written per
+# second. Progress on standard error.
+#
+#   bench/merge-diff.sh
 #
 # Environment (all optional):
-#   TALLY_BENCH_DIR    scratch directory (default /tmp/tally-bench-md)
-#   TALLY_BENCH_RUNS   hyperfine runs for the large files (default 3)
+#   RUNS     rounds (default 3); cg_diff takes about a minute a round on
+#            the generated pair, so REF_RUNS may be lower
+#   REF_RUNS rounds of cg_merge and cg_diff on the generated pair (default RUNS)
+#   SIZE     tally-gen's size of the Callgrind text (default 230M: about
+#            100 MB of Cachegrind)
+#   DIR      scratch directory (default /tmp/tally-bench-md)
+#   CORPUS   where the real pair is
+#   TALLY    the tally binary (default: target/profiling/tally, built here)
+#   GEN      the tally-gen binary (default: target/profiling/tally-gen, built here)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-
-dir=${TALLY_BENCH_DIR:-/tmp/tally-bench-md}
-runs=${TALLY_BENCH_RUNS:-3}
+root=$(cd "$(dirname "$0")/.." && pwd)
+runs=${RUNS:-3}
+ref_runs=${REF_RUNS:-$runs}
+size=${SIZE:-230M}
+dir=${DIR:-/tmp/tally-bench-md}
+die() { echo "merge-diff.sh: $*" >&2; exit 1; }
 log() { echo "merge-diff.sh: $*" >&2; }
-
-command -v hyperfine >/dev/null || { log "needs hyperfine"; exit 1; }
-for t in cg_merge cg_diff valgrind; do
-    command -v "$t" >/dev/null || { log "needs $t (valgrind)"; exit 1; }
+[[ $runs =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive number"
+[[ $ref_runs =~ ^[1-9][0-9]*$ ]] || die "REF_RUNS must be a positive number"
+for t in python3 cg_merge cg_diff /usr/bin/time; do
+    command -v "$t" >/dev/null || die "needs $t"
 done
 
-log "building (profiling profile)"
-cargo build --profile profiling -p tally-cli -p tally-gen >&2
-target=${CARGO_TARGET_DIR:-$PWD/target}
-tally=$target/profiling/tally
-gen=$target/profiling/tally-gen
+target=${CARGO_TARGET_DIR:-$root/target}
+if [ -z "${TALLY:-}" ]; then
+    (cd "$root" && cargo build --profile profiling -p tally-cli >&2)
+    TALLY=$target/profiling/tally
+fi
+gen=${GEN:-}
+if [ -z "$gen" ]; then
+    (cd "$root" && cargo build --profile profiling -p tally-gen >&2)
+    gen=$target/profiling/tally-gen
+fi
+[ -x "$TALLY" ] || die "$TALLY: not an executable"
 mkdir -p "$dir"
 
-make_pair() { # NAME SIZE
-    local name=$1 size=$2
-    if [ ! -s "$dir/$name.b.cachegrind" ]; then
-        log "making $name ($size of Callgrind text → Cachegrind)"
-        "$gen" --like python --events branch --size "$size" -o "$dir/$name.callgrind" > /dev/null
-        "$tally" convert "$dir/$name.callgrind" --to cachegrind -o "$dir/$name.a.cachegrind"
-        "$tally" merge "$dir/$name.a.cachegrind" "$dir/$name.a.cachegrind" \
-            -o "$dir/$name.b.cachegrind"
-        rm -f "$dir/$name.callgrind"
+for seed in 1 2; do
+    f=$dir/gen$seed.$size.cachegrind
+    if [ ! -s "$f" ]; then
+        log "making $f (tally-gen --like python --events branch --size $size --seed $seed, then convert)"
+        "$gen" --like python --events branch --size "$size" --seed "$seed" -o "$dir/gen.callgrind" >/dev/null
+        "$TALLY" convert "$dir/gen.callgrind" --to cachegrind -o "$f"
+        rm -f "$dir/gen.callgrind"
     fi
-}
-make_pair python-small 4M
-make_pair python-large 200M
-
-if [ ! -s "$dir/cg/workload.100.out" ]; then
-    log "100 Callgrind runs of tests/data/dcpi/real/workload"
-    mkdir -p "$dir/cg"
-    for i in $(seq 1 100); do
-        env -i PATH=/usr/bin:/bin valgrind -q --tool=callgrind --dump-instr=yes \
-            --collect-jumps=yes --callgrind-out-file="$dir/cg/workload.$i.out" \
-            tests/data/dcpi/real/workload 1500 "$i" > /dev/null 2>&1
-    done
-fi
-
-size() { stat -c %s "$1"; }
-mb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
-
-echo "### Cachegrind files"
-echo
-for name in python-small python-large; do
-    a=$dir/$name.a.cachegrind b=$dir/$name.b.cachegrind
-    r=$runs
-    [ "$name" = python-small ] && r=10
-    echo "**$name**: A $(mb "$(size "$a")") MB, B $(mb "$(size "$b")") MB, $(grep -c '^fn=' "$a") functions, $(grep -c '^[0-9]' "$a") lines"
-    echo
-    hyperfine -N -w 1 -r "$r" --export-markdown "$dir/$name.merge.md" \
-        -n "tally merge" "$tally merge $a $b -o $dir/out.tally" \
-        -n "cg_merge" "cg_merge -o $dir/out.cg $a $b" >&2
-    cat "$dir/$name.merge.md"
-    echo
-    hyperfine -N -w 1 -r "$r" --export-markdown "$dir/$name.diff.md" \
-        -n "tally diff" "$tally diff $a $b -o $dir/out.tally" \
-        -n "cg_diff" "cg_diff $a $b" >&2
-    cat "$dir/$name.diff.md"
-    echo
 done
 
-echo "### 100 Callgrind profiles (--dump-instr=yes --collect-jumps=yes)"
+real_a= real_b=
+for d in ${CORPUS:-} /tmp/corpus "$root/bench/corpus" /work/corpus; do
+    if [ -s "$d/python.a.cachegrind.out" ] && [ -s "$d/python.b.cachegrind.out" ]; then
+        real_a=$d/python.a.cachegrind.out real_b=$d/python.b.cachegrind.out
+        break
+    fi
+done
+[ -n "$real_a" ] || log "no real CPython pair (bench/corpus.sh makes it): the generated pair only"
+
+mb() { awk -v b="$(stat -c %s "$1")" 'BEGIN { printf "%.1f", b / 1e6 }'; }
+rss() { /usr/bin/time -f %M sh -c "$1" 2>&1 >/dev/null | tail -1 | awk '{ printf "%.0f MB", $1 / 1024 }'; }
+
+# Medians in seconds of the two commands, one a line: RUNS REF_RUNS
+# TALLY_COMMAND REF_COMMAND (turns as bench/alternate.py takes them).
+alternate() {
+    python3 - "$@" <<'EOF'
+import statistics, subprocess, sys, time
+runs, ref_runs, cmds = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:5]
+quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+times = [[], []]
+for c in cmds:
+    subprocess.run(c, shell=True, check=True, **quiet)
+for i in range(max(runs, ref_runs)):
+    for k, (c, n) in enumerate(zip(cmds, (runs, ref_runs))):
+        if i < n:
+            start = time.perf_counter()
+            subprocess.run(c, shell=True, check=True, **quiet)
+            times[k].append(time.perf_counter() - start)
+for t in times:
+    print(f"{statistics.median(t):.4f}")
+EOF
+}
+
+echo "Host: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start; $runs rounds of tally, $ref_runs of the reference on the generated pair, taking turns; tally = $TALLY."
 echo
-total=0
-for f in "$dir"/cg/workload.*.out; do total=$((total + $(size "$f"))); done
-echo "$(ls "$dir"/cg/workload.*.out | wc -l) files, $(mb "$total") MB in all"
+echo '| input | command | reference | tally | reference | ratio | tally peak RSS | reference peak RSS | commands |'
+echo '|---|---|---|---:|---:|---:|---:|---:|---|'
+row() { # NAME REF_RUNS A B
+    local name=$1 rr=$2 a=$3 b=$4 t r m
+    local what="$name, $(mb "$a") + $(mb "$b") MB"
+    for op in merge diff; do
+        if [ $op = merge ]; then
+            t="$TALLY merge -o $dir/out.tally $a $b"
+            r="cg_merge -o $dir/out.cg $a $b"
+        else
+            t="$TALLY diff $a $b -o $dir/out.tally"
+            r="cg_diff $a $b"
+        fi
+        log "$what: $op, $runs + $rr rounds"
+        m=$(alternate "$runs" "$rr" "$t" "$r")
+        local ts rs
+        ts=$(sed -n 1p <<<"$m") rs=$(sed -n 2p <<<"$m")
+        echo "| $what | \`$op\` | cg_$op | $(awk -v s="$ts" 'BEGIN { printf "%.3f s", s }') | $(awk -v s="$rs" 'BEGIN { printf "%.3f s", s }') | $(awk -v a="$ts" -v b="$rs" 'BEGIN { printf "%.1f", b / a }') | $(rss "$t") | $(rss "$r") | \`$t\`; \`$r\` |"
+    done
+}
+[ -n "$real_a" ] && row "CPython A B" "$runs" "$real_a" "$real_b"
+row "generated seeds 1, 2" "$ref_runs" "$dir/gen1.$size.cachegrind" "$dir/gen2.$size.cachegrind"
+
 echo
-hyperfine -N -w 1 -r 5 --export-markdown "$dir/cg.md" \
-    -n "tally merge (100 files)" "$tally merge $(ls "$dir"/cg/workload.*.out | tr '\n' ' ') -o $dir/out.callgrind" \
-    -n "tally merge --combine-parts" "$tally merge --combine-parts $(ls "$dir"/cg/workload.*.out | tr '\n' ' ') -o $dir/out.callgrind" >&2
-cat "$dir/cg.md"
+echo '| writer | written | median | MB/s | command |'
+echo '|---|---:|---:|---:|---|'
+a=$dir/gen1.$size.cachegrind
+writer() { # WHAT COMMAND OUTPUT
+    local s
+    s=$(python3 "$root/bench/alternate.py" "$runs" "$2" | awk '{ print $1 / 1000 }')
+    echo "| $1 | $(mb "$3") MB | $(awk -v s="$s" 'BEGIN { printf "%.3f s", s }') | $(awk -v s="$s" -v b="$(stat -c %s "$3")" 'BEGIN { printf "%.0f", b / 1e6 / s }') | \`$2\` |"
+}
+writer "convert to Cachegrind (read, model, write, fsync)" "$TALLY convert $a --to cachegrind -o $dir/out.convert" "$dir/out.convert"
+writer "merge of one file (read, scan, copy, fsync)" "$TALLY merge -o $dir/out.one $a" "$dir/out.one"
+rm -f "$dir/out.tally" "$dir/out.cg" "$dir/out.convert" "$dir/out.one"

@@ -256,6 +256,13 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         out.flush()?;
         d
     } else {
+        // Cachegrind files as Valgrind writes them are compared per
+        // function from their bytes.
+        let output = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
+        let to = args.to.map(combine::output_format);
+        if !args.per_line && combine::diff_flat(&args.a, &args.b, &options, &output, to)? {
+            return Ok(Outcome::Ok);
+        }
         direct(&args.a, &args.b, options, args.per_function, args.per_line)?
     };
     let output = match (&args.output, args.json) {

@@ -49,8 +49,12 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         rename_file: combine::subst(args.mod_filename.as_deref(), "--mod-filename")?,
         rename_function: combine::subst(args.mod_funcname.as_deref(), "--mod-funcname")?,
     };
-    let sum = combine::sum_in_order(&args.files, &options, |w| combine::print_lines(&w))?;
     let to = args.to.map(combine::output_format);
+    // Cachegrind files as Valgrind writes them are merged from their bytes.
+    if combine::merge_flat(&args.files, &options, &args.output, to)? {
+        return Ok(Outcome::Ok);
+    }
+    let sum = combine::sum_in_order(&args.files, &options, |w| combine::print_lines(&w))?;
     sum.write(&args.files, &args.output, to, !args.no_compress, "merge")?;
     Ok(Outcome::Ok)
 }

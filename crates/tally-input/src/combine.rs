@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use tally_analysis::Error as AnalysisError;
 use tally_analysis::Folding;
-use tally_analysis::combine::{CombineOptions, Combined, Combiner, Sign};
+use tally_analysis::combine::{CombineOptions, Combined, Combiner, EventChoice, Sign};
+use tally_formats::cachegrind::flat::{self, FlatInput};
 use tally_formats::callgrind::ReadOutcome;
 use tally_formats::{OutputFormat, OutputOptions, Source};
 use tally_model::{AnyCost, AnyProfile, Cost, Format};
@@ -444,4 +445,130 @@ fn located<C: Cost>(e: AnalysisError, c: &Combiner<C>, files: &[PathBuf]) -> Err
 fn locate_in<C: Cost>(e: AnalysisError, files: &[PathBuf], events: &[String]) -> Error {
     let files: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     locate::<C>(e, &files, events)
+}
+
+/// Reads and scans `files` for the plain Cachegrind way
+/// ([`tally_formats::cachegrind::flat`]), two at a time on their own
+/// threads; `None` as soon as one is not a plain Cachegrind file (or
+/// cannot be read: the general way then says why).
+fn flat_inputs(files: &[&Path]) -> Option<Vec<FlatInput>> {
+    if files.iter().any(|f| f.as_os_str() == "-") {
+        return None;
+    }
+    let read = |f: &Path| -> Option<FlatInput> {
+        use std::io::Read;
+        let mut file = std::fs::File::open(f).ok()?;
+        // A Callgrind, gzip'd or other file is told apart by its first
+        // bytes, before it is read whole.
+        let mut bytes = Vec::new();
+        file.by_ref().take(7).read_to_end(&mut bytes).ok()?;
+        if ![&b"desc: "[..], b"cmd:", b"events:"]
+            .iter()
+            .any(|p| bytes.starts_with(p))
+        {
+            return None;
+        }
+        let size = file.metadata().ok()?.len() as usize;
+        bytes.reserve(size + 1);
+        file.read_to_end(&mut bytes).ok()?;
+        FlatInput::scan(bytes)
+    };
+    let next = AtomicUsize::new(0);
+    let declined = AtomicBool::new(false);
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(1, 4)
+        .min(files.len());
+    let mut done: Vec<Option<FlatInput>> = std::thread::scope(|scope| {
+        let work = || {
+            let mut mine = Vec::new();
+            while !declined.load(Ordering::Relaxed) {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(f) = files.get(i) else { break };
+                let r = read(f);
+                if r.is_none() {
+                    declined.store(true, Ordering::Relaxed);
+                }
+                mine.push((i, r));
+            }
+            mine
+        };
+        let others: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+        let mut all = work();
+        for t in others {
+            all.extend(t.join().unwrap_or_default());
+        }
+        let mut slots: Vec<Option<FlatInput>> = files.iter().map(|_| None).collect();
+        for (i, r) in all {
+            slots[i] = r;
+        }
+        slots
+    });
+    if declined.load(Ordering::Relaxed) {
+        return None;
+    }
+    done.iter_mut().map(Option::take).collect()
+}
+
+/// Whether an output is one the plain Cachegrind way writes: a Cachegrind
+/// file, not compressed.
+fn flat_output(out: &Path, to: Option<OutputFormat>) -> bool {
+    matches!(to, None | Some(OutputFormat::Cachegrind)) && out.extension().is_none_or(|e| e != "gz")
+}
+
+/// `tally merge` of Cachegrind files as Valgrind writes them, with no
+/// option that changes names, events or parts, straight from their bytes
+/// (see [`tally_formats::cachegrind::flat`]): the same output as
+/// [`sum_in_order`] and [`Sum::write`]. `Ok(false)` when the inputs or the
+/// output need the general way.
+pub fn merge_flat(
+    files: &[PathBuf],
+    options: &CombineOptions,
+    out: &Path,
+    to: Option<OutputFormat>,
+) -> Result<bool, Error> {
+    let plain = options.events == EventChoice::Same
+        && options.rename_file.is_none()
+        && options.rename_function.is_none();
+    if !plain || !flat_output(out, to) {
+        return Ok(false);
+    }
+    let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let Some(inputs) = flat_inputs(&paths) else {
+        return Ok(false);
+    };
+    let Some(plan) = flat::merge_plan(&inputs) else {
+        return Ok(false);
+    };
+    tally_formats::write_file(out, |w| plan.write(w)).map_err(|e| write_error(e, files))?;
+    Ok(true)
+}
+
+/// `tally diff A B` per function of Cachegrind files as Valgrind writes
+/// them, with no option that changes names or events, straight from their
+/// bytes: the same output as the general way. `Ok(false)` when the inputs
+/// or the output need the general way.
+pub fn diff_flat(
+    a: &Path,
+    b: &Path,
+    options: &CombineOptions,
+    out: &Path,
+    to: Option<OutputFormat>,
+) -> Result<bool, Error> {
+    let plain = options.events == EventChoice::Same
+        && options.rename_file.is_none()
+        && options.rename_function.is_none();
+    if !plain || !flat_output(out, to) {
+        return Ok(false);
+    }
+    let Some(inputs) = flat_inputs(&[a, b]) else {
+        return Ok(false);
+    };
+    let (la, lb) = (label(a), label(b));
+    let Some(plan) = flat::diff_plan(&inputs[0], &inputs[1], [&la, &lb]) else {
+        return Ok(false);
+    };
+    tally_formats::write_file(out, |w| plan.write(w))
+        .map_err(|e| write_error(e, &[a.to_path_buf(), b.to_path_buf()]))?;
+    Ok(true)
 }

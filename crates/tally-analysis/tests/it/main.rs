@@ -3,6 +3,7 @@
 mod combine_props;
 mod cycles;
 mod estimate;
+mod flat_combine;
 mod gprof_props;
 mod split_aggregate;
 mod stacks;

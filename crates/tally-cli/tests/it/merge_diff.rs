@@ -494,3 +494,56 @@ fn warnings_come_in_input_order() {
         assert!(wa.is_some() && wa < wb && wb < wc, "{err}");
     }
 }
+
+/// Plain Cachegrind inputs are merged and diffed from their bytes; naming
+/// every event with `--events` takes the general way (inputs folded into
+/// the combiner). Both write the same bytes, on standard output and to a
+/// file.
+#[test]
+fn plain_cachegrind_way_writes_what_the_general_way_writes() {
+    let d = tmp();
+    let a = data("workload.a.cachegrind.out");
+    let b = data("workload.b.cachegrind.out");
+    let c = data("workload.c.cachegrind.out");
+    let text = std::fs::read_to_string(&a).unwrap();
+    let events = text
+        .lines()
+        .find_map(|l| l.strip_prefix("events:"))
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(",");
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["merge", s(&a), s(&b)],
+        vec!["merge", s(&a), s(&b), s(&c), s(&a)],
+        vec!["merge", s(&c), s(&c)],
+        vec!["diff", s(&a), s(&b)],
+        vec!["diff", s(&c), s(&a)],
+        vec!["diff", s(&a), s(&a)],
+    ];
+    for args in runs {
+        let plain = ok(&args);
+        let mut general = args.clone();
+        general.extend(["--events", &events]);
+        let general = ok(&general);
+        assert!(plain.stdout.len() > 300, "{args:?}");
+        assert_eq!(
+            tally_testutil::text(&plain.stdout),
+            tally_testutil::text(&general.stdout),
+            "{args:?}"
+        );
+        assert_eq!(plain.stderr, general.stderr, "{args:?}");
+        let (x, y) = (d.path().join("plain.out"), d.path().join("general.out"));
+        let mut to_file = args.clone();
+        to_file.extend(["-o", s(&x)]);
+        ok(&to_file);
+        let mut general = args.clone();
+        general.extend(["-o", s(&y), "--events", &events]);
+        ok(&general);
+        assert_eq!(
+            std::fs::read(&x).unwrap(),
+            std::fs::read(&y).unwrap(),
+            "{args:?}"
+        );
+    }
+}

@@ -6,6 +6,8 @@
 //! [`tally_model::Format`]). This module writes them: self costs per file,
 //! function and line, from any profile.
 
+pub mod flat;
+
 use crate::callgrind::writer::{push_one_line, refusal, unwritable};
 use rustc_hash::FxHashMap;
 use std::io::{self, Write};
