@@ -100,14 +100,37 @@ fn parse_line(raw: &[u8]) -> Result<Option<(&[u8], u64)>, String> {
             String::from_utf8_lossy(count)
         )
     })?;
-    if stack.is_empty()
-        || stack[0] == b';'
-        || stack[stack.len() - 1] == b';'
-        || memchr::memmem::find(stack, b";;").is_some()
-    {
+    if stack.is_empty() || stack[0] == b';' || stack[stack.len() - 1] == b';' || {
+        let mut last = None;
+        memchr::memchr_iter(b';', stack).any(|i| {
+            let empty = last == Some(i.wrapping_sub(1));
+            last = Some(i);
+            empty
+        })
+    } {
         return Err("an empty frame (`;;`, or `;` at an end)".into());
     }
     Ok(Some((stack, count)))
+}
+
+/// The pieces of `bytes` between the `sep` bytes, as `split` gives them
+/// (the separators found with `memchr`, many bytes at a time).
+fn pieces(bytes: &[u8], sep: u8) -> impl Iterator<Item = &[u8]> {
+    let mut start = 0;
+    let mut ends = memchr::memchr_iter(sep, bytes);
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let end = ends.next().unwrap_or_else(|| {
+            done = true;
+            bytes.len()
+        });
+        let piece = &bytes[start..end];
+        start = end + 1;
+        Some(piece)
+    })
 }
 
 /// Reads folded stacks. Blank lines are skipped; any other line must be
@@ -124,13 +147,13 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
     // names, a function and a frame.
     let mut by_name: rustc_hash::FxHashMap<&[u8], FrameId> = Default::default();
     let mut any = false;
-    for (i, raw) in bytes.split(|&c| c == b'\n').enumerate() {
+    for (i, raw) in pieces(bytes, b'\n').enumerate() {
         let line_no = i as u64 + 1;
         let Some((stack, count)) = parse_line(raw).map_err(|m| err(line_no, m))? else {
             continue;
         };
         frames.clear();
-        for name in stack.split(|&c| c == b';') {
+        for name in pieces(stack, b';') {
             let frame = match by_name.get(name) {
                 Some(&frame) => frame,
                 None => {

@@ -23,6 +23,7 @@
 //! x86-64's registers only: such samples of another architecture are
 //! refused.
 
+use super::preload::Preloader;
 use super::samples::SampledStacks;
 use crate::error::Error;
 use linux_perf_data::linux_perf_event_reader::{
@@ -314,68 +315,105 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
         .map(|(i, a)| a.name().map_or_else(|| format!("event{i}"), str::to_string))
         .collect();
     let release = perf_file.os_release().ok().flatten().map(str::to_string);
-    let mut stacks = SampledStacks::new(Positions::INSTR_LINE, b"perf record", release.as_deref());
-    if let Ok(Some(cmd)) = perf_file.cmdline() {
-        stacks.set_cmd(cmd.join(" ").into_bytes());
-    }
-    let mut chain: Vec<u64> = Vec::new();
-    let mut unwinders = Lazy::default();
+    // Kernel frames are named only on the kernel the samples were taken
+    // on, and only events that count in the kernel have them.
+    let user_only = perf_file.event_attributes().iter().all(|a| {
+        a.attr
+            .flags
+            .contains(linux_perf_data::linux_perf_event_reader::AttrFlags::EXCLUDE_KERNEL)
+    });
+    let mut preload = Preloader::start(release.clone().filter(|_| !user_only));
+    let symbols = preload.symbols();
+    let cmd = perf_file
+        .cmdline()
+        .ok()
+        .flatten()
+        .map(|c| c.join(" ").into_bytes());
     let arch = perf_file.arch().ok().flatten().map(str::to_string);
-    loop {
-        let record = match record_iter.next_record(&mut perf_file) {
-            Ok(Some(r)) => r,
-            Ok(None) => break,
-            Err(e) => return Err(broken(e, furthest.get())),
-        };
-        let PerfFileRecord::EventRecord { attr_index, record } = record else {
-            continue;
-        };
-        if let Some(n) = oversized_build_id(&record) {
-            return Err(fail(
-                format!("an MMAP2 record gives a build id of {n} bytes (at most 20)"),
-                furthest.get(),
-            ));
-        }
-        let parsed = match record.parse() {
-            Ok(p) => p,
-            Err(e) => return Err(broken(e.into(), furthest.get())),
-        };
-        match parsed {
-            EventRecord::Mmap(m) => {
-                let p = m.path.as_slice();
-                stacks.mmap(m.pid, m.address, m.length, m.page_offset, &p);
-                unwinders.mmap(m.pid, m.address, m.length, m.page_offset, &p);
+    let mut applier = Applier {
+        stacks: SampledStacks::with_symbols(
+            Positions::INSTR_LINE,
+            b"perf record",
+            release.as_deref(),
+            symbols,
+        ),
+        unwinders: Lazy::default(),
+        chain: Vec::new(),
+    };
+    if let Some(cmd) = cmd {
+        applier.stacks.set_cmd(cmd);
+    }
+    // Decoding and symbolising run on two cores: this thread decodes
+    // records into batches, another symbolises them in order.
+    let mut decode = |emit: &mut dyn FnMut(Batch) -> bool| -> Result<(), Error> {
+        let mut batch = Batch::default();
+        loop {
+            let record = match record_iter.next_record(&mut perf_file) {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(e) => return Err(broken(e, furthest.get())),
+            };
+            let PerfFileRecord::EventRecord { attr_index, record } = record else {
+                continue;
+            };
+            if let Some(n) = oversized_build_id(&record) {
+                return Err(fail(
+                    format!("an MMAP2 record gives a build id of {n} bytes (at most 20)"),
+                    furthest.get(),
+                ));
             }
-            EventRecord::Mmap2(m) => {
-                let p = m.path.as_slice();
-                stacks.mmap(m.pid, m.address, m.length, m.page_offset, &p);
-                unwinders.mmap(m.pid, m.address, m.length, m.page_offset, &p);
-            }
-            EventRecord::Fork(f) => {
-                stacks.fork(f.pid, f.ppid);
-                unwinders.fork(f.pid, f.ppid);
-            }
-            EventRecord::Comm(c) => {
-                if c.is_execve {
-                    stacks.exec(c.pid);
-                    unwinders.exec(c.pid);
+            let parsed = match record.parse() {
+                Ok(p) => p,
+                Err(e) => return Err(broken(e.into(), furthest.get())),
+            };
+            let mut mmap = |pid, start, len, offset, path: &[u8]| {
+                preload.object(path);
+                let path = batch.bytes(path);
+                batch.events.push(Event::Mmap {
+                    pid,
+                    start,
+                    len,
+                    offset,
+                    path,
+                });
+            };
+            match parsed {
+                EventRecord::Mmap(m) => mmap(
+                    m.pid,
+                    m.address,
+                    m.length,
+                    m.page_offset,
+                    &m.path.as_slice(),
+                ),
+                EventRecord::Mmap2(m) => mmap(
+                    m.pid,
+                    m.address,
+                    m.length,
+                    m.page_offset,
+                    &m.path.as_slice(),
+                ),
+                EventRecord::Fork(f) => batch.events.push(Event::Fork(f.pid, f.ppid)),
+                EventRecord::Comm(c) => {
+                    let name = batch.bytes(&c.name.as_slice());
+                    batch.events.push(Event::Comm {
+                        pid: c.pid,
+                        tid: c.tid,
+                        exec: c.is_execve,
+                        name,
+                    });
                 }
-                stacks.comm(c.tid, &c.name.as_slice());
-            }
-            EventRecord::Sample(s) => {
-                let kernel = matches!(s.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel);
-                chain.clear();
-                match &s.callchain {
-                    Some(c) if !c.is_empty() => {
-                        for i in 0..c.len() {
-                            chain.extend(c.get(i));
+                EventRecord::Sample(s) => {
+                    let from = batch.chains.len();
+                    match &s.callchain {
+                        Some(c) if !c.is_empty() => {
+                            for i in 0..c.len() {
+                                batch.chains.extend(c.get(i));
+                            }
                         }
+                        _ => batch.chains.extend(s.ip),
                     }
-                    _ => chain.extend(s.ip),
-                }
-                let pid = s.pid.unwrap_or(-1);
-                if let Some(stack) = user_stack(&s) {
-                    if arch.as_deref().is_some_and(|a| a != "x86_64") {
+                    let stack = user_stack(&s).map(Box::new);
+                    if stack.is_some() && arch.as_deref().is_some_and(|a| a != "x86_64") {
                         return Err(fail(
                             format!(
                                 "its samples carry user stacks to unwind (`perf record --call-graph dwarf`), and tally unwinds x86-64 stacks only, not {}",
@@ -384,34 +422,186 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<Profile<u64>, Error> {
                             furthest.get(),
                         ));
                     }
-                    let u = unwinders.get();
-                    // The kernel's part, then the unwound user part.
-                    if let Some(user) = chain.iter().position(|&a| a == CONTEXT_USER) {
-                        chain.truncate(user);
-                    } else if !kernel {
-                        chain.clear();
-                    }
-                    u.unwind(pid, &stack, &mut chain);
-                }
-                let (period, at) = (s.period.unwrap_or(1), furthest.get());
-                match s.timestamp {
-                    Some(time) => stacks.sample_at(
+                    let pid = s.pid.unwrap_or(-1);
+                    batch.events.push(Event::Sample {
                         pid,
-                        s.tid.unwrap_or(pid),
-                        time,
-                        kernel,
-                        &chain,
-                        attr_index,
-                        period,
-                    ),
-                    None => stacks.sample(pid, kernel, &chain, attr_index, period),
+                        tid: s.tid.unwrap_or(pid),
+                        time: s.timestamp,
+                        kernel: matches!(s.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel),
+                        chain: from..batch.chains.len(),
+                        event: attr_index,
+                        period: s.period.unwrap_or(1),
+                        stack,
+                        at: furthest.get(),
+                    });
                 }
-                .map_err(|e| fail(e.to_string(), at))?;
+                _ => {}
             }
-            _ => {}
+            if batch.events.len() >= BATCH && !emit(std::mem::take(&mut batch)) {
+                return Ok(());
+            }
         }
+        emit(batch);
+        Ok(())
+    };
+    let applied = std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
+        let applier = &mut applier;
+        let worker = scope.spawn(move || {
+            for batch in rx {
+                applier.apply(&batch)?;
+            }
+            Ok(())
+        });
+        let decoded = decode(&mut |b| tx.send(b).is_ok());
+        drop(tx);
+        let applied = worker
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        decoded.map(|()| applied)
+    });
+    drop(preload);
+    applied?.map_err(|(message, at)| fail(message, at))?;
+    applier
+        .stacks
+        .finish(names)
+        .map_err(|e| fail(e.to_string(), 0))
+}
+
+/// Records decoded per batch handed from the decoding thread to the
+/// symbolising one.
+const BATCH: usize = 4096;
+
+/// Decoded records, in file order, with their variable-length parts.
+#[derive(Default)]
+struct Batch {
+    events: Vec<Event>,
+    /// The samples' call chains, one after the other.
+    chains: Vec<u64>,
+    /// Paths and names, one after the other.
+    text: Vec<u8>,
+}
+
+impl Batch {
+    fn bytes(&mut self, b: &[u8]) -> std::ops::Range<usize> {
+        let from = self.text.len();
+        self.text.extend_from_slice(b);
+        from..self.text.len()
     }
-    stacks.finish(names).map_err(|e| fail(e.to_string(), 0))
+}
+
+/// A record that symbolising reads.
+enum Event {
+    Mmap {
+        pid: i32,
+        start: u64,
+        len: u64,
+        offset: u64,
+        path: std::ops::Range<usize>,
+    },
+    Fork(i32, i32),
+    Comm {
+        pid: i32,
+        tid: i32,
+        exec: bool,
+        name: std::ops::Range<usize>,
+    },
+    Sample {
+        pid: i32,
+        tid: i32,
+        time: Option<u64>,
+        kernel: bool,
+        chain: std::ops::Range<usize>,
+        event: usize,
+        period: u64,
+        stack: Option<Box<UserStack>>,
+        /// How far the reader had got, for the offset of an error.
+        at: u64,
+    },
+}
+
+/// Symbolises decoded records into stacks.
+struct Applier {
+    stacks: SampledStacks,
+    unwinders: Lazy,
+    chain: Vec<u64>,
+}
+
+impl Applier {
+    /// Applies a batch; an error is its message and byte offset.
+    fn apply(&mut self, batch: &Batch) -> Result<(), (String, u64)> {
+        let Applier {
+            stacks,
+            unwinders,
+            chain,
+        } = self;
+        for event in &batch.events {
+            match event {
+                Event::Mmap {
+                    pid,
+                    start,
+                    len,
+                    offset,
+                    path,
+                } => {
+                    let p = &batch.text[path.clone()];
+                    stacks.mmap(*pid, *start, *len, *offset, p);
+                    unwinders.mmap(*pid, *start, *len, *offset, p);
+                }
+                Event::Fork(pid, ppid) => {
+                    stacks.fork(*pid, *ppid);
+                    unwinders.fork(*pid, *ppid);
+                }
+                Event::Comm {
+                    pid,
+                    tid,
+                    exec,
+                    name,
+                } => {
+                    if *exec {
+                        stacks.exec(*pid);
+                        unwinders.exec(*pid);
+                    }
+                    stacks.comm(*tid, &batch.text[name.clone()]);
+                }
+                Event::Sample {
+                    pid,
+                    tid,
+                    time,
+                    kernel,
+                    chain: range,
+                    event,
+                    period,
+                    stack,
+                    at,
+                } => {
+                    let (pid, kernel) = (*pid, *kernel);
+                    let mut addresses = &batch.chains[range.clone()];
+                    if let Some(stack) = stack {
+                        chain.clear();
+                        chain.extend_from_slice(addresses);
+                        let u = unwinders.get();
+                        // The kernel's part, then the unwound user part.
+                        if let Some(user) = chain.iter().position(|&a| a == CONTEXT_USER) {
+                            chain.truncate(user);
+                        } else if !kernel {
+                            chain.clear();
+                        }
+                        u.unwind(pid, stack, chain);
+                        addresses = chain;
+                    }
+                    match time {
+                        Some(time) => {
+                            stacks.sample_at(pid, *tid, *time, kernel, addresses, *event, *period)
+                        }
+                        None => stacks.sample(pid, kernel, addresses, *event, *period),
+                    }
+                    .map_err(|e| (e.to_string(), *at))?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The unwinders of the processes, made at the first sample with a user

@@ -39,10 +39,11 @@
 use super::jit::JitSymbols;
 use crate::Error;
 use crate::stacked::StackProfile;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxBuildHasher, FxHashMap};
+use std::hash::BuildHasher;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
-use tally_model::{Events, FrameId, FunctionId, Positions, Profile, Thread};
+use tally_model::{Events, FrameId, FunctionId, LabelSetId, Positions, Profile, Thread, Timeline};
 use tally_symbols::{AddressSpace, ObjectFile};
 
 /// Call-chain values at or above this are context markers, not addresses
@@ -76,7 +77,7 @@ fn is_anonymous(path: &[u8]) -> bool {
 }
 
 /// The pid of a jitdump file's path (`…/jit-PID.dump`), if it is one.
-fn jitdump_pid(path: &[u8]) -> Option<i32> {
+pub(crate) fn jitdump_pid(path: &[u8]) -> Option<i32> {
     let name = path.rsplit(|&b| b == b'/').next()?;
     let pid = name.strip_prefix(b"jit-")?.strip_suffix(b".dump")?;
     std::str::from_utf8(pid).ok()?.parse().ok()
@@ -309,9 +310,87 @@ impl Symbolizer {
     }
 }
 
-/// One sample: frames root first, event index, period, and its time and
-/// thread (an index into [`SampledStacks::threads`]) when it has them.
-type Taken = (Vec<FrameId>, usize, u64, Option<(u64, u32)>);
+/// One sample: its stack (an index into [`LocalStacks`]), event index,
+/// period, and its time and thread (an index into
+/// [`SampledStacks::threads`]; [`UNTIMED`] when it has none).
+struct Taken {
+    stack: u32,
+    event: u32,
+    thread: u32,
+    period: u64,
+    time: u64,
+}
+
+/// The thread of a sample given without time and thread.
+const UNTIMED: u32 = u32::MAX;
+
+/// The distinct stacks of the samples, root first, each once, in
+/// first-seen order, kept in one array: a sample costs a hash of its
+/// frames and no allocation, and the profile's stacks are made once per
+/// distinct stack rather than once per sample.
+#[derive(Default)]
+struct LocalStacks {
+    frames: Vec<FrameId>,
+    /// Where each stack starts in `frames`; one more entry than stacks.
+    starts: Vec<u32>,
+    /// The stacks without frames a JIT may name, by their frames (stacks
+    /// with such frames are each their own, since the names the JIT's
+    /// maps give depend on the process).
+    index: hashbrown::HashTable<u32>,
+}
+
+impl LocalStacks {
+    fn len(&self) -> usize {
+        self.starts.len().saturating_sub(1)
+    }
+
+    fn get(&self, i: usize) -> &[FrameId] {
+        &self.frames[self.starts[i] as usize..self.starts[i + 1] as usize]
+    }
+
+    fn get_mut(&mut self, i: usize) -> &mut [FrameId] {
+        &mut self.frames[self.starts[i] as usize..self.starts[i + 1] as usize]
+    }
+
+    fn push(&mut self, frames: &[FrameId]) -> Option<u32> {
+        if self.starts.is_empty() {
+            self.starts.push(0);
+        }
+        let id = u32::try_from(self.len()).ok()?;
+        self.frames.extend_from_slice(frames);
+        self.starts.push(u32::try_from(self.frames.len()).ok()?);
+        Some(id)
+    }
+
+    /// The id of stack `frames`, added if new; `shared` whether it may be
+    /// one of the stacks of other samples.
+    fn intern(&mut self, frames: &[FrameId], shared: bool) -> Option<u32> {
+        if !shared {
+            return self.push(frames);
+        }
+        let hash = FxBuildHasher.hash_one(frames);
+        let LocalStacks {
+            frames: all,
+            starts,
+            index,
+        } = self;
+        let of = |i: u32| &all[starts[i as usize] as usize..starts[i as usize + 1] as usize];
+        if let Some(&i) = index.find(hash, |&i| of(i) == frames) {
+            return Some(i);
+        }
+        let id = self.push(frames)?;
+        let LocalStacks {
+            frames: all,
+            starts,
+            index,
+        } = self;
+        index.insert_unique(hash, id, |&i| {
+            FxBuildHasher
+                .hash_one(&all[starts[i as usize] as usize..starts[i as usize + 1] as usize])
+        });
+        Some(id)
+    }
+}
 
 /// User addresses a JIT may have compiled, to be named when the profile
 /// is finished.
@@ -320,7 +399,7 @@ struct JitPending {
     /// Each distinct (pid, address) once, by index.
     keys: FxHashMap<(i32, u64), u32>,
     addresses: Vec<(i32, u64)>,
-    /// (sample, frame position in it root first, address index).
+    /// (stack, frame position in it root first, address index).
     uses: Vec<(u32, u32, u32)>,
     /// The jitdump files each process mapped.
     dumps: FxHashMap<i32, Vec<PathBuf>>,
@@ -333,7 +412,13 @@ pub struct SampledStacks {
     sym: Symbolizer,
     b: StackProfile,
     samples: Vec<Taken>,
+    stacks: LocalStacks,
+    /// The frames of user addresses, by process and (address, leaf):
+    /// what [`Symbolizer::user`] gave until the process's mappings
+    /// change.
+    user_frames: FxHashMap<i32, FxHashMap<(u64, bool), UserFrame>>,
     leaf_first: Vec<FrameId>,
+    root_first: Vec<FrameId>,
     /// Positions in `leaf_first` of frames a JIT may name.
     jit_first: Vec<(u32, u64)>,
     jit: JitPending,
@@ -376,7 +461,10 @@ impl SampledStacks {
             },
             b: StackProfile::new(positions, creator),
             samples: Vec::new(),
+            stacks: LocalStacks::default(),
+            user_frames: FxHashMap::default(),
             leaf_first: Vec::new(),
+            root_first: Vec::new(),
             jit_first: Vec::new(),
             jit: JitPending {
                 map_dir: PathBuf::from(PERF_MAP_DIR),
@@ -414,17 +502,22 @@ impl SampledStacks {
             }
             return;
         }
+        self.user_frames.remove(&pid);
         self.sym.space.add_mmap(pid, start, len, offset, path);
     }
 
     /// Process `pid` forked from `ppid`: it starts with its parent's
     /// mappings (a new thread, `pid == ppid`, shares them already).
     pub fn fork(&mut self, pid: i32, ppid: i32) {
+        if pid != ppid {
+            self.user_frames.remove(&pid);
+        }
         self.sym.space.fork(pid, ppid);
     }
 
     /// Process `pid` called `exec`: its mappings are gone.
     pub fn exec(&mut self, pid: i32) {
+        self.user_frames.remove(&pid);
         self.sym.space.exec(pid);
     }
 
@@ -453,9 +546,13 @@ impl SampledStacks {
             let next = self.threads.len() as u32;
             let thread = *self.thread_index.entry((pid, tid)).or_insert(next);
             if thread == next {
+                if next == UNTIMED {
+                    return Err(Error::StacksFull);
+                }
                 self.threads.push((pid, tid));
             }
-            last.3 = Some((time, thread));
+            last.thread = thread;
+            last.time = time;
         }
         Ok(())
     }
@@ -478,6 +575,7 @@ impl SampledStacks {
         let mut first = true;
         self.leaf_first.clear();
         self.jit_first.clear();
+        let cache = self.user_frames.entry(pid).or_default();
         for &addr in chain {
             if addr >= CONTEXT_MAX {
                 kernel = addr == CONTEXT_KERNEL;
@@ -486,7 +584,16 @@ impl SampledStacks {
             let (frame, jit) = if kernel {
                 self.sym.kernel(&mut self.b, addr).map(|f| (f, false))
             } else {
-                self.sym.user(&mut self.b, pid, addr, first)
+                match cache.get(&(addr, first)) {
+                    Some(&known) => Some(known),
+                    None => {
+                        let found = self.sym.user(&mut self.b, pid, addr, first);
+                        if let Some(f) = found {
+                            cache.insert((addr, first), f);
+                        }
+                        found
+                    }
+                }
             }
             .ok_or(Error::StacksFull)?;
             if jit {
@@ -498,7 +605,13 @@ impl SampledStacks {
         if self.leaf_first.is_empty() {
             return Ok(());
         }
-        let sample = u32::try_from(self.samples.len()).map_err(|_| Error::StacksFull)?;
+        u32::try_from(self.samples.len()).map_err(|_| Error::StacksFull)?;
+        self.root_first.clear();
+        self.root_first.extend(self.leaf_first.iter().rev());
+        let stack = self
+            .stacks
+            .intern(&self.root_first, self.jit_first.is_empty())
+            .ok_or(Error::StacksFull)?;
         let last = self.leaf_first.len() as u32 - 1;
         for &(at, addr) in &self.jit_first {
             let next = self.jit.addresses.len() as u32;
@@ -506,11 +619,15 @@ impl SampledStacks {
             if key == next {
                 self.jit.addresses.push((pid, addr));
             }
-            self.jit.uses.push((sample, last - at, key));
+            self.jit.uses.push((stack, last - at, key));
         }
-        let mut frames = self.leaf_first.clone();
-        frames.reverse();
-        self.samples.push((frames, event, period, None));
+        self.samples.push(Taken {
+            stack,
+            event: u32::try_from(event).unwrap_or(u32::MAX),
+            thread: UNTIMED,
+            period,
+            time: 0,
+        });
         Ok(())
     }
 
@@ -529,13 +646,14 @@ impl SampledStacks {
     pub fn finish(self, names: Vec<String>) -> Result<Profile<u64>, Error> {
         let SampledStacks {
             mut b,
-            mut samples,
+            samples,
+            mut stacks,
             threads,
             comms,
             jit,
             ..
         } = self;
-        let warnings = name_jit_frames(&mut b, &mut samples, jit)?;
+        let warnings = name_jit_frames(&mut b, &mut stacks, jit)?;
         let n = names.len().max(1);
         // Events named twice (`-e cycles -e cycles`) are told apart by number.
         let mut unique: Vec<String> = Vec::with_capacity(n);
@@ -553,15 +671,31 @@ impl SampledStacks {
             unique
         };
         let events = Events::new(names).map_err(|e| Error::StacksEvents(e.to_string()))?;
+        // Each distinct stack's costs, then the stack itself, in the order
+        // the samples first had them.
+        let event = |t: &Taken| (t.event as usize).min(n - 1);
+        let mut sums = vec![0u64; stacks.len() * n];
+        for t in &samples {
+            let sum = &mut sums[t.stack as usize * n + event(t)];
+            *sum = sum.checked_add(t.period).ok_or(Error::StacksOverflow)?;
+        }
+        let mut made = Vec::with_capacity(stacks.len());
+        for i in 0..stacks.len() {
+            let at = b
+                .stacks_mut()
+                .add_labelled_at(stacks.get(i), LabelSetId::NONE, &sums[i * n..(i + 1) * n])
+                .ok_or(Error::StacksOverflow)?;
+            made.push(u32::try_from(at).map_err(|_| Error::StacksOverflow)?);
+        }
+        drop(sums);
         let mut costs = vec![0u64; n];
-        for (frames, e, period, at) in &samples {
-            costs.iter_mut().for_each(|c| *c = 0);
-            costs[(*e).min(n - 1)] = *period;
-            match at {
-                Some((time, thread)) => b.stacks_mut().add_timed(frames, &costs, *time, *thread),
-                None => b.add(frames, &costs),
-            }
-            .ok_or(Error::StacksOverflow)?;
+        for t in samples.iter().filter(|t| t.thread != UNTIMED) {
+            costs[event(t)] = t.period;
+            b.stacks_mut()
+                .timeline
+                .get_or_insert_with(|| Box::new(Timeline::new(n)))
+                .push(t.time, t.thread, made[t.stack as usize], &costs);
+            costs[event(t)] = 0;
         }
         if let Some(t) = b.stacks_mut().timeline.as_mut() {
             t.sort();
@@ -595,7 +729,7 @@ impl SampledStacks {
 /// returns the warnings about bad lines and records of those files.
 fn name_jit_frames(
     b: &mut StackProfile,
-    samples: &mut [Taken],
+    stacks: &mut LocalStacks,
     jit: JitPending,
 ) -> Result<Vec<String>, Error> {
     let mut warnings = Vec::new();
@@ -634,9 +768,9 @@ fn name_jit_frames(
         };
         named.push(frame);
     }
-    for (sample, at, key) in jit.uses {
+    for (stack, at, key) in jit.uses {
         if let Some(frame) = named[key as usize] {
-            samples[sample as usize].0[at as usize] = frame;
+            stacks.get_mut(stack as usize)[at as usize] = frame;
         }
     }
     Ok(warnings)
@@ -733,6 +867,42 @@ mod tests {
         assert!(
             warning.contains("perf-4242.map: line 3: not `START SIZE NAME`"),
             "{warning}"
+        );
+    }
+
+    #[test]
+    fn a_new_mapping_renames_the_addresses_it_covers() {
+        // The frames of addresses are kept per process until its mappings
+        // change: a mapping over the same range, or an exec, must name
+        // the same address anew, and another process keeps its own.
+        let exe = std::env::current_exe().unwrap();
+        let file = tally_symbols::ObjectFile::open(&exe).unwrap();
+        let (start, end, offset) = file.code_ranges().max_by_key(|&(s, e, _)| e - s).unwrap();
+        let addr = (start..end)
+            .find(|&a| file.symbol_at(a).is_some() && file.code_label_at(a).is_none())
+            .expect("a function");
+        let function = file.symbol_at(addr).unwrap().perf_name().to_string();
+        let at = 0x40_0000 + (addr - start);
+        let path = exe.to_str().unwrap().as_bytes();
+        let mut s = SampledStacks::new(Positions::INSTR_LINE, b"test", None);
+        s.mmap(1, 0x40_0000, end - start, offset, path);
+        s.mmap(2, 0x40_0000, end - start, offset, path);
+        s.sample(1, false, &[at], 0, 1).unwrap();
+        s.sample(2, false, &[at], 0, 2).unwrap();
+        s.mmap(1, 0x40_0000, end - start, 0, b"//anon");
+        s.sample(1, false, &[at], 0, 4).unwrap();
+        s.sample(2, false, &[at], 0, 8).unwrap();
+        s.exec(2);
+        s.sample(2, false, &[at], 0, 16).unwrap();
+        let p = s.finish(Vec::new()).unwrap();
+        let object = exe.to_string_lossy().into_owned();
+        assert_eq!(
+            names(&p),
+            vec![
+                ("//anon".into(), "[unknown]".into(), 4),
+                (object, function, 1 + 2 + 8),
+                ("[unknown]".into(), "[unknown]".into(), 16),
+            ]
         );
     }
 

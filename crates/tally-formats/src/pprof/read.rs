@@ -14,6 +14,11 @@ use tally_model::{
 struct Raw<'a> {
     sample_types: Vec<(u64, u64, usize)>,
     samples: Vec<RawSample>,
+    /// The samples' location ids and values, one after the other (a
+    /// sample holds ranges of it, so that decoding it allocates nothing).
+    numbers: Vec<u64>,
+    /// The samples' labels, one after the other.
+    labels: Vec<RawLabel>,
     mappings: Vec<RawMapping>,
     locations: Vec<RawLocation>,
     functions: Vec<RawFunction>,
@@ -28,10 +33,12 @@ struct Raw<'a> {
     strings_at: usize,
 }
 
+/// A sample: its location ids and values (ranges of [`Raw::numbers`]) and
+/// labels (a range of [`Raw::labels`]).
 struct RawSample {
-    locations: Vec<u64>,
-    values: Vec<u64>,
-    labels: Vec<RawLabel>,
+    locations: std::ops::Range<usize>,
+    values: std::ops::Range<usize>,
+    labels: std::ops::Range<usize>,
     at: usize,
 }
 
@@ -94,6 +101,7 @@ fn value_type(s: Slice<'_>) -> Result<(u64, u64), WireError> {
 
 fn decode(bytes: &[u8]) -> Result<Raw<'_>, WireError> {
     let mut raw = Raw::default();
+    let mut values = Vec::new();
     let mut top = Fields::new(Slice { bytes, offset: 0 });
     while let Some((n, v, at)) = top.next_field()? {
         match n {
@@ -102,17 +110,17 @@ fn decode(bytes: &[u8]) -> Result<Raw<'_>, WireError> {
                 raw.sample_types.push((t, u, at));
             }
             2 => {
-                let mut s = RawSample {
-                    locations: Vec::new(),
-                    values: Vec::new(),
-                    labels: Vec::new(),
-                    at,
-                };
+                let labels_from = raw.labels.len();
+                // Locations and values may come in any order and in
+                // several runs each: values are gathered apart, then put
+                // after the locations.
+                let from = raw.numbers.len();
+                values.clear();
                 let mut f = Fields::new(expect_bytes(v, at, "a sample")?);
                 while let Some((n, v, at)) = f.next_field()? {
                     match n {
-                        1 => push_numbers(v, at, "a sample's locations", &mut s.locations)?,
-                        2 => push_numbers(v, at, "a sample's values", &mut s.values)?,
+                        1 => push_numbers(v, at, "a sample's locations", &mut raw.numbers)?,
+                        2 => push_numbers(v, at, "a sample's values", &mut values)?,
                         3 => {
                             let mut l = RawLabel {
                                 at,
@@ -131,12 +139,19 @@ fn decode(bytes: &[u8]) -> Result<Raw<'_>, WireError> {
                                     _ => {}
                                 }
                             }
-                            s.labels.push(l);
+                            raw.labels.push(l);
                         }
                         _ => {}
                     }
                 }
-                raw.samples.push(s);
+                let middle = raw.numbers.len();
+                raw.numbers.extend_from_slice(&values);
+                raw.samples.push(RawSample {
+                    locations: from..middle,
+                    values: middle..raw.numbers.len(),
+                    labels: labels_from..raw.labels.len(),
+                    at,
+                });
             }
             3 => {
                 let mut m = RawMapping {
@@ -220,6 +235,14 @@ fn decode(bytes: &[u8]) -> Result<Raw<'_>, WireError> {
 }
 
 impl<'a> Raw<'a> {
+    fn locations(&self, s: &RawSample) -> &[u64] {
+        &self.numbers[s.locations.clone()]
+    }
+
+    fn values(&self, s: &RawSample) -> &[u64] {
+        &self.numbers[s.values.clone()]
+    }
+
     fn string(&self, index: u64, at: usize) -> Result<&'a [u8], WireError> {
         match self.strings.get(index as usize) {
             Some(s) => Ok(s),
@@ -273,7 +296,7 @@ pub fn read(path: &Path, bytes: &[u8]) -> Result<AnyProfile, Error> {
     let signed = raw
         .samples
         .iter()
-        .any(|s| s.values.iter().any(|&v| (v as i64) < 0));
+        .any(|s| raw.values(s).iter().any(|&v| (v as i64) < 0));
     if signed {
         build::<i64>(&raw).map(AnyCost::Signed).map_err(wire)
     } else {
@@ -298,7 +321,7 @@ pub fn read_as<C: Cost>(path: &Path, bytes: &[u8]) -> Result<Profile<C>, Error> 
         && let Some(v) = raw
             .samples
             .iter()
-            .flat_map(|s| &s.values)
+            .flat_map(|s| raw.values(s))
             .find(|&&v| (v as i64) < 0)
     {
         return Err(Error::Parse {
@@ -348,8 +371,9 @@ fn build<C: Cost>(raw: &Raw<'_>) -> Result<Profile<C>, WireError> {
     let mappings: FxHashMap<u64, &RawMapping> = raw.mappings.iter().map(|m| (m.id, m)).collect();
     let functions: FxHashMap<u64, &RawFunction> = raw.functions.iter().map(|f| (f.id, f)).collect();
     let mut stacks = Stacks::<C>::default();
-    // Each location's frames, root first; each (object, function) once.
-    let mut location_frames: FxHashMap<u64, Vec<FrameId>> = FxHashMap::default();
+    // Each location's frames, root first, by its place in `raw.locations`;
+    // each (object, function) once.
+    let mut location_frames = LocationFrames::new(&raw.locations);
     let mut function_ids = FxHashMap::default();
     for l in &raw.locations {
         if l.id == 0 {
@@ -370,7 +394,7 @@ fn build<C: Cost>(raw: &Raw<'_>) -> Result<Profile<C>, WireError> {
                 profile.names.object(raw.string(m.filename, m.at)?)
             }
         };
-        let mut frames = Vec::new();
+        let frames = &mut location_frames.frames;
         let line_of = |line: u64| u32::try_from(line as i64).unwrap_or(0);
         if l.lines.is_empty() {
             let name = format!("0x{:x}", l.address);
@@ -419,7 +443,7 @@ fn build<C: Cost>(raw: &Raw<'_>) -> Result<Profile<C>, WireError> {
                 address: l.address,
             }));
         }
-        if location_frames.insert(l.id, frames).is_some() {
+        if !location_frames.end(l.id) {
             return fail(l.at, format!("location id {} is used twice", l.id));
         }
     }
@@ -428,18 +452,16 @@ fn build<C: Cost>(raw: &Raw<'_>) -> Result<Profile<C>, WireError> {
     let mut frames = Vec::new();
     let mut costs = Vec::with_capacity(n);
     for s in &raw.samples {
-        if s.values.len() != n {
+        let values = raw.values(s);
+        if values.len() != n {
             return fail(
                 s.at,
-                format!(
-                    "a sample has {} values for {n} sample types",
-                    s.values.len()
-                ),
+                format!("a sample has {} values for {n} sample types", values.len()),
             );
         }
         frames.clear();
-        for id in s.locations.iter().rev() {
-            let Some(f) = location_frames.get(id) else {
+        for id in raw.locations(s).iter().rev() {
+            let Some(f) = location_frames.get(*id) else {
                 return fail(
                     s.at,
                     format!("a sample names location {id}, which is not in the profile"),
@@ -461,14 +483,14 @@ fn build<C: Cost>(raw: &Raw<'_>) -> Result<Profile<C>, WireError> {
             }));
         }
         costs.clear();
-        for &v in &s.values {
+        for &v in values {
             let Some(c) = C::from_i128(i128::from(v as i64)) else {
                 return fail(s.at, format!("sample value {} does not fit", v as i64));
             };
             costs.push(c);
         }
         let mut labels = Vec::with_capacity(s.labels.len());
-        for l in &s.labels {
+        for l in &raw.labels[s.labels.clone()] {
             let key = raw.string(l.key, l.at)?.to_vec();
             // As pprof reads them: a text, else a number (with its unit),
             // else nothing.
@@ -559,4 +581,60 @@ fn build<C: Cost>(raw: &Raw<'_>) -> Result<Profile<C>, WireError> {
     profile.parts.push(part);
     profile.stacks = Some(stacks);
     Ok(profile)
+}
+
+/// The frames of every location, root first, in one array, found by
+/// location id: by a table indexed by id where the ids are dense (as every
+/// writer numbers them, from 1), else by a hash map.
+struct LocationFrames {
+    frames: Vec<FrameId>,
+    /// Where each location's frames start in `frames` (by order read),
+    /// then where the last one ends.
+    starts: Vec<usize>,
+    /// Id → order read + 1 (0: no such location), for dense ids.
+    dense: Vec<u32>,
+    sparse: FxHashMap<u64, u32>,
+}
+
+impl LocationFrames {
+    fn new(locations: &[RawLocation]) -> Self {
+        let max = locations.iter().map(|l| l.id).max().unwrap_or(0);
+        let dense_len = if max <= 2 * locations.len() as u64 + 16 {
+            max as usize + 1
+        } else {
+            0
+        };
+        LocationFrames {
+            frames: Vec::new(),
+            starts: vec![0],
+            dense: vec![0; dense_len],
+            sparse: FxHashMap::default(),
+        }
+    }
+
+    /// Ends the frames of location `id` (those pushed since the last
+    /// end); false if the id was already given.
+    fn end(&mut self, id: u64) -> bool {
+        let order = self.starts.len() as u32;
+        self.starts.push(self.frames.len());
+        match self.dense.get_mut(id as usize) {
+            Some(slot) => {
+                if *slot != 0 {
+                    return false;
+                }
+                *slot = order;
+                true
+            }
+            None => self.sparse.insert(id, order).is_none(),
+        }
+    }
+
+    fn get(&self, id: u64) -> Option<&[FrameId]> {
+        let order = if self.dense.is_empty() {
+            *self.sparse.get(&id)?
+        } else {
+            *self.dense.get(id as usize).filter(|&&o| o != 0)?
+        } as usize;
+        Some(&self.frames[self.starts[order - 1]..self.starts[order]])
+    }
 }
