@@ -20,7 +20,6 @@
 
 mod offcpu;
 mod outputs;
-mod preload;
 mod records;
 mod sys;
 mod system;
@@ -31,10 +30,10 @@ pub use records::{Record, Timed};
 pub use system::{Epoch, SystemOptions, SystemRecording, record_system};
 pub use unwind::UserStack;
 
-use preload::Preloader;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use tally_formats::perf::preload::Preloader;
 use tally_formats::perf::samples::SampledStacks;
 use tally_model::{Positions, Profile};
 
@@ -628,7 +627,7 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
     .and_then(|p| std::fs::canonicalize(p).ok());
     // Mappings already queued for the symbol reader.
     let mut queued = 0;
-    let (mut events, event, user_only, ending, interrupted, cmd, pid, preload) = match target {
+    let (mut events, event, user_only, ending, interrupted, cmd, pid, mut preload) = match target {
         Target::Command { program, args } => {
             let path = find_program(program).ok_or_else(|| RecordError::Spawn {
                 program: program.display().to_string(),
@@ -653,7 +652,7 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
                     return Err(e);
                 }
             };
-            let preload = Preloader::start((!user_only).then(kernel_release).flatten());
+            let mut preload = Preloader::start((!user_only).then(kernel_release).flatten());
             let forwarding = tally_process::forward_to(held.id());
             if let Err(e) = held.release() {
                 return Err(RecordError::Spawn {
@@ -664,7 +663,7 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
             let exit = loop {
                 sys::poll(&events.fds, 100);
                 reader.drain(&mut events, &mut out);
-                queue_objects(&preload, &out, &mut queued);
+                queue_objects(&mut preload, &out, &mut queued);
                 match held.try_wait() {
                     Ok(Some(status)) => break tally_process::Exit::of(status),
                     Ok(None) => {}
@@ -698,14 +697,14 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
             synthesize(pid, &mut out);
             reader.place(&mut out);
             let (mut events, event, user_only) = open(options, &tids, false, &mut notes)?;
-            let preload = Preloader::start((!user_only).then(kernel_release).flatten());
+            let mut preload = Preloader::start((!user_only).then(kernel_release).flatten());
             // Signals stop the recording, not the process.
             let forwarding = tally_process::forward_to(0);
             let start = Instant::now();
             loop {
                 sys::poll(&events.fds, 100);
                 reader.drain(&mut events, &mut out);
-                queue_objects(&preload, &out, &mut queued);
+                queue_objects(&mut preload, &out, &mut queued);
                 if forwarding.received().is_some()
                     || duration.is_some_and(|d| start.elapsed() >= d)
                     || sys::alive(pid).is_err()
@@ -743,8 +742,9 @@ pub fn record(target: &Target, options: &Options) -> Result<Recording, RecordErr
     reader.drain(&mut events, &mut out);
     drop(events);
     let off_cpu_until = options.off_cpu.then(sys::monotonic_ns);
-    queue_objects(&preload, &out, &mut queued);
-    let symbols = preload.finish();
+    queue_objects(&mut preload, &out, &mut queued);
+    let symbols = preload.symbols();
+    drop(preload);
     // Stable: records of one CPU keep their order at equal times.
     out.sort_by_key(|t| t.time);
     let lost = out
@@ -782,7 +782,7 @@ fn kernel_release() -> Option<String> {
 
 /// Gives the symbol reader the object files of the mappings in
 /// `out[*queued..]`.
-fn queue_objects(preload: &Preloader, out: &[Timed], queued: &mut usize) {
+fn queue_objects(preload: &mut Preloader, out: &[Timed], queued: &mut usize) {
     for t in out.get(*queued..).unwrap_or_default() {
         if let Record::Mmap { path, .. } = &t.record {
             preload.object(path);
