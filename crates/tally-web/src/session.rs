@@ -5,7 +5,7 @@
 //! point, so a file that changes on disk while served is never read again,
 //! half-written or not; the page only ever sees the profile as it was read.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -77,7 +77,7 @@ pub struct Session {
     /// Sums of the chosen parts (`None`: all), made once: every event's
     /// analysis and the provisional tables start from them.
     aggregates: Mutex<HashMap<PartKey, Slot<Aggregate<u64>>>>,
-    provisional: Mutex<HashMap<ViewKey, Arc<Provisional>>>,
+    provisional: Mutex<Provisionals>,
     tables: Mutex<HashMap<TableKey, Arc<Table>>>,
     annotations: Mutex<HashMap<AnnotationKey, Slot<Annotation>>>,
     /// The source and assembly tables' costs, by file or function and
@@ -98,6 +98,16 @@ pub struct Session {
     /// Orders of tables' rows by sort and filter, so that every page of
     /// one costs a slice of it, not a new sort.
     orders: Mutex<Lru<OrderKey, Arc<[u32]>>>,
+}
+
+/// The provisional tables of the views being analysed, and the views
+/// whose gprof report is made: those need none, since their table follows
+/// in a moment, and dropping the provisional rows then keeps them from
+/// adding to the memory the view's own rows take.
+#[derive(Default)]
+struct Provisionals {
+    kept: HashMap<ViewKey, Arc<Provisional>>,
+    reported: HashSet<ViewKey>,
 }
 
 /// Bytes of replies kept.
@@ -235,7 +245,7 @@ impl Session {
             call_tree: OnceLock::new(),
             views: Mutex::new(HashMap::new()),
             aggregates: Mutex::new(HashMap::new()),
-            provisional: Mutex::new(HashMap::new()),
+            provisional: Mutex::default(),
             tables: Mutex::new(HashMap::new()),
             annotations: Mutex::new(HashMap::new()),
             code: Mutex::new(HashMap::new()),
@@ -276,14 +286,13 @@ impl Session {
             .or_default()
             .clone();
         let view = once(&slot, || {
-            self.analyse(input, &key.1, part)
-                .map(Arc::new)
-                .map_err(|e| e.to_string())
+            self.analyse(&key).map(Arc::new).map_err(|e| e.to_string())
         });
-        // The provisional table is no longer shown: its rows go.
+        // A failed analysis leaves its provisional table unshown too.
         self.provisional
             .lock()
             .map_err(|_| Error::Poisoned)?
+            .kept
             .remove(&key);
         view
     }
@@ -329,7 +338,8 @@ impl Session {
     /// The functions table of the main input drawn from the sums alone
     /// (self costs, no inclusive costs, calls or cycles), for the pages
     /// asked for while gprof's cycle-aware analysis of the same view runs:
-    /// `None` once that analysis is done, when comparing, and for gmon
+    /// `None` once its report is made (the view's table follows), when
+    /// comparing, and for gmon
     /// input (whose self costs come from gprof's analysis itself).
     pub fn provisional(
         &self,
@@ -341,13 +351,14 @@ impl Session {
             return Ok(None);
         }
         let key = self.key(input, event, part)?;
-        if let Some(p) = self
-            .provisional
-            .lock()
-            .map_err(|_| Error::Poisoned)?
-            .get(&key)
         {
-            return Ok(Some(p.clone()));
+            let kept = self.provisional.lock().map_err(|_| Error::Poisoned)?;
+            if kept.reported.contains(&key) {
+                return Ok(None);
+            }
+            if let Some(p) = kept.kept.get(&key) {
+                return Ok(Some(p.clone()));
+            }
         }
         let inp = &self.inputs[input];
         let sums = sums::SelfSums::new(&inp.profile, |i| part.is_none_or(|p| p == i));
@@ -361,9 +372,9 @@ impl Session {
             self.totals(input, part),
         ));
         let mut kept = self.provisional.lock().map_err(|_| Error::Poisoned)?;
-        // Kept only while the view is being analysed (its end removes it).
-        if !self.ready(input, event, part)? {
-            kept.insert(key, p.clone());
+        // Kept only while gprof's report is being made (its end removes it).
+        if !kept.reported.contains(&key) {
+            kept.kept.insert(key, p.clone());
         }
         drop(kept);
         Ok(Some(p))
@@ -495,7 +506,8 @@ impl Session {
         Ok(t)
     }
 
-    fn analyse(&self, input: usize, event: &str, part: Option<usize>) -> Result<View, Error> {
+    fn analyse(&self, key: &ViewKey) -> Result<View, Error> {
+        let (input, event, part) = (key.0, key.1.as_str(), key.2);
         let inp = &self.inputs[input];
         let opts = Options::default();
         let agg = self.aggregate(input, part)?;
@@ -510,6 +522,13 @@ impl Session {
                 gprof::callgrind::analyse(&inp.profile, &agg, &sums, Some(event), &opts, &inp.name)?
             }
         };
+        // The view's table follows: requests wait for it from here on, and
+        // the provisional rows go before the view's own are drawn.
+        let mut kept = self.provisional.lock().map_err(|_| Error::Poisoned)?;
+        kept.reported.insert(key.clone());
+        let provisional = kept.kept.remove(key);
+        drop(kept);
+        drop(provisional);
         let total = inp.gmon.is_none().then(|| self.totals(input, part));
         Ok(View::new(inp, report, &agg, event, total))
     }

@@ -239,30 +239,28 @@ pub struct Graph {
 
 /// The arcs out of and into every routine, oldest first, in two flat
 /// tables (a list per routine would be an allocation per routine, and a
-/// walk over the graph would chase a pointer per routine).
+/// walk over the graph would chase a pointer per routine). Indices are
+/// 32-bit: the lists stay in the report, and a large profile has millions
+/// of arcs (a graph of 2³² arcs would not fit in memory anyway).
 #[derive(Debug, Clone, Default)]
 struct Lists {
     /// `child_arcs[child_start[r]..child_start[r + 1]]` are `r`'s arcs to
     /// its callees; `child_nodes` has their callees, for the depth-first
     /// walk, which needs nothing else of an arc.
-    child_start: Vec<usize>,
-    child_arcs: Vec<usize>,
-    child_nodes: Vec<usize>,
+    child_start: Vec<u32>,
+    child_arcs: Vec<u32>,
+    child_nodes: Vec<u32>,
     /// The same for the arcs into every routine.
-    parent_start: Vec<usize>,
-    parent_arcs: Vec<usize>,
+    parent_start: Vec<u32>,
+    parent_arcs: Vec<u32>,
 }
 
 impl Lists {
     /// The lists of `arcs` over `routines` routines: a counting sort by
     /// each end, which keeps every routine's arcs oldest first.
     fn new(arcs: &[Arc], routines: usize) -> Lists {
-        fn by(
-            arcs: &[Arc],
-            routines: usize,
-            end: impl Fn(&Arc) -> usize,
-        ) -> (Vec<usize>, Vec<usize>) {
-            let mut start = vec![0usize; routines + 1];
+        fn by(arcs: &[Arc], routines: usize, end: impl Fn(&Arc) -> usize) -> (Vec<u32>, Vec<u32>) {
+            let mut start = vec![0u32; routines + 1];
             for a in arcs {
                 start[end(a) + 1] += 1;
             }
@@ -270,16 +268,18 @@ impl Lists {
                 start[r + 1] += start[r];
             }
             let mut next = start.clone();
-            let mut out = vec![0usize; arcs.len()];
+            let mut out = vec![0u32; arcs.len()];
             for (i, a) in arcs.iter().enumerate() {
                 let slot = &mut next[end(a)];
-                out[*slot] = i;
+                out[*slot as usize] = i as u32;
                 *slot += 1;
             }
             (start, out)
         }
         let (child_start, child_arcs) = by(arcs, routines, |a| a.parent);
-        let child_nodes = child_arcs.iter().map(|&a| arcs[a].child).collect();
+        let child_nodes = (child_arcs.iter())
+            .map(|&a| arcs[a as usize].child as u32)
+            .collect();
         let (parent_start, parent_arcs) = by(arcs, routines, |a| a.child);
         Lists {
             child_start,
@@ -291,11 +291,11 @@ impl Lists {
     }
 
     fn children(&self, r: usize) -> std::ops::Range<usize> {
-        self.child_start[r]..self.child_start[r + 1]
+        self.child_start[r] as usize..self.child_start[r + 1] as usize
     }
 
-    fn parents(&self, r: usize) -> &[usize] {
-        &self.parent_arcs[self.parent_start[r]..self.parent_start[r + 1]]
+    fn parents(&self, r: usize) -> &[u32] {
+        &self.parent_arcs[self.parent_start[r] as usize..self.parent_start[r + 1] as usize]
     }
 }
 
@@ -446,12 +446,15 @@ impl Graph {
     /// Arc indices out of `r`, newest first (gprof's list order).
     pub fn children_of(&self, r: usize) -> impl DoubleEndedIterator<Item = usize> + '_ {
         let l = self.lists();
-        l.child_arcs[l.children(r)].iter().rev().copied()
+        l.child_arcs[l.children(r)]
+            .iter()
+            .rev()
+            .map(|&a| a as usize)
     }
 
     /// Arc indices into `r`, newest first.
     pub fn parents_of(&self, r: usize) -> impl DoubleEndedIterator<Item = usize> + '_ {
-        self.lists().parents(r).iter().rev().copied()
+        self.lists().parents(r).iter().rev().map(|&a| a as usize)
     }
 
     /// The arc `parent → child`, if any.
@@ -602,13 +605,13 @@ impl Dfn<'_> {
             return;
         }
         let l = self.lists;
-        frames.push((root, l.child_start[root + 1]));
+        frames.push((root, l.child_start[root + 1] as usize));
         while let Some((node, end)) = frames.last_mut() {
-            if *end > l.child_start[*node] {
+            if *end > l.child_start[*node] as usize {
                 *end -= 1;
-                let child = l.child_nodes[*end];
+                let child = l.child_nodes[*end] as usize;
                 if self.enter(child) {
-                    frames.push((child, l.child_start[child + 1]));
+                    frames.push((child, l.child_start[child + 1] as usize));
                 }
             } else {
                 let node = *node;
@@ -887,7 +890,7 @@ pub fn assemble(
         // Newest first, as `children_of`, by index: the arcs' times are
         // written as they are visited.
         for k in lists.children(parent).rev() {
-            let a = lists.child_arcs[k];
+            let a = lists.child_arcs[k] as usize;
             let (count, mut child) = (graph.arcs[a].count, graph.arcs[a].child);
             if count == 0 || child == parent || fract[child] == 0.0 {
                 continue;
