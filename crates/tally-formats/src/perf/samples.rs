@@ -117,7 +117,9 @@ impl KernelSymbols {
         if syms.is_empty() {
             return None;
         }
-        syms.sort_unstable();
+        // Of names at one address (`memcpy`, `__memcpy`, `__pi_memcpy`),
+        // perf shows the last in the file: a stable sort keeps that last.
+        syms.sort_by_key(|s| s.0);
         let (starts, names) = syms.into_iter().unzip();
         Some(KernelSymbols { starts, names })
     }
