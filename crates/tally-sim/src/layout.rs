@@ -51,6 +51,8 @@ pub struct Layout {
     /// Model start → (model end, moved by `mremap`), the pages in use,
     /// non-overlapping.
     model: BTreeMap<u64, (u64, bool)>,
+    /// Where the model space's first hole starts, above [`MODEL_BASE`].
+    offset: u64,
 }
 
 fn pages(len: u64) -> u64 {
@@ -61,6 +63,21 @@ impl Layout {
     /// No mapping moved yet.
     pub fn new() -> Layout {
         Layout::default()
+    }
+
+    /// Starts the model space `offset` bytes (modulo 4 GiB) above
+    /// [`MODEL_BASE`], as long as nothing has been placed in it; `false`
+    /// once something has. Valgrind places the first mapping just above
+    /// the program's `brk` segment: with `offset` that address's distance
+    /// from the break under QEMU, heap and mappings lie as far apart
+    /// modulo 4 GiB as under Valgrind, and meet in the same sets of any
+    /// cache.
+    pub fn start_at(&mut self, offset: u64) -> bool {
+        if !self.model.is_empty() {
+            return false;
+        }
+        self.offset = offset & 0xffff_ffff & !(PAGE - 1);
+        true
     }
 
     /// The range around `addr` with one distance: inside a moved mapping,
@@ -96,7 +113,7 @@ impl Layout {
 
     /// The lowest hole of `len` bytes in the model space.
     fn first_fit(&self, len: u64) -> u64 {
-        let mut at = MODEL_BASE;
+        let mut at = MODEL_BASE + self.offset;
         for (&s, &(e, _)) in &self.model {
             if s >= at && s - at >= len {
                 return at;
@@ -246,6 +263,16 @@ mod tests {
     use super::*;
 
     const K: u64 = 4096;
+
+    #[test]
+    fn model_space_starts_above_the_brk_segment() {
+        let mut l = Layout::new();
+        // A break at 0x40_0000_5000 and Valgrind's 8 MiB segment above it.
+        assert!(l.start_at(0x40_0000_5000 + 0x80_0000));
+        l.mapped(0x40_0100_0000, 33 * K, true);
+        assert_eq!(l.translate(0x40_0100_0010), MODEL_BASE + 0x80_5010);
+        assert!(!l.start_at(0));
+    }
 
     #[test]
     fn unmapped_holes_are_reused_lowest_first() {

@@ -154,12 +154,24 @@ pub fn machines(o: &MachineOptions<'_>) -> Result<Vec<Machine>, String> {
 }
 
 /// Cachegrind's caches for this host: L1 data and instruction caches and
-/// the last level from `/sys/devices/system/cpu/cpu0/cache`, with the last
-/// level changed as Cachegrind changes it when its number of sets is not a
-/// power of two (sets rounded down to one, ways raised to keep at least the
-/// size). Without that information, Cachegrind's fallback: 64 KiB 2-way
-/// L1s and a 256 KiB 8-way LL, 64-byte lines.
+/// the last level from `/sys/devices/system/cpu/cpu0/cache` (on AMD
+/// processors from CPUID as Valgrind decodes it, see `amd_caches`), with
+/// the last level changed as Cachegrind changes it when its number of sets
+/// is not a power of two (`tweak_ll`). Without that information,
+/// Cachegrind's fallback: 64 KiB 2-way L1s and a 256 KiB 8-way LL, 64-byte
+/// lines.
 pub fn host_caches() -> (CacheConfig, CacheConfig, CacheConfig) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__cpuid;
+        let v = __cpuid(0);
+        let ext = __cpuid(0x8000_0000).eax;
+        if [v.ebx, v.edx, v.ecx] == [0x6874_7541, 0x6974_6e65, 0x444d_4163] && ext >= 0x8000_0006 {
+            let (l1, l2) = (__cpuid(0x8000_0005), __cpuid(0x8000_0006));
+            let (i1, d1, ll) = amd_caches([l1.ecx, l1.edx], [l2.ecx, l2.edx]);
+            return (i1, d1, tweak_ll(ll));
+        }
+    }
     let fallback = (
         CacheConfig {
             size: 65536,
@@ -230,20 +242,66 @@ pub fn host_caches() -> (CacheConfig, CacheConfig, CacheConfig) {
     (i1, d1, tweak_ll(ll))
 }
 
-/// Cachegrind's adjustment of a last-level cache whose number of sets is
-/// not a power of two.
+/// The caches of an AMD processor as Valgrind reads them (`AMD_cache_info`
+/// in its `m_cache.c`), from CPUID 0x80000005 (`l1`: ECX the data cache,
+/// EDX the instruction cache) and 0x80000006 (`l2_l3`: ECX L2, EDX L3):
+/// the last level is L3 when its size field is not zero. Valgrind decodes
+/// the L2/L3 associativity with the older table only, so the code that
+/// newer processors give there (9: "see CPUID 0x8000001D") and unknown
+/// ones mean direct-mapped; Linux's `/sys` reads 0x8000001D instead, and
+/// Cachegrind's default LL would differ from it.
+pub fn amd_caches(l1: [u32; 2], l2_l3: [u32; 2]) -> (CacheConfig, CacheConfig, CacheConfig) {
+    let first = |r: u32| CacheConfig {
+        size: u64::from(r >> 24) * 1024,
+        assoc: u64::from((r >> 16) & 0xff),
+        line_size: u64::from(r & 0xff),
+    };
+    let ways = |code: u32| match code & 0xf {
+        2 => 2,
+        4 => 4,
+        6 => 8,
+        8 => 16,
+        0xa => 32,
+        0xb => 48,
+        0xc => 64,
+        0xd => 96,
+        0xe => 128,
+        _ => 1,
+    };
+    let [l2, l3] = l2_l3;
+    let ll = if (l3 >> 18) & 0x3fff > 0 {
+        CacheConfig {
+            size: u64::from((l3 >> 18) & 0x3fff) * 512 * 1024,
+            assoc: ways(l3 >> 12),
+            line_size: u64::from(l3 & 0xff),
+        }
+    } else {
+        CacheConfig {
+            size: u64::from(l2 >> 16) * 1024,
+            assoc: ways(l2 >> 12),
+            line_size: u64::from(l2 & 0xff),
+        }
+    };
+    (first(l1[1]), first(l1[0]), ll)
+}
+
+/// Cachegrind's adjustment of a last-level cache (`maybe_tweak_LLc`), which
+/// simulates only a power-of-two number of sets: the sets are rounded down
+/// to one and the ways scaled by the same factor, rounded to the nearest
+/// (half up); the size follows from sets, ways and line.
 pub fn tweak_ll(c: CacheConfig) -> CacheConfig {
-    if c.assoc == 0 || c.line_size == 0 {
+    if c.size == 0 || c.assoc == 0 || c.line_size == 0 {
         return c;
     }
     let sets = c.size / (c.assoc * c.line_size);
-    if sets == 0 || sets.is_power_of_two() {
+    if sets == 0 {
         return c;
     }
-    let sets = 1u64 << (63 - sets.leading_zeros());
-    let assoc = c.size.div_ceil(sets * c.line_size);
+    let new_sets = 1u64 << (63 - sets.leading_zeros());
+    // floor(0.5 + assoc × sets / new_sets), exact: new_sets is a power of two.
+    let assoc = (2 * c.assoc * sets + new_sets) / (2 * new_sets);
     CacheConfig {
-        size: sets * assoc * c.line_size,
+        size: new_sets * assoc * c.line_size,
         assoc,
         line_size: c.line_size,
     }
@@ -506,6 +564,26 @@ Mispred rate:       13.3% (   15.3%     +     0.5%   )";
             line_size: 64,
         });
         assert_eq!((c.size, c.assoc), (276_824_064, 33));
+    }
+
+    #[test]
+    fn amd_caches_as_cachegrind() {
+        // CPUID of this project's AMD EPYC virtual machine: 0x80000005
+        // ECX = EDX = 0x20080140, 0x80000006 ECX 0x04006140, EDX
+        // 0x0a009140 (L3 associativity code 9). Cachegrind (Valgrind 3.19)
+        // there: I1 and D1 32 KiB 8-way, "specified LL cache: line_size 64
+        // assoc 1 total_size 335,544,320", "simulated LL cache: line_size
+        // 64 assoc 1 total_size 268,435,456".
+        let (i1, d1, ll) = amd_caches([0x2008_0140; 2], [0x0400_6140, 0x0a00_9140]);
+        for c in [i1, d1] {
+            assert_eq!((c.size, c.assoc, c.line_size), (32768, 8, 64));
+        }
+        assert_eq!((ll.size, ll.assoc, ll.line_size), (335_544_320, 1, 64));
+        let ll = tweak_ll(ll);
+        assert_eq!((ll.size, ll.assoc, ll.line_size), (268_435_456, 1, 64));
+        // Without an L3, L2 (1 MiB, code 6: 8 ways).
+        let (_, _, l2) = amd_caches([0x2008_0140; 2], [0x0400_6140, 0]);
+        assert_eq!((l2.size, l2.assoc, l2.line_size), (1 << 20, 8, 64));
     }
 
     #[test]
