@@ -122,6 +122,12 @@ pub fn run(a: Args) -> anyhow::Result<Outcome> {
         configs: &a.configs,
     })
     .map_err(|e| crate::usage!("{e}"))?;
+    if a.cache_sim
+        && a.ll.is_none()
+        && let Some(n) = tally_sim::host_ll_note()
+    {
+        eprintln!("tally sim: note: {n}");
+    }
     let opts = EngineOptions {
         branch_sim: a.branch_sim,
         calls: a.callgrind,

@@ -76,7 +76,9 @@ pub use feed::{Ending as StreamEnding, Host, Simulation, SlotProblem};
 pub use flow::{Flow, Kind as FlowKind, classify_x86_64};
 #[cfg(feature = "session")]
 pub use machine::summary;
-pub use machine::{Machine, MachineOptions, describe, event_indices, host_caches, machines};
+pub use machine::{
+    Machine, MachineOptions, describe, event_indices, host_caches, host_ll_note, machines,
+};
 #[cfg(feature = "session")]
 pub use session::{
     Ending, Family, Native, Run, Unfollowed, check_output, find_plugin, install_plugin,

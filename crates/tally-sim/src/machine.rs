@@ -161,16 +161,8 @@ pub fn machines(o: &MachineOptions<'_>) -> Result<Vec<Machine>, String> {
 /// Cachegrind's fallback: 64 KiB 2-way L1s and a 256 KiB 8-way LL, 64-byte
 /// lines.
 pub fn host_caches() -> (CacheConfig, CacheConfig, CacheConfig) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::__cpuid;
-        let v = __cpuid(0);
-        let ext = __cpuid(0x8000_0000).eax;
-        if [v.ebx, v.edx, v.ecx] == [0x6874_7541, 0x6974_6e65, 0x444d_4163] && ext >= 0x8000_0006 {
-            let (l1, l2) = (__cpuid(0x8000_0005), __cpuid(0x8000_0006));
-            let (i1, d1, ll) = amd_caches([l1.ecx, l1.edx], [l2.ecx, l2.edx]);
-            return (i1, d1, tweak_ll(ll));
-        }
+    if let Some((i1, d1, ll)) = amd_cpuid_caches() {
+        return (i1, d1, tweak_ll(ll));
     }
     let fallback = (
         CacheConfig {
@@ -189,6 +181,57 @@ pub fn host_caches() -> (CacheConfig, CacheConfig, CacheConfig) {
             line_size: 64,
         },
     );
+    sys_caches().map_or(fallback, |(i1, d1, ll)| (i1, d1, tweak_ll(ll)))
+}
+
+/// The caches of an AMD processor from CPUID as Valgrind decodes them;
+/// `None` on other processors.
+fn amd_cpuid_caches() -> Option<(CacheConfig, CacheConfig, CacheConfig)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__cpuid;
+        let v = __cpuid(0);
+        let ext = __cpuid(0x8000_0000).eax;
+        if [v.ebx, v.edx, v.ecx] == [0x6874_7541, 0x6974_6e65, 0x444d_4163] && ext >= 0x8000_0006 {
+            let (l1, l2) = (__cpuid(0x8000_0005), __cpuid(0x8000_0006));
+            return Some(amd_caches([l1.ecx, l1.edx], [l2.ecx, l2.edx]));
+        }
+    }
+    None
+}
+
+/// When the default last level (Cachegrind's reading of CPUID) is not the
+/// cache the kernel reports, a note saying both and the `--LL` that
+/// simulates the kernel's: Valgrind 3.19 misreads newer AMD processors'
+/// L3, and tally's defaults follow Cachegrind so that counts compare.
+pub fn host_ll_note() -> Option<String> {
+    amd_cpuid_caches()?;
+    let (_, _, chosen) = host_caches();
+    let (_, _, kernel) = sys_caches()?;
+    let kernel = tweak_ll(kernel);
+    let show = |c: CacheConfig| {
+        let ways = if c.assoc == 1 {
+            "direct-mapped".to_string()
+        } else {
+            format!("{}-way", c.assoc)
+        };
+        format!("{} KiB {ways}", c.size / 1024)
+    };
+    (chosen != kernel).then(|| {
+        format!(
+            "LL is Cachegrind's reading of this processor (CPUID): {}; the kernel reports {} (/sys): --LL={},{},{} simulates that",
+            show(chosen),
+            show(kernel),
+            kernel.size,
+            kernel.assoc,
+            kernel.line_size
+        )
+    })
+}
+
+/// L1 instruction and data caches and the last level as the kernel
+/// reports them (`/sys/devices/system/cpu/cpu0/cache`).
+fn sys_caches() -> Option<(CacheConfig, CacheConfig, CacheConfig)> {
     let base = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
     let read = |i: usize, f: &str| std::fs::read_to_string(base.join(format!("index{i}/{f}"))).ok();
     let size = |s: &str| -> Option<u64> {
@@ -237,9 +280,9 @@ pub fn host_caches() -> (CacheConfig, CacheConfig, CacheConfig) {
         }
     }
     let (Some(i1), Some(d1), Some((_, ll))) = (i1, d1, ll) else {
-        return fallback;
+        return None;
     };
-    (i1, d1, tweak_ll(ll))
+    Some((i1, d1, ll))
 }
 
 /// The caches of an AMD processor as Valgrind reads them (`AMD_cache_info`

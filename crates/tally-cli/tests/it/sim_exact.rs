@@ -149,6 +149,17 @@ fn default_caches_are_cachegrinds() {
     let want = desc(&cg);
     assert_eq!(want.len(), 3, "{want:?}");
     assert_eq!(desc(&ours), want);
+    // Where Cachegrind's LL is not the L3 the kernel reports, a note gives
+    // the --LL that simulates the kernel's.
+    let l3 = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index3/size")
+        .ok()
+        .and_then(|s| s.trim().strip_suffix('K')?.parse::<u64>().ok());
+    if let Some(kib) = l3
+        && !want[2].contains(&format!(" {} B,", kib * 1024))
+    {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(&format!("--LL={},", kib * 1024)), "{err}");
+    }
 }
 
 #[test]
