@@ -13,6 +13,7 @@ use rustc_hash::FxHashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Sender, TryRecvError, channel};
+use std::thread::JoinHandle;
 
 /// The reading thread's queue, and what it has read.
 pub struct Preloader {
@@ -20,6 +21,7 @@ pub struct Preloader {
     queued: FxHashSet<Vec<u8>>,
     symbols: Symbols,
     stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
 }
 
 impl Preloader {
@@ -32,7 +34,7 @@ impl Preloader {
         let symbols = Symbols::default();
         let stop = Arc::new(AtomicBool::new(false));
         let (shared, stopped) = (symbols.clone(), stop.clone());
-        let started = std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("tally-symbols".into())
             .spawn(move || {
                 let mut kernel = kernel_release;
@@ -54,12 +56,13 @@ impl Preloader {
                     shared.load_object(&path);
                 }
             })
-            .is_ok();
+            .ok();
         Preloader {
-            paths: started.then_some(tx),
+            paths: thread.is_some().then_some(tx),
             queued: FxHashSet::default(),
             symbols,
             stop,
+            thread,
         }
     }
 
@@ -84,9 +87,15 @@ impl Preloader {
 }
 
 impl Drop for Preloader {
-    /// Stops the thread after the file it is reading: what symbolising
-    /// still needs, it opens itself.
+    /// Stops the thread after the file it is reading, and waits for it:
+    /// nothing a read started outlives it (its memory and CPU belong to
+    /// the read, not to whatever runs next). What symbolising still needs,
+    /// it opens itself.
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        self.paths = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
