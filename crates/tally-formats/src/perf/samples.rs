@@ -88,45 +88,68 @@ pub(crate) fn jitdump_pid(path: &[u8]) -> Option<i32> {
 /// read only when a kernel address needs a name, or ahead of time by a
 /// caller with a core to spare ([`Symbols::load_kernel`]).
 pub struct KernelSymbols {
-    starts: Vec<u64>,
-    names: Vec<String>,
+    /// (start, name's offset in `names`, name's length), by start. A
+    /// kernel has a hundred thousand functions: one string of all the
+    /// names and 16 bytes each keep them to a few megabytes.
+    syms: Vec<(u64, u32, u32)>,
+    names: String,
 }
 
 impl KernelSymbols {
     /// `/proc/kallsyms`, if `release` is the running kernel's and the
     /// addresses are shown.
     pub fn load(release: Option<&str>) -> Option<KernelSymbols> {
+        use std::io::BufRead;
         let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
         if release? != running.trim() {
             return None;
         }
-        let text = std::fs::read("/proc/kallsyms").ok()?;
-        let mut syms: Vec<(u64, String)> = text
-            .split(|&b| b == b'\n')
-            .filter_map(|l| {
-                let mut w = l
-                    .split(|&b| b == b' ' || b == b'\t')
-                    .filter(|w| !w.is_empty());
-                let addr = u64::from_str_radix(std::str::from_utf8(w.next()?).ok()?, 16).ok()?;
-                let kind = w.next()?;
-                let name = w.next()?;
-                (addr != 0 && matches!(kind, b"t" | b"T" | b"w" | b"W"))
-                    .then(|| (addr, String::from_utf8_lossy(name).into_owned()))
-            })
-            .collect();
+        let mut file = std::io::BufReader::new(std::fs::File::open("/proc/kallsyms").ok()?);
+        let (mut syms, mut names) = (Vec::new(), String::new());
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match file.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let mut w = line
+                .split(|&b| matches!(b, b' ' | b'\t' | b'\n'))
+                .filter(|w| !w.is_empty());
+            let (Some(addr), Some(kind), Some(name)) = (w.next(), w.next(), w.next()) else {
+                continue;
+            };
+            let Some(addr) = std::str::from_utf8(addr)
+                .ok()
+                .and_then(|a| u64::from_str_radix(a, 16).ok())
+            else {
+                continue;
+            };
+            if addr == 0 || !matches!(kind, b"t" | b"T" | b"w" | b"W") {
+                continue;
+            }
+            let at = names.len();
+            names.push_str(&String::from_utf8_lossy(name));
+            let (Ok(at), Ok(len)) = (u32::try_from(at), u32::try_from(names.len() - at)) else {
+                break;
+            };
+            syms.push((addr, at, len));
+        }
         if syms.is_empty() {
             return None;
         }
         // Of names at one address (`memcpy`, `__memcpy`, `__pi_memcpy`),
         // perf shows the last in the file: a stable sort keeps that last.
         syms.sort_by_key(|s| s.0);
-        let (starts, names) = syms.into_iter().unzip();
-        Some(KernelSymbols { starts, names })
+        syms.shrink_to_fit();
+        names.shrink_to_fit();
+        Some(KernelSymbols { syms, names })
     }
 
     fn name(&self, addr: u64) -> Option<&str> {
-        let i = self.starts.partition_point(|&s| s <= addr).checked_sub(1)?;
-        Some(&self.names[i])
+        let i = self.syms.partition_point(|s| s.0 <= addr).checked_sub(1)?;
+        let (_, at, len) = self.syms[i];
+        self.names.get(at as usize..(at + len) as usize)
     }
 }
 
