@@ -6,8 +6,12 @@
 # page asks for it), and the server's peak memory
 # (VmHWM) at each of those two moments, against the file's size. The
 # anchor, in the same run and by turns with tally, is reading the file
-# once (`cat FILE > /dev/null`, the I/O floor); with PERF_REPORT=1 a
-# perf.data input is also given to `perf report --stdio` once.
+# once (`cat FILE > /dev/null`, the I/O floor). FILE is any profile tally
+# serves: a Callgrind file (`tally-gen --size 1G --seed 1 > FILE`) or a
+# perf.data (e.g. `perf record --call-graph dwarf -F 3000 -o FILE --
+# PROGRAM`, about 8 KiB a sample); with PERF_REPORT=1 a perf.data input
+# is also given to `perf report --stdio` in every round, by turns with
+# the other two, and its median printed under the table.
 #
 #   bench/serve-big.sh FILE...       RUNS=3 rounds (medians)
 #
@@ -17,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tally=${TALLY:-target/profiling/tally}
 runs=${RUNS:-3}
-[ $# -gt 0 ] || { sed -n '2,13p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,18p' "$0" >&2; exit 2; }
 dir=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
@@ -68,9 +72,17 @@ for f in "$@"; do
     cat "$f" >/dev/null
     : >"$dir/cat"
     : >"$dir/serve"
+    : >"$dir/report"
+    report=0
+    if [ "${PERF_REPORT:-0}" = 1 ] && [ "$(head -c 8 "$f")" = PERFILE2 ]; then
+        report=1
+    fi
     for _ in $(seq "$runs"); do
         timed cat "$f" >>"$dir/cat"
         serve_once "$f" >>"$dir/serve"
+        if [ "$report" = 1 ]; then
+            timed perf report --stdio -i "$f" >>"$dir/report"
+        fi
     done
     c=$(median <"$dir/cat")
     first=$(cut -d' ' -f1 "$dir/serve" | median)
@@ -80,9 +92,9 @@ for f in "$@"; do
     awk -v n="$(basename "$f")" -v s="$size" -v c="$c" -v a="$first" -v b="$full" -v h1="$h1" -v h2="$h2" 'BEGIN {
         printf "| %s | %.0f | %.2f | %.2f | %.1f | %.2f | %.0f | %.0f | %.2f |\n",
             n, s / 1048576, c, a, (c > 0 ? a / c : 0), b, h1 / 1024, h2 / 1024, h2 * 1024 / s }'
-    if [ "${PERF_REPORT:-0}" = 1 ] && [ "$(head -c 8 "$f")" = PERFILE2 ]; then
-        printf '\n`perf report --stdio -i %s` (once): %.1f s\n\n' "$(basename "$f")" \
-            "$(timed perf report --stdio -i "$f")"
+    if [ "$report" = 1 ]; then
+        printf '\n`perf report --stdio -i %s` (median of %s): %.1f s\n\n' "$(basename "$f")" \
+            "$runs" "$(median <"$dir/report")"
     fi
 done
 echo

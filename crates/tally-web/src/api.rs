@@ -176,8 +176,8 @@ pub fn row_json(r: &Row, base: Option<&Base>, total: f64) -> Value {
     let mut j = json!({
         "node": (r.node != usize::MAX).then_some(r.node),
         "name": r.name,
-        "file": r.file,
-        "object": r.object,
+        "file": &*r.file,
+        "object": &*r.object,
         "self": r.self_cost,
         "self_percent": share(r.self_cost),
         "inclusive": r.inclusive,
@@ -850,7 +850,7 @@ pub fn annotated(s: &Session, q: &Query, asm: bool) -> Result<Reply, Error> {
     };
     if !asm && let Some(r) = row.filter(|r| !r.file.is_empty()) {
         opts.auto = false;
-        opts.files = vec![r.file.clone().into()];
+        opts.files = vec![r.file.to_string().into()];
     }
     let part = number(q, "part")?;
     if let Some(p) = part {

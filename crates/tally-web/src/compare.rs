@@ -90,12 +90,12 @@ pub fn entries(a: &View, b: &View) -> Vec<Entry> {
     let mut at: HashMap<(String, String, String), usize> = HashMap::new();
     for (side, v) in [a, b].into_iter().enumerate() {
         for r in v.rows.iter().filter(|r| !r.is_cycle && present(r)) {
-            let key = (r.name.clone(), r.file.clone(), r.object.clone());
+            let key = (r.name.clone(), r.file.to_string(), r.object.to_string());
             let i = *at.entry(key).or_insert_with(|| {
                 out.push(Entry {
                     name: r.name.clone(),
-                    file: r.file.clone(),
-                    object: r.object.clone(),
+                    file: r.file.to_string(),
+                    object: r.object.to_string(),
                     self_cost: [0.0; 2],
                     inclusive: [None; 2],
                     present: [false; 2],

@@ -74,9 +74,6 @@ pub struct Session {
     /// profiles may name any file.
     pub sources: SourceDirs,
     views: Mutex<HashMap<ViewKey, Slot<View>>>,
-    /// Sums of the chosen parts (`None`: all), made once: every event's
-    /// analysis and the provisional tables start from them.
-    aggregates: Mutex<HashMap<PartKey, Slot<Aggregate<u64>>>>,
     provisional: Mutex<Provisionals>,
     tables: Mutex<HashMap<TableKey, Arc<Table>>>,
     annotations: Mutex<HashMap<AnnotationKey, Slot<Annotation>>>,
@@ -151,9 +148,6 @@ pub type AnnotationKey = (usize, bool, Option<String>, Option<String>, Option<us
 
 /// A table's key: the view's key and the grouping.
 pub(crate) type TableKey = (ViewKey, Grouping);
-
-/// The input and the part (`None`: all parts) of a sum.
-type PartKey = (usize, Option<usize>);
 
 /// A view's key: the input, the event and the part (`None`: all parts).
 pub(crate) type ViewKey = (usize, String, Option<usize>);
@@ -244,7 +238,6 @@ impl Session {
             transformed: Mutex::new(HashMap::new()),
             call_tree: OnceLock::new(),
             views: Mutex::new(HashMap::new()),
-            aggregates: Mutex::new(HashMap::new()),
             provisional: Mutex::default(),
             tables: Mutex::new(HashMap::new()),
             annotations: Mutex::new(HashMap::new()),
@@ -380,24 +373,6 @@ impl Session {
         Ok(Some(p))
     }
 
-    /// The sums of `input` over `part` (all parts: `None`), made once.
-    fn aggregate(&self, input: usize, part: Option<usize>) -> Result<Arc<Aggregate<u64>>, Error> {
-        let slot = self
-            .aggregates
-            .lock()
-            .map_err(|_| Error::Poisoned)?
-            .entry((input, part))
-            .or_default()
-            .clone();
-        once(&slot, || {
-            let chosen = |i: usize| part.is_none_or(|p| p == i);
-            Ok(Arc::new(Aggregate::new(
-                &self.inputs[input].profile,
-                chosen,
-            )))
-        })
-    }
-
     /// The program totals of `input` over `part`, per event of the page
     /// (derived events included).
     fn totals(&self, input: usize, part: Option<usize>) -> Vec<i128> {
@@ -510,7 +485,10 @@ impl Session {
         let (input, event, part) = (key.0, key.1.as_str(), key.2);
         let inp = &self.inputs[input];
         let opts = Options::default();
-        let agg = self.aggregate(input, part)?;
+        // Made for this view and not kept: on a large profile the sums'
+        // arcs would stay beside the report for good, and another event
+        // or part is a new analysis anyway.
+        let agg = Aggregate::new(&inp.profile, |i| part.is_none_or(|p| p == i));
         let report: Report = match &inp.gmon {
             Some(g) => gprof::analyse(g.program.object(), &g.gmon, &opts)?,
             None => {
@@ -530,7 +508,7 @@ impl Session {
         drop(kept);
         drop(provisional);
         let total = inp.gmon.is_none().then(|| self.totals(input, part));
-        Ok(View::new(inp, report, &agg, event, total))
+        Ok(View::new(inp, report, agg, event, total))
     }
 }
 

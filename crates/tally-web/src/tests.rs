@@ -417,7 +417,7 @@ fn grouped_tables_sum_the_functions_of_a_file_or_object() {
     per_file.retain(|_, v| *v != 0.0);
     let t = s.table(None, None, Grouping::File).unwrap();
     for r in t.rows.iter().filter(|r| r.self_cost != 0.0) {
-        assert_eq!(Some(&r.self_cost), per_file.get(&r.file), "{}", r.file);
+        assert_eq!(Some(&r.self_cost), per_file.get(&*r.file), "{}", r.file);
     }
     assert_eq!(
         t.rows.iter().filter(|r| r.self_cost != 0.0).count(),
@@ -512,7 +512,7 @@ fn order_filters_by_name_or_file_and_sorts() {
         node: 0,
         name: name.into(),
         file: file.into(),
-        object: String::new(),
+        object: "".into(),
         self_cost: own,
         inclusive: None,
         calls: 0,
@@ -545,4 +545,36 @@ fn an_unknown_api_path_is_not_found() {
         panic!("grouped by line");
     };
     assert!(matches!(e, Error::BadRequest(_)), "{e:?}");
+}
+
+/// The rows of one table hold one copy of each file and object name: a
+/// large profile has hundreds of thousands of functions in a few files,
+/// and a copy per row would be most of a table's memory.
+#[test]
+fn rows_share_their_file_and_object_names() {
+    fn check(rows: &[Row]) -> usize {
+        let mut first: std::collections::HashMap<&str, &Row> = Default::default();
+        let mut shared = 0;
+        for r in rows.iter().filter(|r| !r.is_cycle && !r.file.is_empty()) {
+            let f = *first.entry(&r.file).or_insert(r);
+            assert!(std::sync::Arc::ptr_eq(&f.file, &r.file), "{}", r.file);
+            if f.object == r.object {
+                assert!(std::sync::Arc::ptr_eq(&f.object, &r.object), "{}", r.object);
+            }
+            shared += usize::from(!std::ptr::eq(f, r));
+        }
+        shared
+    }
+    let s = session(MUTUAL);
+    let p = s
+        .provisional(None, None)
+        .unwrap()
+        .expect("a provisional table");
+    assert!(check(&p.table.rows) > 0, "no two functions in one file");
+    let v = s.view(0, None, None).unwrap();
+    assert!(check(&v.rows) > 0, "no two functions in one file");
+    assert_eq!(
+        v.rows.iter().filter(|r| !r.is_cycle).count(),
+        p.table.rows.len()
+    );
 }

@@ -2,12 +2,12 @@
 //! `tally gprof` prints, so the butterfly's numbers are its numbers) and
 //! the rows of the functions table drawn from it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
-use tally_analysis::Aggregate;
 use tally_analysis::gprof::{Costs, Report};
+use tally_analysis::{Aggregate, CostTable};
 use tally_model::{EventColumns, FunctionId};
 use tally_report::graph::Graph;
 
@@ -21,10 +21,10 @@ pub struct Row {
     pub node: usize,
     /// The name as printed (`<cycle N>` for a cycle).
     pub name: String,
-    /// Source file, if known.
-    pub file: String,
-    /// Object, if known.
-    pub object: String,
+    /// Source file, if known (one copy shared by the table's rows).
+    pub file: Arc<str>,
+    /// Object, if known (shared likewise).
+    pub object: Arc<str>,
     /// Self cost in the view's event (seconds for gmon input).
     pub self_cost: f64,
     /// Inclusive cost: measured and cycle-correct for Callgrind (as
@@ -171,15 +171,16 @@ impl Table {
             Grouping::File | Grouping::Object => grouped(&v.rows, group).into(),
         };
         let base = base.map(|a| {
+            let empty: Arc<str> = Arc::from("");
             let key = |r: &Row| match group {
                 Grouping::Function => (r.name.clone(), r.object.clone()),
-                _ => (r.name.clone(), String::new()),
+                _ => (r.name.clone(), empty.clone()),
             };
             let a_rows = match group {
                 Grouping::Function => a.rows.clone(),
                 _ => grouped(&a.rows, group).into(),
             };
-            let mut by: HashMap<(String, String), Base> = HashMap::new();
+            let mut by: HashMap<(String, Arc<str>), Base> = HashMap::new();
             for r in a_rows.iter().filter(|r| !r.is_cycle) {
                 let e = by.entry(key(r)).or_insert(Base {
                     self_cost: 0.0,
@@ -209,11 +210,12 @@ impl Table {
 fn grouped(rows: &[Row], group: Grouping) -> Vec<Row> {
     let mut by: Vec<Row> = Vec::new();
     let mut at: HashMap<&str, usize> = HashMap::new();
+    let empty: Arc<str> = Arc::from("");
     for r in rows.iter().filter(|r| !r.is_cycle) {
         let key = if group == Grouping::File {
-            r.file.as_str()
+            &r.file
         } else {
-            r.object.as_str()
+            &r.object
         };
         let k = *at.entry(key).or_insert_with(|| {
             by.push(Row {
@@ -221,10 +223,10 @@ fn grouped(rows: &[Row], group: Grouping) -> Vec<Row> {
                 name: if key.is_empty() {
                     "???".into()
                 } else {
-                    key.to_owned()
+                    key.to_string()
                 },
-                file: key.to_owned(),
-                object: String::new(),
+                file: key.clone(),
+                object: empty.clone(),
                 self_cost: 0.0,
                 inclusive: None,
                 calls: 0,
@@ -245,129 +247,147 @@ fn grouped(rows: &[Row], group: Grouping) -> Vec<Row> {
 }
 
 impl View {
-    /// Draws the rows from `report`; `totals` are the program totals per
-    /// event (Callgrind), `None` for gmon input.
+    /// Draws the rows from `report`; `agg` is the sums it was made from,
+    /// dropped once each function's own costs are read, before the rows
+    /// are drawn (on a large profile its arcs are a fifth of the memory
+    /// served); `totals` are the program totals per event (Callgrind),
+    /// `None` for gmon input.
     pub fn new(
         input: &Input,
         report: Report,
-        agg: &Aggregate<u64>,
+        agg: Aggregate<u64>,
         event: &str,
         totals: Option<Vec<i128>>,
     ) -> View {
         let g = report.graph.as_ref();
         let measured = |n: usize| report.measured.as_ref().and_then(|m| m.nodes[n]);
-        let mut rows = Vec::new();
-        let (unit, events, totals) = match &report.costs {
+        let mut shared = Shared::default();
+        let (unit, events, totals, rows) = match &report.costs {
             Costs::Samples(h) => {
                 let hz = h.hz;
-                for i in 0..report.table.len() {
+                drop(agg);
+                let listed: Vec<usize> = (0..report.table.len())
+                    .filter(|&i| h.times.time[i] != 0.0 || report.ncalls[i] != 0)
+                    .collect();
+                let empty = shared.get("");
+                let cycle_rows = g.map_or_else(Vec::new, |g| {
+                    g.cycles
+                        .iter()
+                        .map(|c| {
+                            let n = g.cycle_node(c.number);
+                            Row {
+                                node: n,
+                                name: format!("<cycle {}>", c.number),
+                                file: empty.clone(),
+                                object: empty.clone(),
+                                self_cost: g.self_time[n] / hz,
+                                inclusive: Some((g.prop_self[n] + g.prop_child[n]) / hz),
+                                calls: g.ncalls[n],
+                                cycle: Some(c.number),
+                                is_cycle: true,
+                                events: vec![g.self_time[n] / hz],
+                            }
+                        })
+                        .collect()
+                });
+                let object = shared.get(&h.program.display().to_string());
+                let functions = listed.iter().map(|&i| {
                     let time = h.times.time[i];
-                    if time == 0.0 && report.ncalls[i] == 0 {
-                        continue;
-                    }
                     let child = g.map_or(0.0, |g| g.child_time[i]);
                     let r = &report.table.routines[i];
-                    rows.push(Row {
+                    Row {
                         node: i,
                         name: report.display(i).to_owned(),
-                        file: r.file.as_deref().unwrap_or_default().to_owned(),
-                        object: h.program.display().to_string(),
+                        file: shared.get(r.file.as_deref().unwrap_or_default()),
+                        object: object.clone(),
                         self_cost: time / hz,
                         inclusive: Some((time + child) / hz),
                         calls: report.ncalls[i],
                         cycle: g.and_then(|g| (g.cycle[i] != 0).then_some(g.cycle[i])),
                         is_cycle: false,
                         events: vec![time / hz],
-                    });
-                }
-                if let Some(g) = g {
-                    for c in &g.cycles {
-                        let n = g.cycle_node(c.number);
-                        rows.push(Row {
-                            node: n,
-                            name: format!("<cycle {}>", c.number),
-                            file: String::new(),
-                            object: String::new(),
-                            self_cost: g.self_time[n] / hz,
-                            inclusive: Some((g.prop_self[n] + g.prop_child[n]) / hz),
-                            calls: g.ncalls[n],
-                            cycle: Some(c.number),
-                            is_cycle: true,
-                            events: vec![g.self_time[n] / hz],
-                        });
                     }
-                }
+                });
                 (
                     "seconds".to_string(),
                     vec!["time".to_string()],
                     vec![h.times.total / hz],
+                    functions.chain(cycle_rows).collect(),
                 )
             }
             Costs::Events(e) => {
                 let columns = EventColumns::new(&input.profile.events);
                 let names = columns.names().to_vec();
+                let k = columns.find(&e.event).unwrap_or(0);
                 // A cycle member has no measured cost: its derived one, as
                 // `tally annotate` shows it.
-                let derived = g
-                    .filter(|g| !g.cycles.is_empty())
-                    .map(|_| tally_analysis::Inclusive::new(agg));
-                let k = columns.find(&e.event).unwrap_or(0);
-                let derived = |i: usize| {
-                    let f = FunctionId(i as u32);
-                    derived
-                        .as_ref()
-                        .filter(|d| i < agg.function_self.len() && d.is_derived(f))
-                        .map(|d| columns.value(d.shown(f).0, k) as f64)
+                let derived: HashMap<usize, f64> = if g.is_none_or(|g| g.cycles.is_empty()) {
+                    HashMap::new()
+                } else {
+                    let d = tally_analysis::Inclusive::new(&agg);
+                    (0..agg.function_self.len())
+                        .map(|i| FunctionId(i as u32))
+                        .filter(|&f| d.is_derived(f))
+                        .map(|f| (f.index(), columns.value(d.shown(f).0, k) as f64))
+                        .collect()
                 };
-                for i in 0..report.table.len() {
-                    let s = e.self_cost[i];
-                    if s == 0 && report.ncalls[i] == 0 {
-                        continue;
-                    }
+                let function_self = own_costs(agg);
+                let listed: Vec<usize> = (0..report.table.len())
+                    .filter(|&i| e.self_cost[i] != 0 || report.ncalls[i] != 0)
+                    .collect();
+                let empty = shared.get("");
+                let cycle_rows = g.map_or_else(Vec::new, |g| {
+                    g.cycles
+                        .iter()
+                        .map(|c| {
+                            let n = g.cycle_node(c.number);
+                            let members: f64 =
+                                c.members.iter().map(|&m| e.self_cost[m] as f64).sum();
+                            Row {
+                                node: n,
+                                name: format!("<cycle {}>", c.number),
+                                file: empty.clone(),
+                                object: empty.clone(),
+                                self_cost: members,
+                                inclusive: measured(n).map(|v| v as f64),
+                                calls: g.ncalls[n],
+                                cycle: Some(c.number),
+                                is_cycle: true,
+                                events: Vec::new(),
+                            }
+                        })
+                        .collect()
+                });
+                let functions = listed.iter().map(|&i| {
                     let r = &report.table.routines[i];
-                    let per_event = if i < agg.function_self.len() {
-                        let costs = agg.function_self.get(FunctionId(i as u32).index());
+                    let per_event = if i < function_self.len() {
+                        let costs = function_self.get(FunctionId(i as u32).index());
                         (0..names.len())
                             .map(|k| columns.value(costs, k) as f64)
                             .collect()
                     } else {
                         vec![0.0; names.len()]
                     };
-                    rows.push(Row {
+                    Row {
                         node: i,
                         name: report.display(i).to_owned(),
-                        file: r.file.as_deref().unwrap_or_default().to_owned(),
-                        object: report.object(i).unwrap_or_default().to_owned(),
-                        self_cost: s as f64,
-                        inclusive: measured(i).map(|v| v as f64).or_else(|| derived(i)),
+                        file: shared.get(r.file.as_deref().unwrap_or_default()),
+                        object: shared.get(report.object(i).unwrap_or_default()),
+                        self_cost: e.self_cost[i] as f64,
+                        inclusive: measured(i)
+                            .map(|v| v as f64)
+                            .or_else(|| derived.get(&i).copied()),
                         calls: report.ncalls[i],
                         cycle: g.and_then(|g| (g.cycle[i] != 0).then_some(g.cycle[i])),
                         is_cycle: false,
                         events: per_event,
-                    });
-                }
-                if let Some(g) = g {
-                    for c in &g.cycles {
-                        let n = g.cycle_node(c.number);
-                        let members: f64 = c.members.iter().map(|&m| e.self_cost[m] as f64).sum();
-                        rows.push(Row {
-                            node: n,
-                            name: format!("<cycle {}>", c.number),
-                            file: String::new(),
-                            object: String::new(),
-                            self_cost: members,
-                            inclusive: measured(n).map(|v| v as f64),
-                            calls: g.ncalls[n],
-                            cycle: Some(c.number),
-                            is_cycle: true,
-                            events: Vec::new(),
-                        });
                     }
-                }
+                });
+                let rows: Arc<[Row]> = functions.chain(cycle_rows).collect();
                 let totals = totals
                     .map(|t| t.into_iter().map(|v| v as f64).collect())
                     .unwrap_or_else(|| vec![e.program_total as f64; names.len()]);
-                (e.event.clone(), names, totals)
+                (e.event.clone(), names, totals, rows)
             }
         };
         let nodes_of_index = report
@@ -387,7 +407,7 @@ impl View {
             events,
             unit,
             totals,
-            rows: rows.into(),
+            rows,
             report,
             nodes_of_index,
             call_graph: OnceLock::new(),
@@ -459,6 +479,30 @@ impl View {
     }
 }
 
+/// Each function's own costs, the rest of `agg` dropped.
+fn own_costs(agg: Aggregate<u64>) -> CostTable<u64> {
+    agg.function_self
+}
+
+/// One shared copy of each file and object name of a table: a large
+/// profile has hundreds of thousands of functions in a few thousand files
+/// and a few objects, and a copy per row would take more memory than the
+/// rest of the row.
+#[derive(Default)]
+struct Shared(HashSet<Arc<str>>);
+
+impl Shared {
+    /// The shared copy of `s`.
+    fn get(&mut self, s: &str) -> Arc<str> {
+        if let Some(a) = self.0.get(s) {
+            return a.clone();
+        }
+        let a: Arc<str> = Arc::from(s);
+        self.0.insert(a.clone());
+        a
+    }
+}
+
 /// The functions table drawn from the sums alone, shown while gprof's
 /// analysis of the same view runs: each function's self costs, exact, and
 /// nothing that analysis decides (inclusive costs, calls, cycles), so the
@@ -489,37 +533,36 @@ impl Provisional {
         let e = names.iter().position(|n| n == event).unwrap_or(0);
         let pnames = &input.profile.names;
         let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        let mut rows = Vec::new();
-        for (i, &was_called) in sums.called.iter().enumerate() {
-            let costs = sums.get(i);
-            let own = columns.value(costs, e);
-            if own == 0 && !was_called {
-                continue;
-            }
-            let id = FunctionId(i as u32);
-            rows.push(Row {
-                node: i,
-                name: lossy(pnames.function_name(id)),
-                file: lossy(pnames.function_file(id)),
-                object: lossy(pnames.function_object(id)),
-                self_cost: own as f64,
-                inclusive: None,
-                calls: 0,
-                cycle: None,
-                is_cycle: false,
-                events: (0..names.len())
-                    .map(|k| columns.value(costs, k) as f64)
-                    .collect(),
-            });
-        }
+        let listed: Vec<usize> = (0..sums.called.len())
+            .filter(|&i| sums.called[i] || columns.value(sums.get(i), e) != 0)
+            .collect();
+        let mut shared = Shared::default();
+        let rows: Arc<[Row]> = listed
+            .iter()
+            .map(|&i| {
+                let costs = sums.get(i);
+                let id = FunctionId(i as u32);
+                Row {
+                    node: i,
+                    name: lossy(pnames.function_name(id)),
+                    file: shared.get(&String::from_utf8_lossy(pnames.function_file(id))),
+                    object: shared.get(&String::from_utf8_lossy(pnames.function_object(id))),
+                    self_cost: columns.value(costs, e) as f64,
+                    inclusive: None,
+                    calls: 0,
+                    cycle: None,
+                    is_cycle: false,
+                    events: (0..names.len())
+                        .map(|k| columns.value(costs, k) as f64)
+                        .collect(),
+                }
+            })
+            .collect();
         Provisional {
             event: names[e].clone(),
             total: totals.get(e).copied().unwrap_or(0) as f64,
             events: names,
-            table: Table {
-                rows: rows.into(),
-                base: None,
-            },
+            table: Table { rows, base: None },
         }
     }
 }
