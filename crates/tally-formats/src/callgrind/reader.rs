@@ -52,8 +52,8 @@ use crate::error::{Error, ParseErrorKind, WarningKind, Warnings, excerpt};
 use crate::input::Input;
 pub use tally_model::Sink;
 use tally_model::{
-    CallInfo, Calls, Cost, CostLines, Events, FileId, Format, FunctionId, FunctionKey, Interner,
-    JumpInfo, Jumps, NumberError, ObjectId, Part, PartInfo, Positions, Profile, SymbolId,
+    CallInfo, Cost, Events, FileId, Format, FunctionId, FunctionKey, Interner, JumpInfo,
+    NumberError, ObjectId, Part, PartInfo, Positions, Profile, SymbolId,
     parse_formula,
 };
 
@@ -93,54 +93,9 @@ fn empty_kind(path: &std::path::Path) -> ParseErrorKind {
     }
 }
 
-/// A sink that keeps everything: the records become the parts of a profile.
-#[derive(Default)]
-pub struct ProfileSink<C: Cost> {
-    parts: Vec<(CostLines<C>, Calls<C>, Jumps<C>)>,
-}
-
-impl<C: Cost> ProfileSink<C> {
-    /// The whole profile: the read's header facts with the records kept
-    /// here, and the read's warnings.
-    pub fn into_profile(self, read: ReadOutcome<C>) -> (Profile<C>, Warnings) {
-        let mut profile = read.profile;
-        for (part, (lines, calls, jumps)) in profile.parts.iter_mut().zip(self.parts) {
-            part.lines = lines;
-            part.calls = calls;
-            part.jumps = jumps;
-        }
-        (profile, read.warnings)
-    }
-}
-
-impl<C: Cost> Sink<C> for ProfileSink<C> {
-    fn start_part(&mut self, positions: Positions, events: usize) {
-        self.parts.push((
-            CostLines::new(positions, events),
-            Calls::new(positions, events),
-            Jumps::new(positions),
-        ));
-    }
-    #[inline]
-    fn line(&mut self, function: FunctionId, file: FileId, positions: &[u64], costs: &[C]) {
-        let p = self.parts.last_mut().expect("part started");
-        p.0.push(function, file, positions, costs);
-    }
-    fn call(&mut self, info: CallInfo<C>, site: &[u64], target: &[u64], inclusive: &[C]) {
-        let p = self.parts.last_mut().expect("part started");
-        p.1.push(info, site, target, inclusive);
-    }
-    fn jump(&mut self, info: JumpInfo<C>, source: &[u64], target: &[u64]) {
-        let p = self.parts.last_mut().expect("part started");
-        p.2.push(info, source, target);
-    }
-    fn held_bytes(&self) -> usize {
-        self.parts
-            .iter()
-            .map(|(l, c, j)| l.heap_bytes() + c.heap_bytes() + j.heap_bytes())
-            .sum()
-    }
-}
+/// The sink that keeps every record.
+mod records;
+pub use records::ProfileSink;
 
 /// Counts of what a read saw, per part; computed by every read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -243,6 +243,32 @@ impl<C: Cost> tally_model::Sink<C> for AggregateAndRecords<C> {
     fn held_bytes(&self) -> usize {
         tally_model::Sink::<C>::held_bytes(&self.records)
     }
+    /// A sink for a later region, keeping what this one keeps: its file
+    /// filter starts undecided, as its ids are the second reader's.
+    fn split(&self) -> Option<Self> {
+        Some(AggregateAndRecords {
+            sums: tally_model::Sink::<C>::split(&self.sums)?,
+            records: Default::default(),
+            files: self.files.as_ref().map(|f| FileFilter {
+                include: f.include.clone(),
+                inputs: f.inputs.clone(),
+                keep: Vec::new(),
+                locator: source::Locator::default(),
+            }),
+            jumps: self.jumps,
+        })
+    }
+    /// The later region's records are filtered again here: the files it
+    /// only knew by their ids from before the cut were undecided there
+    /// (kept), and every file has its decision here by now (the reader
+    /// names each file new in the region to this sink before this call).
+    fn absorb(&mut self, later: Self, ids: &tally_model::Renumbering) {
+        tally_model::Sink::<C>::absorb(&mut self.sums, later.sums, ids);
+        let files = &self.files;
+        self.records.append(later.records, ids, |file| {
+            files.as_ref().is_none_or(|f| f.keeps(file))
+        });
+    }
 }
 
 /// Writes the report from sums made while reading; see [`needs_lines`].
@@ -356,5 +382,63 @@ mod tests {
         opts.asm = true;
         let (lines, calls, jumps, _) = kept(&text, &opts);
         assert_eq!((lines, calls, jumps), (vec![1, 2, 3, 1], vec![1, 2], 1));
+    }
+
+    /// Reads the file at `path` with the sink for `opts`, cut at `cut`
+    /// (one pass if `None`); returns the parts, the sums and whether the
+    /// cut was taken.
+    fn read_at(path: &str, opts: &super::Options, cut: Option<u64>) -> (String, String, bool) {
+        let input = tally_formats::Input::open(std::path::Path::new(path)).unwrap();
+        let mut sink = super::AggregateAndRecords::<u64>::new(opts);
+        let options = tally_formats::callgrind::ReadOptions {
+            split: Some(cut.is_some()),
+            split_at: cut,
+            ..Default::default()
+        };
+        let read = tally_formats::callgrind::parse::<u64, _>(input, &mut sink, options).unwrap();
+        let taken = read.split_at.is_some();
+        let (profile, sums, _) = super::Summed::finish_read(sink, read);
+        let sums = sums.finish(profile.names.function_count(), |_| true);
+        (format!("{:?}", profile.parts), format!("{sums:?}"), taken)
+    }
+
+    /// A read cut in two regions keeps the records and sums of one pass:
+    /// the kept files' lines and calls only (some sources are found under
+    /// the include directory), or everything for assembly annotation.
+    #[test]
+    fn a_split_read_keeps_what_one_pass_keeps() {
+        let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data");
+        let mut taken = 0;
+        for name in [
+            "workload.combo.out",
+            "mutual.instr.out",
+            "recursion.jumps.out",
+        ] {
+            let path = format!("{data}/callgrind/{name}");
+            let bytes = std::fs::read(&path).unwrap();
+            let cuts: Vec<u64> = bytes
+                .windows(4)
+                .enumerate()
+                .filter(|(_, w)| *w == b"\nfn=")
+                .map(|(i, _)| i as u64 + 1)
+                .collect();
+            for asm in [false, true] {
+                let opts = super::Options {
+                    include: vec![data.into()],
+                    asm,
+                    ..Default::default()
+                };
+                let whole = read_at(&path, &opts, None);
+                assert!(!whole.2);
+                assert!(whole.0.contains("Coded"), "{name}: no lines kept");
+                for &cut in cuts.iter().step_by(cuts.len().div_ceil(12).max(1)) {
+                    let split = read_at(&path, &opts, Some(cut));
+                    assert_eq!(split.0, whole.0, "{name}, asm {asm}, cut at {cut}: records");
+                    assert_eq!(split.1, whole.1, "{name}, asm {asm}, cut at {cut}: sums");
+                    taken += usize::from(split.2);
+                }
+            }
+        }
+        assert!(taken > 20, "only {taken} cuts taken");
     }
 }
