@@ -348,7 +348,9 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
             return None;
         }
         // The region's names in this parser's ids, where they have one
-        // already; whether each is a stand-in.
+        // already; whether each is a stand-in. Symbols, the bulk, are
+        // looked up as they are interned below (which finds a name this
+        // parser has): one probe of the table each instead of two.
         let spaces = [Space::Object, Space::File, Space::Symbol];
         let mut maps: [Vec<Option<u32>>; 3] = [Vec::new(), Vec::new(), Vec::new()];
         let mut stands: [Vec<bool>; 3] = [Vec::new(), Vec::new(), Vec::new()];
@@ -366,14 +368,17 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
                 // The table's misses of a batch overlap (see
                 // `Interner::touch`).
                 let batch = start..(start + 16).min(n);
-                for local in batch.clone() {
-                    mine.touch(theirs.hash_at(local));
+                if s != Space::Symbol {
+                    for local in batch.clone() {
+                        mine.touch(theirs.hash_at(local));
+                    }
                 }
                 for local in batch {
                     let name = theirs.get(local);
                     let st = stand(name);
                     stand_in.push(!matches!(st, Stand::Name));
                     map.push(match st {
+                        Stand::Name if s == Space::Symbol => None,
                         Stand::Name => mine.lookup_hashed(name, theirs.hash_at(local)),
                         Stand::Current => Some(current?),
                         Stand::Id(id) => Some(self.ids[s as usize].get(id)?),
@@ -414,7 +419,9 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
         };
 
         // The region is taken. Names new here are interned in the order
-        // the region met them, as this parser would have: should a limit
+        // the region met them, as this parser would have (a symbol it has
+        // already is found, not added; touched a batch ahead, as above,
+        // so that the table's misses overlap): should a limit
         // stop that, it would have stopped the single read the same way
         // (which then reads the region itself and reports it).
         for s in spaces {
@@ -427,11 +434,19 @@ impl<C: Cost, S: Sink<C>> Parser<'_, '_, C, S> {
                 Space::File => self.profile.names.files.reserve(count, bytes),
                 Space::Symbol => self.profile.names.symbols.reserve(count, bytes),
             }
-            for local in 0..r.names_of(s).len() as u32 {
-                if maps[s as usize][local as usize].is_none() {
-                    let name = r.names_of(s).get(local);
-                    let global = self.intern(s, name, r.names_of(s).hash_at(local))?;
-                    maps[s as usize][local as usize] = Some(global);
+            let n = r.names_of(s).len() as u32;
+            for start in (0..n).step_by(16) {
+                let batch = start..(start + 16).min(n);
+                let map = &mut maps[s as usize];
+                for local in batch.clone().filter(|&i| map[i as usize].is_none()) {
+                    self.names_of(s).touch(r.names_of(s).hash_at(local));
+                }
+                for local in batch {
+                    if map[local as usize].is_none() {
+                        let name = r.names_of(s).get(local);
+                        let global = self.intern(s, name, r.names_of(s).hash_at(local))?;
+                        map[local as usize] = Some(global);
+                    }
                 }
             }
         }
