@@ -11,7 +11,9 @@
 //! that draw time (a track per thread, a stack chart, a range selection).
 
 use crate::{CallInfo, Cost, FunctionId, Names, Part, Positions};
-use rustc_hash::{FxHashMap, FxHashSet};
+use hashbrown::HashTable;
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
+use std::hash::BuildHasher;
 
 /// A frame: a function and, where known, the line and address in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -212,10 +214,13 @@ pub struct Stacks<C = u64> {
     /// most stacks have none).
     pub timeline: Option<Box<Timeline<C>>>,
     frame_index: FxHashMap<Frame, FrameId>,
-    stack_index: FxHashMap<Vec<FrameId>, usize>,
-    /// Stacks under labels (apart, so that a stack without any is found
-    /// by borrowing its frames).
-    labelled_index: FxHashMap<(Vec<FrameId>, LabelSetId), usize>,
+    /// Stacks without labels, by their frames: indexes into `samples`,
+    /// hashed by the frames kept there, so that a stack's frames are held
+    /// once.
+    stack_index: HashTable<usize>,
+    /// Stacks under labels, by frames and label set (apart, so that a
+    /// stack without any is found by its frames alone).
+    labelled_index: HashTable<usize>,
     /// Label sets, sorted, distinct; the first is the empty set.
     label_sets: Vec<Vec<Label>>,
     label_index: FxHashMap<Vec<Label>, LabelSetId>,
@@ -231,8 +236,8 @@ impl<C> Default for Stacks<C> {
             samples: Vec::new(),
             timeline: None,
             frame_index: FxHashMap::default(),
-            stack_index: FxHashMap::default(),
-            labelled_index: FxHashMap::default(),
+            stack_index: HashTable::new(),
+            labelled_index: HashTable::new(),
             label_sets: vec![Vec::new()],
             label_index: FxHashMap::default(),
             sample_labels: Vec::new(),
@@ -346,35 +351,55 @@ impl<C: Cost> Stacks<C> {
         labels: LabelSetId,
         costs: &[C],
     ) -> Option<usize> {
-        let found = if labels == LabelSetId::NONE {
-            self.stack_index.get(frames).copied()
+        let hash = if labels == LabelSetId::NONE {
+            FxBuildHasher.hash_one(frames)
         } else {
-            self.labelled_index.get(&(frames.to_vec(), labels)).copied()
+            FxBuildHasher.hash_one((frames, labels))
         };
+        let found = if labels == LabelSetId::NONE {
+            self.stack_index
+                .find(hash, |&i| self.samples[i].frames == frames)
+        } else {
+            self.labelled_index.find(hash, |&i| {
+                self.samples[i].frames == frames && self.sample_label_set(i) == labels
+            })
+        }
+        .copied();
         if let Some(i) = found {
             let s = &mut self.samples[i];
-            let sums: Option<Vec<C>> = s
-                .costs
+            // Checked first, so that an overflow leaves the stack as it was.
+            if s.costs
                 .iter()
                 .zip(costs)
-                .map(|(a, b)| a.checked_add(*b))
-                .collect();
-            s.costs = sums?;
+                .any(|(a, b)| a.checked_add(*b).is_none())
+            {
+                return None;
+            }
+            for (a, b) in s.costs.iter_mut().zip(costs) {
+                *a = a.checked_add(*b)?;
+            }
+            s.costs.truncate(costs.len());
             Some(i)
         } else {
             let i = self.samples.len();
-            if labels == LabelSetId::NONE {
-                self.stack_index.insert(frames.to_vec(), i);
-            } else {
-                self.labelled_index.insert((frames.to_vec(), labels), i);
+            if labels != LabelSetId::NONE {
+                self.sample_labels.resize(i, LabelSetId::NONE);
+                self.sample_labels.push(labels);
             }
             self.samples.push(Sample {
                 frames: frames.to_vec(),
                 costs: costs.to_vec(),
             });
-            if labels != LabelSetId::NONE {
-                self.sample_labels.resize(i, LabelSetId::NONE);
-                self.sample_labels.push(labels);
+            let (samples, sample_labels) = (&self.samples, &self.sample_labels);
+            if labels == LabelSetId::NONE {
+                self.stack_index.insert_unique(hash, i, |&j| {
+                    FxBuildHasher.hash_one(samples[j].frames.as_slice())
+                });
+            } else {
+                self.labelled_index.insert_unique(hash, i, |&j| {
+                    let l = sample_labels.get(j).copied().unwrap_or_default();
+                    FxBuildHasher.hash_one((samples[j].frames.as_slice(), l))
+                });
             }
             Some(i)
         }
@@ -651,6 +676,52 @@ mod tests {
         assert_eq!(s.labels_of(1)[0], label(b"worker", b"large"));
         assert!(s.labels_of(2).is_empty());
         assert!(s.has_labels());
+    }
+
+    #[test]
+    fn stacks_are_found_again_as_the_index_grows_and_overflow_changes_nothing() {
+        let mut s = Stacks::<u64>::default();
+        let f: Vec<FrameId> = (0..50)
+            .map(|i| {
+                s.frame(Frame {
+                    function: FunctionId(i),
+                    line: 0,
+                    address: 0,
+                })
+            })
+            .collect();
+        let label = s.label_set(vec![Label {
+            key: b"k".to_vec(),
+            value: LabelValue::Number(1, Vec::new()),
+        }]);
+        // 2,500 two-frame stacks, each unlabelled and labelled, added
+        // twice: the second round finds every one.
+        for round in 0..2u64 {
+            for (i, &a) in f.iter().enumerate() {
+                for &b in &f {
+                    let at = s.add_labelled_at(&[a, b], LabelSetId::NONE, &[1]).unwrap();
+                    let lat = s.add_labelled_at(&[a, b], label, &[10]).unwrap();
+                    if round == 1 {
+                        assert_eq!(s.samples[at].frames, [a, b]);
+                        assert_eq!(s.samples[at].costs, [2]);
+                        assert_eq!(s.samples[lat].costs, [20]);
+                        assert_eq!(s.labels_of(lat), s.labels(label));
+                        assert!(s.labels_of(at).is_empty(), "{i}");
+                    }
+                }
+            }
+        }
+        assert_eq!(s.samples.len(), 2 * 50 * 50);
+        let two = [f[0], f[1]];
+        s.add(&[f[2]], &[u64::MAX - 1, 5]).unwrap();
+        let last = s.samples.len() - 1;
+        assert!(s.add(&[f[2]], &[1, 0]).is_some());
+        assert!(s.add(&[f[2]], &[1, 0]).is_none(), "u64::MAX + 1");
+        assert_eq!(s.samples[last].costs, [u64::MAX, 5]);
+        // The labelled [f0, f1] is the fourth stack added.
+        assert_eq!(s.samples[3].frames, two);
+        assert!(s.add_labelled(&two, label, &[u64::MAX]).is_none());
+        assert_eq!(s.samples[3].costs, [20]);
     }
 
     #[test]

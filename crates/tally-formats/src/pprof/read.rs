@@ -4,10 +4,11 @@ use super::desc;
 use super::wire::{Fields, Slice, WireError, expect_bytes, expect_varint, push_numbers};
 use crate::error::{Error, ParseErrorKind};
 use rustc_hash::FxHashMap;
+use std::borrow::Cow;
 use std::path::Path;
 use tally_model::{
-    AnyCost, AnyProfile, Cost, Events, Format, Frame, FrameId, FunctionKey, Label, LabelValue,
-    ObjectId, Part, Positions, Profile, Stacks,
+    AnyCost, AnyProfile, Cost, Events, Format, Frame, FrameId, FunctionKey, Label, LabelSetId,
+    LabelValue, ObjectId, Part, Positions, Profile, Stacks, Thread,
 };
 
 #[derive(Default)]
@@ -489,36 +490,37 @@ fn build<C: Cost>(raw: &Raw<'_>) -> Result<Profile<C>, WireError> {
             };
             costs.push(c);
         }
-        let mut labels = Vec::with_capacity(s.labels.len());
-        for l in &raw.labels[s.labels.clone()] {
-            let key = raw.string(l.key, l.at)?.to_vec();
-            // As pprof reads them: a text, else a number (with its unit),
-            // else nothing.
-            let value = if l.text != 0 {
-                LabelValue::Text(raw.string(l.text, l.at)?.to_vec())
-            } else if l.number.is_some() || l.unit != 0 {
-                LabelValue::Number(l.number.unwrap_or(0), raw.string(l.unit, l.at)?.to_vec())
-            } else {
-                continue;
-            };
-            labels.push(Label { key, value });
-        }
         // A sample tally wrote from a timeline: its thread and time back
         // in the timeline, not in the stack's labels.
-        let timed = crate::pprof::write::timed_sample(&mut labels);
-        let labels = stacks.label_set(labels);
+        let (labels, timed) = match timed_raw(raw, &raw.labels[s.labels.clone()])? {
+            Some(timed) => (LabelSetId::NONE, Some(timed)),
+            None => {
+                let mut labels = sample_labels(raw, &raw.labels[s.labels.clone()])?;
+                let timed = crate::pprof::write::timed_sample(&mut labels)
+                    .map(|(time, t)| (time, t.pid, t.tid, Cow::Owned(t.name)));
+                (stacks.label_set(labels), timed)
+            }
+        };
         let Some(i) = stacks.add_labelled_at(&frames, labels, &costs) else {
             return fail(s.at, "the samples of one stack add up past 64 bits");
         };
-        if let Some((time, thread)) = timed {
+        if let Some((time, pid, tid, name)) = timed {
             let t = stacks
                 .timeline
                 .get_or_insert_with(|| Box::new(tally_model::Timeline::new(costs.len())));
             t.start = Some(0);
-            let at = match t.threads.iter().position(|x| *x == thread) {
+            let at = match t
+                .threads
+                .iter()
+                .position(|x| x.pid == pid && x.tid == tid && x.name == *name)
+            {
                 Some(k) => k,
                 None => {
-                    t.threads.push(thread);
+                    t.threads.push(Thread {
+                        pid,
+                        tid,
+                        name: name.into_owned(),
+                    });
                     t.threads.len() - 1
                 }
             };
@@ -581,6 +583,74 @@ fn build<C: Cost>(raw: &Raw<'_>) -> Result<Profile<C>, WireError> {
     profile.parts.push(part);
     profile.stacks = Some(stacks);
     Ok(profile)
+}
+
+/// A timed sample's time, pid, tid and thread name.
+type Timed<'a> = (u64, i32, i32, Cow<'a, [u8]>);
+
+/// A sample's labels, as pprof reads them: a text, else a number (with
+/// its unit), else nothing.
+fn sample_labels(raw: &Raw<'_>, labels: &[RawLabel]) -> Result<Vec<Label>, WireError> {
+    let mut out = Vec::with_capacity(labels.len());
+    for l in labels {
+        let key = raw.string(l.key, l.at)?.to_vec();
+        let value = if l.text != 0 {
+            LabelValue::Text(raw.string(l.text, l.at)?.to_vec())
+        } else if l.number.is_some() || l.unit != 0 {
+            LabelValue::Number(l.number.unwrap_or(0), raw.string(l.unit, l.at)?.to_vec())
+        } else {
+            continue;
+        };
+        out.push(Label { key, value });
+    }
+    Ok(out)
+}
+
+/// The time, pid, tid and thread name of a sample whose labels are all
+/// those tally writes for a timed sample (`time`, `pid`, `tid`,
+/// `thread`), as [`sample_labels`] and `timed_sample` give them, read in
+/// place: the samples of a timeline are each one sample, and making their
+/// labels only to drop them would cost more than the rest of the sample.
+/// `None` when the sample has other labels, or lacks one of them.
+fn timed_raw<'a>(raw: &Raw<'a>, labels: &[RawLabel]) -> Result<Option<Timed<'a>>, WireError> {
+    use crate::pprof::write::{PID, THREAD, TID, TIME};
+    if labels.is_empty() {
+        return Ok(None);
+    }
+    let (mut time, mut tid, mut pid, mut name) = (None, None, None, None);
+    for l in labels {
+        let key = raw.string(l.key, l.at)?;
+        if ![TIME, TID, PID, THREAD].contains(&key) {
+            return Ok(None);
+        }
+        if l.text != 0 {
+            let text = raw.string(l.text, l.at)?;
+            if key == THREAD && name.is_none() {
+                name = Some(text);
+            }
+        } else if l.number.is_some() || l.unit != 0 {
+            let unit = raw.string(l.unit, l.at)?;
+            let n = l.number.unwrap_or(0);
+            let slot = match key {
+                k if k == TIME && unit == b"nanoseconds" => &mut time,
+                k if k == TID && unit.is_empty() => &mut tid,
+                k if k == PID && unit.is_empty() => &mut pid,
+                _ => continue,
+            };
+            if slot.is_none() {
+                *slot = Some(n);
+            }
+        }
+    }
+    let (Some(time), Some(tid), Some(pid)) = (time, tid, pid) else {
+        return Ok(None);
+    };
+    let (Ok(time), Ok(tid), Ok(pid)) =
+        (u64::try_from(time), i32::try_from(tid), i32::try_from(pid))
+    else {
+        return Ok(None);
+    };
+    Ok(Some((time, pid, tid, Cow::Borrowed(name.unwrap_or(b"")))))
 }
 
 /// The frames of every location, root first, in one array, found by

@@ -240,10 +240,10 @@ pub fn write<C: Cost>(profile: &Profile<C>, out: &mut dyn Write) -> io::Result<(
 
 /// Label keys of a timed sample: what `pprof -tags` lists and
 /// `-tagfocus` selects by.
-const THREAD: &[u8] = b"thread";
-const TID: &[u8] = b"tid";
-const PID: &[u8] = b"pid";
-const TIME: &[u8] = b"time";
+pub(crate) const THREAD: &[u8] = b"thread";
+pub(crate) const TID: &[u8] = b"tid";
+pub(crate) const PID: &[u8] = b"pid";
+pub(crate) const TIME: &[u8] = b"time";
 
 /// The timed samples, each a pprof sample of its stack with the stack's
 /// labels and its thread's name (`thread`), `tid` and `pid`, and its time
