@@ -20,7 +20,10 @@
 # each), the exact commands; then the writer's throughput: `tally convert
 # --to cachegrind` of the generated A (parse and write) and `tally merge
 # -o X A` of it alone (read, copy, durable write), in MB written per
-# second. Progress on standard error.
+# second; last the floor any program pays for the merge's output: `cat
+# A B` into a temporary file, `sync` of it, `mv` over the target (the
+# same bytes as the merged pair when their functions differ), timed by
+# turns with tally's merge. Progress on standard error.
 #
 #   bench/merge-diff.sh
 #
@@ -140,4 +143,15 @@ writer() { # WHAT COMMAND OUTPUT
 }
 writer "convert to Cachegrind (read, model, write, fsync)" "$TALLY convert $a --to cachegrind -o $dir/out.convert" "$dir/out.convert"
 writer "merge of one file (read, scan, copy, fsync)" "$TALLY merge -o $dir/out.one $a" "$dir/out.one"
-rm -f "$dir/out.tally" "$dir/out.cg" "$dir/out.convert" "$dir/out.one"
+
+b=$dir/gen2.$size.cachegrind
+floor="cat $a $b > $dir/out.floor.tmp && sync $dir/out.floor.tmp && mv $dir/out.floor.tmp $dir/out.floor"
+merge="$TALLY merge -o $dir/out.tally $a $b"
+log "floor: cat, sync, mv of the generated pair against tally merge, $runs rounds"
+m=$(alternate "$runs" "$runs" "$merge" "$floor")
+echo
+echo '| the generated pair | median | command |'
+echo '|---|---:|---|'
+echo "| tally merge (durable write) | $(sed -n 1p <<<"$m" | awk '{ printf "%.3f s", $1 }') | \`$merge\` |"
+echo "| floor: read both, write $(mb "$dir/out.floor") MB, sync, rename | $(sed -n 2p <<<"$m" | awk '{ printf "%.3f s", $1 }') | \`$floor\` |"
+rm -f "$dir/out.tally" "$dir/out.cg" "$dir/out.convert" "$dir/out.one" "$dir/out.floor"

@@ -294,13 +294,86 @@ pub fn write_file_send(
     }
     let tmp =
         Temporary::create(path, &target, existing.as_ref()).map_err(|e| Error::io(path, e))?;
-    {
-        let mut w = BufWriter::with_capacity(1 << 16, &tmp.file);
-        f(&mut w)
-            .and_then(|_| w.flush())
-            .map_err(|e| Error::io(path, e))?;
-    }
+    write_syncing(&tmp.file, f).map_err(|e| Error::io(path, e))?;
     tmp.commit().map_err(|e| Error::io(path, e))
+}
+
+/// Bytes written between two syncs of a large output.
+const SYNC_EVERY: u64 = 32 << 20;
+
+/// Writes through `f` to `file`; past every [`SYNC_EVERY`] bytes a
+/// helper thread (started at the first) syncs what is written so far, so
+/// that the disk writes while the output is made and the final sync has
+/// only the last part left, instead of all of it at the end.
+fn write_syncing(
+    file: &File,
+    f: impl FnOnce(&mut (dyn Write + Send)) -> io::Result<()>,
+) -> io::Result<()> {
+    std::thread::scope(|scope| {
+        let syncing = Syncing {
+            file,
+            written: 0,
+            scope,
+            helper: None,
+        };
+        let mut w = BufWriter::with_capacity(1 << 16, syncing);
+        let written = f(&mut w).and_then(|_| w.flush());
+        let syncing = w.into_inner().map_err(|e| e.into_error())?;
+        let synced = match syncing.helper {
+            Some((requests, helper)) => {
+                drop(requests);
+                helper
+                    .join()
+                    .unwrap_or_else(|_| Err(io::Error::other("the sync thread failed")))
+            }
+            None => Ok(()),
+        };
+        written.and(synced)
+    })
+}
+
+/// A sync request channel and the thread that serves it.
+type Helper<'scope> = (
+    std::sync::mpsc::SyncSender<()>,
+    std::thread::ScopedJoinHandle<'scope, io::Result<()>>,
+);
+
+/// The file written by [`write_syncing`], with its helper thread once one
+/// is needed.
+struct Syncing<'scope, 'env> {
+    file: &'env File,
+    written: u64,
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    helper: Option<Helper<'scope>>,
+}
+
+impl Write for Syncing<'_, '_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = (&*self.file).write(buf)?;
+        let before = self.written / SYNC_EVERY;
+        self.written += n as u64;
+        if self.written / SYNC_EVERY != before {
+            let file = self.file;
+            let (requests, _) = self.helper.get_or_insert_with(|| {
+                let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
+                let helper = self.scope.spawn(move || {
+                    for () in rx {
+                        file.sync_data()?;
+                    }
+                    Ok(())
+                });
+                (tx, helper)
+            });
+            // A sync already asked for and not begun covers these bytes
+            // too; a helper that failed reports it when joined.
+            let _ = requests.try_send(());
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The file a path names once symlinks in its last component are

@@ -64,15 +64,24 @@ struct Block {
     hash: u64,
     file: Span,
     function: Span,
-    /// The count lines' byte ranges, each a run of whole lines ending in
-    /// a line break.
-    segments: Vec<Span>,
-    /// One segment of lines, their line numbers strictly increasing.
+    /// The first run of its count lines (whole lines, each ending in a
+    /// line break); a block met again has more in [`FlatInput::more`],
+    /// from `next` on.
+    first: Span,
+    /// The block's next run in [`FlatInput::more`], or [`NONE`].
+    next: u32,
+    /// Its last run in [`FlatInput::more`] (where the next one is linked),
+    /// or [`NONE`].
+    last: u32,
+    /// One run of lines, their line numbers strictly increasing.
     sorted: bool,
     /// Every line written as Cachegrind writes it: a sorted block's
     /// output is its bytes.
     canonical: bool,
 }
+
+/// No link: the end of a list.
+const NONE: u32 = u32::MAX;
 
 /// A Cachegrind file read into memory and scanned (see the module
 /// documentation).
@@ -84,6 +93,9 @@ pub struct FlatInput {
     cmd: Span,
     events: Vec<Span>,
     blocks: Vec<Block>,
+    /// The runs of lines after a block's first, each with the next of its
+    /// block (rare: only a block met again has them).
+    more: Vec<(Span, u32)>,
     /// Each block's sums, `events` per block.
     sums: Vec<u64>,
     totals: Vec<u64>,
@@ -101,21 +113,59 @@ fn plain_name(name: &[u8]) -> bool {
     }
 }
 
-/// The number at `line[*i..]`, `*i` moved past it; `canonical` cleared
-/// for a leading zero.
+/// The number at `bytes[*i..]`, `*i` moved past it; `canonical` cleared
+/// for a leading zero. Eight bytes are looked at once (SWAR): a count
+/// line is mostly short numbers, and a byte at a time costs a branch each.
 #[inline(always)]
-fn field(line: &[u8], i: &mut usize, canonical: &mut bool) -> Option<u64> {
+fn field(bytes: &[u8], i: &mut usize, canonical: &mut bool) -> Option<u64> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    if let Some(w) = bytes.get(*i..).and_then(|r| r.first_chunk::<8>()) {
+        // Digits become 0..=9; every other byte is 10 or more, and sets
+        // its top bit in `x | x + 0x76`.
+        let x = u64::from_le_bytes(*w) ^ (ONES * 0x30);
+        let stops = (x | x.wrapping_add(ONES * 0x76)) & (ONES * 0x80);
+        let len = (stops.trailing_zeros() / 8) as usize;
+        match len {
+            0 => return None,
+            // Three counts in four are one digit.
+            1 => {
+                *i += 1;
+                return Some(x & 0xff);
+            }
+            2..=7 => {
+                if x & 0xff == 0 {
+                    *canonical = false;
+                }
+                // The digits moved to the top bytes, zeros before them,
+                // then combined in pairs, fours and eights.
+                let v = x << (64 - 8 * len);
+                let v = v.wrapping_mul(10 * 256 + 1) >> 8;
+                let v = (v & 0x00ff_00ff_00ff_00ff).wrapping_mul(100 * 65536 + 1) >> 16;
+                let v = (v & 0x0000_ffff_0000_ffff).wrapping_mul(10000 * (1 << 32) + 1) >> 32;
+                *i += len;
+                return Some(v);
+            }
+            _ => {}
+        }
+    }
+    long_field(bytes, i, canonical)
+}
+
+/// [`field`] a byte at a time: numbers of eight digits or more, and the
+/// last bytes of the input.
+#[cold]
+fn long_field(bytes: &[u8], i: &mut usize, canonical: &mut bool) -> Option<u64> {
     let start = *i;
     let mut v: u64 = 0;
-    while let Some(&b) = line.get(*i) {
+    while let Some(&b) = bytes.get(*i) {
         let d = b.wrapping_sub(b'0');
         if d > 9 {
             break;
         }
-        v = v.wrapping_mul(10).wrapping_add(d as u64);
+        v = v.wrapping_mul(10).wrapping_add(u64::from(d));
         *i += 1;
     }
-    let digits = &line[start..*i];
+    let digits = &bytes[start..*i];
     match digits.len() {
         0 => return None,
         1 => return Some(v),
@@ -147,12 +197,39 @@ fn count_line(line: &[u8], costs: &mut [u64]) -> Option<(u64, bool)> {
     (i == line.len()).then_some((number, canonical))
 }
 
+/// [`count_line`] for the scan: the line at `bytes[at..]`, its counts
+/// added to `sums` (`None` if one would not fit), its line break's offset
+/// returned with its number and form. Reading from the whole buffer spares
+/// a search for each line's end.
+#[inline(always)]
+fn add_count_line(bytes: &[u8], at: usize, sums: &mut [u64]) -> Option<(u64, bool, usize)> {
+    let mut i = at;
+    let mut canonical = true;
+    let number = field(bytes, &mut i, &mut canonical)?;
+    for s in sums.iter_mut() {
+        if bytes.get(i) != Some(&b' ') {
+            return None;
+        }
+        i += 1;
+        *s = s.checked_add(field(bytes, &mut i, &mut canonical)?)?;
+    }
+    (bytes.get(i) == Some(&b'\n')).then_some((number, canonical, i))
+}
+
 impl FlatInput {
+    /// The runs of whole lines of a block, in their order.
+    fn runs<'s>(&'s self, block: &Block) -> impl Iterator<Item = Span> + 's {
+        let mut next = block.next;
+        std::iter::once(block.first).chain(std::iter::from_fn(move || {
+            let &(span, after) = self.more.get(next as usize)?;
+            next = after;
+            Some(span)
+        }))
+    }
+
     /// The count lines of a block, without their line breaks.
     fn lines<'s>(&'s self, block: &Block) -> impl Iterator<Item = &'s [u8]> + 's {
-        let segments = block.segments.clone();
-        segments
-            .into_iter()
+        self.runs(block)
             .flat_map(|(s, e)| self.bytes[s..e - 1].split(|&c| c == b'\n'))
     }
 
@@ -165,6 +242,7 @@ impl FlatInput {
             cmd: (0, 0),
             events: Vec::new(),
             blocks: Vec::new(),
+            more: Vec::new(),
             sums: Vec::new(),
             totals: Vec::new(),
         };
@@ -223,107 +301,123 @@ impl FlatInput {
         if ne == 0 || (1..ne).any(|i| names[..i].contains(&names[i])) {
             return None;
         }
-        self.totals = vec![0; ne];
-        let mut costs = vec![0u64; ne];
         let mut index = Index::default();
         // The current names, whether a `fn=` has followed the last `fl=`,
-        // and the block the count lines go to (found at the first line).
+        // and the run of count lines in progress: its block (found at its
+        // first line), whether that block is new, and where it started.
         let mut file: Option<Span> = None;
         let mut function: Option<Span> = None;
-        let mut current: Option<usize> = None;
+        let mut current: Option<(usize, bool, usize)> = None;
         let mut last_line: Option<u64> = None;
         let mut summary = None;
+        // Ends the run in progress at `end`.
+        let end_run = |blocks: &mut Vec<Block>, more: &mut Vec<(Span, u32)>, run, end| {
+            let Some((b, new, start)) = run else { return };
+            let block: &mut Block = &mut blocks[b];
+            if new {
+                block.first.1 = end;
+                return;
+            }
+            let k = more.len() as u32;
+            more.push(((start, end), NONE));
+            match block.last {
+                NONE => block.next = k,
+                l => more[l as usize].1 = k,
+            }
+            block.last = k;
+        };
         while at < bytes.len() {
-            let (s, e) = line_of(&mut at)?;
-            let line = &bytes[s..e];
-            match line.first() {
-                Some(b'0'..=b'9') => {
-                    let (number, canonical) = count_line(line, &mut costs)?;
-                    let b = match current {
-                        Some(b) => b,
-                        None => {
-                            let (f, g) = (file?, function?);
-                            let key = (&bytes[f.0..f.1], &bytes[g.0..g.1]);
-                            let hash = names_hash(key);
-                            let blocks = &mut self.blocks;
-                            let same = |b: usize| {
-                                let o = &blocks[b];
-                                (
-                                    &bytes[o.file.0..o.file.1],
-                                    &bytes[o.function.0..o.function.1],
-                                ) == key
-                            };
-                            let found = index.find(hash, same)?;
-                            let b = found.unwrap_or_else(|| {
+            if bytes[at].is_ascii_digit() {
+                let b = match current {
+                    Some((b, _, _)) => b,
+                    None => {
+                        let (f, g) = (file?, function?);
+                        let key = (&bytes[f.0..f.1], &bytes[g.0..g.1]);
+                        let hash = names_hash(key);
+                        let blocks = &mut self.blocks;
+                        let same = |b: usize| {
+                            let o = &blocks[b];
+                            (
+                                &bytes[o.file.0..o.file.1],
+                                &bytes[o.function.0..o.function.1],
+                            ) == key
+                        };
+                        let (b, new) = match index.find(hash, same)? {
+                            Some(b) => {
+                                blocks[b].sorted = false;
+                                (b, false)
+                            }
+                            None => {
                                 index.insert(hash, blocks.len());
                                 blocks.push(Block {
                                     hash,
                                     file: f,
                                     function: g,
-                                    segments: Vec::new(),
+                                    first: (at, at),
+                                    next: NONE,
+                                    last: NONE,
                                     sorted: true,
                                     canonical: true,
                                 });
                                 self.sums.extend(std::iter::repeat_n(0, ne));
-                                blocks.len() - 1
-                            });
-                            let block = &mut self.blocks[b];
-                            if !block.segments.is_empty() {
-                                block.sorted = false;
+                                (blocks.len() - 1, true)
                             }
-                            block.segments.push((s, s));
-                            last_line = None;
-                            current = Some(b);
-                            b
-                        }
-                    };
-                    let block = &mut self.blocks[b];
-                    block.canonical &= canonical;
-                    if last_line.is_some_and(|l| l >= number) {
-                        block.sorted = false;
+                        };
+                        last_line = None;
+                        current = Some((b, new, at));
+                        b
                     }
-                    last_line = Some(number);
-                    if let Some(seg) = block.segments.last_mut() {
-                        seg.1 = at;
-                    }
-                    let sums = &mut self.sums[b * ne..(b + 1) * ne];
-                    for ((s, t), &c) in sums.iter_mut().zip(self.totals.iter_mut()).zip(&costs) {
-                        *s += c;
-                        *t = t.checked_add(c)?;
-                    }
+                };
+                let sums = &mut self.sums[b * ne..(b + 1) * ne];
+                let (number, canonical, end) = add_count_line(bytes, at, sums)?;
+                at = end + 1;
+                let block = &mut self.blocks[b];
+                block.canonical &= canonical;
+                if last_line.is_some_and(|l| l >= number) {
+                    block.sorted = false;
                 }
-                _ => {
-                    if let Some(name) = line.strip_prefix(b"fl=") {
-                        if !plain_name(name) || file.is_some() && function.is_none() {
-                            return None;
-                        }
-                        file = Some((s + 3, e));
-                        function = None;
-                    } else if let Some(name) = line.strip_prefix(b"fn=") {
-                        if !plain_name(name) || file.is_none() {
-                            return None;
-                        }
-                        function = Some((s + 3, e));
-                    } else if let Some(v) = line.strip_prefix(b"summary: ") {
-                        let mut stated = vec![0u64; ne - 1];
-                        let (first, _) = count_line(v, &mut stated)?;
-                        stated.insert(0, first);
-                        summary = Some(stated);
-                        if at != bytes.len() {
-                            return None;
-                        }
-                    } else {
-                        return None;
-                    }
-                    current = None;
+                last_line = Some(number);
+                continue;
+            }
+            end_run(&mut self.blocks, &mut self.more, current.take(), at);
+            let (s, e) = line_of(&mut at)?;
+            let line = &bytes[s..e];
+            if let Some(name) = line.strip_prefix(b"fl=") {
+                if !plain_name(name) || file.is_some() && function.is_none() {
+                    return None;
                 }
+                file = Some((s + 3, e));
+                function = None;
+            } else if let Some(name) = line.strip_prefix(b"fn=") {
+                if !plain_name(name) || file.is_none() {
+                    return None;
+                }
+                function = Some((s + 3, e));
+            } else if let Some(v) = line.strip_prefix(b"summary: ") {
+                let mut stated = vec![0u64; ne - 1];
+                let (first, _) = count_line(v, &mut stated)?;
+                stated.insert(0, first);
+                summary = Some(stated);
+                if at != bytes.len() {
+                    return None;
+                }
+            } else {
+                return None;
             }
         }
+        end_run(&mut self.blocks, &mut self.more, current.take(), at);
         // A `fl=` with no `fn=` after it, an empty body or a summary that
         // does not state the counts' totals: the general way says so.
         if file.is_some() && function.is_none() || self.blocks.is_empty() {
             return None;
         }
+        let mut totals = vec![0u64; ne];
+        for sums in self.sums.chunks_exact(ne) {
+            for (t, &v) in totals.iter_mut().zip(sums) {
+                *t = t.checked_add(v)?;
+            }
+        }
+        self.totals = totals;
         (summary? == self.totals).then_some(())
     }
 
@@ -345,7 +439,11 @@ impl FlatInput {
 /// with the inputs' blocks that go into it.
 pub struct MergePlan<'a> {
     inputs: &'a [FlatInput],
-    blocks: Vec<Vec<(u32, u32)>>,
+    /// Each output block's first part and last part (in `parts`).
+    blocks: Vec<(u32, u32)>,
+    /// The inputs' blocks: (input, block, the next part of the same output
+    /// block or [`NONE`]); one list, as most output blocks have one part.
+    parts: Vec<(u32, u32, u32)>,
     totals: Vec<u64>,
 }
 
@@ -355,8 +453,11 @@ pub fn merge_plan(inputs: &[FlatInput]) -> Option<MergePlan<'_>> {
     let first = inputs.first()?;
     let names = first.event_names();
     let mut totals = vec![0u64; names.len()];
+    let count: usize = inputs.iter().map(|i| i.blocks.len()).sum();
     let mut index = Index::default();
-    let mut blocks: Vec<Vec<(u32, u32)>> = Vec::new();
+    index.0.reserve(count);
+    let mut blocks: Vec<(u32, u32)> = Vec::with_capacity(count);
+    let mut parts: Vec<(u32, u32, u32)> = Vec::with_capacity(count);
     for (i, input) in inputs.iter().enumerate() {
         if input.event_names() != names {
             return None;
@@ -367,31 +468,42 @@ pub fn merge_plan(inputs: &[FlatInput]) -> Option<MergePlan<'_>> {
         for b in 0..input.blocks.len() {
             let key = input.key(b);
             let same = |o: usize| {
-                let (j, c) = blocks[o][0];
+                let (j, c, _) = parts[blocks[o].0 as usize];
                 inputs[j as usize].key(c as usize) == key
             };
-            let o = match index.find(input.blocks[b].hash, same)? {
-                Some(o) => o,
+            let found = index.find(input.blocks[b].hash, same)?;
+            let p = parts.len() as u32;
+            parts.push((i as u32, b as u32, NONE));
+            match found {
+                Some(o) => {
+                    let last = blocks[o].1;
+                    parts[last as usize].2 = p;
+                    blocks[o].1 = p;
+                }
                 None => {
                     index.insert(input.blocks[b].hash, blocks.len());
-                    blocks.push(Vec::new());
-                    blocks.len() - 1
+                    blocks.push((p, p));
                 }
-            };
-            blocks[o].push((i as u32, b as u32));
+            }
         }
     }
     Some(MergePlan {
         inputs,
         blocks,
+        parts,
         totals,
     })
 }
 
-/// The output buffer: written out in large blocks.
-struct Out<'w> {
+/// The output: formatted lines gathered in a buffer written out in large
+/// blocks, and runs of input bytes written as they are, from the input,
+/// runs that follow each other in the input joined into one write.
+struct Out<'w, 'a> {
     buf: Vec<u8>,
     out: &'w mut dyn Write,
+    /// The run of input bytes not yet written: the input's bytes and the
+    /// range.
+    pending: Option<(&'a [u8], Span)>,
     /// The (file, function) of the last line written.
     file: Vec<u8>,
     function: Vec<u8>,
@@ -399,13 +511,35 @@ struct Out<'w> {
 
 const CHUNK: usize = 1 << 20;
 
-impl<'w> Out<'w> {
+/// Runs of input at least this long are written from the input; shorter
+/// ones are copied into the buffer.
+const DIRECT: usize = 1 << 16;
+
+impl<'w, 'a> Out<'w, 'a> {
     fn new(out: &'w mut dyn Write) -> Self {
         Out {
             buf: Vec::with_capacity(CHUNK + (1 << 12)),
             out,
+            pending: None,
             file: Vec::new(),
             function: Vec::new(),
+        }
+    }
+
+    /// Puts the pending run of input in its place, before anything else is
+    /// added to the buffer.
+    #[inline]
+    fn settle(&mut self) -> io::Result<()> {
+        let Some((bytes, (s, e))) = self.pending.take() else {
+            return Ok(());
+        };
+        if e - s < DIRECT {
+            self.buf.extend_from_slice(&bytes[s..e]);
+            self.spill()
+        } else {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+            self.out.write_all(&bytes[s..e])
         }
     }
 
@@ -417,8 +551,23 @@ impl<'w> Out<'w> {
         Ok(())
     }
 
+    /// `bytes[s..e]` of an input, written as they are.
+    fn input(&mut self, bytes: &'a [u8], (s, e): Span) -> io::Result<()> {
+        if let Some((b, run)) = &mut self.pending
+            && std::ptr::eq(*b, bytes)
+            && run.1 == s
+        {
+            run.1 = e;
+            return Ok(());
+        }
+        self.settle()?;
+        self.pending = Some((bytes, (s, e)));
+        Ok(())
+    }
+
     /// The `fl=` and `fn=` lines the writer puts before a block's lines.
-    fn names(&mut self, file: &[u8], function: &[u8]) {
+    fn names(&mut self, file: &[u8], function: &[u8]) -> io::Result<()> {
+        self.settle()?;
         let new_file = self.file != file;
         if new_file {
             self.buf.extend_from_slice(b"fl=");
@@ -432,21 +581,29 @@ impl<'w> Out<'w> {
             self.buf.push(b'\n');
             self.function = function.to_vec();
         }
+        Ok(())
     }
 
-    /// Bytes written as they are: large runs go out without a copy.
-    fn raw(&mut self, bytes: &[u8]) -> io::Result<()> {
-        if bytes.len() >= CHUNK / 4 {
-            self.out.write_all(&self.buf)?;
-            self.buf.clear();
-            self.out.write_all(bytes)
-        } else {
-            self.buf.extend_from_slice(bytes);
-            self.spill()
+    /// [`Out::names`] for a block of `input`: its `fl=` and `fn=` lines are
+    /// input bytes (a plain name is written as read).
+    fn input_names(&mut self, input: &'a FlatInput, block: &Block) -> io::Result<()> {
+        let (file, function) = (input.span(block.file), input.span(block.function));
+        let new_file = self.file != file;
+        if new_file {
+            self.input(&input.bytes, (block.file.0 - 3, block.file.1 + 1))?;
+            self.file.clear();
+            self.file.extend_from_slice(file);
         }
+        if new_file || self.function != function {
+            self.input(&input.bytes, (block.function.0 - 3, block.function.1 + 1))?;
+            self.function.clear();
+            self.function.extend_from_slice(function);
+        }
+        Ok(())
     }
 
     fn count_line<C: Cost>(&mut self, line: u64, costs: &[C]) -> io::Result<()> {
+        self.settle()?;
         self.buf.reserve(21 * (costs.len() + 1) + 1);
         line.write_to(&mut self.buf);
         for &c in costs {
@@ -458,6 +615,7 @@ impl<'w> Out<'w> {
     }
 
     fn summary<C: Cost>(mut self, totals: &[C]) -> io::Result<()> {
+        self.settle()?;
         self.buf.extend_from_slice(b"summary:");
         for &t in totals {
             self.buf.push(b' ');
@@ -470,7 +628,7 @@ impl<'w> Out<'w> {
 }
 
 /// The header lines: `desc` values, the command, the events.
-fn header(out: &mut Out<'_>, desc: &[&[u8]], cmd: &[u8], events: &[&[u8]]) {
+fn header(out: &mut Out<'_, '_>, desc: &[&[u8]], cmd: &[u8], events: &[&[u8]]) {
     for d in desc {
         out.buf.extend_from_slice(b"desc: ");
         out.buf.extend_from_slice(d);
@@ -487,13 +645,13 @@ fn header(out: &mut Out<'_>, desc: &[&[u8]], cmd: &[u8], events: &[&[u8]]) {
     out.buf.push(b'\n');
 }
 
-impl MergePlan<'_> {
+impl<'a> MergePlan<'a> {
     /// The lines of a block two inputs share, each in increasing order:
     /// the first's lines with the second's added where they meet, then the
     /// second's others, in their order, without an index.
     fn join<'s>(
         &self,
-        out: &mut Out<'_>,
+        out: &mut Out<'_, '_>,
         first: impl Iterator<Item = &'s [u8]>,
         second: impl Iterator<Item = &'s [u8]>,
         costs: &mut [u64],
@@ -547,15 +705,24 @@ impl MergePlan<'_> {
         let mut rows: Vec<u64> = Vec::new();
         let mut at: FxHashMap<u64, usize> = FxHashMap::default();
         let mut costs = vec![0u64; ne];
-        for parts in &self.blocks {
-            let (i, b) = (parts[0].0 as usize, parts[0].1 as usize);
-            let (file, function) = self.inputs[i].key(b);
-            out.names(file, function);
-            let block = &self.inputs[i].blocks[b];
-            if parts.len() == 1 && block.sorted && block.canonical {
-                let (s, e) = block.segments[0];
-                out.raw(&self.inputs[i].bytes[s..e])?;
+        let mut parts: Vec<(u32, u32)> = Vec::new();
+        for &(head, _) in &self.blocks {
+            let (i, b, next) = self.parts[head as usize];
+            let input: &'a FlatInput = &self.inputs[i as usize];
+            let block = &input.blocks[b as usize];
+            if next == NONE && block.sorted && block.canonical {
+                out.input_names(input, block)?;
+                out.input(&input.bytes, block.first)?;
                 continue;
+            }
+            let (file, function) = input.key(b as usize);
+            out.names(file, function)?;
+            parts.clear();
+            let mut p = head;
+            while p != NONE {
+                let (i, b, next) = self.parts[p as usize];
+                parts.push((i, b));
+                p = next;
             }
             if let [(i, b), (j, c)] = parts[..] {
                 let x = &self.inputs[i as usize];
@@ -569,23 +736,21 @@ impl MergePlan<'_> {
             numbers.clear();
             rows.clear();
             at.clear();
-            for &(i, b) in parts {
+            for &(i, b) in &parts {
                 let input = &self.inputs[i as usize];
-                for &(s, e) in &input.blocks[b as usize].segments {
-                    for line in input.bytes[s..e - 1].split(|&c| c == b'\n') {
-                        // Scanned before: every line parses.
-                        let Some((n, _)) = count_line(line, &mut costs) else {
-                            continue;
-                        };
-                        let r = *at.entry(n).or_insert_with(|| {
-                            numbers.push(n);
-                            rows.extend(std::iter::repeat_n(0, ne));
-                            numbers.len() - 1
-                        });
-                        // The totals fit, so every partial sum does.
-                        for (a, &c) in rows[r * ne..(r + 1) * ne].iter_mut().zip(&costs) {
-                            *a += c;
-                        }
+                for line in input.lines(&input.blocks[b as usize]) {
+                    // Scanned before: every line parses.
+                    let Some((n, _)) = count_line(line, &mut costs) else {
+                        continue;
+                    };
+                    let r = *at.entry(n).or_insert_with(|| {
+                        numbers.push(n);
+                        rows.extend(std::iter::repeat_n(0, ne));
+                        numbers.len() - 1
+                    });
+                    // The totals fit, so every partial sum does.
+                    for (a, &c) in rows[r * ne..(r + 1) * ne].iter_mut().zip(&costs) {
+                        *a += c;
                     }
                 }
             }
@@ -703,9 +868,64 @@ impl DiffPlan<'_> {
                 continue;
             }
             let (file, function) = self.sides[side as usize].key(i as usize);
-            out.names(file, function);
+            out.names(file, function)?;
             out.count_line(0, d)?;
         }
         out.summary(&self.totals)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The number a byte-at-a-time reading gives: value, digits, and
+    /// whether it has a leading zero.
+    fn plain(bytes: &[u8]) -> Option<(u64, usize, bool)> {
+        let n = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+        let digits = std::str::from_utf8(&bytes[..n]).ok()?;
+        let v = digits.parse::<u64>().ok()?;
+        Some((v, n, n > 1 && bytes[0] == b'0'))
+    }
+
+    #[test]
+    fn fields_read_as_numbers_at_every_length_and_position() {
+        // Each number at the start of a buffer, followed by each kind of
+        // stop, with and without bytes after it (the SWAR and byte ways).
+        let mut numbers: Vec<String> = vec!["0".into(), "00".into(), "007".into()];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for len in 1..=20 {
+            for _ in 0..50 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let s = x.to_string();
+                numbers.push(s[s.len().saturating_sub(len)..].to_string());
+            }
+        }
+        numbers.push(u64::MAX.to_string());
+        numbers.push("18446744073709551616".into());
+        numbers.push("99999999999999999999".into());
+        for n in &numbers {
+            for stop in [&b" "[..], b"\n", b"x", b"/", b":", b"\xff", b""] {
+                for tail in [&b""[..], b" 1 2 3 4 5 6 7 8"] {
+                    let mut bytes = n.as_bytes().to_vec();
+                    bytes.extend_from_slice(stop);
+                    if !stop.is_empty() {
+                        bytes.extend_from_slice(tail);
+                    }
+                    let (mut i, mut canonical) = (0, true);
+                    let got = field(&bytes, &mut i, &mut canonical);
+                    let want = plain(&bytes);
+                    assert_eq!(got, want.map(|w| w.0), "{n:?} then {stop:?}");
+                    if let Some((_, len, zero)) = want {
+                        assert_eq!(i, len, "{n:?}");
+                        assert_eq!(canonical, !zero, "{n:?}");
+                    }
+                }
+            }
+        }
+        let (mut i, mut canonical) = (0, true);
+        assert_eq!(field(b" 1", &mut i, &mut canonical), None);
     }
 }
