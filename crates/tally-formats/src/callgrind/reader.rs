@@ -53,8 +53,7 @@ use crate::input::Input;
 pub use tally_model::Sink;
 use tally_model::{
     CallInfo, Cost, Events, FileId, Format, FunctionId, FunctionKey, Interner, JumpInfo,
-    NumberError, ObjectId, Part, PartInfo, Positions, Profile, SymbolId,
-    parse_formula,
+    NumberError, ObjectId, Part, PartInfo, Positions, Profile, SymbolId, parse_formula,
 };
 
 /// Whether a line ends a region read for another parser ([`split`]): a
