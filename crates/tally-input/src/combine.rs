@@ -516,6 +516,15 @@ fn flat_output(out: &Path, to: Option<OutputFormat>) -> bool {
     matches!(to, None | Some(OutputFormat::Cachegrind)) && out.extension().is_none_or(|e| e != "gz")
 }
 
+/// Whether the byte-level way may serve: no option changes names or
+/// events, and the output is a Cachegrind file it can write.
+fn flat_applies(options: &CombineOptions, out: &Path, to: Option<OutputFormat>) -> bool {
+    options.events == EventChoice::Same
+        && options.rename_file.is_none()
+        && options.rename_function.is_none()
+        && flat_output(out, to)
+}
+
 /// `tally merge` of Cachegrind files as Valgrind writes them, with no
 /// option that changes names, events or parts, straight from their bytes
 /// (see [`tally_formats::cachegrind::flat`]): the same output as
@@ -527,10 +536,7 @@ pub fn merge_flat(
     out: &Path,
     to: Option<OutputFormat>,
 ) -> Result<bool, Error> {
-    let plain = options.events == EventChoice::Same
-        && options.rename_file.is_none()
-        && options.rename_function.is_none();
-    if !plain || !flat_output(out, to) {
+    if !flat_applies(options, out, to) {
         return Ok(false);
     }
     let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
@@ -555,10 +561,7 @@ pub fn diff_flat(
     out: &Path,
     to: Option<OutputFormat>,
 ) -> Result<bool, Error> {
-    let plain = options.events == EventChoice::Same
-        && options.rename_file.is_none()
-        && options.rename_function.is_none();
-    if !plain || !flat_output(out, to) {
+    if !flat_applies(options, out, to) {
         return Ok(false);
     }
     let Some(inputs) = flat_inputs(&[a, b]) else {
