@@ -275,18 +275,14 @@ impl View {
                         .iter()
                         .map(|c| {
                             let n = g.cycle_node(c.number);
-                            Row {
-                                node: n,
-                                name: format!("<cycle {}>", c.number),
-                                file: empty.clone(),
-                                object: empty.clone(),
-                                self_cost: g.self_time[n] / hz,
-                                inclusive: Some((g.prop_self[n] + g.prop_child[n]) / hz),
-                                calls: g.ncalls[n],
-                                cycle: Some(c.number),
-                                is_cycle: true,
-                                events: vec![g.self_time[n] / hz],
-                            }
+                            Row::cycle(
+                                g,
+                                c.number,
+                                &empty,
+                                g.self_time[n] / hz,
+                                Some((g.prop_self[n] + g.prop_child[n]) / hz),
+                                vec![g.self_time[n] / hz],
+                            )
                         })
                         .collect()
                 });
@@ -343,18 +339,14 @@ impl View {
                             let n = g.cycle_node(c.number);
                             let members: f64 =
                                 c.members.iter().map(|&m| e.self_cost[m] as f64).sum();
-                            Row {
-                                node: n,
-                                name: format!("<cycle {}>", c.number),
-                                file: empty.clone(),
-                                object: empty.clone(),
-                                self_cost: members,
-                                inclusive: measured(n).map(|v| v as f64),
-                                calls: g.ncalls[n],
-                                cycle: Some(c.number),
-                                is_cycle: true,
-                                events: Vec::new(),
-                            }
+                            Row::cycle(
+                                g,
+                                c.number,
+                                &empty,
+                                members,
+                                measured(n).map(|v| v as f64),
+                                Vec::new(),
+                            )
                         })
                         .collect()
                 });
@@ -490,6 +482,32 @@ fn own_costs(agg: Aggregate<u64>) -> CostTable<u64> {
 /// rest of the row.
 #[derive(Default)]
 struct Shared(HashSet<Arc<str>>);
+
+impl Row {
+    /// The row of cycle `number` of `g`, with no file or object (`empty`).
+    fn cycle(
+        g: &tally_analysis::gprof::CallGraph,
+        number: u32,
+        empty: &Arc<str>,
+        self_cost: f64,
+        inclusive: Option<f64>,
+        events: Vec<f64>,
+    ) -> Row {
+        let n = g.cycle_node(number);
+        Row {
+            node: n,
+            name: format!("<cycle {number}>"),
+            file: empty.clone(),
+            object: empty.clone(),
+            self_cost,
+            inclusive,
+            calls: g.ncalls[n],
+            cycle: Some(number),
+            is_cycle: true,
+            events,
+        }
+    }
+}
 
 impl Shared {
     /// The shared copy of `s`.
