@@ -1,46 +1,15 @@
-//! A recording's timeline through pprof: a two-thread program compiled
-//! here and recorded by `perf record -g`, written as pprof (each sample
+//! A recording's timeline through pprof: the two-thread program of
+//! `timeline` recorded by `perf record -g`, written as pprof (each sample
 //! with its time and thread as labels) and read back. Those labels go
 //! back into the timeline, not into label sets, so every sample comes
 //! back with its time, thread and stack, and the stacks are those of the
 //! recording.
 
 use std::path::Path;
-use std::process::Command;
 
 use tally_formats::perf::data;
 use tally_formats::pprof;
 use tally_testutil::{require, temp_dir};
-
-const TWO_THREADS: &str = r#"
-#define _GNU_SOURCE
-#include <pthread.h>
-volatile unsigned long sink;
-__attribute__((noinline)) void spin_a(long n) { for (long i = 0; i < n; i++) sink += i; }
-__attribute__((noinline)) void spin_b(long n) { for (long i = 0; i < n; i++) sink ^= i; }
-static void *worker(void *arg) {
-    pthread_setname_np(pthread_self(), "pp-worker");
-    spin_b((long)arg);
-    return 0;
-}
-int main(void) {
-    pthread_setname_np(pthread_self(), "pp-main");
-    pthread_t t;
-    pthread_create(&t, 0, worker, (void *)200000000L);
-    spin_a(100000000L);
-    pthread_join(t, 0);
-    return 0;
-}
-"#;
-
-fn run(cmd: &mut Command) {
-    let o = cmd.output().expect("run a tool");
-    assert!(
-        o.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
 
 /// Each timed sample as (time since the timeline's origin, pid, tid,
 /// thread name, the stack's frames as (function name, line, address),
@@ -84,28 +53,7 @@ fn a_timeline_written_as_pprof_reads_back_sample_by_sample() {
         return;
     }
     let dir = temp_dir();
-    let d = dir.path();
-    std::fs::write(d.join("two.c"), TWO_THREADS).unwrap();
-    run(Command::new("gcc").current_dir(d).args([
-        "-O1",
-        "-g",
-        "-fno-omit-frame-pointer",
-        "-pthread",
-        "-o",
-        "two",
-        "two.c",
-    ]));
-    run(Command::new("perf").current_dir(d).args([
-        "record",
-        "-q",
-        "-e",
-        "cpu-clock",
-        "-g",
-        "-o",
-        "perf.data",
-        "./two",
-    ]));
-    let path = d.join("perf.data");
+    let path = crate::timeline::recorded(dir.path());
     let recorded = data::read(&path, &std::fs::read(&path).unwrap()).unwrap();
     let mut bytes = Vec::new();
     pprof::write(&recorded, &mut bytes).unwrap();
@@ -127,7 +75,7 @@ fn a_timeline_written_as_pprof_reads_back_sample_by_sample() {
         .iter()
         .map(|t| t.name.as_slice())
         .collect();
-    for n in [&b"pp-main"[..], b"pp-worker"] {
+    for n in [&b"tl-main"[..], b"tl-worker"] {
         assert!(names.contains(&n), "{names:?}");
     }
     let events = back.events.len();

@@ -48,7 +48,7 @@ fn run(cmd: &mut Command) -> Vec<u8> {
 }
 
 /// The program recorded by `perf record -g` into `perf.data` in `d`.
-fn recorded(d: &Path) -> std::path::PathBuf {
+pub(crate) fn recorded(d: &Path) -> std::path::PathBuf {
     std::fs::write(d.join("two.c"), TWO_THREADS).unwrap();
     run(Command::new("gcc").current_dir(d).args([
         "-O1",
