@@ -341,30 +341,7 @@ pub(super) fn scan_cost_line<C: Cost>(
     last: [u64; 3],
     costs: &mut [C],
 ) -> Option<([u64; 3], usize, usize)> {
-    if !matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*') {
-        return None;
-    }
-    // Unrolled over the (at most three) positions so that they stay in
-    // registers: partial writes to an array on the stack followed by a
-    // whole-array copy stall store forwarding.
-    let (p0, mut i) = subposition_at(data, p, last[0])?;
-    let mut pos = [p0, last[1], last[2]];
-    if np > 1 {
-        if data[i] != b' ' {
-            return None;
-        }
-        let (p1, j) = subposition_at(data, i + 1, last[1])?;
-        pos[1] = p1;
-        i = j;
-        if np > 2 {
-            if data[i] != b' ' {
-                return None;
-            }
-            let (p2, j) = subposition_at(data, i + 1, last[2])?;
-            pos[2] = p2;
-            i = j;
-        }
-    }
+    let (pos, mut i) = positions_at(data, p, np, last)?;
     let mut n = 0;
     if data[i] == b' ' {
         i += 1;
@@ -409,27 +386,7 @@ fn one_count_line<const NP: usize>(
     len: usize,
     last: [u64; 3],
 ) -> Option<([u64; 3], Option<u64>, usize)> {
-    if !matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*') {
-        return None;
-    }
-    let (p0, mut i) = subposition_at(data, p, last[0])?;
-    let mut pos = [p0, last[1], last[2]];
-    if NP > 1 {
-        if data[i] != b' ' {
-            return None;
-        }
-        let (p1, j) = subposition_at(data, i + 1, last[1])?;
-        pos[1] = p1;
-        i = j;
-    }
-    if NP > 2 {
-        if data[i] != b' ' {
-            return None;
-        }
-        let (p2, j) = subposition_at(data, i + 1, last[2])?;
-        pos[2] = p2;
-        i = j;
-    }
+    let (pos, mut i) = positions_at(data, p, NP, last)?;
     let mut count = None;
     if data[i] == b' ' && data[i + 1] != b'\n' {
         let (v, j) = number(data, i + 1)?;
@@ -450,6 +407,38 @@ fn one_count_line<const NP: usize>(
         return None;
     }
     Some((pos, count, i))
+}
+
+/// The `np` (one to three) positions that start a cost line at `data[p..]`,
+/// each relative to the last line's, and the index after them; `None` for
+/// a line that does not start with one or forms the fast path declines.
+#[inline(always)]
+fn positions_at(data: &[u8], p: usize, np: usize, last: [u64; 3]) -> Option<([u64; 3], usize)> {
+    if !matches!(data[p], b'0'..=b'9' | b'+' | b'-' | b'*') {
+        return None;
+    }
+    // Unrolled over the (at most three) positions so that they stay in
+    // registers: partial writes to an array on the stack followed by a
+    // whole-array copy stall store forwarding.
+    let (p0, mut i) = subposition_at(data, p, last[0])?;
+    let mut pos = [p0, last[1], last[2]];
+    if np > 1 {
+        if data[i] != b' ' {
+            return None;
+        }
+        let (p1, j) = subposition_at(data, i + 1, last[1])?;
+        pos[1] = p1;
+        i = j;
+        if np > 2 {
+            if data[i] != b' ' {
+                return None;
+            }
+            let (p2, j) = subposition_at(data, i + 1, last[2])?;
+            pos[2] = p2;
+            i = j;
+        }
+    }
+    Some((pos, i))
 }
 
 /// One subposition (`*`, `+n`, `-n`, `n`, `0xn`) at `data[i..]` relative to
