@@ -23,7 +23,8 @@
 # second; last the floor any program pays for the merge's output: `cat
 # A B` into a temporary file, `sync` of it, `mv` over the target (the
 # same bytes as the merged pair when their functions differ), timed by
-# turns with tally's merge. Progress on standard error.
+# turns with tally's merge and with its merge to /dev/null (everything
+# but the write). Progress on standard error.
 #
 #   bench/merge-diff.sh
 #
@@ -147,11 +148,13 @@ writer "merge of one file (read, scan, copy, fsync)" "$TALLY merge -o $dir/out.o
 b=$dir/gen2.$size.cachegrind
 floor="cat $a $b > $dir/out.floor.tmp && sync $dir/out.floor.tmp && mv $dir/out.floor.tmp $dir/out.floor"
 merge="$TALLY merge -o $dir/out.tally $a $b"
-log "floor: cat, sync, mv of the generated pair against tally merge, $runs rounds"
-m=$(alternate "$runs" "$runs" "$merge" "$floor")
+unwritten="$TALLY merge -o /dev/null $a $b"
+log "floor: cat, sync, mv of the generated pair against tally merge (and to /dev/null), $runs rounds"
+m=$(python3 "$root/bench/alternate.py" "$runs" "$merge" "$unwritten" "$floor" | awk '{ printf "%.3f s\n", $1 / 1000 }')
 echo
 echo '| the generated pair | median | command |'
 echo '|---|---:|---|'
-echo "| tally merge (durable write) | $(sed -n 1p <<<"$m" | awk '{ printf "%.3f s", $1 }') | \`$merge\` |"
-echo "| floor: read both, write $(mb "$dir/out.floor") MB, sync, rename | $(sed -n 2p <<<"$m" | awk '{ printf "%.3f s", $1 }') | \`$floor\` |"
+echo "| tally merge (durable write) | $(sed -n 1p <<<"$m") | \`$merge\` |"
+echo "| tally merge to /dev/null (read, scan, plan, format; nothing written) | $(sed -n 2p <<<"$m") | \`$unwritten\` |"
+echo "| floor: read both, write $(mb "$dir/out.floor") MB, sync, rename | $(sed -n 3p <<<"$m") | \`$floor\` |"
 rm -f "$dir/out.tally" "$dir/out.cg" "$dir/out.convert" "$dir/out.one" "$dir/out.floor"
