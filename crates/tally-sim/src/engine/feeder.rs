@@ -39,6 +39,8 @@ use rustc_hash::FxHashMap;
 #[derive(Clone, Default)]
 pub struct Feeder {
     pub(super) slots: Vec<Slot>,
+    /// By stream id, beside `slots`: the block that starts there.
+    pub(super) heads: Vec<HeadRuns>,
     pub(super) runs: Vec<u64>,
     pub(super) block: Block,
     thread: u32,
@@ -61,10 +63,6 @@ pub struct Slot {
     pub line: u64,
     /// The engine's index (`u32::MAX`: not declared).
     pub idx: u32,
-    /// For the lean loops ([`Feeder::feed_lean`], [`Feeder::feed_counts`]):
-    /// 0, or the block that starts at this id, checked once (all its ids
-    /// declared): its length, with [`CHECKED`] and the other flags.
-    pub(super) check: u16,
     /// What it does to control flow.
     pub kind: Kind,
     /// It spans two I1 lines.
@@ -87,44 +85,107 @@ pub struct Slot {
     pub next: u8,
 }
 
+/// What the lean loops ([`Feeder::feed_lean`], [`Feeder::feed_counts`],
+/// [`Feeder::feed_calls`]) need of the block that starts at a stream id,
+/// kept apart from the slots (see [`HeadRuns`]): the block's check and
+/// its last instruction.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Head {
+    /// The last instruction's engine index.
+    pub(super) last_idx: u32,
+    /// 0, or the block checked once (all its ids declared): its length,
+    /// with [`CHECKED`] and the other flags.
+    pub(super) check: u16,
+    /// What the last instruction does to control flow.
+    pub(super) last_kind: Kind,
+}
+
+/// A stream id's [`Head`] and the whole runs of its block counted but not
+/// yet in the difference array ([`Feeder::runs`]), which they join when
+/// the block is checked again or the stream ends: 16 bytes, four to a
+/// cache line, so that a block record reads one line where the slots of
+/// its first and last instructions and the difference array would be
+/// three or four (ids are spread, so each is likely a miss).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(16))]
+pub(super) struct HeadRuns {
+    pub(super) head: Head,
+    pub(super) execs: u64,
+}
+
+impl HeadRuns {
+    /// Moves the whole runs counted here into the difference array.
+    #[inline]
+    fn flush(&mut self, runs: &mut [u64], first: u32) {
+        if self.execs != 0 {
+            let end = first.wrapping_add(u32::from(self.head.check as u8));
+            count_runs_n(runs, first, end, self.execs);
+            self.execs = 0;
+        }
+    }
+}
+
 /// [`Slot::next`] when no later id is known to need an I1 lookup: past
 /// the end of any run (a block is at most 255 ids).
 pub const NO_FETCH: u8 = u8::MAX;
 
-/// [`Slot::check`]: the block was checked.
+/// [`Head::check`]: the block was checked.
 pub(super) const CHECKED: u16 = 1 << 8;
-/// [`Slot::check`]: its last instruction may cross into the next page.
+/// [`Head::check`]: its last instruction may cross into the next page.
 pub(super) const PAGE_END: u16 = 1 << 9;
-/// [`Slot::check`]: the lean loop ([`Feeder::feed_lean`]) may take
+/// [`Head::check`]: the lean loop ([`Feeder::feed_lean`]) may take
 /// it: all its instructions but the last are plain, so any part of it from
 /// its start is one run, and none is a locked read-modify-write (whose
 /// store the general path counts as a read).
 pub(super) const LEAN: u16 = 1 << 10;
-/// [`Slot::check`]: its instructions are all in one I1 line (none
+/// [`Head::check`]: its instructions are all in one I1 line (none
 /// straddling), so once its first has been fetched, the rest hit I1's
 /// last line and need no lookup.
 pub(super) const ONE_LINE: u16 = 1 << 11;
-/// [`Slot::check`]: its last instruction is a branch (of any kind).
+/// [`Head::check`]: its last instruction is a branch (of any kind).
 pub(super) const BRANCH_LAST: u16 = 1 << 12;
 
-/// The [`Slot::check`] of id `first` for a block of ids `first .. first +
+/// The [`Head::check`] of id `first` for a block of ids `first .. first +
 /// count`, checked the first time; `None` if some id is not declared.
 #[inline(always)]
 pub(super) fn block_flags(
-    slots: &mut [Slot],
+    heads: &mut [HeadRuns],
+    runs: &mut [u64],
+    slots: &[Slot],
     instrs: &[Instr],
     first: u32,
     count: u32,
 ) -> Option<u16> {
-    let f = slots.get(first as usize)?.check;
-    if f & (CHECKED | 0xff) == CHECKED | count as u16 {
-        return Some(f);
+    block_head(heads, runs, slots, instrs, first, count).map(|h| h.check)
+}
+
+/// The [`Head`] of id `first` for a block of ids `first .. first + count`,
+/// checked the first time; `None` if some id is not declared.
+#[inline(always)]
+pub(super) fn block_head(
+    heads: &mut [HeadRuns],
+    runs: &mut [u64],
+    slots: &[Slot],
+    instrs: &[Instr],
+    first: u32,
+    count: u32,
+) -> Option<Head> {
+    let h = heads.get(first as usize)?.head;
+    if h.check & (CHECKED | 0xff) == CHECKED | count as u16 {
+        return Some(h);
     }
-    check_block(slots, instrs, first, count)
+    check_block(heads, runs, slots, instrs, first, count)
 }
 
 #[cold]
-fn check_block(slots: &mut [Slot], instrs: &[Instr], first: u32, count: u32) -> Option<u16> {
+fn check_block(
+    heads: &mut [HeadRuns],
+    runs: &mut [u64],
+    slots: &[Slot],
+    instrs: &[Instr],
+    first: u32,
+    count: u32,
+) -> Option<Head> {
     let ids = slots
         .get(first as usize..first as usize + count as usize)
         .filter(|s| !s.is_empty() && s.iter().all(|s| s.idx != u32::MAX))?;
@@ -143,8 +204,15 @@ fn check_block(slots: &mut [Slot], instrs: &[Instr], first: u32, count: u32) -> 
     if last.plain_behind == 0 {
         f |= BRANCH_LAST;
     }
-    slots.get_mut(first as usize)?.check = f;
-    Some(f)
+    let h = heads.get_mut(first as usize)?;
+    // The runs counted for the block this id started until now.
+    h.flush(runs, first);
+    h.head = Head {
+        last_idx: last.idx,
+        check: f,
+        last_kind: last.kind,
+    };
+    Some(h.head)
 }
 
 /// An instruction that may cross into the next page: QEMU (7.2) ends a
@@ -156,7 +224,6 @@ fn near_page_end(addr: u64) -> bool {
 
 const UNDECLARED: Slot = Slot {
     addr: 0,
-    check: 0,
     kind: Kind::Other,
     line: 0,
     straddle: false,
@@ -246,7 +313,12 @@ impl Feeder {
                 let in_order = id == self.slots.len();
                 if self.slots.len() <= id {
                     self.slots.resize(id + 1, UNDECLARED);
+                    self.heads.resize(id + 1, HeadRuns::default());
                     self.runs.resize(id + 2, 0);
+                } else if self.slots[id].idx != u32::MAX {
+                    // An id declared again: every block checked may hold
+                    // what it replaces.
+                    self.forget_heads();
                 }
                 let bits = e.i1_line_bits();
                 let line = |a: u64| a >> bits;
@@ -278,7 +350,6 @@ impl Feeder {
                 };
                 self.slots[id] = Slot {
                     addr,
-                    check: 0,
                     kind: flow.kind,
                     line: line(addr),
                     straddle: line(addr) != line(end),
@@ -370,7 +441,12 @@ impl Feeder {
     fn feed_bytes_calls(&mut self, e: &mut Engine, bytes: &[u8]) -> Result<usize, (usize, u32)> {
         let mut p = 0;
         while !self.accesses_seen {
-            p += self.feed_calls(e, bytes.get(p..).unwrap_or_default());
+            let rest = bytes.get(p..).unwrap_or_default();
+            p += if e.options().no_icache {
+                self.feed_calls::<false>(e, rest)
+            } else {
+                self.feed_calls::<true>(e, rest)
+            };
             let len = match bytes.get(p) {
                 Some(&trace::T_BLOCK) => 6,
                 _ => break,
@@ -595,6 +671,7 @@ impl Feeder {
             }
         }
         e.thread(home);
+        self.flush_heads();
         let mut acc = 0u64;
         for (r, s) in self.runs.iter_mut().zip(&self.slots) {
             acc = acc.wrapping_add(*r);
@@ -604,6 +681,20 @@ impl Feeder {
             }
         }
         Ok(())
+    }
+
+    /// Moves the whole runs counted in the heads into the difference array.
+    fn flush_heads(&mut self) {
+        for (first, h) in self.heads.iter_mut().enumerate() {
+            h.flush(&mut self.runs, first as u32);
+        }
+    }
+
+    /// Forgets every block checked, their runs kept.
+    #[cold]
+    fn forget_heads(&mut self) {
+        self.flush_heads();
+        self.heads.fill(HeadRuns::default());
     }
 
     #[inline(always)]
@@ -682,10 +773,16 @@ impl Feeder {
 /// Ids `from .. to` executed once more (see [`Feeder::runs`]).
 #[inline(always)]
 pub(super) fn count_runs(runs: &mut [u64], from: u32, to: u32) {
+    count_runs_n(runs, from, to, 1);
+}
+
+/// Ids `from .. to` executed `n` more times.
+#[inline(always)]
+fn count_runs_n(runs: &mut [u64], from: u32, to: u32, n: u64) {
     if let Some(r) = runs.get_mut(from as usize) {
-        *r = r.wrapping_add(1);
+        *r = r.wrapping_add(n);
     }
     if let Some(r) = runs.get_mut(to as usize) {
-        *r = r.wrapping_sub(1);
+        *r = r.wrapping_sub(n);
     }
 }

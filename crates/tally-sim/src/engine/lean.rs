@@ -25,9 +25,12 @@
 //! two entries of the difference array; with calls tracked, through
 //! [`Feeder::feed_calls`], where it runs the last block in one step.
 
-use super::feeder::{BRANCH_LAST, Block, LEAN, ONE_LINE, PAGE_END, block_flags, count_runs};
+use super::feeder::{
+    BRANCH_LAST, Block, CHECKED, LEAN, ONE_LINE, PAGE_END, block_flags, block_head, count_runs,
+};
 use super::{Engine, Feeder, Held, Merge, Position, Slot, branch_events};
 use crate::filter::LAST_EXECUTED;
+use crate::flow::Kind;
 use crate::trace;
 use crate::{Counts, Hierarchy};
 
@@ -46,7 +49,14 @@ impl Feeder {
         // The last block, if any of it is left to run.
         let mut b_flags = 0;
         if b.done < b.count {
-            match block_flags(&mut self.slots, e.instrs(), b.first, b.count) {
+            match block_flags(
+                &mut self.heads,
+                &mut self.runs,
+                &self.slots,
+                e.instrs(),
+                b.first,
+                b.count,
+            ) {
                 Some(f) => b_flags = f,
                 None => return 0,
             }
@@ -59,7 +69,14 @@ impl Feeder {
             }
             let first = u32::from_le_bytes([r[1], r[2], r[3], r[4]]);
             let count = u32::from(r[5]);
-            let Some(f) = block_flags(&mut self.slots, e.instrs(), first, count) else {
+            let Some(f) = block_flags(
+                &mut self.heads,
+                &mut self.runs,
+                &self.slots,
+                e.instrs(),
+                first,
+                count,
+            ) else {
                 break;
             };
             if b.done < b.count {
@@ -100,59 +117,114 @@ impl Feeder {
     /// [`Feeder::feed_bytes`] when calls are tracked and the stream has
     /// shown no access (`tally sim --callgrind --cache-sim=no`, the
     /// plugin's `mem=off`): every block then runs whole, so a block record
-    /// runs the last block in one step ([`Engine::exec_plain`]: its
-    /// branch, the call stack, the running totals) without the general
-    /// path's tests of where it stopped; a block cut at a page end is told
-    /// by its flags, not by looking at its ids. It stops, having changed
-    /// nothing for it, at any other record, a block not checked lean or
-    /// one that the general path must cut, which the general path then
-    /// takes.
+    /// runs the last block in one step (its branch, the call stack, the
+    /// running totals: [`Engine::count_block`]) without the general path's
+    /// tests of where it stopped; a block cut at a page end is told by its
+    /// flags, not by looking at its ids. A record reads one line, its
+    /// block's head (`HeadRuns`, where its executions are counted too),
+    /// and hands the engine only the branches it has work for (calls,
+    /// returns, indirect jumps): this loop runs once per block of the
+    /// program, so every instruction in it counts. It stops, having
+    /// changed nothing for it, at any other record, a block not checked
+    /// lean or one that the general path must cut, which the general path
+    /// then takes.
     #[inline(never)]
-    pub(super) fn feed_calls(&mut self, e: &mut Engine, bytes: &[u8]) -> usize {
-        let mut b = self.block;
-        let mut b_flags = 0;
-        if b.done < b.count {
-            if b.done != 0 {
-                return 0;
-            }
-            match block_flags(&mut self.slots, e.instrs(), b.first, b.count) {
-                Some(f) if f & LEAN != 0 => b_flags = f,
-                _ => return 0,
-            }
+    pub(super) fn feed_calls<const ICACHE: bool>(&mut self, e: &mut Engine, bytes: &[u8]) -> usize {
+        if e.holds_access() {
+            return 0;
         }
+        let (heads, runs, slots) = (&mut self.heads[..], &mut self.runs[..], &self.slots[..]);
+        // The block that runs when the next record shows where it went,
+        // and what of its head the loop needs.
+        let mut b = self.block;
         let mut p = 0;
+        if b.done >= b.count {
+            // Nothing left to run: the first record's block is the next.
+            let Some(r) = bytes.get(..6).filter(|r| r[0] == trace::T_BLOCK) else {
+                return 0;
+            };
+            b = Block {
+                first: u32::from_le_bytes([r[1], r[2], r[3], r[4]]),
+                count: u32::from(r[5]),
+                done: 0,
+            };
+            p = 6;
+        } else if b.done != 0 {
+            return 0;
+        }
+        let bh = match block_head(heads, runs, slots, e.instrs(), b.first, b.count) {
+            Some(h) if h.check & LEAN != 0 => h,
+            _ => return 0,
+        };
+        let (mut b_check, mut b_last, mut b_kind) = (bh.check, bh.last_idx, bh.last_kind);
+        // The branch before the block (kind `Other`: none) by its engine
+        // index, and the kinds the engine has work for when one is decided.
+        let (mut pend_idx, mut pend_kind) = e.pending_kind();
+        let work = e.branch_work();
+        // Whether the call in progress has yet to count its first
+        // instructions (see `Engine::count_block`).
+        let mut fresh = e.fresh_open();
+        let mut cur = None;
         while let Some(r) = bytes.get(p..p + 6) {
             if r[0] != trace::T_BLOCK {
                 break;
             }
             let first = u32::from_le_bytes([r[1], r[2], r[3], r[4]]);
             let count = u32::from(r[5]);
-            let Some(f) = block_flags(&mut self.slots, e.instrs(), first, count) else {
+            let Some(h) = heads.get(first as usize) else {
                 break;
             };
-            if f & LEAN == 0 {
+            let mut check = h.head.check;
+            if check & (CHECKED | LEAN | 0xff) != CHECKED | LEAN | count as u16 {
+                match block_head(heads, runs, slots, e.instrs(), first, count) {
+                    Some(h) if h.check & LEAN != 0 => check = h.check,
+                    _ => break,
+                }
+            }
+            let Some(h) = heads.get(first as usize).map(|h| h.head) else {
+                break;
+            };
+            if b_check & PAGE_END != 0 && page_cut(slots, b, first) {
                 break;
             }
-            if b.done < b.count {
-                let (from, to) = (b.first as usize, b.first.wrapping_add(b.count) as usize);
-                let Some(run) = self.slots.get(from..to) else {
-                    break;
-                };
-                if b_flags & PAGE_END != 0
-                    && run.last().map(|s| s.addr) == self.slots.get(first as usize).map(|s| s.addr)
-                {
-                    break;
-                }
-                e.exec_plain(run);
-                count_runs(&mut self.runs, from as u32, to as u32);
+            // Block `b` runs whole, as `Engine::exec_plain` runs it.
+            if work >> (pend_kind as u32) & 1 != 0 {
+                let next = slots.get(b.first as usize).map_or(0, |s| s.addr);
+                e.resolve_cold(pend_idx, next);
+                fresh = e.fresh_open();
+            }
+            fresh = e.count_block(b.count, fresh);
+            let (from, to) = (b.first, b.first.wrapping_add(b.count));
+            if ICACHE && let Some(run) = slots.get(from as usize..to as usize) {
+                e.fetch_run(run);
+            }
+            if b_check & BRANCH_LAST != 0 {
+                (pend_idx, pend_kind) = (b_last, b_kind);
+            } else {
+                pend_kind = Kind::Other;
+            }
+            cur = Some(b_last);
+            match heads.get_mut(from as usize) {
+                // Still this block's head (not checked again for another
+                // length by the record just read).
+                Some(x) if x.head.check == b_check => x.execs += 1,
+                _ => count_runs(runs, from, to),
             }
             b = Block {
                 first,
                 count,
                 done: 0,
             };
-            b_flags = f;
+            (b_check, b_last, b_kind) = (check, h.last_idx, h.last_kind);
             p += 6;
+        }
+        if let Some(cur) = cur {
+            // As `Engine::exec_plain` leaves it.
+            e.set_position(Position {
+                cur,
+                pending: (pend_kind != Kind::Other).then_some(pend_idx),
+                accessed: false,
+            });
         }
         self.block = b;
         p
@@ -214,10 +286,10 @@ impl Feeder {
         let Some((m, costs, instrs)) = e.lean_parts() else {
             return 0;
         };
-        let (slots, runs) = (&mut self.slots[..], &mut self.runs[..]);
+        let (slots, heads, runs) = (&self.slots[..], &mut self.heads[..], &mut self.runs[..]);
         let mut flags = 0;
         if end > first {
-            match block_flags(slots, instrs, b.first, b.count) {
+            match block_flags(heads, runs, slots, instrs, b.first, b.count) {
                 Some(f) if f & LEAN != 0 => flags = f,
                 _ => return 0,
             }
@@ -271,7 +343,7 @@ impl Feeder {
                     LeanBlock { first, end, flags }.run::<ICACHE>(m, slots, costs, &mut at, to);
                     accessed |= at == to;
                 }
-                let f = match block_flags(slots, instrs, new_first, count) {
+                let f = match block_flags(heads, runs, slots, instrs, new_first, count) {
                     Some(f) if f & LEAN != 0 => f,
                     _ => break,
                 };
@@ -527,4 +599,14 @@ impl LeanBlock {
         }
         slots.get(*at as usize - 1).map(|s| s.idx)
     }
+}
+
+/// Whether block `b`, whose last instruction may cross into the next
+/// page, was cut before it: the next block, at id `next`, starts at that
+/// instruction (see [`Feeder::start_block`]).
+#[cold]
+fn page_cut(slots: &[Slot], b: Block, next: u32) -> bool {
+    let last = b.first.wrapping_add(b.count).wrapping_sub(1);
+    let addr = |id: u32| slots.get(id as usize).map(|s| s.addr);
+    addr(last) == addr(next)
 }

@@ -82,7 +82,14 @@ struct Frame {
     site: u32,
     target: u64,
     ret: u64,
-    start: Counts,
+    /// The running totals' `Ir` at the call.
+    start_ir: u64,
+    /// The call was made when the running totals held more than `Ir`
+    /// (`Engine::wide`): they were kept whole, last in `Thread::starts`.
+    /// A frame is small that way, for the run whose totals are only
+    /// `Ir` (`--cache-sim=no`), where calls are many and the rest is
+    /// quick.
+    whole: bool,
 }
 
 /// A call arc's totals.
@@ -105,6 +112,9 @@ struct Thread {
     /// the store half of a modify.
     held: Option<Held>,
     stack: Vec<Frame>,
+    /// The running totals at the calls of `stack` that keep them whole,
+    /// in the same order.
+    starts: Vec<Counts>,
 }
 
 /// An access not yet simulated.
@@ -165,6 +175,8 @@ pub struct Engine {
     by_addr: FxHashMap<(u64, u8), u32>,
     costs: Vec<Counts>,
     running: Counts,
+    /// `running` has held an event other than `Ir`.
+    wide: bool,
     arcs: FxHashMap<(u32, u64), Arc>,
     th: Thread,
     thread_id: u32,
@@ -214,6 +226,7 @@ impl Engine {
             by_addr: FxHashMap::default(),
             costs: vec![Counts::default(); n],
             running: Counts::default(),
+            wide: false,
             arcs: FxHashMap::default(),
             th: Thread::default(),
             thread_id: 0,
@@ -258,6 +271,14 @@ impl Engine {
             f(m, &mut d);
             c.add(&d);
             self.running.add(&d);
+            if !self.wide
+                && d != (Counts {
+                    ir: d.ir,
+                    ..Counts::default()
+                })
+            {
+                self.wide = true;
+            }
         }
         for (m, c) in pairs {
             f(m, c);
@@ -317,6 +338,77 @@ impl Engine {
         }
         if last.plain_behind == 0 {
             self.th.pending = Some(last.idx);
+        }
+    }
+
+    /// The running totals and the call stack after a whole block of `len`
+    /// instructions ran, as [`Engine::exec_plain`] leaves them, when no
+    /// access is held and the instruction fetches are the caller's; the
+    /// branch before it was decided by [`Engine::resolve_cold`] if
+    /// [`Engine::branch_work`] said so. `fresh` is
+    /// [`Engine::fresh_open`], which a loop keeps (it changes only here
+    /// and where a branch is decided); its value after the block is
+    /// returned. The caller keeps the block's last instruction as the
+    /// pending branch and the current one ([`Engine::set_position`]).
+    #[inline(always)]
+    fn count_block(&mut self, len: u32, fresh: bool) -> bool {
+        self.th.accessed = false;
+        if !self.opts.calls {
+            return false;
+        }
+        self.running.ir += u64::from(len);
+        if fresh && let Some(f) = self.th.stack.last_mut() {
+            f.fresh = (u32::from(f.fresh) + len).min(3) as u8;
+            return f.fresh < 3;
+        }
+        false
+    }
+
+    /// Whether the call in progress has run fewer than 3 instructions
+    /// (see `Frame::fresh`): once it has, a block changes nothing of it.
+    fn fresh_open(&self) -> bool {
+        self.th.stack.last().is_some_and(|f| f.fresh < 3)
+    }
+
+    /// The kinds of branch whose outcome the engine has work for, as bits
+    /// by [`Kind`]: a loop that decides branches itself calls
+    /// [`Engine::resolve_cold`] only for these.
+    fn branch_work(&self) -> u32 {
+        let bits = |kinds: &[Kind]| kinds.iter().fold(0, |m, &k| m | 1 << k as u32);
+        let mut m = 0;
+        if self.opts.branch_sim {
+            m |= bits(&[
+                Kind::Cond,
+                Kind::Rep,
+                Kind::RepCond,
+                Kind::IndirectJump,
+                Kind::IndirectCall,
+            ]);
+        }
+        if self.opts.calls {
+            m |= bits(&[
+                Kind::IndirectJump,
+                Kind::Call,
+                Kind::IndirectCall,
+                Kind::Ret,
+            ]);
+        }
+        m
+    }
+
+    /// [`Engine::resolve`] out of line, for a loop that takes it seldom.
+    #[inline(never)]
+    fn resolve_cold(&mut self, p: u32, next: u64) {
+        self.resolve(p, next);
+    }
+
+    /// The branch waiting for the next instruction, by its index and
+    /// kind (`Other`: none waits, as no branch is of that kind).
+    fn pending_kind(&self) -> (u32, Kind) {
+        let p = self.th.pending;
+        match p.and_then(|p| self.instrs.get(p as usize)) {
+            Some(ins) => (p.unwrap_or_default(), ins.flow.kind),
+            None => (0, Kind::Other),
         }
     }
 
@@ -401,6 +493,7 @@ impl Engine {
                     m.count_fetch_miss(miss, &mut self.costs[s.idx as usize * n + k]);
                     if k == 0 && calls {
                         m.count_fetch_miss(miss, &mut self.running);
+                        self.wide = true;
                     }
                 }
             }
@@ -451,17 +544,19 @@ impl Engine {
                     site: p,
                     target: next,
                     ret: ins.addr.wrapping_add(u64::from(ins.size)),
-                    start: self.running,
+                    start_ir: self.running.ir,
+                    whole: self.wide,
                 });
+                if self.wide {
+                    self.th.starts.push(self.running);
+                }
             }
             Kind::Ret if self.opts.calls => {
                 // Pop to the frame this returns to; a return to nowhere on
                 // the stack (longjmp, hand-made stacks) pops nothing.
                 if let Some(d) = self.th.stack.iter().rposition(|f| f.ret == next) {
                     while self.th.stack.len() > d {
-                        if let Some(f) = self.th.stack.pop() {
-                            self.close(f);
-                        }
+                        self.close_top();
                     }
                 }
             }
@@ -469,15 +564,31 @@ impl Engine {
         }
     }
 
-    fn close(&mut self, f: Frame) {
+    /// Closes the innermost call: its arc gets the events since the call.
+    fn close_top(&mut self) {
+        let Some(f) = self.th.stack.pop() else {
+            return;
+        };
+        let a = self.arcs.entry((f.site, f.target)).or_default();
+        a.count += 1;
+        if !self.wide {
+            // Then the totals were only `Ir` at the call too.
+            a.inclusive.ir += self.running.ir - f.start_ir;
+            return;
+        }
+        let start = match f.whole {
+            true => self.th.starts.pop().unwrap_or_default(),
+            false => Counts {
+                ir: f.start_ir,
+                ..Counts::default()
+            },
+        };
         let now = self.running.values();
-        let start = f.start.values();
+        let start = start.values();
         let mut d = [0u64; Counts::N];
         for (x, (a, b)) in d.iter_mut().zip(now.iter().zip(start)) {
             *x = a - b;
         }
-        let a = self.arcs.entry((f.site, f.target)).or_default();
-        a.count += 1;
         a.inclusive.add(&Counts::from_values(d));
     }
 
@@ -616,8 +727,8 @@ impl Engine {
                 let ins = self.instrs[p as usize];
                 self.resolve(p, ins.addr.wrapping_add(u64::from(ins.size)));
             }
-            while let Some(f) = self.th.stack.pop() {
-                self.close(f);
+            while !self.th.stack.is_empty() {
+                self.close_top();
             }
         }
         Output {
