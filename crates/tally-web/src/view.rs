@@ -269,22 +269,12 @@ impl View {
                 let listed: Vec<usize> = (0..report.table.len())
                     .filter(|&i| h.times.time[i] != 0.0 || report.ncalls[i] != 0)
                     .collect();
-                let empty = shared.get("");
-                let cycle_rows = g.map_or_else(Vec::new, |g| {
-                    g.cycles
-                        .iter()
-                        .map(|c| {
-                            let n = g.cycle_node(c.number);
-                            Row::cycle(
-                                g,
-                                c.number,
-                                &empty,
-                                g.self_time[n] / hz,
-                                Some((g.prop_self[n] + g.prop_child[n]) / hz),
-                                vec![g.self_time[n] / hz],
-                            )
-                        })
-                        .collect()
+                let cycle_rows = Row::cycles(g, &mut shared, |g, _, n| {
+                    (
+                        g.self_time[n] / hz,
+                        Some((g.prop_self[n] + g.prop_child[n]) / hz),
+                        vec![g.self_time[n] / hz],
+                    )
                 });
                 let object = shared.get(&h.program.display().to_string());
                 let functions = listed.iter().map(|&i| {
@@ -331,24 +321,9 @@ impl View {
                 let listed: Vec<usize> = (0..report.table.len())
                     .filter(|&i| e.self_cost[i] != 0 || report.ncalls[i] != 0)
                     .collect();
-                let empty = shared.get("");
-                let cycle_rows = g.map_or_else(Vec::new, |g| {
-                    g.cycles
-                        .iter()
-                        .map(|c| {
-                            let n = g.cycle_node(c.number);
-                            let members: f64 =
-                                c.members.iter().map(|&m| e.self_cost[m] as f64).sum();
-                            Row::cycle(
-                                g,
-                                c.number,
-                                &empty,
-                                members,
-                                measured(n).map(|v| v as f64),
-                                Vec::new(),
-                            )
-                        })
-                        .collect()
+                let cycle_rows = Row::cycles(g, &mut shared, |_, c, n| {
+                    let members = c.members.iter().map(|&m| e.self_cost[m] as f64).sum();
+                    (members, measured(n).map(|v| v as f64), Vec::new())
                 });
                 let functions = listed.iter().map(|&i| {
                     let r = &report.table.routines[i];
@@ -484,28 +459,41 @@ fn own_costs(agg: Aggregate<u64>) -> CostTable<u64> {
 struct Shared(HashSet<Arc<str>>);
 
 impl Row {
-    /// The row of cycle `number` of `g`, with no file or object (`empty`).
-    fn cycle(
-        g: &tally_analysis::gprof::CallGraph,
-        number: u32,
-        empty: &Arc<str>,
-        self_cost: f64,
-        inclusive: Option<f64>,
-        events: Vec<f64>,
-    ) -> Row {
-        let n = g.cycle_node(number);
-        Row {
-            node: n,
-            name: format!("<cycle {number}>"),
-            file: empty.clone(),
-            object: empty.clone(),
-            self_cost,
-            inclusive,
-            calls: g.ncalls[n],
-            cycle: Some(number),
-            is_cycle: true,
-            events,
-        }
+    /// The rows of `g`'s cycles, with no file or object; `costs` gives a
+    /// cycle's self cost, inclusive cost and per-event costs from the
+    /// graph, the cycle and its node.
+    fn cycles(
+        g: Option<&tally_analysis::gprof::CallGraph>,
+        shared: &mut Shared,
+        costs: impl Fn(
+            &tally_analysis::gprof::CallGraph,
+            &tally_analysis::gprof::CycleInfo,
+            usize,
+        ) -> (f64, Option<f64>, Vec<f64>),
+    ) -> Vec<Row> {
+        let Some(g) = g else {
+            return Vec::new();
+        };
+        let empty = shared.get("");
+        g.cycles
+            .iter()
+            .map(|c| {
+                let n = g.cycle_node(c.number);
+                let (self_cost, inclusive, events) = costs(g, c, n);
+                Row {
+                    node: n,
+                    name: format!("<cycle {}>", c.number),
+                    file: empty.clone(),
+                    object: empty.clone(),
+                    self_cost,
+                    inclusive,
+                    calls: g.ncalls[n],
+                    cycle: Some(c.number),
+                    is_cycle: true,
+                    events,
+                }
+            })
+            .collect()
     }
 }
 
