@@ -20,6 +20,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 runs=${RUNS:-5}
+if [ $# -gt 0 ] && [ "$1" != "--" ] || [ "$*" = "--" ]; then
+    echo "usage: bench/qemu-floor.sh [-- PROG ARGS]" >&2
+    exit 2
+fi
 for t in gcc qemu-x86_64 valgrind python3 gzip; do
     command -v "$t" >/dev/null || { echo "qemu-floor.sh: needs $t" >&2; exit 1; }
 done
@@ -44,7 +48,8 @@ else
     head -c 1000000 "$tmp/seq.txt" >"$tmp/in.txt"
     prog=(gzip -9 -c "$tmp/in.txt")
 fi
-prog[0]=$(command -v "${prog[0]}")
+found=$(command -v "${prog[0]}") || { echo "qemu-floor.sh: no program ${prog[0]}" >&2; exit 1; }
+prog[0]=$found
 
 # The declarations of QEMU's plugin API (version 1) this plugin uses;
 # callbacks without registers, accesses of both directions.
