@@ -171,19 +171,15 @@ impl Feeder {
             }
             let first = u32::from_le_bytes([r[1], r[2], r[3], r[4]]);
             let count = u32::from(r[5]);
-            let Some(h) = heads.get(first as usize) else {
+            let Some(mut h) = heads.get(first as usize).map(|h| h.head) else {
                 break;
             };
-            let mut check = h.head.check;
-            if check & (CHECKED | LEAN | 0xff) != CHECKED | LEAN | count as u16 {
+            if h.check & (CHECKED | LEAN | 0xff) != CHECKED | LEAN | count as u16 {
                 match block_head(heads, runs, slots, e.instrs(), first, count) {
-                    Some(h) if h.check & LEAN != 0 => check = h.check,
+                    Some(checked) if checked.check & LEAN != 0 => h = checked,
                     _ => break,
                 }
             }
-            let Some(h) = heads.get(first as usize).map(|h| h.head) else {
-                break;
-            };
             if b_check & PAGE_END != 0 && page_cut(slots, b, first) {
                 break;
             }
@@ -215,7 +211,7 @@ impl Feeder {
                 count,
                 done: 0,
             };
-            (b_check, b_last, b_kind) = (check, h.last_idx, h.last_kind);
+            (b_check, b_last, b_kind) = (h.check, h.last_idx, h.last_kind);
             p += 6;
         }
         if let Some(cur) = cur {
